@@ -1,0 +1,60 @@
+"""``flow``: a thin command line over the library, with one error boundary.
+
+User errors (``FlowError``) print one paragraph and exit with the error's documented code;
+Ctrl-C exits 130; anything else is a bug: a short message and exit 3 (set
+``FLOW_RAISE_ERRORS=1`` to see the traceback).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ..errors import EXIT_BUG, EXIT_INTERRUPTED, FlowError
+from .app import app, err, print_json
+
+# Importing a command module registers its commands on ``app``.
+from . import commands_progress  # noqa: E402,F401  (validate, schema)
+
+__all__ = ["app", "main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``flow`` console script; returns the process exit code."""
+    args = sys.argv[1:] if argv is None else argv
+    want_json = "--json" in args
+    try:
+        result = app(args=args, prog_name="flow", standalone_mode=False)
+        return result if isinstance(result, int) else 0
+    except FlowError as error:
+        if os.environ.get("FLOW_RAISE_ERRORS") == "1":
+            raise
+        if want_json:
+            print_json(error.to_dict())
+        err(f"error: {error}")
+        return error.exit_code
+    except click.exceptions.Exit as exit_:
+        return exit_.exit_code
+    except click.exceptions.Abort:
+        err("aborted.")
+        return EXIT_INTERRUPTED
+    except click.ClickException as error:
+        error.show()
+        return error.exit_code
+    except KeyboardInterrupt:
+        err("interrupted.")
+        return EXIT_INTERRUPTED
+    except Exception as error:  # the boundary: a bug must not print a traceback at users
+        if os.environ.get("FLOW_RAISE_ERRORS") == "1":
+            raise
+        err(
+            f"internal error: {type(error).__name__}: {error}. This is a bug in flow; "
+            "rerun with FLOW_RAISE_ERRORS=1 to see the traceback and please report it."
+        )
+        return EXIT_BUG
+
+
+def _console_script() -> None:
+    sys.exit(main())

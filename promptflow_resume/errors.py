@@ -1,0 +1,202 @@
+"""One exception tree for every failure a user can cause.
+
+Each class carries the process exit code the CLI maps it to, and a message written as one
+paragraph that says what went wrong and how to fix it. Errors about a file carry its path and,
+where known, the line, column and field path (``$.steps.analyze.status``)::
+
+    raise ProgressSchemaError(
+        "status must be one of running, paused, ...",
+        path=p, line=7, column=9, field="$.status",
+    )
+
+Exit codes are part of the documented interface (``docs/spec.md``, "Exit codes").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+# Exit codes. 0 = success, 1 = the run ended without completing (failed, budget, timeout),
+# 2 = usage error (typer's own), 3 = internal bug; the rest name a class of user error.
+EXIT_OK = 0
+EXIT_RUN_INCOMPLETE = 1
+EXIT_USAGE = 2
+EXIT_BUG = 3
+EXIT_INVALID_FILE = 4
+EXIT_NOT_FOUND = 5
+EXIT_LOCKED = 6
+EXIT_WORKFLOW_CHANGED = 7
+EXIT_NEEDS_REVIEW = 8
+EXIT_INPUT = 9
+EXIT_PROVIDER = 10
+EXIT_AWAITING_INPUT = 11
+EXIT_INTERRUPTED = 130
+
+
+class FlowError(Exception):
+    """Base of every error a user can cause; the CLI prints ``str(err)`` and exits with ``exit_code``."""
+
+    exit_code: int = EXIT_INVALID_FILE
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        field: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.column = column
+        self.field = field
+        self.hint = hint
+
+    @property
+    def location(self) -> str | None:
+        """``path:line:col`` (as much of it as is known), or None."""
+        if self.path is None:
+            return None
+        loc = self.path
+        if self.line is not None:
+            loc += f":{self.line}"
+            if self.column is not None:
+                loc += f":{self.column}"
+        return loc
+
+    def __str__(self) -> str:
+        parts: list[str] = []
+        if self.location:
+            parts.append(f"{self.location}:")
+        if self.field:
+            parts.append(f"{self.field}:")
+        parts.append(self.message.rstrip())
+        text = " ".join(parts)
+        if self.hint:
+            text += " " + self.hint.strip()
+        return text
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready form for ``--json`` output."""
+        return {
+            "error": type(self).__name__,
+            "message": self.message,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "field": self.field,
+            "hint": self.hint,
+            "exit_code": self.exit_code,
+        }
+
+
+# --- files -------------------------------------------------------------------------------
+
+
+class InvalidFileError(FlowError):
+    """A file we were asked to read is not what it should be."""
+
+    exit_code = EXIT_INVALID_FILE
+
+
+class ProgressFormatError(InvalidFileError):
+    """A progress file cannot be parsed (bad YAML, broken body, truncated, binary, too big)."""
+
+
+class ProgressSchemaError(InvalidFileError):
+    """A progress file's front matter parses but violates ``schemas/progress.schema.json``."""
+
+
+class UnsupportedVersionError(InvalidFileError):
+    """A progress file of a format version this build cannot read."""
+
+
+class SidecarError(InvalidFileError):
+    """A sidecar file is missing, altered, or its link leaves the sidecar folder."""
+
+
+class DigestError(InvalidFileError):
+    """The transcript digests recorded in a progress file do not add up (corruption, not an edit)."""
+
+
+class WorkflowError(InvalidFileError):
+    """A workflow file (``*.prompt.md``) cannot be loaded or fails its checks."""
+
+
+class FileNotFoundFlowError(FlowError):
+    """A file named on the command line (or referenced by a progress file) does not exist."""
+
+    exit_code = EXIT_NOT_FOUND
+
+
+# --- runs --------------------------------------------------------------------------------
+
+
+class RunLockedError(FlowError):
+    """Another live process owns the run."""
+
+    exit_code = EXIT_LOCKED
+
+
+class WorkflowChangedError(FlowError):
+    """The workflow changed in steps already started, and no flag says what to do."""
+
+    exit_code = EXIT_WORKFLOW_CHANGED
+
+
+class NeedsReviewError(FlowError):
+    """A run cannot continue without a person's decision (e.g. a non-idempotent tool in flight)."""
+
+    exit_code = EXIT_NEEDS_REVIEW
+
+
+class AwaitingInputError(FlowError):
+    """A run waits for an answer a person must write into the progress file."""
+
+    exit_code = EXIT_AWAITING_INPUT
+
+
+class InputError(FlowError):
+    """A missing, malformed or mistyped input value or option."""
+
+    exit_code = EXIT_INPUT
+
+
+class ProviderError(FlowError):
+    """A model provider failed. ``transient`` errors are retried; permanent ones end the run."""
+
+    exit_code = EXIT_PROVIDER
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        transient: bool = False,
+        retry_after: float | None = None,
+        status_code: int | None = None,
+        reason: str = "provider_error",
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.transient = transient
+        self.retry_after = retry_after
+        self.status_code = status_code
+        self.reason = reason
+
+
+class ProviderSetupError(ProviderError):
+    """A provider cannot be used at all: missing key, missing extra, unknown name."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, transient=False, reason="provider_setup", hint=hint)
+
+
+class ReplayMismatchError(ProviderError):
+    """A replayed run sent a request that differs from the recording."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, transient=False, reason="replay_mismatch", hint=hint)

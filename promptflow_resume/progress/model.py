@@ -1,0 +1,235 @@
+"""The in-memory model of one run: what ``progress.md`` holds.
+
+These are plain typed records. The progress package turns them into a file and back
+(``render``/``parse``), checks them (``validate``) and stores them (``store``); the engine and
+reconcile modules change them; nothing else knows the disk format.
+
+Invariant (tested): ``parse(render(run)) == run`` for every run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+FORMAT_VERSION = 1
+
+RunStatus = Literal[
+    "running",
+    "paused",
+    "interrupted",
+    "failed",
+    "timeout",
+    "budget_exhausted",
+    "needs_review",
+    "awaiting_input",
+    "completed",
+]
+RUN_STATUSES: tuple[str, ...] = (
+    "running",
+    "paused",
+    "interrupted",
+    "failed",
+    "timeout",
+    "budget_exhausted",
+    "needs_review",
+    "awaiting_input",
+    "completed",
+)
+#: Statuses a run can be resumed from (``running`` too, when its owner is dead).
+RESUMABLE_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - {"completed"}
+
+StepStatus = Literal["pending", "running", "completed", "failed", "skipped"]
+STEP_STATUSES: tuple[str, ...] = ("pending", "running", "completed", "failed", "skipped")
+
+Role = Literal["system", "user", "assistant", "tool_call", "tool_result", "note"]
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool_call", "tool_result", "note")
+
+
+@dataclass
+class Usage:
+    """Tokens and cost, summed over model replies (and carried across resumes)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float = 0.0
+    turns: int = 0
+
+    def add(self, other: Usage) -> None:
+        """Accumulate ``other`` into this record."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cached_tokens += other.cached_tokens
+        self.cost_usd = round(self.cost_usd + other.cost_usd, 6)
+        self.turns += other.turns
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass
+class Entry:
+    """One transcript entry: a message, a tool call, a tool result, or a note from flow.
+
+    ``id`` counts from 1 in file order and never changes. ``call_id`` and ``tool`` are set on
+    ``tool_call`` and ``tool_result`` entries; a tool call's ``content`` is its arguments as
+    JSON text. ``sidecar`` names a file in the sidecar folder holding the full content of a
+    large or binary tool result (then ``content`` is a short preview and ``sidecar_sha256``
+    the hash of the file's bytes).
+    """
+
+    id: int
+    role: Role
+    content: str
+    step: str | None = None
+    call_id: str | None = None
+    tool: str | None = None
+    is_error: bool = False
+    sidecar: str | None = None
+    sidecar_sha256: str | None = None
+    sidecar_bytes: int | None = None
+
+
+@dataclass
+class StepState:
+    """Where one workflow step stands."""
+
+    status: StepStatus = "pending"
+    attempts: int = 0
+    #: Transcript entry id of the step's final answer (its output), once completed.
+    output_entry: int | None = None
+    started: str | None = None
+    finished: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    #: Number of model turns taken in this step (for the step's own turn limit).
+    turns: int = 0
+
+
+@dataclass
+class InFlight:
+    """A tool call whose start was recorded but whose result was not."""
+
+    call_id: str
+    tool: str
+    step: str
+    #: Transcript entry id of the ``tool_call`` entry.
+    entry: int
+    started: str
+    idempotent: bool
+
+
+@dataclass
+class ErrorInfo:
+    """The last error that stopped a run."""
+
+    type: str
+    message: str
+    at: str
+    step: str | None = None
+
+
+@dataclass
+class Attempt:
+    """One process's go at the run: from ``flow run``/``flow resume`` until it stopped."""
+
+    n: int
+    started: str
+    ended: str | None = None
+    status: str | None = None
+    reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    #: Free-form notes: ``--set`` overrides, hand edits detected, workflow changes accepted.
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class WorkflowRef:
+    """Which workflow a run belongs to, and its hashes when the run was checkpointed."""
+
+    #: Path relative to the progress file's folder, with forward slashes.
+    path: str
+    hash: str
+    #: step id -> step hash, in step order.
+    steps: dict[str, str] = field(default_factory=dict)
+    name: str | None = None
+    description: str | None = None
+
+
+@dataclass
+class Config:
+    """Provider and model settings the run uses."""
+
+    provider: str
+    model: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    #: Limits: max_tokens, max_cost_usd, max_turns, max_seconds (absent = unlimited).
+    budget: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Cursor:
+    """The step the run is in (or will start next), as ``index`` of ``total`` (1-based)."""
+
+    step: str | None
+    index: int
+    total: int
+
+
+@dataclass
+class Redactions:
+    """How many secret values were replaced before writing, and where (entry ids / fields)."""
+
+    count: int = 0
+    where: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Run:
+    """A whole run: the checkpoint (front matter) plus the transcript (body)."""
+
+    run_id: str
+    workflow: WorkflowRef
+    status: RunStatus
+    created: str
+    updated: str
+    config: Config
+    cursor: Cursor
+    reason: str | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)
+    steps: dict[str, StepState] = field(default_factory=dict)
+    in_flight: list[InFlight] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    attempts: list[Attempt] = field(default_factory=list)
+    last_error: ErrorInfo | None = None
+    redactions: Redactions = field(default_factory=Redactions)
+    #: Keywords for the similar-run detector, written when the run starts.
+    keywords: list[str] = field(default_factory=list)
+    #: Where this run was forked from: {"path", "run_id", "step"}.
+    parent: dict[str, str] | None = None
+    transcript: list[Entry] = field(default_factory=list)
+
+    def next_entry_id(self) -> int:
+        """The id the next transcript entry gets."""
+        return self.transcript[-1].id + 1 if self.transcript else 1
+
+    def entry(self, entry_id: int) -> Entry | None:
+        """The entry with ``entry_id`` (ids are dense, so this is an index)."""
+        index = entry_id - 1
+        if 0 <= index < len(self.transcript) and self.transcript[index].id == entry_id:
+            return self.transcript[index]
+        return next((e for e in self.transcript if e.id == entry_id), None)
+
+
+@dataclass
+class LoadReport:
+    """What loading noticed besides the run itself: hand edits and warnings."""
+
+    #: Ids of transcript entries whose content no longer matches its recorded digest.
+    edited_entries: list[int] = field(default_factory=list)
+    #: ``path:line: message`` warnings (e.g. generated sections edited by hand, ignored).
+    warnings: list[str] = field(default_factory=list)
+    #: Journal events replayed on top of the file (after a crash), 0 if none.
+    replayed_events: int = 0

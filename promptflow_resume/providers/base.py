@@ -1,0 +1,104 @@
+"""What a model provider is: messages and tool specs in, one assistant reply out.
+
+A provider is any object with ``name`` and ``complete(request, on_text=None) -> Reply``.
+Failures are raised as ``ProviderError`` with ``transient`` set for errors worth retrying
+(rate limits, 5xx, timeouts, dropped connections) and ``retry_after`` when the server says.
+Retrying is not the provider's job: ``providers.retry`` does it for every provider alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+MessageRole = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool the model may call: name, description, JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call the model asked for. ``arguments`` is the JSON text the model produced."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message in the provider-neutral shape."""
+
+    role: MessageRole
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    #: For ``role == "tool"``: the call this message answers, and the tool's name.
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class Request:
+    """Everything a provider needs for one model call."""
+
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    model: str | None = None
+    #: temperature, max_tokens, top_p, ... as the workflow gives them.
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReplyUsage:
+    """Token counts the provider reported for one reply."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One assistant message: text, tool calls, usage."""
+
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: ReplyUsage = field(default_factory=ReplyUsage)
+    model: str | None = None
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    """How to build a provider: from the workflow, the command line and the environment."""
+
+    name: str
+    model: str | None = None
+    base_url: str | None = None
+    #: Show text as it arrives (only on a terminal); the checkpoint holds whole replies only.
+    stream: bool = False
+    #: ``replay``: the recording to replay. ``--record``: where to write one.
+    recording: str | None = None
+    record_to: str | None = None
+    #: Per-request timeout in seconds.
+    timeout: float = 120.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Provider(Protocol):
+    """The provider interface every entry in ``providers.REGISTRY`` implements."""
+
+    name: str
+
+    def complete(self, request: Request, on_text: Callable[[str], None] | None = None) -> Reply:
+        """Send one request and return the whole assistant reply."""
+        ...

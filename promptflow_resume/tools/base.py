@@ -1,0 +1,43 @@
+"""What a tool is: a spec the model sees and a ``run`` that returns a result.
+
+Tools come from the workflow file only (built-ins it names and commands it declares), never
+from a progress file, so a shared progress file cannot make flow run anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..providers.base import ToolSpec
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Where a tool runs: the workspace root it is confined to, and the environment."""
+
+    workspace: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A tool's outcome as the model will see it. ``data`` holds bytes for a sidecar file."""
+
+    content: str
+    is_error: bool = False
+    exit_code: int | None = None
+    data: bytes | None = None
+
+
+class Tool(Protocol):
+    """A callable tool."""
+
+    spec: ToolSpec
+    #: True when running it twice has the same effect as once (safe to re-run on resume).
+    idempotent: bool
+
+    def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Run with the model's arguments; errors the model should see are results, not raises."""
+        ...

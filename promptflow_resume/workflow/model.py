@@ -1,0 +1,151 @@
+"""Typed records for a loaded workflow (``*.prompt.md``).
+
+``workflow.load_workflow(path)`` reads and checks a file once and returns a frozen
+``Workflow``; everything downstream (engine, reconcile, detect) reads these records and never
+the raw front matter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+InputType = Literal["string", "integer", "number", "boolean", "list"]
+StepKind = Literal["prompt", "command", "human"]
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A problem found in a workflow file, with its position (1-based line and column)."""
+
+    severity: Severity
+    message: str
+    path: str
+    line: int | None = None
+    column: int | None = None
+    field: str | None = None
+    code: str = "workflow"
+
+    def __str__(self) -> str:
+        loc = self.path
+        if self.line is not None:
+            loc += f":{self.line}"
+            if self.column is not None:
+                loc += f":{self.column}"
+        where = f" {self.field}:" if self.field else ""
+        return f"{loc}: {self.severity}:{where} {self.message}"
+
+
+@dataclass(frozen=True)
+class InputDecl:
+    """A declared input: ``inputs: {name: {type, default, description, required}}``."""
+
+    name: str
+    type: InputType = "string"
+    default: Any = None
+    description: str | None = None
+    required: bool = True
+    #: The placeholder from ``${input:name:placeholder}`` when the body gives one.
+    placeholder: str | None = None
+
+
+@dataclass(frozen=True)
+class CommandDecl:
+    """A command tool declared under ``commands:``; only these can ever be executed."""
+
+    name: str
+    argv: tuple[str, ...]
+    description: str = ""
+    idempotent: bool = False
+    timeout: float = 60.0
+    cwd: str | None = None
+    #: Names of environment variables passed through; everything else is withheld.
+    env: tuple[str, ...] = ()
+    #: Captured output above this many bytes goes to a sidecar file.
+    max_output: int = 65536
+    #: Run ``argv`` through ``/bin/sh -c`` only when the workflow asks for it.
+    shell: bool = False
+    #: JSON Schema of the arguments the model may pass (substituted into ``{name}`` in argv).
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits that end a run with ``budget_exhausted`` (or ``timeout`` for wall time)."""
+
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    max_turns: int | None = None
+    max_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How transient provider errors are retried: exponential backoff with jitter."""
+
+    max_attempts: int = 5
+    initial_delay: float = 1.0
+    max_delay: float = 60.0
+    multiplier: float = 2.0
+    jitter: float = 0.25
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: a prompt for the model, a direct command run, or a question for a person."""
+
+    id: str
+    title: str
+    #: 1-based position in the workflow.
+    index: int
+    kind: StepKind
+    #: The step's prompt text as written (variables not yet substituted).
+    body: str
+    #: ``algo:version:hex`` hash over the normalized step (text, model, params, its tools).
+    hash: str
+    #: 1-based line of the step's heading in the file.
+    line: int
+    #: Tools the model may call in this step; None means the workflow's ``tools``.
+    tools: tuple[str, ...] | None = None
+    max_turns: int | None = None
+    #: For ``kind == "command"``: the declared command to run and its arguments.
+    command: str | None = None
+    command_args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """A loaded, checked workflow file."""
+
+    path: Path
+    name: str
+    description: str | None
+    #: Every front-matter key as written, including ones flow does not know.
+    front_matter: dict[str, Any]
+    #: Text before the first step: shared context for every step.
+    context: str
+    steps: tuple[Step, ...]
+    inputs: dict[str, InputDecl]
+    commands: dict[str, CommandDecl]
+    #: Tool names the model may call (commands, built-ins, mapped prompt-file names).
+    tools: tuple[str, ...]
+    provider: str | None
+    model: str | None
+    #: Model parameters: temperature, max_tokens, top_p, ...
+    params: dict[str, Any]
+    budget: Budget
+    retry: RetryPolicy
+    #: ``algo:version:hex`` hash over the normalized whole workflow.
+    hash: str
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    def step(self, step_id: str) -> Step | None:
+        """The step with ``step_id``, or None."""
+        return next((s for s in self.steps if s.id == step_id), None)
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        """Diagnostics of severity ``error``."""
+        return tuple(d for d in self.diagnostics if d.severity == "error")
