@@ -16,7 +16,13 @@ from ..errors import EXIT_BUG, EXIT_INTERRUPTED, FlowError
 from .app import app, err, print_json
 
 # Importing a command module registers its commands on ``app``.
-from . import commands_progress  # noqa: E402,F401  (validate, schema)
+from . import (  # noqa: F401
+    commands_detect,  # list, detect
+    commands_progress,  # validate, schema
+    commands_run,  # run, resume, status
+    commands_share,  # share, fork, rewind, log, clean
+    commands_workflow,  # check
+)
 
 __all__ = ["app", "main"]
 

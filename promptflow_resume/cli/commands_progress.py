@@ -1,3 +1,3 @@
-"""``flow validate`` and ``flow schema``: placeholder registered until the progress library lands."""
+"""Commands registered on the flow app (filled in by their module's owner)."""
 
 from __future__ import annotations
