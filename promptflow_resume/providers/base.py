@@ -44,6 +44,9 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
     is_error: bool = False
+    #: A message flow adds about the run itself (e.g. "this run was resumed"). Providers send
+    #: it like any other; ``replay`` ignores it when matching a request to the recording.
+    note: bool = False
 
 
 @dataclass(frozen=True)
