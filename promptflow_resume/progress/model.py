@@ -167,6 +167,10 @@ class Config:
     params: dict[str, Any] = field(default_factory=dict)
     #: Limits: max_tokens, max_cost_usd, max_turns, max_seconds (absent = unlimited).
     budget: dict[str, Any] = field(default_factory=dict)
+    #: OpenAI-compatible endpoint chosen with ``--base-url`` (never a key).
+    base_url: str | None = None
+    #: ``replay``: the recording, relative to the progress file's folder.
+    recording: str | None = None
 
 
 @dataclass
