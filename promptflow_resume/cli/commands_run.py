@@ -1,3 +1,426 @@
-"""Commands registered on the flow app (filled in by their module's owner)."""
+"""``flow run``, ``flow resume`` and ``flow status``."""
 
 from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..errors import InputError
+from ..events import Reporter
+from ..progress.model import Run, Usage
+from ..reconcile import Choices, ResumePlan
+from .app import app, err, out, print_json
+
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
+
+
+def parse_duration(text: str | None) -> float | None:
+    """``90``, ``90s``, ``10m``, ``1h30m`` → seconds."""
+    if text is None:
+        return None
+    match = _DURATION.match(text.strip())
+    if not match or not any(match.groups()):
+        raise InputError(
+            f"--timeout {text!r} is not a duration.",
+            hint="Write it as seconds (90, 90s), minutes (10m) or hours (1h30m).",
+        )
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def parse_assignments(items: list[str], option: str) -> dict[str, str]:
+    """``["a=1", "b=x y"]`` → ``{"a": "1", "b": "x y"}``; a malformed item is an InputError."""
+    values: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise InputError(f"{option} {item!r} is not of the form name=value.")
+        values[name.strip()] = value
+    return values
+
+
+def _stdin_is_terminal() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+class ConsoleReporter(Reporter):
+    """Live progress on a terminal (stderr): step i of n, a spinner, tokens and cost."""
+
+    def __init__(self, *, live: bool, verbose: bool = False) -> None:
+        self.live = live
+        self.verbose = verbose
+        self._status: Any = None
+        self._step = ""
+        self._usage = Usage()
+        if live:
+            from rich.console import Console
+
+            self._console = Console(stderr=True)
+
+    def _show(self, what: str) -> None:
+        if not self.live:
+            return
+        text = (
+            f"{self._step} · {what} · {self._usage.total_tokens:,} tokens"
+            f" · ${self._usage.cost_usd:.4f}"
+        )
+        if self._status is None:
+            self._status = self._console.status(text)
+            self._status.start()
+        else:
+            self._status.update(text)
+
+    def _print(self, text: str) -> None:
+        if self.live:
+            self._console.print(text, markup=False, highlight=False)
+        else:
+            err(text)
+
+    def notice(self, text: str) -> None:
+        self._print(f"flow: {text}")
+
+    def step_started(self, step_id: str, title: str, index: int, total: int) -> None:
+        self._step = f"step {index}/{total} {title}"
+        if self.live or self.verbose:
+            self._print(f"▶ {self._step}")
+        self._show("starting")
+
+    def model_call(self, step_id: str, turn: int) -> None:
+        self._show(f"waiting for the model (turn {turn})")
+
+    def model_reply(self, step_id: str, usage: Usage, run_usage: Usage) -> None:
+        self._usage = run_usage
+        self._show("reply recorded")
+
+    def tool_started(self, name: str, arguments: str) -> None:
+        self._show(f"running {name}")
+        if self.verbose:
+            self._print(f"  → {name} {arguments[:200]}")
+
+    def tool_finished(self, name: str, is_error: bool, summary: str) -> None:
+        if self.live or self.verbose:
+            mark = "✗" if is_error else "✓"
+            self._print(f"  {mark} {name}: {summary}")
+
+    def retry(self, attempt: int, delay: float, message: str) -> None:
+        self._print(f"flow: provider error, retry {attempt} in {delay:.1f}s: {message}")
+
+    def close(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+
+def _summary(run: Run, path: Path) -> dict[str, Any]:
+    done = sum(1 for s in run.steps.values() if s.status == "completed")
+    return {
+        "run_id": run.run_id,
+        "path": str(path),
+        "status": run.status,
+        "reason": run.reason,
+        "steps_done": done,
+        "steps_total": len(run.steps),
+        "step": run.cursor.step,
+        "usage": {
+            "input_tokens": run.usage.input_tokens,
+            "output_tokens": run.usage.output_tokens,
+            "cached_tokens": run.usage.cached_tokens,
+            "cost_usd": run.usage.cost_usd,
+            "turns": run.usage.turns,
+        },
+        "last_error": run.last_error.message if run.last_error else None,
+    }
+
+
+def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
+    if as_json:
+        data = _summary(run, path)
+        data["exit_code"] = exit_code
+        print_json(data)
+        return exit_code
+    s = _summary(run, path)
+    cost = f", ${run.usage.cost_usd:.4f}" if run.usage.cost_usd else ""
+    counts = f"{s['steps_done']}/{s['steps_total']} steps, {run.usage.total_tokens:,} tokens{cost}"
+    if run.status == "completed":
+        out(f"completed: {counts} — {path}")
+    else:
+        reason = f" ({run.reason})" if run.reason else ""
+        err(f"{run.status}{reason}: {counts}.")
+        if run.status == "interrupted":
+            err("Progress saved.")
+        err(f"Resume with: flow resume {path}")
+    return exit_code
+
+
+@app.command("run")
+def run_command(
+    workflow: Path = typer.Argument(..., help="The workflow file (*.prompt.md) to run."),
+    input_: list[str] = typer.Option(
+        [], "--input", "-i", help="An input value as name=value (repeatable)."
+    ),
+    inputs_file: Path | None = typer.Option(
+        None, "--inputs", help="A YAML or JSON file of input values."
+    ),
+    provider: str | None = typer.Option(
+        None, "--provider", "-p", help="Model provider: openai, anthropic, replay, echo, scripted."
+    ),
+    model: str | None = typer.Option(None, "--model", "-m", help="Model id (overrides the workflow's)."),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="OpenAI-compatible endpoint (Ollama, vLLM, LM Studio, ...)."
+    ),
+    recording: Path | None = typer.Option(
+        None, "--recording", help="With --provider replay: the recorded session to replay."
+    ),
+    record: bool = typer.Option(
+        False, "--record", help="Record this session beside the progress file, for replay."
+    ),
+    progress: Path | None = typer.Option(
+        None, "--progress", help="Where to write progress.md (default .flow/runs/<run-id>/)."
+    ),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="Stop before spending more USD."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="Stop after this many tokens."),
+    max_turns: int | None = typer.Option(None, "--max-turns", help="Stop after this many model turns."),
+    timeout: str | None = typer.Option(
+        None, "--timeout", help="Wall-clock limit for this attempt: 90s, 10m, 1h30m."
+    ),
+    file: Path | None = typer.Option(None, "--file", help="The file ${file} stands for."),
+    new: bool = typer.Option(
+        False, "--new", "-N", help="Start fresh without looking for similar incomplete runs."
+    ),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Accept the best similar run without asking."),
+    as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Say more about what happens."),
+) -> int:
+    """Start a run of WORKFLOW; first offer to resume a similar incomplete run.
+
+    The run is checkpointed after every model reply, tool call and step into its progress.md.
+    Exit codes: 0 completed, 1 failed/budget/timeout, 8 needs review, 130 interrupted
+    (see docs/spec.md for all).
+    """
+    from ..api import Limits, prepare_inputs, resume_run, start_run
+    from ..workflow import load_workflow
+
+    wf = load_workflow(workflow)
+    interactive = _stdin_is_terminal() and not as_json
+    ask = _ask_input if interactive else None
+    values = prepare_inputs(wf, parse_assignments(input_, "--input"), inputs_file, ask)
+    limits = Limits(max_cost, max_tokens, max_turns, parse_duration(timeout))
+    live = sys.stderr.isatty() and not as_json
+    reporter = ConsoleReporter(live=live, verbose=verbose)
+
+    if not new and progress is None:
+        chosen = _offer_similar(wf, values, interactive=interactive, yes=yes, verbose=verbose)
+        if chosen is not None:
+            outcome = resume_run(
+                chosen,
+                provider=provider,
+                model=model,
+                base_url=base_url,
+                limits=limits,
+                file=file,
+                reporter=reporter,
+                stream=live,
+            )
+            return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
+
+    outcome = start_run(
+        workflow,
+        workflow=wf,
+        resolved_inputs=values,
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        recording=recording,
+        record=record,
+        progress=progress,
+        limits=limits,
+        file=file,
+        reporter=reporter,
+        stream=live,
+    )
+    return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
+
+
+def _ask_input(decl: Any) -> str:
+    hint = f" ({decl.description})" if decl.description else ""
+    default = decl.placeholder if decl.placeholder is not None else decl.default
+    return str(typer.prompt(f"{decl.name}{hint}", default=default if default is not None else ...))
+
+
+def _offer_similar(
+    wf: Any, values: dict[str, Any], *, interactive: bool, yes: bool, verbose: bool
+) -> Path | None:
+    """The similar-run check before a fresh run: the path of a run to resume, or None."""
+    from ..detect import choose, detect
+
+    detection = detect(wf, values)
+    if detection.skipped_reason and verbose:
+        err(f"flow: similar-run check skipped: {detection.skipped_reason}")
+    if detection.exact is not None:
+        exact = detection.exact
+        err(
+            f"flow: resuming identical incomplete run {exact.run_id} ({exact.status}, "
+            f"{exact.steps_done}/{exact.steps_total} steps); use --new to start fresh instead."
+        )
+        return exact.path
+    if not detection.candidates:
+        return None
+    chosen = choose(
+        detection,
+        interactive=interactive,
+        assume_yes=yes,
+        write=lambda text: err(text),
+    )
+    return chosen.path if chosen is not None else None
+
+
+def _confirm_change(plan: ResumePlan) -> Choices | None:
+    changed = ", ".join(c.step_id for c in plan.changes if c.started)
+    err(f"flow: the workflow changed in steps that already ran: {changed}.")
+    answer = typer.prompt(
+        "Re-run from the first changed step [r], keep completed results [k], or abort [a]?",
+        default="a",
+    ).strip().lower()
+    if answer.startswith("r"):
+        return Choices(rerun_changed=True)
+    if answer.startswith("k"):
+        return Choices(keep_completed=True)
+    return None
+
+
+@app.command("resume")
+def resume_command(
+    progress: Path = typer.Argument(..., help="The run's progress.md."),
+    set_: list[str] = typer.Option(
+        [], "--set", help="Override an input for the rest of the run: name=value (repeatable)."
+    ),
+    plan_only: bool = typer.Option(
+        False, "--plan", help="Show what would be reused and re-run, then exit without a model call."
+    ),
+    rerun_changed: bool = typer.Option(
+        False, "--rerun-changed", help="Workflow changed: re-run from the first changed step."
+    ),
+    keep_completed: bool = typer.Option(
+        False, "--keep-completed", help="Workflow changed: keep recorded results, new text for the rest."
+    ),
+    rerun_unsafe: bool = typer.Option(
+        False, "--rerun-unsafe", help="Run again a non-idempotent tool call that was in flight."
+    ),
+    workflow: Path | None = typer.Option(
+        None, "--workflow", help="The workflow file, when it moved since the run started."
+    ),
+    provider: str | None = typer.Option(None, "--provider", "-p", help="Use another provider."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Use another model."),
+    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint."),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="New cost limit in USD."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="New token limit."),
+    max_turns: int | None = typer.Option(None, "--max-turns", help="New turn limit."),
+    timeout: str | None = typer.Option(None, "--timeout", help="Wall-clock limit: 90s, 10m, 1h."),
+    file: Path | None = typer.Option(None, "--file", help="The file ${file} stands for."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask questions on a terminal."),
+    as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Say more about what happens."),
+) -> int:
+    """Continue a stopped run exactly where it stopped.
+
+    Completed steps and tool calls are reused, never re-run. If the workflow changed in steps
+    that already ran, choose --rerun-changed or --keep-completed (on a terminal you are asked).
+    """
+    from ..api import Limits, resume_run, run_status
+
+    choices = Choices(rerun_changed, keep_completed, rerun_unsafe)
+    if rerun_changed and keep_completed:
+        raise InputError("--rerun-changed and --keep-completed exclude each other; choose one.")
+    if plan_only:
+        status = run_status(progress, workflow_path=workflow, choices=choices)
+        return _print_status(status, as_json, plan=True)
+    interactive = _stdin_is_terminal() and not as_json and not yes
+    live = sys.stderr.isatty() and not as_json
+    outcome = resume_run(
+        progress,
+        choices=choices,
+        set_values=parse_assignments(set_, "--set"),
+        workflow_path=workflow,
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        limits=Limits(max_cost, max_tokens, max_turns, parse_duration(timeout)),
+        file=file,
+        reporter=ConsoleReporter(live=live, verbose=verbose),
+        stream=live,
+        confirm_change=_confirm_change if interactive else None,
+    )
+    if outcome.notes == ["already completed"] and not as_json:
+        out(f"already completed: nothing to resume — {outcome.path}")
+        return 0
+    return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
+
+
+def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
+    data = status.to_dict()
+    if as_json:
+        print_json(data)
+        return 0
+    run = status.run
+    bar_width = 20
+    filled = round(bar_width * data["percent"] / 100)
+    out(f"run      {data['run_id']}")
+    reason = f" — {data['reason']}" if data["reason"] else ""
+    out(f"status   {data['status']}{reason}")
+    out(
+        f"progress [{'#' * filled}{'.' * (bar_width - filled)}] {data['percent']}% "
+        f"({data['steps_done']}/{data['steps_total']} steps; at step {data['step_index']}"
+        f"{' ' + data['step'] if data['step'] else ''})"
+    )
+    usage = data["usage"]
+    out(
+        f"usage    {usage['input_tokens']:,} in / {usage['output_tokens']:,} out tokens, "
+        f"{usage['turns']} turns, ${usage['cost_usd']:.4f}, {data['attempts']} attempt(s)"
+    )
+    if data["workflow_error"]:
+        out(f"workflow {data['workflow_error']}")
+    elif data["workflow_changed"]:
+        changed = ", ".join(
+            f"{c['step']} ({c['kind']}{', started' if c['started'] else ''})"
+            for c in data["changed_steps"]
+        ) or "no step changed (shared parts only)"
+        out(f"workflow changed since the checkpoint: {changed}")
+    else:
+        out("workflow unchanged since the checkpoint")
+    if data["edited_entries"]:
+        out(f"edited   transcript entries edited by hand: {', '.join(map(str, data['edited_entries']))}")
+    for warning in data["warnings"]:
+        out(f"warning  {warning}")
+    if run.status == "completed" and not data["reset_steps"]:
+        out("resume   nothing to do: the run is completed")
+    elif data["can_resume"]:
+        out(f"resume   can resume from step {data['resume_from']}")
+        if data["reset_steps"]:
+            out(f"         steps that run again: {', '.join(data['reset_steps'])}")
+        if data["retry_tools"]:
+            out(f"         tool calls run again (idempotent): {', '.join(data['retry_tools'])}")
+        if plan and status.plan is not None:
+            p = status.plan
+            out(f"         reused: {', '.join(p.reuse) or 'nothing'}; to run: {', '.join(p.rerun) or 'nothing'}")
+            out(f"         next request ≈ {data['estimated_input_tokens']:,} input tokens")
+    else:
+        out(f"resume   blocked: {data['blocked']}")
+    if data["last_error"]:
+        out(f"error    {data['last_error']['type']}: {data['last_error']['message']}")
+    return 0
+
+
+@app.command("status")
+def status_command(
+    progress: Path = typer.Argument(..., help="The run's progress.md."),
+    workflow: Path | None = typer.Option(None, "--workflow", help="The workflow, if it moved."),
+    as_json: bool = typer.Option(False, "--json", help="Print the stable JSON status document."),
+) -> int:
+    """Where a run stands: status, step i of n, what resume would do, usage, edits, last error."""
+    from ..api import run_status
+
+    return _print_status(run_status(progress, workflow_path=workflow), as_json)

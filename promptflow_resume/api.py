@@ -1,0 +1,482 @@
+"""The library API: start a run, resume one, ask where one stands.
+
+The ``flow`` command is a thin layer over these functions; other programs and the tests call
+them directly::
+
+    from promptflow_resume import start_run, resume_run, run_status
+
+    outcome = start_run("workflows/release-notes.prompt.md", provider="echo")
+    print(outcome.run.status, outcome.path)
+    outcome = resume_run(outcome.path, max_cost=1.0)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .clock import now_iso
+from .engine import Engine, EngineOptions
+from .errors import (
+    EXIT_AWAITING_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_NEEDS_REVIEW,
+    EXIT_OK,
+    EXIT_RUN_INCOMPLETE,
+    FileNotFoundFlowError,
+    FlowError,
+    InputError,
+    NeedsReviewError,
+)
+from .events import Reporter
+from .progress import ProgressStore, load_progress
+from .progress.model import (
+    Config,
+    Cursor,
+    LoadReport,
+    Run,
+    StepState,
+    WorkflowRef,
+)
+from .providers import create_provider
+from .providers.base import Provider, ProviderSettings
+from .reconcile import Choices, ResumePlan, apply_plan, plan_resume, resume_note
+from .redact import Redactor
+from .tools import build_tools
+from .tools.base import Tool
+from .workflow import editor_variables, load_inputs_file, load_workflow, resolve_inputs
+from .workflow.model import InputDecl, Workflow
+
+#: Where runs live unless ``--progress`` says otherwise (relative to the working directory).
+RUNS_DIR = Path(".flow") / "runs"
+
+_EXIT_BY_STATUS = {
+    "completed": EXIT_OK,
+    "interrupted": EXIT_INTERRUPTED,
+    "needs_review": EXIT_NEEDS_REVIEW,
+    "awaiting_input": EXIT_AWAITING_INPUT,
+}
+
+
+@dataclass
+class Outcome:
+    """How a ``start_run`` / ``resume_run`` call ended."""
+
+    run: Run
+    path: Path
+    #: The process exit code the CLI uses for this outcome.
+    exit_code: int
+    resumed: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Limits:
+    """Budget overrides from the command line (None = keep the workflow's or checkpoint's)."""
+
+    max_cost: float | None = None
+    max_tokens: int | None = None
+    max_turns: int | None = None
+    timeout: float | None = None
+
+    def apply(self, budget: dict[str, Any]) -> dict[str, Any]:
+        """The budget with these overrides applied."""
+        merged = dict(budget)
+        for key, value in (
+            ("max_cost_usd", self.max_cost),
+            ("max_tokens", self.max_tokens),
+            ("max_turns", self.max_turns),
+        ):
+            if value is not None:
+                merged[key] = value
+        return merged
+
+
+def exit_code_for(run: Run) -> int:
+    """The documented exit code for a run's status."""
+    return _EXIT_BY_STATUS.get(run.status, EXIT_RUN_INCOMPLETE)
+
+
+def _slug(text: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:40].strip("-") or "run"
+
+
+def new_run_id(workflow: Workflow) -> str:
+    """A sortable, readable, unique run id: ``20261121-232529-release-notes-3fa2``."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{_slug(workflow.name)}-{secrets.token_hex(2)}"
+
+
+def _relative(target: Path, start: Path) -> str:
+    """``target`` relative to folder ``start``, with forward slashes (portable across machines)."""
+    return Path(os.path.relpath(target.resolve(), start.resolve())).as_posix()
+
+
+def _budget_dict(workflow: Workflow) -> dict[str, Any]:
+    budget = workflow.budget
+    return {
+        key: value
+        for key, value in (
+            ("max_tokens", budget.max_tokens),
+            ("max_cost_usd", budget.max_cost_usd),
+            ("max_turns", budget.max_turns),
+            ("max_seconds", budget.max_seconds),
+        )
+        if value is not None
+    }
+
+
+def _make_provider(
+    run: Run, progress_path: Path, *, stream: bool, record: bool, redactor: Redactor
+) -> Provider:
+    config = run.config
+    recording = str(progress_path.parent / config.recording) if config.recording else None
+    settings = ProviderSettings(
+        name=config.provider,
+        model=config.model,
+        base_url=config.base_url,
+        stream=stream,
+        recording=recording,
+    )
+    provider = create_provider(settings)
+    if record:
+        from .providers.recording import RecordingProvider
+
+        target = progress_path.parent / "session.recording.jsonl"
+        provider = RecordingProvider(provider, target, redact=lambda t: redactor.redact(t)[0])
+    return provider
+
+
+def _engine_options(
+    workspace: Path, reporter: Reporter | None, redactor: Redactor, limits: Limits, file: Path | None
+) -> EngineOptions:
+    return EngineOptions(
+        workspace=workspace,
+        reporter=reporter or Reporter(),
+        redactor=redactor,
+        timeout=limits.timeout,
+        editor=editor_variables(workspace, file),
+    )
+
+
+def prepare_inputs(
+    workflow: Workflow,
+    given: Mapping[str, str],
+    inputs_file: str | Path | None,
+    ask: Callable[[InputDecl], str] | None,
+) -> dict[str, Any]:
+    """Typed input values from ``--inputs FILE`` and ``--input k=v`` (the latter wins)."""
+    merged: dict[str, str] = {}
+    if inputs_file is not None:
+        merged.update({k: v if isinstance(v, str) else _as_text(v) for k, v in load_inputs_file(inputs_file).items()})
+    merged.update(given)
+    return resolve_inputs(workflow, merged, ask=ask)
+
+
+def _as_text(value: Any) -> str:
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def new_run(
+    workflow: Workflow,
+    inputs: Mapping[str, Any],
+    progress_path: Path,
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    recording: str | Path | None = None,
+    limits: Limits = Limits(),
+    redactor: Redactor | None = None,
+    keywords: list[str] | None = None,
+) -> Run:
+    """The checkpoint of a run that has not started yet."""
+    redactor = redactor or Redactor.from_environment()
+    clean_inputs, redacted = redactor.redact_value(dict(inputs))
+    created = now_iso()
+    run = Run(
+        run_id=progress_path.parent.name if progress_path.name == "progress.md" else new_run_id(workflow),
+        workflow=WorkflowRef(
+            path=_relative(workflow.path, progress_path.parent),
+            hash=workflow.hash,
+            steps={s.id: s.hash for s in workflow.steps},
+            name=workflow.name,
+            description=workflow.description,
+        ),
+        status="running",
+        created=created,
+        updated=created,
+        config=Config(
+            provider=provider or workflow.provider or "openai",
+            model=model or workflow.model,
+            params=dict(workflow.params),
+            budget=limits.apply(_budget_dict(workflow)),
+            base_url=base_url,
+            recording=_relative(Path(recording), progress_path.parent) if recording else None,
+        ),
+        cursor=Cursor(
+            step=workflow.steps[0].id if workflow.steps else None,
+            index=1 if workflow.steps else 0,
+            total=len(workflow.steps),
+        ),
+        inputs=clean_inputs,
+        steps={s.id: StepState() for s in workflow.steps},
+        keywords=list(keywords or []),
+    )
+    if redacted:
+        run.redactions.count += redacted
+        run.redactions.where.append("inputs")
+    return run
+
+
+def default_progress_path(workflow: Workflow, root: Path | None = None) -> Path:
+    """``.flow/runs/<run-id>/progress.md`` under ``root`` (the working directory)."""
+    return (root or Path.cwd()) / RUNS_DIR / new_run_id(workflow) / "progress.md"
+
+
+def start_run(
+    workflow_path: str | Path,
+    *,
+    inputs: Mapping[str, str] | None = None,
+    inputs_file: str | Path | None = None,
+    provider: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    recording: str | Path | None = None,
+    record: bool = False,
+    progress: str | Path | None = None,
+    limits: Limits = Limits(),
+    workspace: str | Path | None = None,
+    file: str | Path | None = None,
+    ask: Callable[[InputDecl], str] | None = None,
+    reporter: Reporter | None = None,
+    stream: bool = False,
+    workflow: Workflow | None = None,
+    resolved_inputs: Mapping[str, Any] | None = None,
+) -> Outcome:
+    """Start a new run of a workflow and execute it until it completes or stops."""
+    wf = workflow or load_workflow(workflow_path)
+    values = (
+        dict(resolved_inputs)
+        if resolved_inputs is not None
+        else prepare_inputs(wf, inputs or {}, inputs_file, ask)
+    )
+    path = Path(progress) if progress is not None else default_progress_path(wf)
+    if recording is not None and not Path(recording).is_file():
+        raise FileNotFoundFlowError(
+            f"the recording {recording} does not exist.",
+            path=recording,
+            hint="Pass the path of a *.recording.jsonl file written by `flow run --record`.",
+        )
+    from .detect import keywords_for
+
+    redactor = Redactor.from_environment()
+    run = new_run(
+        wf,
+        values,
+        path,
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        recording=recording,
+        limits=limits,
+        redactor=redactor,
+        keywords=keywords_for(wf, values),
+    )
+    root = Path(workspace) if workspace is not None else Path.cwd()
+    provider_obj = _make_provider(run, path, stream=stream, record=record, redactor=redactor)
+    tools = build_tools(wf, root)
+    store = ProgressStore.create(path, run)
+    try:
+        options = _engine_options(root, reporter, redactor, limits, Path(file) if file else None)
+        Engine(wf, run, store, provider_obj, tools, options).execute()
+    finally:
+        store.close()
+    return Outcome(run=run, path=path, exit_code=exit_code_for(run))
+
+
+def _workflow_for(run: Run, progress_path: Path, override: str | Path | None) -> Workflow:
+    if override is not None:
+        return load_workflow(override)
+    path = progress_path.parent / run.workflow.path
+    if not path.is_file():
+        raise FileNotFoundFlowError(
+            f"the workflow of this run, {run.workflow.path} (relative to the progress file), "
+            "does not exist.",
+            path=progress_path,
+            field="$.workflow.path",
+            hint="Pass the workflow with --workflow PATH, or restore the file.",
+        )
+    return load_workflow(path)
+
+
+def _apply_set(run: Run, workflow: Workflow, assignments: Mapping[str, str]) -> list[str]:
+    """``--set name=value``: override variables for the rest of the run."""
+    notes: list[str] = []
+    if not assignments:
+        return notes
+    typed = resolve_inputs(workflow, {**_stringify(run.inputs), **assignments}, ask=None)
+    for name in assignments:
+        if name not in typed:
+            raise InputError(f"--set {name}: the workflow has no input named {name!r}.")
+        run.inputs[name] = typed[name]
+        notes.append(f"--set {name}")
+    return notes
+
+
+def _stringify(values: Mapping[str, Any]) -> dict[str, str]:
+    return {k: v if isinstance(v, str) else _as_text(v) for k, v in values.items()}
+
+
+def resume_run(
+    progress_path: str | Path,
+    *,
+    choices: Choices = Choices(),
+    set_values: Mapping[str, str] | None = None,
+    workflow_path: str | Path | None = None,
+    provider: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    limits: Limits = Limits(),
+    workspace: str | Path | None = None,
+    file: str | Path | None = None,
+    reporter: Reporter | None = None,
+    stream: bool = False,
+    record: bool = False,
+    confirm_change: Callable[[ResumePlan], Choices | None] | None = None,
+) -> Outcome:
+    """Continue a stopped run from its checkpoint (see ``reconcile`` for the rules)."""
+    path = Path(progress_path)
+    if not path.exists():
+        raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
+    store, run, report = ProgressStore.open(path)
+    try:
+        wf = _workflow_for(run, path, workflow_path)
+        root = Path(workspace) if workspace is not None else Path.cwd()
+        tools = build_tools(wf, root)
+        plan = plan_resume(run, wf, report, tools, choices)
+        if plan.decision == "ask" and confirm_change is not None:
+            answer = confirm_change(plan)
+            if answer is not None:
+                choices = answer
+                plan = plan_resume(run, wf, report, tools, choices)
+        if plan.blocked == "the run is already completed":
+            return Outcome(run=run, path=path, exit_code=EXIT_OK, notes=["already completed"])
+        stopped_status, stopped_reason = run.status, run.reason
+        try:
+            notes = apply_plan(run, wf, plan, archive=store.write_sidecar)
+        except NeedsReviewError:
+            store.checkpoint(run)
+            raise
+        notes += _apply_set(run, wf, set_values or {})
+        if report.edited_entries:
+            notes.append("entries edited by hand: " + ", ".join(map(str, report.edited_entries)))
+        if provider is not None:
+            run.config.provider = provider
+        if model is not None:
+            run.config.model = model
+        if base_url is not None:
+            run.config.base_url = base_url
+        run.config.budget = limits.apply(run.config.budget)
+        redactor = Redactor.from_environment()
+        provider_obj = _make_provider(run, path, stream=stream, record=record, redactor=redactor)
+        options = _engine_options(root, reporter, redactor, limits, Path(file) if file else None)
+        note_run = replace(run, status=stopped_status, reason=stopped_reason)
+        options.resume_note = resume_note(note_run, plan, wf)
+        engine = Engine(wf, run, store, provider_obj, tools, options)
+        engine.attempt_notes(notes)
+        for note in notes:
+            options.reporter.notice(note)
+        engine.execute()
+    finally:
+        store.close()
+    return Outcome(run=run, path=path, exit_code=exit_code_for(run), resumed=True, notes=notes)
+
+
+@dataclass
+class StatusReport:
+    """Where a run stands: for ``flow status``."""
+
+    path: Path
+    run: Run
+    load: LoadReport
+    plan: ResumePlan | None
+    workflow_error: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable ``flow status --json`` document (documented in docs/spec.md)."""
+        run = self.run
+        done = sum(1 for s in run.steps.values() if s.status == "completed")
+        total = run.cursor.total or len(run.steps)
+        plan = self.plan
+        return {
+            "path": str(self.path),
+            "run_id": run.run_id,
+            "status": run.status,
+            "reason": run.reason,
+            "step": run.cursor.step,
+            "step_index": run.cursor.index,
+            "steps_total": total,
+            "steps_done": done,
+            "percent": round(100 * done / total) if total else 100,
+            "can_resume": bool(plan and plan.can_resume) and run.status != "completed",
+            "resume_from": plan.resume_from if plan else None,
+            "blocked": plan.blocked if plan else self.workflow_error,
+            "retry_tools": [f.call_id for f in plan.retry_tools] if plan else [],
+            "review_tools": [f.call_id for f in plan.review_tools] if plan else [],
+            "rerun_steps": plan.rerun if plan else [],
+            "reset_steps": plan.reset if plan else [],
+            "workflow_changed": bool(plan and plan.workflow_changed),
+            "changed_steps": [
+                {"step": c.step_id, "kind": c.kind, "started": c.started} for c in plan.changes
+            ]
+            if plan
+            else [],
+            "edited_entries": list(self.load.edited_entries),
+            "warnings": list(self.load.warnings),
+            "usage": {
+                "input_tokens": run.usage.input_tokens,
+                "output_tokens": run.usage.output_tokens,
+                "cached_tokens": run.usage.cached_tokens,
+                "cost_usd": run.usage.cost_usd,
+                "turns": run.usage.turns,
+            },
+            "attempts": len(run.attempts),
+            "last_error": None
+            if run.last_error is None
+            else {"type": run.last_error.type, "message": run.last_error.message, "at": run.last_error.at},
+            "workflow_error": self.workflow_error,
+            "estimated_input_tokens": plan.estimated_input_tokens if plan else None,
+        }
+
+
+def run_status(
+    progress_path: str | Path,
+    *,
+    workflow_path: str | Path | None = None,
+    workspace: str | Path | None = None,
+    choices: Choices = Choices(),
+) -> StatusReport:
+    """Load a run without locking it and work out what ``flow resume`` would do."""
+    path = Path(progress_path)
+    if not path.exists():
+        raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
+    run, report = load_progress(path)
+    plan: ResumePlan | None = None
+    problem: str | None = None
+    try:
+        wf = _workflow_for(run, path, workflow_path)
+        tools: dict[str, Tool] = build_tools(wf, Path(workspace) if workspace else Path.cwd())
+        plan = plan_resume(run, wf, report, tools, choices)
+    except FlowError as error:
+        problem = str(error)
+    return StatusReport(path=path, run=run, load=report, plan=plan, workflow_error=problem)

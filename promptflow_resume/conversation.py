@@ -1,0 +1,94 @@
+"""How a transcript becomes the next model request, and what it still owes the model.
+
+The transcript is the single source of truth for the conversation: an edited entry is what the
+model sees next. Tool calls are separate entries following their assistant entry; here they are
+folded back into one assistant message with ``tool_calls``, the shape every provider wants::
+
+    messages = to_messages(run.transcript)
+    pending = unanswered_calls(run.transcript)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .progress.model import Entry
+from .providers.base import Message, ToolCall
+
+
+def to_messages(entries: Sequence[Entry]) -> tuple[Message, ...]:
+    """Provider messages for a transcript (system, user, assistant + tool calls, tool results)."""
+    messages: list[Message] = []
+    pending_calls: list[ToolCall] = []
+    assistant: Entry | None = None
+
+    def flush() -> None:
+        nonlocal assistant, pending_calls
+        if assistant is not None:
+            messages.append(Message("assistant", assistant.content, tool_calls=tuple(pending_calls)))
+        assistant, pending_calls = None, []
+
+    for entry in entries:
+        if entry.role == "tool_call" and assistant is not None:
+            pending_calls.append(
+                ToolCall(id=entry.call_id or "", name=entry.tool or "", arguments=entry.content)
+            )
+            continue
+        flush()
+        if entry.role == "assistant":
+            assistant = entry
+        elif entry.role == "system":
+            messages.append(Message("system", entry.content))
+        elif entry.role == "user":
+            messages.append(Message("user", entry.content))
+        elif entry.role == "note":
+            messages.append(Message("user", entry.content, note=True))
+        elif entry.role == "tool_result":
+            messages.append(
+                Message(
+                    "tool",
+                    entry.content,
+                    tool_call_id=entry.call_id,
+                    name=entry.tool,
+                    is_error=entry.is_error,
+                )
+            )
+        elif entry.role == "tool_call":
+            # A tool call with no assistant entry before it (a hand edit removed it): give the
+            # model an empty assistant turn carrying the call, so the history stays valid.
+            assistant = Entry(id=0, role="assistant", content="")
+            pending_calls.append(
+                ToolCall(id=entry.call_id or "", name=entry.tool or "", arguments=entry.content)
+            )
+    flush()
+    return tuple(messages)
+
+
+def unanswered_calls(entries: Sequence[Entry]) -> list[Entry]:
+    """The ``tool_call`` entries of the last assistant reply that have no ``tool_result`` yet."""
+    answered: set[str] = set()
+    calls: list[Entry] = []
+    for entry in reversed(entries):
+        if entry.role == "tool_result" and entry.call_id:
+            answered.add(entry.call_id)
+        elif entry.role == "tool_call":
+            calls.append(entry)
+        elif entry.role in ("assistant", "user", "system"):
+            break
+    calls.reverse()
+    return [c for c in calls if c.call_id not in answered]
+
+
+def step_entries(entries: Sequence[Entry], step_id: str) -> list[Entry]:
+    """The entries recorded for one step, in order."""
+    return [e for e in entries if e.step == step_id]
+
+
+def final_answer(entries: Sequence[Entry], step_id: str) -> Entry | None:
+    """The step's last assistant entry, if the step's conversation ended on it (no tool calls)."""
+    mine = step_entries(entries, step_id)
+    for entry in reversed(mine):
+        if entry.role == "note":
+            continue
+        return entry if entry.role == "assistant" else None
+    return None

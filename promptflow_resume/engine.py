@@ -1,0 +1,552 @@
+"""The run loop: steps, model turns, tool calls, checkpoints, budgets and signals.
+
+The loop is driven by the transcript, not by counters: at every moment the next action follows
+from what is recorded (no prompt yet for the step → send it; a reply with unanswered tool
+calls → run them; a result → call the model; a reply without tool calls → the step is done).
+So a fresh run and a run resumed from any checkpoint take the same path, and a checkpoint
+after every event is enough to continue exactly where a process stopped::
+
+    engine = Engine(workflow, run, store, provider, tools, options)
+    engine.execute()        # returns when the run completed or stopped; always checkpointed
+
+Every event that costs money or has effects is durable before the next one starts: the model
+reply, a tool call's start (before the tool runs), its result, each step boundary, each status
+change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from . import faults
+from .clock import now_iso
+from .conversation import final_answer, step_entries, to_messages, unanswered_calls
+from .errors import NeedsReviewError, ProviderError
+from .events import Reporter
+from .progress import ProgressStore
+from .progress.model import Attempt, Entry, ErrorInfo, InFlight, Run, StepState, Usage
+from .providers.base import Provider, Reply, Request, ToolSpec
+from .redact import Redactor
+from .tools.base import Tool, ToolContext, ToolResult
+from .workflow import context_prompt, step_prompt
+from .workflow.model import Step, Workflow
+
+#: How the model is told that a tool is not available (a hand-edited or hostile transcript).
+_UNKNOWN_TOOL = (
+    "error: the tool {name!r} is not available in this workflow; "
+    "tools you may call here: {names}."
+)
+
+
+class Interrupted(BaseException):
+    """Raised in the main thread by SIGINT, SIGTERM or SIGHUP (a BaseException, so that
+    ``except Exception`` in tool code cannot swallow it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class _Stop(Exception):
+    """Internal: end the run with a status and reason (budget, timeout, review, input)."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+@dataclass
+class EngineOptions:
+    """How a run executes: where tools work, time limits, the display, redaction."""
+
+    workspace: Path
+    reporter: Reporter = field(default_factory=Reporter)
+    redactor: Redactor = field(default_factory=Redactor.from_environment)
+    #: Wall-clock limit of this attempt in seconds (``--timeout``), on top of the budget's.
+    timeout: float | None = None
+    #: Editor variables (``${workspaceFolder}``, ``${file}``, …) for prompt text.
+    editor: Mapping[str, str] = field(default_factory=dict)
+    #: Notice given to the model before its next call (set when a run is resumed).
+    resume_note: str | None = None
+    #: Sleep used between provider retries (tests pass a recorder).
+    sleep: Callable[[float], None] = time.sleep
+
+
+class Engine:
+    """Executes a workflow's remaining steps against a run, checkpointing as it goes."""
+
+    def __init__(
+        self,
+        workflow: Workflow,
+        run: Run,
+        store: ProgressStore,
+        provider: Provider,
+        tools: Mapping[str, Tool],
+        options: EngineOptions,
+    ) -> None:
+        self.workflow = workflow
+        self.run = run
+        self.store = store
+        self.provider = provider
+        self.tools = dict(tools)
+        self.options = options
+        self.reporter = options.reporter
+        self._deadline = self._compute_deadline()
+        self._attempt = self._begin_attempt()
+
+    def attempt_notes(self, notes: list[str]) -> None:
+        """Record notes (resume decisions, hand edits) in this attempt's history."""
+        self._attempt.notes.extend(notes)
+
+    # --- the whole run ---------------------------------------------------------------------
+
+    def execute(self) -> Run:
+        """Run until the workflow completes or the run stops; the file is always folded."""
+        run = self.run
+        try:
+            with _signals_raise_interrupted():
+                self._set_status("running", None)
+                self._ensure_context()
+                for step in self.workflow.steps:
+                    state = run.steps.setdefault(step.id, StepState())
+                    if state.status in ("completed", "skipped"):
+                        continue
+                    self._run_step(step, state)
+                run.cursor.step = None
+                run.cursor.index = run.cursor.total
+                self._set_status("completed", None)
+        except _Stop as stop:
+            self._set_status(stop.status, stop.reason)
+        except Interrupted as intr:
+            self._set_status("interrupted", f"stopped by {intr}")
+        except ProviderError as error:
+            self._record_error(error, type(error).__name__)
+            self._set_status("failed", error.reason)
+        except NeedsReviewError as error:
+            self._record_error(error, type(error).__name__)
+            self._set_status("needs_review", error.message)
+        finally:
+            self._end_attempt()
+            # The fold must happen even when a second signal arrives: ignore them meanwhile.
+            with _signals_force_exit():
+                self.store.checkpoint(run)
+            self.reporter.close()
+        return run
+
+    # --- steps ----------------------------------------------------------------------------
+
+    def _run_step(self, step: Step, state: StepState) -> None:
+        run = self.run
+        run.cursor.step = step.id
+        run.cursor.index = step.index
+        run.cursor.total = len(self.workflow.steps)
+        if state.status != "running":
+            state.status = "running"
+            state.attempts += 1
+            state.started = state.started or now_iso()
+            self._save()
+        self.reporter.step_started(step.id, step.title, step.index, len(self.workflow.steps))
+
+        mine = step_entries(run.transcript, step.id)
+        if step.kind == "human":
+            raise _Stop("awaiting_input", f"step {step.id!r} needs a person's answer")
+        if not mine:
+            self._append(self._opening_entries(step))
+
+        if step.kind == "command":
+            self._settle_tool_calls(step)
+            result = next(
+                (e for e in reversed(step_entries(run.transcript, step.id)) if e.role == "tool_result"),
+                None,
+            )
+            self._complete_step(step, state, result)
+            return
+
+        while True:
+            if unanswered_calls(run.transcript):
+                self._settle_tool_calls(step)
+                continue
+            answer = final_answer(run.transcript, step.id)
+            if answer is not None:
+                self._complete_step(step, state, answer)
+                return
+            if step.max_turns is not None and state.turns >= step.max_turns:
+                last = next(
+                    (e for e in reversed(step_entries(run.transcript, step.id)) if e.role == "assistant"),
+                    None,
+                )
+                self.reporter.notice(
+                    f"step {step.id}: reached its limit of {step.max_turns} turns; "
+                    "its last reply is its output."
+                )
+                self._complete_step(step, state, last)
+                return
+            self._model_turn(step, state)
+
+    def _opening_entries(self, step: Step) -> list[Entry]:
+        """The entries that start a step: its prompt, or for a command step the call itself."""
+        run = self.run
+        if step.kind == "command":
+            arguments = json.dumps(step.command_args, sort_keys=True, ensure_ascii=False)
+            return [
+                self._entry(
+                    "tool_call",
+                    arguments,
+                    step.id,
+                    call_id=f"{step.id}-command",
+                    tool=step.command,
+                )
+            ]
+        outputs = self._step_outputs()
+        text = step_prompt(
+            self.workflow,
+            step,
+            inputs=run.inputs,
+            step_outputs=outputs,
+            editor=self.options.editor,
+        )
+        return [self._entry("user", text, step.id)]
+
+    def _complete_step(self, step: Step, state: StepState, output: Entry | None) -> None:
+        state.status = "completed"
+        state.finished = now_iso()
+        state.output_entry = output.id if output is not None else None
+        index = step.index
+        following = self.workflow.steps[index] if index < len(self.workflow.steps) else None
+        self.run.cursor.step = following.id if following else None
+        self.run.cursor.index = min(index + 1, len(self.workflow.steps))
+        self.reporter.step_finished(step.id, "completed")
+        faults.point("engine.step_completed")
+        self.store.checkpoint(self.run)
+
+    # --- model turns ----------------------------------------------------------------------
+
+    def _model_turn(self, step: Step, state: StepState) -> None:
+        run = self.run
+        self._check_budget(step)
+        if self.options.resume_note:
+            self._append([self._entry("note", self.options.resume_note, step.id)])
+            self.options.resume_note = None
+        request = Request(
+            messages=to_messages(run.transcript),
+            tools=self._tool_specs(step),
+            model=run.config.model,
+            params=dict(run.config.params),
+        )
+        self.reporter.model_call(step.id, state.turns + 1)
+        reply = self._call_model(request)
+        faults.point("engine.model_replied")
+
+        usage = Usage(
+            input_tokens=reply.usage.input_tokens,
+            output_tokens=reply.usage.output_tokens,
+            cached_tokens=reply.usage.cached_tokens,
+            cost_usd=self._cost(reply),
+            turns=1,
+        )
+        for total in (run.usage, state.usage, self._attempt.usage):
+            total.add(usage)
+        state.turns += 1
+
+        entries = [self._entry("assistant", reply.content, step.id)]
+        for index, call in enumerate(reply.tool_calls):
+            call_id = call.id or f"call-{run.next_entry_id() + index}"
+            entries.append(self._entry("tool_call", call.arguments, step.id, call_id=call_id, tool=call.name))
+        self._append(entries)
+        self.reporter.model_reply(step.id, usage, run.usage)
+
+    def _call_model(self, request: Request) -> Reply:
+        from .providers.retry import RetryEvent, call_with_retry
+
+        def on_retry(event: RetryEvent) -> None:
+            self._attempt.notes.append(
+                f"retry {event.attempt} after {event.delay:.1f}s: {event.error.message}"
+            )
+            self.reporter.retry(event.attempt, event.delay, event.error.message)
+
+        try:
+            return call_with_retry(
+                self.provider,
+                request,
+                self.workflow.retry,
+                on_text=self.reporter.text,
+                on_retry=on_retry,
+                sleep=self.options.sleep,
+                deadline=self._deadline,
+            )
+        except ProviderError:
+            if self._deadline is not None and time.monotonic() >= self._deadline:
+                raise _Stop("timeout", self._timeout_reason()) from None
+            raise
+
+    def _cost(self, reply: Reply) -> float:
+        from .providers.pricing import cost_usd
+
+        return cost_usd(reply.model or self.run.config.model, reply.usage) or 0.0
+
+    def _tool_specs(self, step: Step) -> tuple[ToolSpec, ...]:
+        names = step.tools if step.tools is not None else tuple(self.tools)
+        return tuple(self.tools[name].spec for name in names if name in self.tools)
+
+    # --- tool calls -----------------------------------------------------------------------
+
+    def _settle_tool_calls(self, step: Step) -> None:
+        """Run every unanswered tool call of the last reply, recording start and result."""
+        for call in unanswered_calls(self.run.transcript):
+            self._run_tool(step, call)
+
+    def _run_tool(self, step: Step, call: Entry) -> None:
+        run = self.run
+        name = call.tool or ""
+        allowed = step.tools if step.tools is not None else tuple(self.tools)
+        tool = self.tools.get(name) if name in allowed or step.kind == "command" else None
+        if any(f.call_id == call.call_id for f in run.in_flight):
+            # Reconcile decides about calls that were in flight when the run stopped; reaching
+            # one here means it was neither cleared nor answered.
+            raise NeedsReviewError(
+                f"tool call {call.call_id} ({name}) was started before the run stopped and its "
+                "result was not recorded.",
+                hint="Resume with --rerun-unsafe to run it again, or write its result into the file.",
+            )
+        if tool is None:
+            names = ", ".join(sorted(self.tools)) or "none"
+            result = ToolResult(_UNKNOWN_TOOL.format(name=name, names=names), is_error=True)
+        else:
+            self._check_deadline()
+            try:
+                arguments = json.loads(call.content or "{}")
+                if not isinstance(arguments, dict):
+                    raise ValueError("arguments must be a JSON object")
+            except ValueError as error:
+                result = ToolResult(f"error: invalid tool arguments: {error}", is_error=True)
+            else:
+                run.in_flight.append(
+                    InFlight(
+                        call_id=call.call_id or "",
+                        tool=name,
+                        step=step.id,
+                        entry=call.id,
+                        started=now_iso(),
+                        idempotent=tool.idempotent,
+                    )
+                )
+                faults.point("engine.before_tool_start_record")
+                self._save()  # the intent is durable before the tool runs
+                faults.point("engine.tool_start_recorded")
+                self.reporter.tool_started(name, call.content)
+                result = self._invoke(tool, arguments)
+                faults.point("engine.tool_ran")
+                run.in_flight = [f for f in run.in_flight if f.call_id != call.call_id]
+        entry = self._result_entry(step, call, result)
+        self._append([entry])
+        faults.point("engine.tool_result_recorded")
+        first_line = entry.content.strip().splitlines()[0] if entry.content.strip() else ""
+        self.reporter.tool_finished(name, entry.is_error, first_line[:120])
+
+    def _invoke(self, tool: Tool, arguments: dict[str, Any]) -> ToolResult:
+        ctx = ToolContext(workspace=self.options.workspace, env=dict(os.environ))
+        try:
+            return tool.run(arguments, ctx)
+        except Exception as error:  # a tool's bug is the model's error result, not a crash
+            return ToolResult(f"error: the tool failed: {type(error).__name__}: {error}", is_error=True)
+
+    def _result_entry(self, step: Step, call: Entry, result: ToolResult) -> Entry:
+        entry = self._entry(
+            "tool_result",
+            result.content,
+            step.id,
+            call_id=call.call_id,
+            tool=call.tool,
+            is_error=result.is_error,
+        )
+        if result.data is not None:
+            data, _ = self.options.redactor.redact(result.data.decode("utf-8", "replace"))
+            raw = data.encode("utf-8") if _is_text(result.data) else result.data
+            rel, digest = self.store.write_sidecar(f"{call.call_id}-{call.tool}", raw)
+            entry.sidecar, entry.sidecar_sha256, entry.sidecar_bytes = rel, digest, len(raw)
+        return entry
+
+    # --- budgets and time -----------------------------------------------------------------
+
+    def _compute_deadline(self) -> float | None:
+        limits = [s for s in (self.options.timeout, self.run.config.budget.get("max_seconds")) if s]
+        return time.monotonic() + float(min(limits)) if limits else None
+
+    def _timeout_reason(self) -> str:
+        return "the time limit was reached; resume to continue (with a larger --timeout if needed)"
+
+    def _check_deadline(self) -> None:
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            raise _Stop("timeout", self._timeout_reason())
+
+    def _check_budget(self, step: Step) -> None:
+        """Stop before a model call that the budget does not allow."""
+        self._check_deadline()
+        budget = self.run.config.budget
+        usage = self.run.usage
+        max_turns = budget.get("max_turns")
+        if max_turns is not None and usage.turns >= int(max_turns):
+            raise _Stop(
+                "budget_exhausted",
+                f"turn budget used: {usage.turns} of {max_turns} turns; "
+                "resume with a larger --max-turns to continue",
+            )
+        max_tokens = budget.get("max_tokens")
+        if max_tokens is not None and usage.total_tokens >= int(max_tokens):
+            raise _Stop(
+                "budget_exhausted",
+                f"token budget used: {usage.total_tokens} of {max_tokens} tokens; "
+                "resume with a larger --max-tokens to continue",
+            )
+        max_cost = budget.get("max_cost_usd")
+        if max_cost is not None:
+            from .providers.pricing import estimate_request_cost
+
+            request = Request(
+                messages=to_messages(self.run.transcript),
+                model=self.run.config.model,
+                params=dict(self.run.config.params),
+            )
+            estimate = estimate_request_cost(self.run.config.model, request) or 0.0
+            if usage.cost_usd + estimate > float(max_cost):
+                raise _Stop(
+                    "budget_exhausted",
+                    f"cost budget: ${usage.cost_usd:.4f} spent of ${float(max_cost):.2f}, and the "
+                    f"next call may cost ${estimate:.4f}; resume with a larger --max-cost to continue",
+                )
+
+    # --- bookkeeping ----------------------------------------------------------------------
+
+    def _ensure_context(self) -> None:
+        """Record the shared context as the first (system) entry of a new run."""
+        if self.run.transcript:
+            return
+        text = context_prompt(self.workflow, inputs=self.run.inputs, editor=self.options.editor)
+        if text.strip():
+            self._append([self._entry("system", text, None)])
+
+    def _entry(self, role: str, content: str, step: str | None, **extra: Any) -> Entry:
+        text, count = self.options.redactor.redact(content)
+        entry = Entry(id=0, role=role, content=text, step=step, **extra)  # type: ignore[arg-type]
+        if count:
+            self.run.redactions.count += count
+            entry_note = f"{role} in step {step}" if step else role
+            if entry_note not in self.run.redactions.where:
+                self.run.redactions.where.append(entry_note)
+        return entry
+
+    def _append(self, entries: list[Entry]) -> None:
+        """Give entries their ids, add them to the transcript, and make them durable."""
+        for entry in entries:
+            entry.id = self.run.next_entry_id()
+            self.run.transcript.append(entry)
+        self._save(entries)
+
+    def _save(self, new_entries: list[Entry] | None = None) -> None:
+        self.run.updated = now_iso()
+        self.store.save(self.run, new_entries or ())
+
+    def _step_outputs(self) -> dict[str, str]:
+        outputs: dict[str, str] = {}
+        for step_id, state in self.run.steps.items():
+            if state.output_entry is not None:
+                entry = self.run.entry(state.output_entry)
+                if entry is not None:
+                    outputs[step_id] = entry.content
+        return outputs
+
+    def _set_status(self, status: str, reason: str | None) -> None:
+        self.run.status = status  # type: ignore[assignment]
+        self.run.reason = reason
+        if status in ("completed", "running"):
+            if status == "completed":
+                self.run.last_error = None
+        self._save()
+
+    def _record_error(self, error: Exception, kind: str) -> None:
+        self.run.last_error = ErrorInfo(
+            type=kind, message=str(error), at=now_iso(), step=self.run.cursor.step
+        )
+
+    def _begin_attempt(self) -> Attempt:
+        attempt = Attempt(n=len(self.run.attempts) + 1, started=now_iso())
+        self.run.attempts.append(attempt)
+        return attempt
+
+    def _end_attempt(self) -> None:
+        self._attempt.ended = now_iso()
+        self._attempt.status = self.run.status
+        self._attempt.reason = self.run.reason
+
+
+def _is_text(data: bytes) -> bool:
+    """True for bytes that are UTF-8 text (redaction applies to them; binary is kept as is)."""
+    if b"\x00" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+_HANDLED = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+@contextmanager
+def _signals_raise_interrupted() -> Iterator[None]:
+    """Turn the first SIGINT/SIGTERM/SIGHUP into ``Interrupted``; a second one exits at once.
+
+    The second signal can exit hard because every write is atomic or journaled: the file on
+    disk is always the previous or the next checkpoint.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if received:
+            os._exit(130)
+        received.append(signum)
+        raise Interrupted(signum)
+
+    previous = {name: signal.getsignal(getattr(signal, name)) for name in _HANDLED}
+    for name in _HANDLED:
+        signal.signal(getattr(signal, name), handler)
+    try:
+        yield
+    finally:
+        for name, old in previous.items():
+            signal.signal(getattr(signal, name), old)
+
+
+@contextmanager
+def _signals_force_exit() -> Iterator[None]:
+    """While the final checkpoint is written, any signal exits at once (the write is atomic)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        os._exit(130)
+
+    previous = {name: signal.getsignal(getattr(signal, name)) for name in _HANDLED}
+    for name in _HANDLED:
+        signal.signal(getattr(signal, name), handler)
+    try:
+        yield
+    finally:
+        for name, old in previous.items():
+            signal.signal(getattr(signal, name), old)
