@@ -104,6 +104,8 @@ class Engine:
         self.reporter = options.reporter
         self._deadline = self._compute_deadline()
         self._attempt = self._begin_attempt()
+        #: Entries appended but not yet saved (a model reply waits for its first tool start).
+        self._unsaved: list[Entry] = []
 
     def attempt_notes(self, notes: list[str]) -> None:
         """Record notes (resume decisions, hand edits) in this attempt's history."""
@@ -140,7 +142,7 @@ class Engine:
             self._end_attempt()
             # The fold must happen even when a second signal arrives: ignore them meanwhile.
             with _signals_force_exit():
-                self.store.checkpoint(run)
+                self._fold()
             self.reporter.close()
         return run
 
@@ -228,7 +230,7 @@ class Engine:
         self.run.cursor.index = min(index + 1, len(self.workflow.steps))
         self.reporter.step_finished(step.id, "completed")
         faults.point("engine.step_completed")
-        self.store.checkpoint(self.run)
+        self._fold()
 
     # --- model turns ----------------------------------------------------------------------
 
@@ -262,8 +264,12 @@ class Engine:
         entries = [self._entry("assistant", reply.content, step.id)]
         for index, call in enumerate(reply.tool_calls):
             call_id = call.id or f"call-{run.next_entry_id() + index}"
-            entries.append(self._entry("tool_call", call.arguments, step.id, call_id=call_id, tool=call.name))
-        self._append(entries)
+            entries.append(
+                self._entry("tool_call", call.arguments, step.id, call_id=call_id, tool=call.name)
+            )
+        # A reply with tool calls is saved together with the first call's start record: one
+        # durable write instead of two, and still before the tool has any effect.
+        self._append(entries, durable=not reply.tool_calls)
         self.reporter.model_reply(step.id, usage, run.usage)
 
     def _call_model(self, request: Request) -> Reply:
@@ -446,16 +452,27 @@ class Engine:
                 self.run.redactions.where.append(entry_note)
         return entry
 
-    def _append(self, entries: list[Entry]) -> None:
-        """Give entries their ids, add them to the transcript, and make them durable."""
+    def _append(self, entries: list[Entry], *, durable: bool = True) -> None:
+        """Give entries their ids and add them to the transcript; save unless ``durable`` is
+        False, in which case the next save (due before any effect) carries them."""
         for entry in entries:
             entry.id = self.run.next_entry_id()
             self.run.transcript.append(entry)
-        self._save(entries)
+        self._unsaved.extend(entries)
+        if durable:
+            self._save()
 
-    def _save(self, new_entries: list[Entry] | None = None) -> None:
+    def _save(self) -> None:
+        """One durable event: the entries not yet saved and the checkpoint state as it is now."""
         self.run.updated = now_iso()
-        self.store.save(self.run, new_entries or ())
+        entries, self._unsaved = self._unsaved, []
+        self.store.save(self.run, entries)
+
+    def _fold(self) -> None:
+        """Fold the journal into progress.md (step boundaries and exit)."""
+        self.run.updated = now_iso()
+        self.store.checkpoint(self.run)
+        self._unsaved.clear()
 
     def _step_outputs(self) -> dict[str, str]:
         outputs: dict[str, str] = {}

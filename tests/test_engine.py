@@ -1,0 +1,263 @@
+"""The run loop through the library API: runs, resumes, hand edits, changes, budgets."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from promptflow_resume.api import Limits, resume_run, run_status, start_run
+from promptflow_resume.errors import (
+    NeedsReviewError,
+    RunLockedError,
+    WorkflowChangedError,
+)
+from promptflow_resume.progress import ProgressStore, load_progress
+from promptflow_resume.progress.model import Run
+from promptflow_resume.reconcile import PLACEHOLDER_RESULT, Choices
+
+FIXTURES = Path(__file__).parent / "fixtures" / "engine"
+
+
+@pytest.fixture
+def project(workdir: Path) -> Path:
+    """A working directory holding the counter workflow and its script."""
+    for name in ("counter.prompt.md", "counter.script.yaml"):
+        shutil.copy(FIXTURES / name, workdir / name)
+    return workdir
+
+
+def start(project: Path, **kwargs: object) -> tuple[Run, Path]:
+    outcome = start_run(
+        project / "counter.prompt.md",
+        recording=project / "counter.script.yaml",
+        progress=project / "run" / "progress.md",
+        **kwargs,  # type: ignore[arg-type]
+    )
+    return outcome.run, outcome.path
+
+
+def shape(run: Run) -> list[tuple[str, str | None, str | None]]:
+    """The transcript as (role, step, tool) without flow's own notes."""
+    return [(e.role, e.step, e.tool) for e in run.transcript if e.role != "note"]
+
+
+def counter_lines(project: Path) -> int:
+    path = project / "counter.txt"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_a_run_completes_and_records_every_event(project: Path) -> None:
+    run, path = start(project)
+    assert run.status == "completed"
+    assert shape(run) == [
+        ("system", None, None),
+        ("user", "inspect", None),
+        ("assistant", "inspect", None),
+        ("tool_call", "inspect", "bump"),
+        ("tool_result", "inspect", "bump"),
+        ("assistant", "inspect", None),
+        ("tool_call", "inspect", "bump"),
+        ("tool_call", "inspect", "peek"),
+        ("tool_result", "inspect", "bump"),
+        ("tool_result", "inspect", "peek"),
+        ("assistant", "inspect", None),
+        ("user", "report", None),
+        ("assistant", "report", None),
+    ]
+    assert counter_lines(project) == 2
+    loaded, report = load_progress(path)
+    assert loaded.status == "completed"
+    assert [e.content for e in loaded.transcript] == [e.content for e in run.transcript]
+    assert loaded.usage.input_tokens == 700 and loaded.usage.output_tokens == 46
+    assert loaded.usage.turns == 4
+    assert loaded.steps["inspect"].status == "completed"
+    output = loaded.entry(loaded.steps["report"].output_entry or 0)
+    assert output is not None and output.content == "Report: the release counter stands at 2."
+    # The step prompt had its input placeholder filled in.
+    report_prompt = next(e for e in loaded.transcript if e.role == "user" and e.step == "report")
+    assert "the team" in report_prompt.content
+    assert not report.edited_entries
+
+
+def test_the_budget_stops_a_run_and_a_raised_limit_resumes_it(project: Path) -> None:
+    run, path = start(project, limits=Limits(max_turns=2))
+    assert run.status == "budget_exhausted"
+    assert "2 of 2 turns" in (run.reason or "")
+    assert counter_lines(project) == 2  # the second turn's tool calls did run
+    outcome = resume_run(path, limits=Limits(max_turns=10))
+    assert outcome.run.status == "completed"
+    assert counter_lines(project) == 2  # nothing ran twice
+    note = [e for e in outcome.run.transcript if e.role == "note"]
+    assert len(note) == 1 and "budget_exhausted" in note[0].content
+
+
+def _stop_with_call_in_flight(project: Path, tool: str = "bump") -> Path:
+    """A run stopped as if killed while ``tool`` (a call of the second reply) was running."""
+    run, path = start(project, limits=Limits(max_turns=2))
+    store, loaded, _ = ProgressStore.open(path)
+    try:
+        call = next(e for e in loaded.transcript[5:] if e.role == "tool_call" and e.tool == tool)
+        result = next(e for e in loaded.transcript if e.role == "tool_result" and e.call_id == call.call_id)
+        # Drop this call's result and everything after it; record the call as in flight.
+        del loaded.transcript[result.id - 1 :]
+        from promptflow_resume.progress.model import InFlight
+
+        loaded.in_flight = [
+            InFlight(call.call_id or "", tool, "inspect", call.id, loaded.created, tool == "peek")
+        ]
+        loaded.status = "interrupted"
+        store.checkpoint(loaded)
+    finally:
+        store.close()
+    return path
+
+
+def test_a_non_idempotent_call_in_flight_needs_review(project: Path) -> None:
+    path = _stop_with_call_in_flight(project)
+    with pytest.raises(NeedsReviewError, match="bump"):
+        resume_run(path)
+    run, _ = load_progress(path)
+    assert run.status == "needs_review"
+    assert run.transcript[-1].content == PLACEHOLDER_RESULT
+    assert counter_lines(project) == 2  # the in-flight bump was not run again
+    # Resuming again without a decision does not add a second placeholder.
+    with pytest.raises(NeedsReviewError):
+        resume_run(path)
+    assert load_progress(path)[0].transcript[-1].content == PLACEHOLDER_RESULT
+    assert sum(e.content == PLACEHOLDER_RESULT for e in load_progress(path)[0].transcript) == 1
+
+
+def test_a_result_written_by_hand_is_used(project: Path) -> None:
+    path = _stop_with_call_in_flight(project)
+    with pytest.raises(NeedsReviewError):
+        resume_run(path)
+    text = path.read_text(encoding="utf-8")
+    assert text.count(PLACEHOLDER_RESULT) == 1
+    path.write_text(text.replace(PLACEHOLDER_RESULT, "2"), encoding="utf-8")
+    outcome = resume_run(path, limits=Limits(max_turns=10))
+    assert outcome.run.status == "completed"
+    assert counter_lines(project) == 2
+    results = [e for e in outcome.run.transcript if e.role == "tool_result" and e.tool == "bump"]
+    assert results[-1].content == "2" and not results[-1].is_error
+
+
+def test_rerun_unsafe_runs_the_call_again(project: Path) -> None:
+    path = _stop_with_call_in_flight(project)
+    outcome = resume_run(path, choices=Choices(rerun_unsafe=True), limits=Limits(max_turns=10))
+    assert outcome.run.status == "completed"
+    assert counter_lines(project) == 3  # asked for explicitly
+
+
+def test_an_idempotent_call_in_flight_is_run_again(project: Path) -> None:
+    path = _stop_with_call_in_flight(project, "peek")
+    outcome = resume_run(path, limits=Limits(max_turns=10))
+    assert outcome.run.status == "completed"
+    assert counter_lines(project) == 2  # bump's result was recorded: it did not run again
+    peeks = [e for e in outcome.run.transcript if e.role == "tool_result" and e.tool == "peek"]
+    assert len(peeks) == 1 and peeks[0].content.count("bumped") == 2
+    assert any("running it again" in n for n in outcome.notes)
+
+
+def test_an_edited_message_is_what_the_model_sees_next(project: Path) -> None:
+    run, path = start(project, limits=Limits(max_turns=3))
+    assert run.status == "budget_exhausted"
+    text = path.read_text(encoding="utf-8")
+    old = "The counter was bumped twice and now holds two lines."
+    assert old in text
+    path.write_text(text.replace(old, "The counter holds exactly two lines."), encoding="utf-8")
+    status = run_status(path)
+    assert status.load.edited_entries
+    outcome = resume_run(path, limits=Limits(max_turns=10))
+    assert outcome.run.status == "completed"
+    edited = outcome.run.entry(outcome.run.steps["inspect"].output_entry or 0)
+    assert edited is not None and edited.content == "The counter holds exactly two lines."
+
+
+def test_a_change_to_a_step_not_started_is_taken(project: Path) -> None:
+    run, path = start(project, limits=Limits(max_turns=3))
+    workflow = project / "counter.prompt.md"
+    workflow.write_text(
+        workflow.read_text().replace("Write a short report", "Write a one-line report"),
+        encoding="utf-8",
+    )
+    outcome = resume_run(path, limits=Limits(max_turns=10))
+    assert outcome.run.status == "completed"
+    prompt = next(e for e in outcome.run.transcript if e.role == "user" and e.step == "report")
+    assert "one-line report" in prompt.content
+    assert any("report changed before it started" in n for n in outcome.notes)
+
+
+def test_a_change_to_a_completed_step_needs_a_decision(project: Path) -> None:
+    run, path = start(project, limits=Limits(max_turns=3))
+    before = path.read_bytes()
+    workflow = project / "counter.prompt.md"
+    workflow.write_text(
+        workflow.read_text().replace("Bump the counter twice", "Bump the counter once"),
+        encoding="utf-8",
+    )
+    with pytest.raises(WorkflowChangedError, match="inspect"):
+        resume_run(path)
+    assert path.read_bytes() == before  # nothing written
+    kept = resume_run(path, choices=Choices(keep_completed=True), limits=Limits(max_turns=10))
+    assert kept.run.status == "completed"
+    assert counter_lines(project) == 2
+
+
+def test_rerun_changed_reruns_from_the_first_changed_step(project: Path) -> None:
+    run, path = start(project, limits=Limits(max_turns=3))
+    workflow = project / "counter.prompt.md"
+    workflow.write_text(
+        workflow.read_text().replace("Bump the counter twice", "Bump the counter twice, carefully"),
+        encoding="utf-8",
+    )
+    outcome = resume_run(path, choices=Choices(rerun_changed=True), limits=Limits(max_turns=10))
+    assert outcome.run.status == "completed"
+    assert counter_lines(project) == 4  # the step ran again, as asked
+    assert any("archived" in n for n in outcome.notes)
+    archives = list((path.parent).glob("progress.files/archive-*"))
+    assert archives, "archived entries must be kept beside the file"
+
+
+def test_a_step_set_back_to_pending_by_hand_runs_again(project: Path) -> None:
+    run, path = start(project)
+    text = path.read_text(encoding="utf-8")
+    store, loaded, _ = ProgressStore.open(path)
+    try:
+        loaded.steps["report"].status = "pending"
+        store.checkpoint(loaded)
+    finally:
+        store.close()
+    assert path.read_text(encoding="utf-8") != text
+    outcome = resume_run(path)
+    assert outcome.run.status == "completed"
+    reports = [e for e in outcome.run.transcript if e.role == "user" and e.step == "report"]
+    assert len(reports) == 1  # the old attempt was archived, not duplicated
+    assert counter_lines(project) == 2
+
+
+def test_a_second_writer_is_refused_with_the_owner_named(project: Path) -> None:
+    run, path = start(project, limits=Limits(max_turns=1))
+    store, _, _ = ProgressStore.open(path)
+    try:
+        with pytest.raises(RunLockedError, match=r"pid"):
+            resume_run(path)
+    finally:
+        store.close()
+
+
+def test_secrets_never_reach_the_files(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-proj-Zq8xV3kLmN0pQrStUvWxYz0123456789abcd"
+    monkeypatch.setenv("RELEASE_API_KEY", secret)
+    script = project / "counter.script.yaml"
+    script.write_text(
+        script.read_text().replace("holds two lines.", f"holds two lines. Key: {secret}"),
+        encoding="utf-8",
+    )
+    run, path = start(project, inputs={"audience": f"ops {secret}"})
+    assert run.status == "completed"
+    for file in path.parent.rglob("*"):
+        if file.is_file():
+            assert secret.encode() not in file.read_bytes(), file
+    assert run.redactions.count >= 2
