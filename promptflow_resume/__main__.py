@@ -1,0 +1,9 @@
+"""``python -m promptflow_resume`` runs the ``flow`` command."""
+
+from __future__ import annotations
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,39 @@
+"""Helpers to run the installed ``flow`` command as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from promptflow_resume.progress import load_progress
+from promptflow_resume.progress.model import Run
+
+
+def flow_env(**extra: str) -> dict[str, str]:
+    """The environment for a ``flow`` subprocess: the test's, without crash hooks, plus extra."""
+    env = {k: v for k, v in os.environ.items() if k != "FLOW_CRASH_AT"}
+    env.update(extra)
+    return env
+
+
+def flow(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run ``flow ARGS`` to completion (stdin closed) and capture its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "promptflow_resume", *args],
+        cwd=cwd,
+        env=env or flow_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def transcript(path: Path) -> list[tuple[str, str | None, str | None, str]]:
+    """A run's transcript as (role, step, tool, content), without flow's own notes."""
+    run: Run = load_progress(path)[0]
+    return [(e.role, e.step, e.tool, e.content) for e in run.transcript if e.role != "note"]
