@@ -1,0 +1,493 @@
+"""The ``openai`` provider: OpenAI and every server that speaks its chat completions API.
+
+It runs through the official ``openai`` SDK, imported when the provider is built (never when
+this module is imported, so ``flow --help`` stays fast). Where requests go, and which key
+they carry, is decided by ``resolve_endpoint`` (``docs/spec.md`` section 5)::
+
+    provider = OpenAIProvider(ProviderSettings(name="openai", model="gpt-4o"))
+    reply = provider.complete(Request(messages=(Message("user", "hi"),)))
+
+Presets, chosen by ``extra["preset"]`` or by passing the preset's name as the base URL:
+``github`` (GitHub Models, key from ``GITHUB_TOKEN``), ``ollama`` (local Ollama, no key),
+``azure`` (Azure OpenAI: ``AZURE_OPENAI_API_KEY``, ``AZURE_OPENAI_ENDPOINT``, api version).
+Any other base URL (vLLM, LM Studio, llama.cpp's server, a gateway) needs no key;
+``OPENAI_API_KEY`` is sent when set. The SDK never retries (``max_retries=0``): retrying is
+``providers.retry``'s job, the same for every provider.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import ProviderError, ProviderSetupError
+from .base import Message, ProviderSettings, Reply, ReplyUsage, Request, ToolCall, ToolSpec
+from .retry import connection_failure, http_failure, is_transport_error
+
+OPENAI_URL = "https://api.openai.com/v1"
+GITHUB_MODELS_URL = "https://models.github.ai/inference"
+OLLAMA_URL = "http://localhost:11434/v1"
+#: The Azure OpenAI API version used when neither the workflow nor OPENAI_API_VERSION names one.
+AZURE_API_VERSION = "2024-10-21"
+#: Sent as the key to servers that need none: the SDK insists on a non-empty one.
+NO_KEY = "no-key-required"
+
+PRESETS = ("openai", "github", "ollama", "azure")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where requests go and how they are authenticated."""
+
+    preset: str
+    #: Human name of the service, used in error messages.
+    label: str
+    base_url: str
+    api_key: str
+    #: The environment variable the key came from (or should come from), for hints.
+    key_env: str | None
+    #: Azure only: the ``api-version`` query parameter.
+    api_version: str | None = None
+
+    @property
+    def openai_hosted(self) -> bool:
+        """OpenAI's own API or Azure's: both want ``max_completion_tokens``."""
+        return self.preset in ("openai", "azure")
+
+
+def _env_value(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name, "").strip()
+    return value or None
+
+
+def _missing_key(var: str, label: str, how: str) -> ProviderSetupError:
+    return ProviderSetupError(
+        f"no API key for {label}: the environment variable {var} is not set.",
+        hint=f"Set it ({how}) and run again; flow reads keys only from the environment and "
+        "never writes them to the progress file.",
+    )
+
+
+def _ollama_url(env: Mapping[str, str]) -> str:
+    """Ollama's URL from ``OLLAMA_HOST`` (``host``, ``host:port`` or a URL), else the default."""
+    host = _env_value(env, "OLLAMA_HOST")
+    if not host:
+        return OLLAMA_URL
+    if "://" not in host:
+        host = f"http://{host}"
+    parts = urlsplit(host)
+    hostname = parts.hostname or "localhost"
+    # OLLAMA_HOST often names the address the server listens on, not one to connect to.
+    if hostname in ("0.0.0.0", "::"):
+        hostname = "localhost"
+    if ":" in hostname:
+        hostname = f"[{hostname}]"
+    return f"{parts.scheme}://{hostname}:{parts.port or 11434}/v1"
+
+
+def resolve_endpoint(settings: ProviderSettings, env: Mapping[str, str] | None = None) -> Endpoint:
+    """Decide base URL, key and preset from the settings and the environment; no network.
+
+    Raises ``ProviderSetupError`` for an unknown preset or a missing required key.
+    """
+    env = os.environ if env is None else env
+    extra = settings.extra or {}
+    preset = str(extra.get("preset") or "").strip().lower() or None
+    base_url = (settings.base_url or "").strip() or None
+    if base_url is not None and base_url.lower() in PRESETS:
+        preset = preset or base_url.lower()
+        base_url = None
+    if preset is not None and preset not in PRESETS:
+        raise ProviderSetupError(
+            f"unknown openai preset {preset!r}.",
+            hint=f"Use one of: {', '.join(PRESETS)}, or give the server's URL as the base URL.",
+        )
+    key_env_override = extra.get("api_key_env")
+
+    if preset is None:
+        base_url = base_url or _env_value(env, "OPENAI_BASE_URL") or OPENAI_URL
+        host = (urlsplit(base_url).hostname or "").lower()
+        if host == "api.openai.com":
+            preset = "openai"
+        elif host in ("models.github.ai", "models.inference.ai.azure.com"):
+            preset = "github"
+        elif host.endswith((".openai.azure.com", ".cognitiveservices.azure.com")):
+            preset = "azure"
+        else:
+            preset = "custom"
+
+    if isinstance(key_env_override, str) and key_env_override.strip():
+        var = key_env_override.strip()
+        key = _env_value(env, var)
+        if key is None:
+            raise _missing_key(var, "this endpoint", "the workflow names it in `api_key_env`")
+    else:
+        var, key = "", None
+
+    if preset == "github":
+        var = var or "GITHUB_TOKEN"
+        key = key or _env_value(env, var)
+        if key is None:
+            raise _missing_key(var, "GitHub Models", "a GitHub token with the `models` scope")
+        return Endpoint("github", "GitHub Models", base_url or GITHUB_MODELS_URL, key, var)
+    if preset == "ollama":
+        url = base_url or _ollama_url(env)
+        return Endpoint("ollama", f"Ollama at {url}", url, key or NO_KEY, var or None)
+    if preset == "azure":
+        var = var or "AZURE_OPENAI_API_KEY"
+        key = key or _env_value(env, var)
+        if key is None:
+            raise _missing_key(var, "Azure OpenAI", "the key of your Azure OpenAI resource")
+        endpoint = base_url or _env_value(env, "AZURE_OPENAI_ENDPOINT")
+        if endpoint is None:
+            raise ProviderSetupError(
+                "no Azure OpenAI endpoint: the environment variable AZURE_OPENAI_ENDPOINT is "
+                "not set and no base URL was given.",
+                hint="Set AZURE_OPENAI_ENDPOINT to https://<resource>.openai.azure.com (or pass "
+                "it as the base URL) and run again.",
+            )
+        version = (
+            str(extra.get("api_version") or "").strip()
+            or _env_value(env, "OPENAI_API_VERSION")
+            or AZURE_API_VERSION
+        )
+        return Endpoint("azure", "Azure OpenAI", endpoint, key, var, api_version=version)
+    if preset == "openai":
+        var = var or "OPENAI_API_KEY"
+        key = key or _env_value(env, var)
+        if key is None:
+            raise _missing_key(var, "OpenAI", "a key from platform.openai.com")
+        return Endpoint("openai", "OpenAI", base_url or OPENAI_URL, key, var)
+    # A self-hosted or third-party server: a key only if one is set.
+    assert base_url is not None
+    var = var or "OPENAI_API_KEY"
+    key = key or _env_value(env, var)
+    return Endpoint("custom", f"the server at {base_url}", base_url, key or NO_KEY, var)
+
+
+def import_sdk() -> Any:
+    """The ``openai`` module, or a setup error naming the extra to install."""
+    try:
+        return importlib.import_module("openai")
+    except ImportError as exc:
+        raise ProviderSetupError(
+            "the `openai` provider needs the openai package, which is not installed.",
+            hint="Install it with: pip install 'promptflow-resume[openai]'",
+        ) from exc
+
+
+# --- request shape --------------------------------------------------------------------------
+
+
+def to_openai_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Provider-neutral messages in the chat completions shape (notes go as user messages)."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content})
+        elif m.role == "assistant":
+            item: dict[str, Any] = {"role": "assistant", "content": m.content or None}
+            if m.tool_calls:
+                item["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments or "{}"},
+                    }
+                    for c in m.tool_calls
+                ]
+            elif item["content"] is None:
+                item["content"] = ""
+            out.append(item)
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+def to_openai_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
+    """Tool specs as chat completions ``tools``."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters or {"type": "object", "properties": {}},
+            },
+        }
+        for t in tools
+    ]
+
+
+def request_params(params: Mapping[str, Any], endpoint: Endpoint) -> dict[str, Any]:
+    """The workflow's model parameters as request body fields.
+
+    OpenAI's own models reject ``max_tokens`` in favour of ``max_completion_tokens`` (the
+    reasoning models do), while self-hosted servers know only ``max_tokens``: translate.
+    """
+    body = {k: v for k, v in params.items() if v is not None}
+    if endpoint.openai_hosted and "max_tokens" in body and "max_completion_tokens" not in body:
+        body["max_completion_tokens"] = body.pop("max_tokens")
+    return body
+
+
+# --- reply shape ----------------------------------------------------------------------------
+
+
+def _arguments_text(value: Any) -> str:
+    """Tool-call arguments as JSON text (some servers send an object instead of a string)."""
+    if value is None:
+        return "{}"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _usage(raw: Any) -> ReplyUsage:
+    if raw is None:
+        return ReplyUsage()
+    details = getattr(raw, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    return ReplyUsage(
+        input_tokens=int(getattr(raw, "prompt_tokens", 0) or 0),
+        output_tokens=int(getattr(raw, "completion_tokens", 0) or 0),
+        cached_tokens=int(cached or 0),
+    )
+
+
+class _StreamAssembler:
+    """Builds one reply from chat completion chunks: text, tool-call deltas, usage."""
+
+    def __init__(self, on_text: Callable[[str], None] | None) -> None:
+        self.on_text = on_text
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.usage: ReplyUsage | None = None
+        self.model: str | None = None
+        self.finish_reason: str | None = None
+
+    def feed(self, chunk: Any) -> None:
+        if getattr(chunk, "model", None):
+            self.model = chunk.model
+        if getattr(chunk, "usage", None) is not None:
+            self.usage = _usage(chunk.usage)
+        for choice in getattr(chunk, "choices", None) or ():
+            if getattr(choice, "index", 0) not in (0, None):
+                continue
+            delta = getattr(choice, "delta", None)
+            if delta is not None:
+                piece = getattr(delta, "content", None)
+                if piece:
+                    self.text.append(piece)
+                    if self.on_text is not None:
+                        self.on_text(piece)
+                for tc in getattr(delta, "tool_calls", None) or ():
+                    self._tool_delta(tc)
+            if getattr(choice, "finish_reason", None):
+                self.finish_reason = choice.finish_reason
+
+    def _tool_delta(self, tc: Any) -> None:
+        index = getattr(tc, "index", None)
+        call_id = getattr(tc, "id", None)
+        if index is None:
+            # Servers that send whole calls without an index: match by id, else a new call.
+            index = next(
+                (i for i, c in self.calls.items() if call_id and c["id"] == call_id),
+                len(self.calls),
+            )
+        call = self.calls.setdefault(index, {"id": None, "name": "", "args": []})
+        if call_id:
+            call["id"] = call_id
+        fn = getattr(tc, "function", None)
+        if fn is not None:
+            if getattr(fn, "name", None):
+                call["name"] = fn.name
+            args = getattr(fn, "arguments", None)
+            if args:
+                call["args"].append(_arguments_text(args))
+
+    def reply(self, model: str) -> Reply:
+        calls = tuple(
+            ToolCall(
+                id=c["id"] or f"call_{i}",
+                name=c["name"],
+                arguments="".join(c["args"]) or "{}",
+            )
+            for i, c in sorted(self.calls.items())
+        )
+        return Reply(
+            content="".join(self.text),
+            tool_calls=calls,
+            usage=self.usage or ReplyUsage(),
+            model=self.model or model,
+            finish_reason=self.finish_reason,
+        )
+
+
+def _reply_from_completion(completion: Any, model: str, label: str) -> Reply:
+    choices = getattr(completion, "choices", None) or []
+    if not choices:
+        raise ProviderError(
+            f"{label} returned a reply without choices.",
+            reason="bad_response",
+            hint="The server's answer is not a chat completion; check the base URL and model.",
+        )
+    choice = choices[0]
+    message = choice.message
+    calls = tuple(
+        ToolCall(
+            id=getattr(tc, "id", None) or f"call_{i}",
+            name=tc.function.name,
+            arguments=_arguments_text(tc.function.arguments),
+        )
+        for i, tc in enumerate(getattr(message, "tool_calls", None) or ())
+    )
+    return Reply(
+        content=getattr(message, "content", None) or "",
+        tool_calls=calls,
+        usage=_usage(getattr(completion, "usage", None)),
+        model=getattr(completion, "model", None) or model,
+        finish_reason=getattr(choice, "finish_reason", None),
+    )
+
+
+# --- the provider ---------------------------------------------------------------------------
+
+
+def _error_fields(body: Any, fallback: str) -> tuple[str, str | None, str | None]:
+    """(message, type, code) from an OpenAI-style error body."""
+    err = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(err, dict):
+        message = err.get("message") or fallback
+        etype = err.get("type")
+        code = err.get("code")
+        return (
+            str(message),
+            str(etype) if etype is not None else None,
+            str(code) if code is not None else None,
+        )
+    if isinstance(err, str) and err:
+        return err, None, None
+    return fallback, None, None
+
+
+class OpenAIProvider:
+    """Chat completions through the official ``openai`` SDK."""
+
+    name = "openai"
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        self.settings = settings
+        self.endpoint = resolve_endpoint(settings)
+        self._sdk = import_sdk()
+        self._client = self._make_client()
+
+    def _make_client(self) -> Any:
+        ep = self.endpoint
+        common: dict[str, Any] = {
+            "api_key": ep.api_key,
+            "timeout": self.settings.timeout,
+            "max_retries": 0,
+        }
+        if ep.preset == "azure":
+            return self._sdk.AzureOpenAI(
+                azure_endpoint=ep.base_url, api_version=ep.api_version, **common
+            )
+        return self._sdk.OpenAI(base_url=ep.base_url, **common)
+
+    def _model(self, request: Request) -> str:
+        model = request.model or self.settings.model
+        if not model:
+            raise ProviderSetupError(
+                "no model named for the openai provider.",
+                hint="Set `model:` in the workflow's front matter or pass --model.",
+            )
+        return model
+
+    def complete(self, request: Request, on_text: Callable[[str], None] | None = None) -> Reply:
+        """Send one chat completion request; stream it when the settings ask for it."""
+        model = self._model(request)
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": to_openai_messages(request.messages),
+        }
+        if request.tools:
+            kwargs["tools"] = to_openai_tools(request.tools)
+        extra_body = request_params(request.params, self.endpoint)
+        if extra_body:
+            kwargs["extra_body"] = extra_body
+        try:
+            if not self.settings.stream:
+                completion = self._client.chat.completions.create(**kwargs)
+                return _reply_from_completion(completion, model, self.endpoint.label)
+            stream = self._client.chat.completions.create(
+                stream=True, stream_options={"include_usage": True}, **kwargs
+            )
+            assembler = _StreamAssembler(on_text)
+            try:
+                for chunk in stream:
+                    assembler.feed(chunk)
+            finally:
+                stream.close()
+            if assembler.finish_reason is None:
+                raise connection_failure(
+                    self.endpoint.label,
+                    "the streamed reply ended before it was complete.",
+                    url=None,
+                )
+            return assembler.reply(model)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            mapped = self._map_error(exc, model)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+    def _map_error(self, exc: Exception, model: str) -> ProviderError | None:
+        """The ``ProviderError`` for an SDK or network failure; None for anything else (a bug)."""
+        sdk = self._sdk
+        label = self.endpoint.label
+        if isinstance(exc, sdk.APITimeoutError):
+            return connection_failure(
+                label, f"no answer within {self.settings.timeout:g} s (request timed out)."
+            )
+        if isinstance(exc, sdk.APIConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            why = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+            return connection_failure(label, f"could not connect or the connection dropped{why}.")
+        if isinstance(exc, sdk.APIStatusError):
+            message, etype, code = _error_fields(exc.body, exc.message)
+            return http_failure(
+                provider=label,
+                status=exc.status_code,
+                message=message,
+                headers=dict(exc.response.headers),
+                error_type=etype,
+                error_code=code,
+                key_env=self.endpoint.key_env,
+                model=model,
+                base_url=self.endpoint.base_url,
+            )
+        if isinstance(exc, sdk.APIError):
+            # An error event inside a stream: no HTTP status of its own.
+            message, etype, code = _error_fields(exc.body, exc.message)
+            return http_failure(
+                provider=label,
+                status=None,
+                message=message,
+                error_type=etype,
+                error_code=code,
+                key_env=self.endpoint.key_env,
+                model=model,
+            )
+        if is_transport_error(exc):
+            return connection_failure(
+                label, f"the connection dropped while reading the reply ({type(exc).__name__})."
+            )
+        return None

@@ -1,0 +1,332 @@
+"""Retrying transient provider failures, the same way for every provider.
+
+Providers raise ``ProviderError(transient=True)`` for failures worth retrying (rate limits,
+5xx, 529 overloaded, timeouts, dropped connections) and never retry themselves.
+``call_with_retry`` retries with exponential backoff and jitter, honours the server's
+``Retry-After``, and tells the caller about every retry so it can be shown and counted::
+
+    reply = call_with_retry(
+        provider, request, workflow.retry,
+        on_retry=lambda ev: print(f"retry {ev.attempt} in {ev.delay:.1f}s: {ev.error}"),
+    )
+
+Rules (``docs/spec.md``, section 5):
+
+- ``policy.max_attempts`` counts every call, the first included; ``1`` means no retry.
+- The delay before retry *n* is ``initial_delay * multiplier**(n-1)``, spread by
+  ``±jitter`` (a fraction) and capped at ``max_delay``.
+- A ``Retry-After`` from the server replaces the computed delay. One longer than
+  ``max_delay`` ends the retries at once: retrying sooner would be refused again, and waiting
+  longer than the policy allows would stall the run beyond what the workflow agreed to.
+- Out of attempts: ``ProviderError(reason="provider_unavailable")`` naming the last error.
+- A wait that would pass ``deadline`` (a ``time.monotonic()`` value) is not started:
+  ``ProviderError(reason="deadline")`` instead, so the engine can stop the run as ``timeout``.
+- Permanent errors are re-raised at once, unchanged.
+
+This module also holds what both SDK providers share about HTTP failures: which status codes
+are transient, and how to read ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import timezone
+
+from ..errors import ProviderError
+from ..workflow.model import RetryPolicy
+from .base import Provider, Reply, Request
+
+#: HTTP statuses retried: request timeout, rate limit, server errors, Anthropic's "overloaded".
+TRANSIENT_STATUS: frozenset[int] = frozenset({408, 429, 500, 502, 503, 504, 529})
+
+#: ``ProviderError.reason`` values this module raises.
+REASON_UNAVAILABLE = "provider_unavailable"
+REASON_DEADLINE = "deadline"
+
+
+@dataclass(frozen=True)
+class RetryEvent:
+    """One retry about to happen: the attempt that failed, the wait before the next, why."""
+
+    #: 1-based number of the attempt that just failed.
+    attempt: int
+    #: Seconds ``call_with_retry`` will sleep before the next attempt.
+    delay: float
+    error: ProviderError
+
+
+def backoff_delay(policy: RetryPolicy, attempt: int, rand: float = 0.5) -> float:
+    """Seconds to wait after failed attempt number ``attempt`` (1-based).
+
+    ``rand`` in [0, 1) is the jitter draw; ``rand=0.5`` gives the un-jittered delay. The
+    result never exceeds ``policy.max_delay`` and is never negative.
+    """
+    exponent = max(attempt - 1, 0)
+    try:
+        base = policy.initial_delay * policy.multiplier**exponent
+    except OverflowError:
+        base = math.inf
+    base = min(base, policy.max_delay)
+    spread = 1.0 + policy.jitter * (2.0 * rand - 1.0)
+    return max(0.0, min(base * spread, policy.max_delay))
+
+
+def call_with_retry(
+    provider: Provider,
+    request: Request,
+    policy: RetryPolicy,
+    *,
+    on_text: Callable[[str], None] | None = None,
+    on_retry: Callable[[RetryEvent], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    deadline: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    rand: Callable[[], float] = random.random,
+) -> Reply:
+    """Call ``provider.complete`` until it succeeds, a permanent error, or the policy gives up."""
+    max_attempts = max(1, policy.max_attempts)
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return provider.complete(request, on_text=on_text)
+        except ProviderError as err:
+            if not err.transient:
+                raise
+            last = err
+        if attempt >= max_attempts:
+            raise _unavailable(
+                last,
+                f"gave up after {attempt} attempt{'s' if attempt != 1 else ''}",
+                attempts=attempt,
+            )
+        if last.retry_after is not None:
+            if last.retry_after > policy.max_delay:
+                raise _unavailable(
+                    last,
+                    f"the server asked to wait {last.retry_after:g} s before retrying, longer "
+                    f"than the retry policy's max_delay of {policy.max_delay:g} s",
+                    attempts=attempt,
+                )
+            delay = max(0.0, last.retry_after)
+        else:
+            delay = backoff_delay(policy, attempt, rand())
+        if deadline is not None and clock() + delay > deadline:
+            raise ProviderError(
+                f"{_describe(last)}; not retried: waiting {delay:.1f} s would pass the run's "
+                "time limit.",
+                transient=False,
+                status_code=last.status_code,
+                reason=REASON_DEADLINE,
+                hint="The run can be resumed with a larger time limit.",
+            ) from last
+        if on_retry is not None:
+            on_retry(RetryEvent(attempt=attempt, delay=delay, error=last))
+        sleep(delay)
+
+
+def _describe(err: ProviderError) -> str:
+    """The error's message without a trailing full stop, for embedding in a sentence."""
+    return err.message.rstrip().rstrip(".")
+
+
+def _unavailable(last: ProviderError, why: str, *, attempts: int) -> ProviderError:
+    """The error that ends retrying: names the last failure and how to continue."""
+    err = ProviderError(
+        f"the model provider is unavailable ({why}); last error: {_describe(last)}.",
+        transient=False,
+        status_code=last.status_code,
+        reason=REASON_UNAVAILABLE,
+        hint=(
+            "Progress is saved: resume the run once the provider is reachable again, or raise "
+            "`retry.max_attempts` / `retry.max_delay` in the workflow."
+        ),
+    )
+    err.__cause__ = last
+    return err
+
+
+# --- shared by the SDK providers ----------------------------------------------------------
+
+
+def parse_retry_after(
+    headers: Mapping[str, str] | None, *, now: float | None = None
+) -> float | None:
+    """Seconds the server asks us to wait, from ``retry-after-ms`` or ``retry-after``; else None.
+
+    ``retry-after`` may be a number of seconds or an HTTP date. Header names are matched
+    case-insensitively; unparseable or negative values are ignored.
+    """
+    if not headers:
+        return None
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            ms = float(raw_ms)
+        except ValueError:
+            ms = -1.0
+        if ms >= 0 and math.isfinite(ms):
+            return ms / 1000.0
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    try:
+        seconds = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        current = now if now is not None else time.time()
+        seconds = when.timestamp() - current
+        return max(0.0, seconds)
+    if seconds < 0 or not math.isfinite(seconds):
+        return None
+    return seconds
+
+
+#: Error ``type``/``code`` values in a provider's error body that mean "try again later", even
+#: when they arrive inside a stream whose HTTP status was 200.
+_TRANSIENT_ERROR_TYPES = frozenset(
+    {"overloaded_error", "rate_limit_error", "api_error", "server_error", "rate_limit_exceeded"}
+)
+#: Phrases providers use for a prompt that does not fit the model's context window.
+_CONTEXT_MARKERS = (
+    "context_length_exceeded",
+    "context length",
+    "context window",
+    "maximum context",
+    "prompt is too long",
+    "too many tokens",
+    "input is too long",
+)
+
+
+def http_failure(
+    *,
+    provider: str,
+    status: int | None,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+    error_type: str | None = None,
+    error_code: str | None = None,
+    key_env: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+) -> ProviderError:
+    """Turn a provider's HTTP error response into a ``ProviderError`` with its reason and fix.
+
+    ``provider`` names the service in the message (e.g. ``"OpenAI"``); ``key_env`` is the
+    environment variable the key came from, named in the hint for 401/403.
+    """
+    text = " ".join(message.split()) or "no error message"
+    if not text.endswith((".", "!", "?")):
+        text += "."
+    where = f"HTTP {status}" if status is not None else "an error"
+    lead = f"{provider} returned {where}: {text}"
+    kinds = {k for k in (error_type, error_code) if k}
+    if "insufficient_quota" in kinds:
+        # A 429 that waiting does not fix: the account is out of credit.
+        return ProviderError(
+            lead,
+            status_code=status,
+            reason="insufficient_quota",
+            hint="The account behind the key has no credit or quota left: add credit or raise "
+            "the limit with the provider, then resume the run.",
+        )
+    if kinds & _TRANSIENT_ERROR_TYPES or (status is not None and status in TRANSIENT_STATUS):
+        return ProviderError(
+            lead,
+            transient=True,
+            retry_after=parse_retry_after(headers),
+            status_code=status,
+            reason="rate_limited" if status == 429 else "provider_transient",
+        )
+    lowered = f"{text} {' '.join(kinds)}".lower()
+    key_hint = f"`{key_env}`" if key_env else "the API key"
+    if status == 401:
+        return ProviderError(
+            lead,
+            status_code=status,
+            reason="auth",
+            hint=f"The key in {key_hint} was refused: check that it is set, current and "
+            "belongs to this endpoint, then resume the run.",
+        )
+    if status == 403:
+        return ProviderError(
+            lead,
+            status_code=status,
+            reason="permission",
+            hint=f"The key in {key_hint} has no access to this model or endpoint: use a key "
+            "with access or choose another model, then resume the run.",
+        )
+    if status == 404:
+        named = f"`{model}`" if model else "the requested model"
+        at = f" at {base_url}" if base_url else ""
+        return ProviderError(
+            lead,
+            status_code=status,
+            reason="model_not_found",
+            hint=f"The provider{at} does not know {named}: check the model name (`model:` in "
+            "the workflow or --model) and the base URL, then resume the run.",
+        )
+    if status in (400, 413, 422) and any(marker in lowered for marker in _CONTEXT_MARKERS):
+        return ProviderError(
+            lead,
+            status_code=status,
+            reason="context_length_exceeded",
+            hint="The conversation no longer fits the model's context window: choose a model "
+            "with a larger window, shorten the prompts, or trim long tool results from the "
+            "transcript in the progress file, then resume the run.",
+        )
+    if status is not None and 400 <= status < 500:
+        return ProviderError(
+            lead,
+            status_code=status,
+            reason="invalid_request",
+            hint="The provider rejected the request: fix the model parameters, tools or "
+            "messages it names (in the workflow or the progress file), then resume the run.",
+        )
+    return ProviderError(
+        lead,
+        status_code=status,
+        reason="provider_error",
+        hint="This failure is not one flow retries: check the provider's status and the base "
+        "URL, then resume the run.",
+    )
+
+
+def connection_failure(provider: str, what: str, *, url: str | None = None) -> ProviderError:
+    """A transient error for a timeout or a dropped or refused connection."""
+    at = f" at {url}" if url else ""
+    return ProviderError(
+        f"{provider}{at}: {what}",
+        transient=True,
+        reason="connection",
+        hint="Check the network and the base URL; flow retries this by itself.",
+    )
+
+
+def is_transport_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a network failure raised below the SDK (e.g. a stream cut short).
+
+    The SDKs wrap failures while sending a request, but errors while reading a streamed body
+    come straight from the HTTP library (``httpx``/``httpcore`` or their successors), so they
+    are recognised by the module that defines them rather than by importing it.
+    """
+    if isinstance(exc, (OSError, EOFError)):
+        return True
+    for cls in type(exc).__mro__:
+        root = cls.__module__.split(".", 1)[0]
+        if root.startswith(("httpx", "httpcore")) or root in ("h11", "h2"):
+            return True
+    return False

@@ -1,0 +1,426 @@
+"""A local HTTP server that speaks the OpenAI and Anthropic wire protocols, for tests.
+
+It listens on 127.0.0.1 on a free port, in a background thread, and answers each POST with the
+next scripted response: a JSON body, a Server-Sent Events stream, an error with headers, a
+slow answer (for timeouts) or a dropped connection. Every request it receives is recorded
+(path, headers, JSON body) so tests can check exactly what the SDK sent::
+
+    with ModelServer() as server:
+        server.push(Canned(body=openai_completion("hello")))
+        ...  # point the provider at server.url + "/v1"
+        assert server.requests[0].body["messages"][0]["role"] == "system"
+
+Responses use HTTP/1.1 with chunked streams, so a stream cut short is a real protocol error
+on the client side, as with a dropped connection in production.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
+
+
+@dataclass
+class Canned:
+    """One scripted response."""
+
+    status: int = 200
+    #: JSON body (ignored when ``events`` is given).
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    #: SSE events as (event name or None, data); dict data is sent as JSON, str as is.
+    events: list[tuple[str | None, Any]] | None = None
+    #: Seconds to wait before answering.
+    delay: float = 0.0
+    #: "before": close the connection without answering; "mid": send ``drop_after`` events of
+    #: the stream, then close without ending it.
+    drop: Literal["before", "mid"] | None = None
+    drop_after: int = 1
+
+
+@dataclass
+class Received:
+    """One request the server received."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: Any
+
+
+class ModelServer:
+    """The server; use as a context manager, ``push`` responses, read ``requests``."""
+
+    def __init__(self) -> None:
+        self._queue: deque[Canned] = deque()
+        self._lock = threading.Lock()
+        self.requests: list[Received] = []
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def push(self, *responses: Canned) -> None:
+        """Queue responses, answered in order, one per request."""
+        with self._lock:
+            self._queue.extend(responses)
+
+    @property
+    def pending(self) -> int:
+        """Responses queued but not yet used."""
+        with self._lock:
+            return len(self._queue)
+
+    def __enter__(self) -> ModelServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def _next(self) -> Canned | None:
+        with self._lock:
+            return self._queue.popleft() if self._queue else None
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Keep test output quiet."""
+
+            def do_GET(self) -> None:
+                self._answer()
+
+            def do_POST(self) -> None:
+                self._answer()
+
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body: Any = json.loads(raw) if raw else None
+                except ValueError:
+                    body = raw.decode("utf-8", "replace")
+                parts = urlsplit(self.path)
+                with server._lock:
+                    server.requests.append(
+                        Received(
+                            method=self.command,
+                            path=parts.path,
+                            query=parse_qs(parts.query),
+                            headers={k.lower(): v for k, v in self.headers.items()},
+                            body=body,
+                        )
+                    )
+                canned = server._next()
+                if canned is None:
+                    canned = Canned(status=500, body=error_body("no scripted response left"))
+                # The client may give up first (a timeout test): nothing left to do then.
+                with contextlib.suppress(TimeoutError, BrokenPipeError, ConnectionResetError):
+                    self._send(canned)
+
+            def _send(self, canned: Canned) -> None:
+                if canned.delay:
+                    time.sleep(canned.delay)
+                if canned.drop == "before":
+                    self._cut()
+                    return
+                if canned.events is None:
+                    payload = json.dumps(canned.body).encode("utf-8")
+                    self.send_response(canned.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    for name, value in canned.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    self.wfile.flush()
+                    return
+                self.send_response(canned.status)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Transfer-Encoding", "chunked")
+                for name, value in canned.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                for sent, (name, data) in enumerate(canned.events):
+                    if canned.drop == "mid" and sent >= canned.drop_after:
+                        self._cut()
+                        return
+                    self._chunk(sse(name, data))
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+
+            def _chunk(self, data: bytes) -> None:
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+
+            def _cut(self) -> None:
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+
+        return Handler
+
+
+def sse(event: str | None, data: Any) -> bytes:
+    """One Server-Sent Event as bytes."""
+    text = data if isinstance(data, str) else json.dumps(data)
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {text}\n\n".encode()
+
+
+def http_date(seconds_from_now: float) -> str:
+    """An HTTP date ``seconds_from_now`` in the future, for ``Retry-After``."""
+    moment = datetime.fromtimestamp(time.time() + seconds_from_now, tz=timezone.utc)
+    return email.utils.format_datetime(moment, usegmt=True)
+
+
+def error_body(message: str, *, type: str = "server_error", code: str | None = None) -> Any:
+    """An OpenAI-style error body."""
+    return {"error": {"message": message, "type": type, "param": None, "code": code}}
+
+
+# --- OpenAI chat completions ---------------------------------------------------------------
+
+
+def openai_usage(prompt: int = 10, completion: int = 5, cached: int = 0) -> dict[str, Any]:
+    """A ``usage`` object as chat completions report it."""
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
+    }
+
+
+def openai_tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    """One tool call in a chat completion message."""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def openai_completion(
+    content: str | None = None,
+    tool_calls: Sequence[dict[str, Any]] = (),
+    *,
+    model: str = "gpt-4o-2024-08-06",
+    usage: dict[str, Any] | None = None,
+    finish_reason: str | None = None,
+) -> dict[str, Any]:
+    """A whole chat completion response body."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = list(tool_calls)
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"),
+            }
+        ],
+        "usage": usage if usage is not None else openai_usage(),
+    }
+
+
+def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def openai_stream(
+    texts: Iterable[str] = (),
+    tool_calls: Sequence[tuple[str, str, Sequence[str]]] = (),
+    *,
+    model: str = "gpt-4o-2024-08-06",
+    usage: dict[str, Any] | None = None,
+) -> list[tuple[str | None, Any]]:
+    """SSE events of a streamed chat completion.
+
+    ``tool_calls`` are (id, name, argument fragments): each call's id and name arrive in its
+    first delta, its arguments in pieces, as the OpenAI API sends them.
+    """
+    events: list[tuple[str | None, Any]] = [(None, _chunk(model, {"role": "assistant"}))]
+    events += [(None, _chunk(model, {"content": t})) for t in texts]
+    for index, (call_id, name, fragments) in enumerate(tool_calls):
+        first = {"index": index, "id": call_id, "type": "function"}
+        first["function"] = {"name": name, "arguments": ""}
+        events.append((None, _chunk(model, {"tool_calls": [first]})))
+        for fragment in fragments:
+            piece = {"index": index, "function": {"arguments": fragment}}
+            events.append((None, _chunk(model, {"tool_calls": [piece]})))
+    finish = "tool_calls" if tool_calls else "stop"
+    events.append((None, _chunk(model, {}, finish)))
+    final = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [],
+        "usage": usage if usage is not None else openai_usage(),
+    }
+    events.append((None, final))
+    events.append((None, "[DONE]"))
+    return events
+
+
+# --- Anthropic messages --------------------------------------------------------------------
+
+
+def anthropic_usage(
+    input: int = 10, output: int = 5, cache_read: int = 0, cache_write: int = 0
+) -> dict[str, Any]:
+    """A ``usage`` object as the messages API reports it (input excludes cache reads)."""
+    return {
+        "input_tokens": input,
+        "output_tokens": output,
+        "cache_read_input_tokens": cache_read,
+        "cache_creation_input_tokens": cache_write,
+    }
+
+
+def anthropic_message(
+    text: str | None = None,
+    tool_uses: Sequence[tuple[str, str, dict[str, Any]]] = (),
+    *,
+    model: str = "claude-sonnet-4-5-20250929",
+    usage: dict[str, Any] | None = None,
+    stop_reason: str | None = None,
+) -> dict[str, Any]:
+    """A whole messages API response body; ``tool_uses`` are (id, name, input)."""
+    content: list[dict[str, Any]] = []
+    if text is not None:
+        content.append({"type": "text", "text": text})
+    for tool_id, name, args in tool_uses:
+        content.append({"type": "tool_use", "id": tool_id, "name": name, "input": args})
+    return {
+        "id": "msg_test",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop_reason or ("tool_use" if tool_uses else "end_turn"),
+        "stop_sequence": None,
+        "usage": usage if usage is not None else anthropic_usage(),
+    }
+
+
+def anthropic_stream(
+    texts: Iterable[str] = (),
+    tool_uses: Sequence[tuple[str, str, Sequence[str]]] = (),
+    *,
+    model: str = "claude-sonnet-4-5-20250929",
+    usage: dict[str, Any] | None = None,
+) -> list[tuple[str | None, Any]]:
+    """SSE events of a streamed message; ``tool_uses`` are (id, name, JSON fragments)."""
+    full = usage if usage is not None else anthropic_usage()
+    start_usage = dict(full, output_tokens=1)
+    events: list[tuple[str | None, Any]] = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_test",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": start_usage,
+                },
+            },
+        ),
+        ("ping", {"type": "ping"}),
+    ]
+    index = 0
+    text_parts = list(texts)
+    if text_parts:
+        events.append(
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+        )
+        for part in text_parts:
+            delta = {"type": "text_delta", "text": part}
+            events.append(
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": delta},
+                )
+            )
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
+    for tool_id, name, fragments in tool_uses:
+        block = {"type": "tool_use", "id": tool_id, "name": name, "input": {}}
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": block},
+            )
+        )
+        for fragment in fragments:
+            delta = {"type": "input_json_delta", "partial_json": fragment}
+            events.append(
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": delta},
+                )
+            )
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
+    stop = "tool_use" if tool_uses else "end_turn"
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": full["output_tokens"]},
+            },
+        )
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
+def anthropic_error(message: str, type: str = "api_error") -> dict[str, Any]:
+    """An Anthropic error body."""
+    return {"type": "error", "error": {"type": type, "message": message}}
