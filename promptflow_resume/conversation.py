@@ -85,10 +85,42 @@ def step_entries(entries: Sequence[Entry], step_id: str) -> list[Entry]:
 
 
 def final_answer(entries: Sequence[Entry], step_id: str) -> Entry | None:
-    """The step's last assistant entry, if the step's conversation ended on it (no tool calls)."""
-    mine = step_entries(entries, step_id)
-    for entry in reversed(mine):
-        if entry.role == "note":
+    """The step's last assistant entry, if the step's conversation ended on it (no tool calls).
+
+    Only the tail is read: a step's entries are the last ones while it runs.
+    """
+    for entry in reversed(entries):
+        if entry.role == "note" and entry.step == step_id:
             continue
-        return entry if entry.role == "assistant" else None
+        return entry if entry.role == "assistant" and entry.step == step_id else None
     return None
+
+
+class MessageLog:
+    """``to_messages`` kept up to date incrementally, so a turn costs the same at entry 20,000
+    as at entry 20.
+
+    Messages up to the last assistant entry are final (its tool calls follow it directly); only
+    the tail after it is converted again on each call. Any change other than an append (a new
+    log is made per engine, and hand edits happen before) rebuilds from scratch.
+    """
+
+    def __init__(self) -> None:
+        self._done: list[Message] = []
+        self._count = 0
+        self._last: Entry | None = None
+
+    def messages(self, entries: Sequence[Entry]) -> tuple[Message, ...]:
+        """The provider messages for ``entries`` (which must extend the previous call's)."""
+        if self._count > len(entries) or (self._count and entries[self._count - 1] is not self._last):
+            self._done, self._count, self._last = [], 0, None
+        split = None
+        for index in range(len(entries) - 1, self._count - 1, -1):
+            if entries[index].role == "assistant":
+                split = index
+                break
+        if split is not None and split > self._count:
+            self._done.extend(to_messages(entries[self._count : split]))
+            self._count = split
+            self._last = entries[split - 1]
+        return (*self._done, *to_messages(entries[self._count :]))

@@ -30,7 +30,7 @@ from typing import Any
 
 from . import faults
 from .clock import now_iso
-from .conversation import final_answer, step_entries, to_messages, unanswered_calls
+from .conversation import MessageLog, final_answer, step_entries, unanswered_calls
 from .errors import NeedsReviewError, ProviderError
 from .events import Reporter
 from .progress import ProgressStore
@@ -106,6 +106,7 @@ class Engine:
         self._attempt = self._begin_attempt()
         #: Entries appended but not yet saved (a model reply waits for its first tool start).
         self._unsaved: list[Entry] = []
+        self._log = MessageLog()
 
     def attempt_notes(self, notes: list[str]) -> None:
         """Record notes (resume decisions, hand edits) in this attempt's history."""
@@ -241,7 +242,7 @@ class Engine:
             self._append([self._entry("note", self.options.resume_note, step.id)])
             self.options.resume_note = None
         request = Request(
-            messages=to_messages(run.transcript),
+            messages=self._log.messages(run.transcript),
             tools=self._tool_specs(step),
             model=run.config.model,
             params=dict(run.config.params),
@@ -420,7 +421,7 @@ class Engine:
             from .providers.pricing import estimate_request_cost
 
             request = Request(
-                messages=to_messages(self.run.transcript),
+                messages=self._log.messages(self.run.transcript),
                 model=self.run.config.model,
                 params=dict(self.run.config.params),
             )
