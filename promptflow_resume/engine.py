@@ -48,6 +48,29 @@ _UNKNOWN_TOOL = (
 )
 
 
+#: A human step's entry is its question, this mark, and the answer a person writes in place of
+#: the placeholder.
+ANSWER_MARK = "\n\nAnswer: "
+ANSWER_PLACEHOLDER = "WRITE YOUR ANSWER HERE, then run flow resume"
+
+
+def awaiting_reason(step_id: str) -> str:
+    """The status reason of a run waiting for a person's answer."""
+    return (
+        f"step {step_id!r} waits for a person's answer: replace {ANSWER_PLACEHOLDER!r} "
+        "in the progress file with the answer"
+    )
+
+
+def human_answer(content: str) -> str | None:
+    """The answer written into a human step's entry, or None while there is none."""
+    if ANSWER_PLACEHOLDER in content:
+        return None
+    _, mark, answer = content.rpartition(ANSWER_MARK.strip())
+    text = answer if mark else content
+    return text.strip() or None
+
+
 class Interrupted(BaseException):
     """Raised in the main thread by SIGINT, SIGTERM or SIGHUP (a BaseException, so that
     ``except Exception`` in tool code cannot swallow it)."""
@@ -163,7 +186,8 @@ class Engine:
 
         mine = step_entries(run.transcript, step.id)
         if step.kind == "human":
-            raise _Stop("awaiting_input", f"step {step.id!r} needs a person's answer")
+            self._human_step(step, state, mine)
+            return
         if not mine:
             self._append(self._opening_entries(step))
 
@@ -196,6 +220,24 @@ class Engine:
                 self._complete_step(step, state, last)
                 return
             self._model_turn(step, state)
+
+    def _human_step(self, step: Step, state: StepState, mine: list[Entry]) -> None:
+        """A step a person answers in the file: ask once, then stop until the answer is there."""
+        if not mine:
+            question = step_prompt(
+                self.workflow,
+                step,
+                inputs=self.run.inputs,
+                step_outputs=self._step_outputs(),
+                editor=self.options.editor,
+            )
+            self._append([self._entry("user", f"{question.rstrip()}{ANSWER_MARK}{ANSWER_PLACEHOLDER}", step.id)])
+            raise _Stop("awaiting_input", awaiting_reason(step.id))
+        entry = mine[0]
+        answer = human_answer(entry.content)
+        if answer is None:
+            raise _Stop("awaiting_input", awaiting_reason(step.id))
+        self._complete_step(step, state, entry)
 
     def _opening_entries(self, step: Step) -> list[Entry]:
         """The entries that start a step: its prompt, or for a command step the call itself."""

@@ -152,8 +152,23 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
         err(f"{run.status}{reason}: {counts}.")
         if run.status == "interrupted":
             err("Progress saved.")
+        if run.status == "awaiting_input":
+            err(f"Write the answer at {_placeholder_location(path)}, then resume.")
         err(f"Resume with: flow resume {path}")
     return exit_code
+
+
+def _placeholder_location(path: Path) -> str:
+    """``path:line`` of the answer placeholder of a run waiting for a person."""
+    from ..engine import ANSWER_PLACEHOLDER
+
+    try:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if ANSWER_PLACEHOLDER in line:
+                return f"{path}:{number}"
+    except OSError:
+        pass
+    return str(path)
 
 
 @app.command("run")
