@@ -1,0 +1,326 @@
+"""``detect``: which stored runs a new run resembles; ``list_runs``: every run, summarized.
+
+``detect`` never raises and never takes longer than its time limit: on overrun or any error it
+returns an empty ``Detection`` whose ``skipped_reason`` says why, and the caller starts fresh::
+
+    found = detect(workflow, {"framework": "fastapi"})
+    if found.exact:
+        ...  # same workflow hash and inputs: resume it
+    for candidate in found.candidates:
+        print(candidate.run_id, candidate.score, candidate.matched)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..errors import FileNotFoundFlowError, InputError
+from ..progress.model import RESUMABLE_STATUSES, RUN_STATUSES
+from ..workflow.model import Workflow
+from .index import Budget, Gathered, gather, sources_for
+from .keywords import keywords_for
+from .score import MAX_CANDIDATES, THRESHOLD, jaccard, parse_time, recency_factor, score
+from .summary import INVALID, Reader, RunSummary, canonical_json, iso_utc
+
+#: The check's time limit when ``flow run`` looks for similar runs (seconds).
+DEFAULT_TIME_LIMIT = 0.2
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A stored run offered for resuming instead of starting a new one."""
+
+    path: Path
+    run_id: str
+    status: str
+    reason: str | None
+    steps_done: int
+    steps_total: int
+    cost_usd: float
+    updated: str
+    description: str | None
+    #: ``similarity * recency``, rounded to 4 places.
+    score: float
+    #: The keywords both runs share, sorted.
+    matched: tuple[str, ...]
+    #: Same workflow hash and same inputs: resumed without asking.
+    exact: bool
+    workflow_name: str | None = None
+    #: Jaccard overlap of the keywords (0..1).
+    similarity: float = 0.0
+    #: The recency factor applied (1.0 within a day, down to 0.2).
+    recency: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form for ``--json`` output."""
+        return {
+            "path": str(self.path),
+            "run_id": self.run_id,
+            "status": self.status,
+            "reason": self.reason,
+            "workflow": self.workflow_name,
+            "description": self.description,
+            "steps_done": self.steps_done,
+            "steps_total": self.steps_total,
+            "cost_usd": self.cost_usd,
+            "updated": self.updated,
+            "score": self.score,
+            "similarity": round(self.similarity, 4),
+            "recency": self.recency,
+            "matched": list(self.matched),
+            "exact": self.exact,
+        }
+
+
+@dataclass(frozen=True)
+class Detection:
+    """The outcome of a check: candidates best first (an exact match always first)."""
+
+    candidates: tuple[Candidate, ...] = ()
+    exact: Candidate | None = None
+    elapsed_ms: float = 0.0
+    #: Why the check gave up (time limit, error); None when it ran to the end.
+    skipped_reason: str | None = None
+    #: The new run's keywords, for ``flow detect`` and ``--verbose``.
+    keywords: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form for ``--json`` output."""
+        return {
+            "keywords": list(self.keywords),
+            "exact": self.exact.to_dict() if self.exact else None,
+            "candidates": [c.to_dict() for c in self.candidates],
+            "elapsed_ms": round(self.elapsed_ms, 1),
+            "skipped_reason": self.skipped_reason,
+        }
+
+
+def _moment(summary: RunSummary) -> datetime:
+    """When a run was last updated: its ``updated`` field, else the file's mtime."""
+    moment = parse_time(summary.updated)
+    if moment is None:
+        moment = datetime.fromtimestamp(summary.mtime_ns / 1e9, tz=timezone.utc)
+    return moment
+
+
+def rank(
+    summaries: Sequence[RunSummary],
+    keywords: Sequence[str],
+    *,
+    workflow_hash: str,
+    inputs_json: str,
+    now: datetime,
+) -> tuple[tuple[Candidate, ...], Candidate | None]:
+    """Score resumable ``summaries`` against a new run; return (candidates, exact match)."""
+    new = frozenset(keywords)
+    exacts: list[tuple[float, Candidate]] = []
+    scored: list[tuple[float, float, str, Candidate]] = []
+    for summary in summaries:
+        if not summary.resumable:
+            continue
+        moment = _moment(summary)
+        age = now - moment
+        stored = frozenset(summary.keywords)
+        is_exact = summary.workflow_hash == workflow_hash and summary.inputs_json == inputs_json
+        value = score(new, stored, age)
+        if value < THRESHOLD and not is_exact:
+            continue
+        shared = new & stored
+        candidate = Candidate(
+            path=summary.path,
+            run_id=summary.run_id,
+            status=summary.status,
+            reason=summary.reason,
+            steps_done=summary.steps_done,
+            steps_total=summary.steps_total,
+            cost_usd=summary.cost_usd,
+            updated=summary.updated or iso_utc(moment),
+            description=summary.description,
+            score=round(value, 4),
+            matched=tuple(sorted(shared)),
+            exact=is_exact,
+            workflow_name=summary.workflow_name,
+            similarity=jaccard(new, stored),
+            recency=recency_factor(age),
+        )
+        if is_exact:
+            exacts.append((moment.timestamp(), candidate))
+        if value >= THRESHOLD:
+            scored.append((-value, -moment.timestamp(), str(summary.path), candidate))
+    # The most recently updated identical run is the one resumed; it always comes first.
+    exact = max(exacts, key=lambda item: (item[0], str(item[1].path)))[1] if exacts else None
+    scored.sort(key=lambda item: item[:3])
+    best = [item[3] for item in scored if item[3] is not exact]
+    if exact is not None:
+        best.insert(0, exact)
+    return tuple(best[:MAX_CANDIDATES]), exact
+
+
+def _root(root: Path | None) -> Path:
+    return Path(os.path.abspath(root if root is not None else Path.cwd()))
+
+
+def _detect_now(
+    workflow: Workflow,
+    inputs: Mapping[str, Any],
+    folders: Sequence[Path],
+    root: Path,
+    now: datetime | None,
+    budget: Budget,
+    reader: Reader | None,
+    started: float,
+) -> tuple[Detection, Gathered | None]:
+    keywords = keywords_for(workflow, inputs)
+    found = gather(
+        sources_for(folders, root),
+        statuses=RESUMABLE_STATUSES,
+        budget=budget,
+        reader=reader,
+    )
+    elapsed = (time.perf_counter() - started) * 1000
+    if not found.complete:
+        reason = (
+            f"the similar-run check ran out of its time limit after {elapsed:.0f} ms while "
+            "reading progress files the run index had not seen yet; what was read is now "
+            "indexed, so a later check is faster (`flow list` indexes everything)"
+        )
+        return Detection(elapsed_ms=elapsed, skipped_reason=reason, keywords=tuple(keywords)), found
+    moment = now or datetime.now(timezone.utc)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    candidates, exact = rank(
+        found.summaries,
+        keywords,
+        workflow_hash=workflow.hash,
+        inputs_json=canonical_json(dict(inputs)),
+        now=moment,
+    )
+    elapsed = (time.perf_counter() - started) * 1000
+    detection = Detection(candidates, exact, elapsed, None, tuple(keywords))
+    return detection, found
+
+
+def detect(
+    workflow: Workflow,
+    inputs: Mapping[str, Any],
+    *,
+    folders: Sequence[Path] = (),
+    root: Path | None = None,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
+    now: datetime | None = None,
+    reader: Reader | None = None,
+) -> Detection:
+    """Find stored runs like a new run of ``workflow`` with ``inputs``; never raises.
+
+    Looks in ``<root>/.flow/runs`` and ``folders``. ``time_limit`` (seconds; None or 0 for
+    none) bounds the whole check: on overrun, or on any error, the result is empty and
+    ``skipped_reason`` says why. ``reader`` replaces the front matter reader (tests).
+    """
+    started = time.perf_counter()
+    base = _root(root)
+    limit = time_limit if time_limit is not None and 0 < time_limit < float("inf") else None
+    cancel = threading.Event()
+    budget = Budget(deadline=None if limit is None else started + limit, cancel=cancel)
+    box: dict[str, Any] = {}
+    finished = threading.Event()
+
+    def work() -> None:
+        found: Gathered | None = None
+        try:
+            box["detection"], found = _detect_now(
+                workflow, inputs, folders, base, now, budget, reader, started
+            )
+        except BaseException as error:  # reported as a skip: the check must never stop a run
+            box["error"] = error
+        finally:
+            finished.set()
+        if found is not None:
+            # After the answer is published: storing the index never delays the caller.
+            with contextlib.suppress(Exception):
+                found.flush()
+
+    if limit is None:
+        work()
+    else:
+        # A worker thread makes the limit hard even if one read blocks (a slow network disk):
+        # we stop waiting, and the worker stops at its next check.
+        thread = threading.Thread(target=work, name="flow-detect", daemon=True)
+        thread.start()
+        if not finished.wait(limit):
+            cancel.set()
+            elapsed = (time.perf_counter() - started) * 1000
+            return Detection(
+                elapsed_ms=elapsed,
+                skipped_reason=(
+                    f"the similar-run check did not finish within its time limit of "
+                    f"{limit * 1000:.0f} ms; starting fresh"
+                ),
+            )
+    if "error" in box:
+        error = box["error"]
+        elapsed = (time.perf_counter() - started) * 1000
+        return Detection(
+            elapsed_ms=elapsed,
+            skipped_reason=f"the similar-run check failed: {type(error).__name__}: {error}",
+        )
+    detection: Detection = box["detection"]
+    return detection
+
+
+def list_runs(
+    folders: Sequence[Path] = (),
+    *,
+    root: Path | None = None,
+    include_completed: bool = False,
+    status: str | None = None,
+    reader: Reader | None = None,
+) -> list[RunSummary]:
+    """Summaries of the runs in ``folders`` (default ``<root>/.flow/runs``): unfinished first,
+    then most recently updated first. Completed runs only with ``include_completed`` or
+    ``status="completed"``. Files that cannot be read are listed with status ``invalid``."""
+    base = _root(root)
+    known = (*RUN_STATUSES, INVALID)
+    if status is not None and status not in known:
+        raise InputError(
+            f"--status {status!r} is not a run status.",
+            hint=f"Use one of: {', '.join(known)}.",
+        )
+    for folder in folders:
+        if not (base / folder).exists():
+            raise FileNotFoundFlowError(
+                "no such file or folder.",
+                path=folder,
+                hint="Name a folder holding progress files, e.g. .flow/runs, or a progress.md.",
+            )
+    if status is not None:
+        statuses: frozenset[str] | None = frozenset({status})
+    elif include_completed:
+        statuses = None
+    else:
+        statuses = frozenset(known) - {"completed"}
+    sources = sources_for(folders, base, include_root=not folders)
+    found = gather(sources, statuses=statuses, reader=reader)
+    found.flush()
+
+    def order(summary: RunSummary) -> tuple[bool, float, str]:
+        return (summary.status == "completed", -_moment(summary).timestamp(), str(summary.path))
+
+    return sorted(found.summaries, key=order)
+
+
+__all__ = [
+    "DEFAULT_TIME_LIMIT",
+    "Candidate",
+    "Detection",
+    "detect",
+    "list_runs",
+    "rank",
+]

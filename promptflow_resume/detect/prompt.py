@@ -1,0 +1,197 @@
+"""The question ``flow run`` asks when similar unfinished runs exist, and its line formats.
+
+One match: a short description, then ``Resume it? [Y/n]``. Several: a numbered list, then
+``Resume which? [1/2/3/n — start fresh]``. Without a terminal nothing waits for input::
+
+    chosen = choose(detection, interactive=sys.stdin.isatty(), assume_yes=False)
+    if chosen is not None:
+        ...  # resume chosen.path
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .core import Candidate, Detection
+from .score import parse_time
+
+#: How many times an unusable answer is asked again before starting fresh.
+MAX_ASKS = 3
+
+_YES = frozenset({"y", "yes"})
+_NO = frozenset({"n", "no"})
+
+
+def _can_encode(text: str) -> bool:
+    encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def progress_bar(done: int, total: int, width: int = 10, *, unicode: bool | None = None) -> str:
+    """``[████░░░░░░]`` for 4 of 10 (``[####------]`` where the terminal cannot show blocks)."""
+    fancy = _can_encode("█░") if unicode is None else unicode
+    full, empty = ("█", "░") if fancy else ("#", "-")
+    filled = 0 if total <= 0 else round(width * min(max(done, 0), total) / total)
+    return "[" + full * filled + empty * (width - filled) + "]"
+
+
+def format_age(updated: str | None, now: datetime | None = None) -> str:
+    """``just now``, ``12 min ago``, ``3 h ago``, ``5 days ago`` (``unknown`` if unparsable)."""
+    moment = parse_time(updated)
+    if moment is None:
+        return "unknown"
+    current = now or datetime.now(timezone.utc)
+    if current.tzinfo is None:
+        current = current.replace(tzinfo=timezone.utc)
+    seconds = max((current - moment).total_seconds(), 0.0)
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)} h ago"
+    days = int(seconds // 86400)
+    return "1 day ago" if days == 1 else f"{days} days ago"
+
+
+def format_cost(usd: float) -> str:
+    """``$0.12``; costs under a cent show as ``<$0.01`` rather than a misleading ``$0.00``."""
+    if 0 < usd < 0.005:
+        return "<$0.01"
+    return f"${usd:,.2f}"
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it is below it."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return str(path)
+    return str(path) if relative.startswith("..") else relative
+
+
+def status_text(status: str, reason: str | None) -> str:
+    """``interrupted (Ctrl-C)``: the status, and the reason when there is one."""
+    return f"{status} ({reason})" if reason else status
+
+
+def exact_line(candidate: Candidate) -> str:
+    """The one line printed when an identical run is resumed without asking."""
+    return (
+        f"Resuming run {candidate.run_id} ({candidate.status}, "
+        f"{candidate.steps_done}/{candidate.steps_total} steps done): same workflow and inputs. "
+        "To start fresh instead, run again with --new."
+    )
+
+
+def _summary_lines(candidate: Candidate, now: datetime | None) -> list[str]:
+    lines = [
+        f"  {candidate.run_id}  {status_text(candidate.status, candidate.reason)}: "
+        f"{candidate.steps_done}/{candidate.steps_total} steps done, "
+        f"{format_cost(candidate.cost_usd)} used, updated {format_age(candidate.updated, now)}"
+    ]
+    what = candidate.description or candidate.workflow_name
+    if what:
+        lines.append(f"  {what}")
+    if candidate.matched:
+        lines.append(f"  matched: {', '.join(candidate.matched)}")
+    lines.append(f"  {display_path(candidate.path)}")
+    return lines
+
+
+def _list_lines(candidates: Sequence[Candidate], now: datetime | None) -> list[str]:
+    width = max(len(c.run_id) for c in candidates)
+    lines = []
+    for number, c in enumerate(candidates, start=1):
+        what = c.description or c.workflow_name or ""
+        lines.append(
+            f"  {number}. {c.run_id:<{width}}  {c.status:<16} "
+            f"{c.steps_done}/{c.steps_total} {progress_bar(c.steps_done, c.steps_total)}  "
+            f"{format_cost(c.cost_usd):>7}  {format_age(c.updated, now):<12} {what}".rstrip()
+        )
+    return lines
+
+
+def render_matches(candidates: Sequence[Candidate], now: datetime | None = None) -> list[str]:
+    """The lines that describe the matches, as shown before the question."""
+    if len(candidates) == 1:
+        return ["A similar unfinished run exists:", *_summary_lines(candidates[0], now)]
+    return [f"{len(candidates)} similar unfinished runs exist:", *_list_lines(candidates, now)]
+
+
+def question(count: int) -> str:
+    """The question for ``count`` matches."""
+    if count == 1:
+        return "Resume it? [Y/n] "
+    return f"Resume which? [{'/'.join(str(n) for n in range(1, count + 1))}/n — start fresh] "
+
+
+def _interpret(answer: str, count: int) -> int | str | None:
+    """An answer -> index of the chosen match, None (start fresh), or "again" (unusable)."""
+    text = answer.strip().casefold()
+    if text in _NO:
+        return None
+    if text == "" or text in _YES:
+        return 0  # Enter accepts the best match, like the capital Y of [Y/n]
+    if count > 1 and text.isdigit() and 1 <= int(text) <= count:
+        return int(text) - 1
+    return "again"
+
+
+def choose(
+    detection: Detection,
+    *,
+    interactive: bool,
+    assume_yes: bool,
+    read: Callable[[str], str] = input,
+    write: Callable[[str], None] = print,
+    now: datetime | None = None,
+) -> Candidate | None:
+    """Decide which run to resume, asking on a terminal; None means start fresh.
+
+    An exact match is returned with one printed line. No candidates: prints nothing.
+    ``assume_yes`` takes the best match. Not ``interactive``: prints the matches and starts
+    fresh without waiting. Unusable answers are asked again at most ``MAX_ASKS`` times.
+    """
+    if detection.exact is not None:
+        write(exact_line(detection.exact))
+        return detection.exact
+    candidates = detection.candidates
+    if not candidates:
+        return None
+    if assume_yes:
+        best = candidates[0]
+        write(f"Resuming similar run {best.run_id} (best match, score {best.score:.2f}; --yes).")
+        return best
+    for line in render_matches(candidates, now):
+        write(line)
+    if not interactive:
+        write(
+            "Starting fresh (no terminal to ask on). To resume one instead: "
+            f"flow resume {display_path(candidates[0].path)}"
+        )
+        return None
+    count = len(candidates)
+    for _ in range(MAX_ASKS):
+        try:
+            answer = read(question(count))
+        except EOFError:
+            write("")
+            return None
+        choice = _interpret(answer, count)
+        if choice is None:
+            return None
+        if isinstance(choice, int):
+            return candidates[choice]
+        options = "y or n" if count == 1 else f"a number from 1 to {count}, or n"
+        write(f"Please answer {options}.")
+    write("No usable answer; starting fresh.")
+    return None
