@@ -1,3 +1,46 @@
-"""Commands registered on the flow app (filled in by their module's owner)."""
+"""``flow check WORKFLOW... [--json]``: load workflow files and print their plans.
+
+It calls no model and runs no tool. Exit 0 when every file loads (warnings allowed), 4 when
+any file has errors, 5 when a file does not exist.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ..errors import EXIT_INVALID_FILE, EXIT_NOT_FOUND, EXIT_OK, FileNotFoundFlowError
+from ..workflow import check_workflow
+from ..workflow.model import Diagnostic
+from ..workflow.plan import format_plan, plan_dict
+from .app import app, out, print_json
+
+
+@app.command("check")
+def check(
+    workflows: list[Path] = typer.Argument(
+        ..., metavar="WORKFLOW...", help="Workflow files (*.prompt.md) to check."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print the plans as JSON."),
+) -> None:
+    """Check workflow files and print each one's plan: steps, inputs, variables, tools, problems."""
+    plans = []
+    code = EXIT_OK
+    for path in workflows:
+        try:
+            workflow, diagnostics = check_workflow(path)
+        except FileNotFoundFlowError as error:
+            workflow = None
+            diagnostics = [Diagnostic("error", error.message, str(path), code="not-found")]
+            code = EXIT_NOT_FOUND
+        plan = plan_dict(str(path), workflow, diagnostics)
+        if not plan["ok"] and code == EXIT_OK:
+            code = EXIT_INVALID_FILE
+        plans.append(plan)
+    if json_output:
+        print_json({"ok": code == EXIT_OK, "workflows": plans})
+    else:
+        out("\n\n".join(format_plan(plan) for plan in plans))
+    if code != EXIT_OK:
+        raise typer.Exit(code)

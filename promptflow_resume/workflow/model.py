@@ -14,6 +14,7 @@ from typing import Any, Literal
 InputType = Literal["string", "integer", "number", "boolean", "list"]
 StepKind = Literal["prompt", "command", "human"]
 Severity = Literal["error", "warning"]
+VariableKind = Literal["input", "step", "editor"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,10 @@ class InputDecl:
     required: bool = True
     #: The placeholder from ``${input:name:placeholder}`` when the body gives one.
     placeholder: str | None = None
+    #: The only values allowed (``choices:``), or None for any value of the type.
+    choices: tuple[Any, ...] | None = None
+    #: False for an input used in the body (``${input:x}``) but not declared under ``inputs:``.
+    declared: bool = True
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,24 @@ class Step:
     #: For ``kind == "command"``: the declared command to run and its arguments.
     command: str | None = None
     command_args: dict[str, Any] = field(default_factory=dict)
+    #: The step heading as written (``Step 1: Inspect``); None for a file without steps.
+    heading: str | None = None
+
+
+@dataclass(frozen=True)
+class VariableUse:
+    """One ``${...}`` variable in the body: which kind, where, and in which step."""
+
+    kind: VariableKind
+    #: Input name, step id, or editor variable name (``file``, ``workspaceFolder`` ...).
+    name: str
+    #: The text as written, e.g. ``${input:audience:the team}``.
+    text: str
+    line: int
+    column: int
+    #: The step whose text holds it; None for the shared context.
+    step: str | None = None
+    placeholder: str | None = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +163,11 @@ class Workflow:
     #: ``algo:version:hex`` hash over the normalized whole workflow.
     hash: str
     diagnostics: tuple[Diagnostic, ...] = ()
+    #: Every flow variable used in the body, in file order.
+    variables: tuple[VariableUse, ...] = ()
+    #: Each name in the front matter's ``tools:`` as written -> the tools it resolves to
+    #: (empty for a name nothing fits, which is not offered to the model).
+    tool_map: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def step(self, step_id: str) -> Step | None:
         """The step with ``step_id``, or None."""

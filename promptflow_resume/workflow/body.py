@@ -1,0 +1,333 @@
+"""The Markdown body: shared context, step headings, and the directive line under a step.
+
+The rule (docs/spec.md, "Steps"): a *top-level* heading (any level, ATX or setext) whose text
+starts with the word ``Step`` followed by a number (``Step 1: Analyze``, ``Step 2 — Build``,
+``Step 3``) or by a colon (``Step: Report``) starts a step. Headings inside lists, quotes or
+code fences never do, and neither do section headings such as ``## Steps`` or ``## Role``.
+A step runs until the next step heading; text before the first step is shared context::
+
+    parsed = parse_body(body, first_line=5, col=collector)
+    parsed.context, [s.title for s in parsed.steps]
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+import marko
+import marko.block
+import marko.element
+
+from .diagnostics import Collector, did_you_mean
+from .source import LineIndex
+
+_SEP = r"[:.)\-\u2013\u2014]"
+_STEP_TITLED = re.compile(rf"^step\s+(?P<num>\d+)(?:\s*{_SEP}\s*|\s+)(?P<title>.*)$", re.I | re.S)
+_STEP_NUMBER = re.compile(rf"^step\s+(?P<num>\d+)\s*{_SEP}?\s*$", re.I)
+_STEP_COLON = re.compile(r"^step\s*:\s*(?P<title>.*)$", re.I | re.S)
+_ID_SUFFIX = re.compile(r"\s*\{#(?P<id>[^{}]*)\}\s*$")
+ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$")
+_DIRECTIVE_ITEM = re.compile(r"^\s*(?P<key>[A-Za-z_][A-Za-z0-9_-]*)\s*:\s*(?P<value>.*?)\s*$", re.S)
+_QUOTE_PREFIX = re.compile(r"^ {0,3}> ?")
+
+DIRECTIVE_KEYS: tuple[str, ...] = ("tools", "max_turns", "kind", "run")
+STEP_KINDS: tuple[str, ...] = ("prompt", "human", "command")
+
+
+@dataclass
+class Directive:
+    """The ``> key: value`` line(s) right under a step heading."""
+
+    tools: list[tuple[str, int, int]] | None = None
+    max_turns: int | None = None
+    kind: str | None = None
+    run: str | None = None
+    run_args: dict[str, str] = field(default_factory=dict)
+    #: key -> (line, column) of each item, for later diagnostics.
+    where: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+@dataclass
+class RawStep:
+    """A step as found in the body, before it is checked against the front matter."""
+
+    title: str
+    #: The heading text without the ``{#id}`` suffix, as a reader sees it.
+    heading: str
+    number: int | None
+    explicit_id: str | None
+    level: int
+    line: int
+    column: int
+    #: The step's own text (directive removed), newline-normalised but not yet cleaned.
+    text: str
+    #: Offsets of the step's whole region in the body (heading included).
+    start: int
+    end: int
+    directive: Directive = field(default_factory=Directive)
+    implicit: bool = False
+
+
+@dataclass
+class ParsedBody:
+    """Shared context text plus the raw steps, in order."""
+
+    context: str
+    steps: list[RawStep]
+    #: Offset where the first step starts (the context ends there).
+    context_end: int
+
+
+def parse_body(body: str, *, index: LineIndex, col: Collector) -> ParsedBody:
+    """Find the context and steps in ``body`` (normalised text) with marko."""
+    document = marko.parse(body)
+    blocks = [b for b in document.children if b.source_span is not None]
+    headings: list[tuple[int, marko.element.Element, RawStep | None]] = []
+    for position, block in enumerate(blocks):
+        if isinstance(block, (marko.block.Heading, marko.block.SetextHeading)):
+            headings.append((position, block, _step_heading(block, body, index)))
+
+    step_positions = [(pos, raw) for pos, _, raw in headings if raw is not None]
+    if not step_positions:
+        implicit = RawStep(
+            title="",
+            heading="",
+            number=None,
+            explicit_id=None,
+            level=0,
+            line=index.first_line,
+            column=1,
+            text=body,
+            start=0,
+            end=len(body),
+            implicit=True,
+        )
+        return ParsedBody(context="", steps=[implicit], context_end=0)
+
+    steps: list[RawStep] = []
+    for n, (pos, raw) in enumerate(step_positions):
+        end = step_positions[n + 1][1].start if n + 1 < len(step_positions) else len(body)
+        raw.end = end
+        content_start = _span(blocks[pos])[1]
+        # The directive is the first block after the heading, if it is a `> key: value` quote.
+        following = pos + 1
+        while following < len(blocks) and isinstance(blocks[following], marko.block.BlankLine):
+            following += 1
+        if (
+            following < len(blocks)
+            and isinstance(blocks[following], marko.block.Quote)
+            and _span(blocks[following])[0] < end
+        ):
+            quote = blocks[following]
+            start, stop = _span(quote)
+            directive = _parse_directive(body[start:stop], start, index, col)
+            if directive is not None:
+                raw.directive = directive
+                content_start = stop
+        raw.text = body[content_start:end]
+        steps.append(raw)
+
+    # Sections after a step at the step's own level or above belong to that step: say so,
+    # since a reader may take e.g. a trailing "## Output format" as shared by all steps.
+    for _, block, found in headings:
+        if found is not None:
+            continue
+        start = _span(block)[0]
+        owner = next((s for s in steps if s.start <= start < s.end), None)
+        level = getattr(block, "level", 6)
+        if owner is not None and level <= owner.level:
+            line, column = index.position(start)
+            text = _plain(block).strip()
+            col.warning(
+                f"the section `{text}` is part of the step `{owner.heading}` (a step runs until "
+                "the next step heading), so only that step sees it; move it above the first "
+                "step to share it with every step, or make it a step of its own.",
+                line=line,
+                column=column,
+                code="section-in-step",
+            )
+    return ParsedBody(context=body[: steps[0].start], steps=steps, context_end=steps[0].start)
+
+
+def _step_heading(block: Any, body: str, index: LineIndex) -> RawStep | None:
+    text = " ".join(_plain(block).split())
+    explicit_id: str | None = None
+    suffix = _ID_SUFFIX.search(text)
+    if suffix:
+        explicit_id = suffix.group("id").strip()
+        text = text[: suffix.start()].rstrip()
+    number: int | None = None
+    title: str
+    if match := _STEP_NUMBER.match(text):
+        number = int(match.group("num"))
+        title = f"Step {number}"
+    elif match := _STEP_TITLED.match(text):
+        number = int(match.group("num"))
+        title = match.group("title").strip() or f"Step {number}"
+    elif match := _STEP_COLON.match(text):
+        title = match.group("title").strip()
+        if not title:
+            return None
+    else:
+        return None
+    start = _span(block)[0]
+    line, column = index.position(start)
+    return RawStep(
+        title=title,
+        heading=text,
+        number=number,
+        explicit_id=explicit_id,
+        level=int(getattr(block, "level", 2)),
+        line=line,
+        column=column,
+        text="",
+        start=start,
+        end=len(body),
+    )
+
+
+def _span(block: Any) -> tuple[int, int]:
+    """A top-level block's (start, end) offsets; parse_body keeps only blocks that have one."""
+    span: tuple[int, int] = block.source_span
+    return span
+
+
+def _plain(element: Any) -> str:
+    """The text of an inline element tree, markup removed."""
+    children = getattr(element, "children", None)
+    if isinstance(children, str):
+        return children
+    if isinstance(element, marko.inline.LineBreak):
+        return " "
+    if not children:
+        return ""
+    return "".join(_plain(child) for child in children)
+
+
+def _split_items(line: str) -> list[tuple[int, str]]:
+    """Split on `·` and `;` outside quotes; returns (offset in line, item)."""
+    items: list[tuple[int, str]] = []
+    quote: str | None = None
+    start = 0
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in ";\u00b7":
+            items.append((start, line[start:i]))
+            start = i + 1
+    items.append((start, line[start:]))
+    return [(off, item) for off, item in items if item.strip()]
+
+
+def _parse_directive(quote: str, start: int, index: LineIndex, col: Collector) -> Directive | None:
+    """A ``Directive`` from a block quote, or None when the quote is ordinary prompt text."""
+    entries: list[tuple[str, str, int, int]] = []
+    offset = start
+    for raw_line in quote.split("\n"):
+        prefix = _QUOTE_PREFIX.match(raw_line)
+        skip = prefix.end() if prefix else 0
+        for item_offset, item in _split_items(raw_line[skip:]):
+            lead = len(item) - len(item.lstrip())
+            line, column = index.position(offset + skip + item_offset + lead)
+            match = _DIRECTIVE_ITEM.match(item)
+            key = match.group("key").lower().replace("-", "_") if match else ""
+            value = match.group("value") if match else item.strip()
+            entries.append((key, value, line, column))
+        offset += len(raw_line) + 1
+    if not entries or entries[0][0] not in DIRECTIVE_KEYS:
+        return None
+    directive = Directive()
+    for key, value, line, column in entries:
+        if key not in DIRECTIVE_KEYS:
+            shown = f"`{key}`" if key else f"`{value}`"
+            col.error(
+                f"{shown} is not a step directive{did_you_mean(key, DIRECTIVE_KEYS)}; a "
+                f"directive line holds `key: value` items with keys {', '.join(DIRECTIVE_KEYS)}, "
+                "separated by `·`, `;` or new `>` lines.",
+                line=line,
+                column=column,
+                code="directive",
+            )
+            continue
+        if key in directive.where:
+            col.error(
+                f"`{key}` is given twice for this step.", line=line, column=column, code="directive"
+            )
+            continue
+        directive.where[key] = (line, column)
+        if key == "tools":
+            names = value.strip().strip("[]")
+            directive.tools = []
+            if names.lower() not in ("", "none"):
+                value_col = column + len(key) + 2
+                for name in names.split(","):
+                    if name.strip():
+                        directive.tools.append((name.strip().strip("'\"`"), line, value_col))
+        elif key == "max_turns":
+            if value.isdigit() and int(value) > 0:
+                directive.max_turns = int(value)
+            else:
+                col.error(
+                    f"max_turns must be a whole number above 0 (got `{value}`).",
+                    line=line,
+                    column=column,
+                    code="directive",
+                )
+        elif key == "kind":
+            if value.lower() in STEP_KINDS:
+                directive.kind = value.lower()
+            else:
+                col.error(
+                    f"kind must be one of: {', '.join(STEP_KINDS)} (got `{value}`).",
+                    line=line,
+                    column=column,
+                    code="directive",
+                )
+        elif key == "run":
+            _parse_run(value, directive, line, column, col)
+    return directive
+
+
+def _parse_run(value: str, directive: Directive, line: int, column: int, col: Collector) -> None:
+    try:
+        words = shlex.split(value)
+    except ValueError as exc:
+        col.error(f"cannot read the run line: {exc}.", line=line, column=column, code="directive")
+        return
+    if not words:
+        col.error(
+            "run needs the name of a declared command, e.g. `> run: bump`.",
+            line=line,
+            column=column,
+            code="directive",
+        )
+        return
+    directive.run = words[0]
+    for word in words[1:]:
+        name, eq, arg = word.partition("=")
+        if not eq or not name:
+            col.error(
+                f"run arguments are written name=value (got `{word}`); quote values with "
+                'spaces: name="two words".',
+                line=line,
+                column=column,
+                code="directive",
+            )
+            continue
+        directive.run_args[name] = arg
+
+
+def slugify(text: str) -> str:
+    """A step id from a title: ASCII lower-case words joined by ``-`` (at most 64 chars)."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
+    if len(slug) > 64:
+        slug = slug[:64].rsplit("-", 1)[0] or slug[:64]
+    return slug

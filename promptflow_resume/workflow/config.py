@@ -1,0 +1,234 @@
+"""Typed records from the (schema-checked) front matter: inputs, params, budget, retry, tools."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from ..tools.names import BUILTIN_TOOLS, map_tool_name
+from .commands import build_commands
+from .diagnostics import Collector, did_you_mean
+from .frontmatter import PARAM_KEYS
+from .model import Budget, CommandDecl, InputDecl, InputType, RetryPolicy
+from .source import YamlPositions, field_path
+from .values import coerce_value, parse_duration, value_text
+
+ToolKind = Literal["command", "builtin", "alias", "unknown"]
+
+
+@dataclass
+class Config:
+    """Everything the front matter says, as typed records (defaults where a part was bad)."""
+
+    inputs: dict[str, InputDecl] = field(default_factory=dict)
+    commands: dict[str, CommandDecl] = field(default_factory=dict)
+    tools: tuple[str, ...] = ()
+    tool_map: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: False when the front matter has no ``tools:`` key (then every command is offered).
+    tools_listed: bool = False
+    provider: str | None = None
+    model: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    budget: Budget = field(default_factory=Budget)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+def build_config(data: dict[str, Any], pos: YamlPositions, col: Collector, bad: set[str]) -> Config:
+    """The front matter as a ``Config``; keys in ``bad`` failed the schema and are skipped."""
+
+    def usable(key: str) -> bool:
+        return key in data and key not in bad
+
+    cfg = Config()
+    if usable("inputs"):
+        cfg.inputs = build_inputs(data["inputs"] or {}, pos, col)
+    if usable("commands"):
+        cfg.commands = build_commands(data["commands"] or {}, pos, col)
+    if usable("provider"):
+        cfg.provider = data["provider"]
+    if usable("model"):
+        cfg.model = data["model"]
+    cfg.params = _build_params(data, pos, col, bad)
+    if usable("budget"):
+        cfg.budget = _build_budget(data["budget"], pos, col)
+    if usable("retry"):
+        cfg.retry = _build_retry(data["retry"], pos, col)
+    if "tools" in data and "tools" not in bad:
+        cfg.tools_listed = True
+        cfg.tool_map, cfg.tools = _resolve_tools(data["tools"], cfg.commands, pos, col)
+    elif "tools" not in data:
+        cfg.tools = tuple(cfg.commands)
+    return cfg
+
+
+def build_inputs(raw: dict[str, Any], pos: YamlPositions, col: Collector) -> dict[str, InputDecl]:
+    """``InputDecl`` records from the ``inputs:`` mapping, defaults checked against types."""
+    inputs: dict[str, InputDecl] = {}
+    for name, spec in raw.items():
+        spec = spec or {}
+        path = ("inputs", name)
+        type_ = cast(InputType, spec.get("type", "string"))
+        choices = spec.get("choices")
+        ok = True
+        typed_choices: list[Any] = []
+        for i, choice in enumerate(choices or ()):
+            try:
+                typed_choices.append(coerce_value(choice, type_))
+            except ValueError as exc:
+                ok = False
+                _err(col, pos, (*path, "choices", i), f"each choice must be {exc}.", "input")
+        default = spec.get("default")
+        if default is not None:
+            try:
+                default = coerce_value(default, type_)
+            except ValueError as exc:
+                ok = False
+                _err(col, pos, (*path, "default"), f"the default must be {exc}.", "input")
+            else:
+                if choices and default not in typed_choices:
+                    ok = False
+                    options = ", ".join(value_text(c) for c in typed_choices)
+                    _err(
+                        col,
+                        pos,
+                        (*path, "default"),
+                        f"the default must be one of the choices: {options}.",
+                        "input",
+                    )
+        if not ok:
+            continue
+        inputs[name] = InputDecl(
+            name=name,
+            type=type_,
+            default=default,
+            description=spec.get("description"),
+            required=bool(spec.get("required", True)),
+            placeholder=spec.get("placeholder"),
+            choices=tuple(typed_choices) if choices else None,
+        )
+    return inputs
+
+
+def _build_params(
+    data: dict[str, Any], pos: YamlPositions, col: Collector, bad: set[str]
+) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    if "params" in data and "params" not in bad and data["params"]:
+        params.update(data["params"])
+    for key in PARAM_KEYS:
+        if key in data and key not in bad:
+            if key in params:
+                _err(
+                    col,
+                    pos,
+                    ("params", key),
+                    f"`{key}` is given both at the top level and under params:; keep one.",
+                    "params",
+                    at_key=True,
+                )
+            params[key] = data[key]
+    return params
+
+
+def _build_budget(raw: dict[str, Any], pos: YamlPositions, col: Collector) -> Budget:
+    seconds: float | None = None
+    for key in ("max_seconds", "timeout"):
+        if key in raw:
+            if seconds is not None:
+                _err(
+                    col,
+                    pos,
+                    ("budget", key),
+                    "give the wall-time limit once: max_seconds or timeout, not both.",
+                    "budget",
+                    at_key=True,
+                )
+                continue
+            try:
+                seconds = parse_duration(raw[key])
+            except ValueError as exc:
+                _err(col, pos, ("budget", key), f"must be {exc}.", "budget")
+    return Budget(
+        max_tokens=raw.get("max_tokens"),
+        max_cost_usd=float(raw["max_cost_usd"]) if "max_cost_usd" in raw else None,
+        max_turns=raw.get("max_turns"),
+        max_seconds=seconds,
+    )
+
+
+def _build_retry(raw: dict[str, Any], pos: YamlPositions, col: Collector) -> RetryPolicy:
+    base = RetryPolicy()
+    delays: dict[str, float] = {}
+    for key in ("initial_delay", "max_delay"):
+        if key in raw:
+            try:
+                delays[key] = parse_duration(raw[key])
+            except ValueError as exc:
+                _err(col, pos, ("retry", key), f"must be {exc}.", "retry")
+    policy = RetryPolicy(
+        max_attempts=raw.get("max_attempts", base.max_attempts),
+        initial_delay=delays.get("initial_delay", base.initial_delay),
+        max_delay=delays.get("max_delay", base.max_delay),
+        multiplier=float(raw.get("multiplier", base.multiplier)),
+        jitter=float(raw.get("jitter", base.jitter)),
+    )
+    if policy.initial_delay > policy.max_delay:
+        _err(
+            col,
+            pos,
+            ("retry", "initial_delay"),
+            f"initial_delay ({policy.initial_delay:g}s) is longer than max_delay "
+            f"({policy.max_delay:g}s); raise max_delay or lower initial_delay.",
+            "retry",
+        )
+    return policy
+
+
+def resolve_tool(name: str, commands: dict[str, CommandDecl]) -> tuple[ToolKind, tuple[str, ...]]:
+    """What a tool name stands for: a command, a built-in, built-ins by alias, or nothing."""
+    if name in commands:
+        return "command", (name,)
+    if name in BUILTIN_TOOLS:
+        return "builtin", (name,)
+    mapped = map_tool_name(name)
+    if mapped:
+        return "alias", mapped
+    return "unknown", ()
+
+
+def _resolve_tools(
+    names: list[str], commands: dict[str, CommandDecl], pos: YamlPositions, col: Collector
+) -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
+    tool_map: dict[str, tuple[str, ...]] = {}
+    resolved: list[str] = []
+    for i, name in enumerate(names):
+        kind, targets = resolve_tool(name, commands)
+        tool_map[name] = targets
+        if kind == "unknown":
+            line, column = pos.value(("tools", i))
+            hint = did_you_mean(name, [*commands, *BUILTIN_TOOLS])
+            col.warning(
+                f"tool `{name}` is neither a declared command nor a built-in tool{hint}, so it "
+                f"is not offered to the model; built-ins: {', '.join(BUILTIN_TOOLS)}.",
+                line=line,
+                column=column,
+                field=field_path(("tools", i)),
+                code="unknown-tool",
+            )
+        for target in targets:
+            if target not in resolved:
+                resolved.append(target)
+    return tool_map, tuple(resolved)
+
+
+def _err(
+    col: Collector,
+    pos: YamlPositions,
+    path: tuple[str | int, ...],
+    message: str,
+    code: str,
+    *,
+    at_key: bool = False,
+) -> None:
+    line, column = pos.key(path) if at_key else pos.value(path)
+    col.error(message, line=line, column=column, field=field_path(path), code=code)

@@ -1,0 +1,227 @@
+"""The front matter: YAML with positions, checked against ``schemas/workflow.schema.json``.
+
+Structure is checked by the JSON Schema (one source of truth with the published schema);
+each schema error becomes a diagnostic at the YAML position of the offending key or value,
+with a message a person can act on. Meaning (durations, defaults that fit their type, names
+that clash) is checked by the builders in this package.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from .. import yamlio
+from .diagnostics import Collector, did_you_mean
+from .source import FieldPath, Source, YamlPositions, collect_positions, field_path
+from .values import type_name
+
+#: Keys editors use that change nothing flow does (and no hash).
+COSMETIC_KEYS: tuple[str, ...] = ("description", "name", "argument-hint", "agent", "mode")
+#: Model parameters accepted at the top level and passed to the provider.
+PARAM_KEYS: tuple[str, ...] = (
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "seed",
+    "stop",
+    "presence_penalty",
+    "frequency_penalty",
+)
+KNOWN_KEYS: tuple[str, ...] = (
+    *COSMETIC_KEYS,
+    "model",
+    "provider",
+    "tools",
+    *PARAM_KEYS,
+    "params",
+    "inputs",
+    "commands",
+    "budget",
+    "retry",
+)
+
+
+@lru_cache(maxsize=1)
+def workflow_schema() -> dict[str, Any]:
+    """The workflow front-matter JSON Schema shipped with the package."""
+    text = (
+        resources.files("promptflow_resume")
+        .joinpath("schemas/workflow.schema.json")
+        .read_text(encoding="utf-8")
+    )
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Any:
+    # Imported here: jsonschema costs ~80 ms to import and only files with front matter need it.
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(workflow_schema())
+
+
+def read_front_matter(src: Source, col: Collector) -> tuple[dict[str, Any], YamlPositions] | None:
+    """Parse the front matter into a mapping plus positions; None (with errors) if unusable."""
+    if src.front_matter_text is None:
+        return {}, YamlPositions()
+    text = src.front_matter_text
+    offset = src.front_matter_line - 1
+    try:
+        node = yamlio.compose(text, path=src.path, line_offset=offset)
+        data = yamlio.load(text, path=src.path, line_offset=offset) if node is not None else None
+    except yamlio.YamlError as error:
+        col.error(
+            f"{error.message} {error.hint or ''}".strip(),
+            line=error.line,
+            column=error.column,
+            code="yaml",
+        )
+        return None
+    except RecursionError:
+        col.error(
+            "the front matter nests too deeply to read; flatten it.",
+            line=src.front_matter_line,
+            column=1,
+            code="yaml",
+        )
+        return None
+    positions = collect_positions(node, first_line=src.front_matter_line)
+    if data is None:
+        return {}, positions
+    if not isinstance(data, dict):
+        col.error(
+            f"the front matter must be a mapping of keys to values, not a {type_name(data)}; "
+            "write `key: value` lines between the `---` lines.",
+            line=src.front_matter_line,
+            column=1,
+            field="$",
+            code="yaml",
+        )
+        return None
+    usable = True
+    for path, line, column in positions.recursive:
+        col.error(
+            "this value refers to itself through a YAML alias; write it out instead.",
+            line=line,
+            column=column,
+            field=field_path(path),
+            code="yaml",
+        )
+        usable = False
+    for path, line, column in positions.non_string_keys:
+        col.error(
+            "keys must be strings; quote the key.",
+            line=line,
+            column=column,
+            field=field_path(path),
+            code="yaml",
+        )
+        usable = False
+    for path, line, column in positions.duplicates:
+        col.error(
+            f"the key `{path[-1]}` appears twice in the same mapping; remove one of them.",
+            line=line,
+            column=column,
+            field=field_path(path),
+            code="duplicate-key",
+        )
+    return (data, positions) if usable else None
+
+
+def validate_front_matter(data: dict[str, Any], pos: YamlPositions, col: Collector) -> set[str]:
+    """Check ``data`` against the schema; returns the top-level keys that have errors."""
+    bad: set[str] = set()
+    for key in data:
+        if key not in KNOWN_KEYS:
+            line, column = pos.key((key,))
+            col.warning(
+                f"unknown front-matter key `{key}` is kept but not used by flow"
+                f"{did_you_mean(key, KNOWN_KEYS)}.",
+                line=line,
+                column=column,
+                field=field_path((key,)),
+                code="unknown-key",
+            )
+    errors = sorted(_validator().iter_errors(data), key=lambda e: [str(p) for p in e.path])
+    for error in errors[:50]:
+        path: FieldPath = tuple(error.absolute_path)
+        if path:
+            bad.add(str(path[0]))
+        for message, where, at_key in _describe(error, path):
+            line, column = pos.key(where) if at_key else pos.value(where)
+            col.error(message, line=line, column=column, field=field_path(where), code="schema")
+    return bad
+
+
+def _describe(error: Any, path: FieldPath) -> list[tuple[str, FieldPath, bool]]:
+    """Readable messages for one schema error: (message, field path, point at the key?)."""
+    kind = error.validator
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    value = error.instance
+    if kind == "additionalProperties":
+        known = list(schema.get("properties", {}))
+        return [
+            (
+                f"unknown key `{extra}`{did_you_mean(extra, known)}; "
+                f"allowed here: {', '.join(known)}.",
+                (*path, extra),
+                True,
+            )
+            for extra in value
+            if extra not in schema.get("properties", {})
+        ]
+    if kind == "required":
+        missing = [name for name in error.validator_value if name not in value]
+        return [(f"`{name}` is required here.", path, True) for name in missing]
+    if kind == "propertyNames":
+        rule = error.validator_value.get("description") or _ref_description(error.validator_value)
+        return [(f"`{value}` is not a valid name: use {rule}.", (*path, value), True)]
+    if kind == "type":
+        expected = error.validator_value
+        names = expected if isinstance(expected, list) else [expected]
+        shown = " or ".join("a mapping" if n == "object" else _article(n) for n in names)
+        return [(f"must be {shown}, not {type_name(value)} {_short(value)}.", path, False)]
+    if kind == "enum":
+        options = ", ".join(str(v) for v in error.validator_value)
+        return [(f"must be one of: {options} (got {_short(value)}).", path, False)]
+    if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        symbol = {
+            "minimum": ">=",
+            "exclusiveMinimum": ">",
+            "maximum": "<=",
+            "exclusiveMaximum": "<",
+        }[kind]
+        return [(f"must be {symbol} {error.validator_value} (got {value}).", path, False)]
+    if kind == "minItems":
+        return [("must not be empty.", path, False)]
+    if kind == "minLength":
+        return [("must not be an empty string.", path, False)]
+    if kind == "pattern":
+        rule = schema.get("description") or f"match {error.validator_value}"
+        return [(f"must be {rule} (got {_short(value)}).", path, False)]
+    if kind in ("anyOf", "oneOf"):
+        rule = schema.get("description")
+        if rule:
+            return [(f"must be {rule} (got {_short(value)}).", path, False)]
+    return [(f"{error.message}.", path, False)]
+
+
+def _ref_description(sub: dict[str, Any]) -> str:
+    ref = sub.get("$ref", "")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        target = workflow_schema()["$defs"].get(ref.rsplit("/", 1)[-1], {})
+        return str(target.get("description", "letters, digits, _ and -"))
+    return "letters, digits, _ and -"
+
+
+def _article(name: str) -> str:
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."

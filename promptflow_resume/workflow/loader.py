@@ -1,0 +1,655 @@
+"""Loading a workflow file: text → front matter + body → checked, hashed ``Workflow``.
+
+``load_workflow`` is for running (any error raises ``WorkflowError``); ``check_workflow`` is
+for ``flow check`` (every problem comes back as a diagnostic, loading goes as far as it can)::
+
+    wf = load_workflow("workflows/release-notes.prompt.md")
+    [(s.id, s.kind, s.hash) for s in wf.steps]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, cast
+
+from ..errors import FileNotFoundFlowError, InputError, WorkflowError
+from .body import ID_PATTERN, ParsedBody, RawStep, parse_body, slugify
+from .commands import check_argument, command_definition
+from .config import Config, build_config, resolve_tool
+from .diagnostics import Collector, did_you_mean
+from .frontmatter import read_front_matter, validate_front_matter
+from .hashing import digest, normalize_text
+from .model import Diagnostic, InputDecl, Step, StepKind, VariableUse, Workflow
+from .source import (
+    MAX_WORKFLOW_BYTES,
+    FrontMatterUnclosed,
+    LineIndex,
+    Source,
+    normalize_newlines,
+    split_source,
+)
+from .variables import SELECTION_VARIABLES, scan
+
+IMPLICIT_STEP_ID = "main"
+
+
+def load_workflow(path: str | Path) -> Workflow:
+    """Read and check a workflow file; the first error raises ``WorkflowError`` (exit 4)."""
+    text, problem = _read(Path(path))
+    if problem is not None:
+        raise _as_error(problem, 1)
+    return parse_workflow(text, path=path)
+
+
+def parse_workflow(text: str, *, path: str | Path) -> Workflow:
+    """Check workflow ``text`` as if read from ``path``; errors raise ``WorkflowError``."""
+    workflow, col = _analyze(text, str(path))
+    errors = [d for d in col.sorted() if d.severity == "error"]
+    if errors or workflow is None:
+        raise _as_error(errors[0], len(errors))
+    return workflow
+
+
+def check_workflow(path: str | Path) -> tuple[Workflow | None, list[Diagnostic]]:
+    """Everything ``flow check`` reports: the workflow (when it could be built) and diagnostics.
+
+    Never raises for problems in the file's content; a file that does not exist raises
+    ``FileNotFoundFlowError``. A returned workflow may carry errors in ``diagnostics``.
+    """
+    text, problem = _read(Path(path))
+    if problem is not None:
+        return None, [problem]
+    workflow, col = _analyze(text, str(path))
+    return workflow, list(col.sorted())
+
+
+def _read(path: Path) -> tuple[str, Diagnostic | None]:
+    where = str(path)
+    if not path.exists():
+        raise FileNotFoundFlowError(
+            f"the workflow file {where} does not exist.",
+            path=where,
+            hint="Check the path; workflow files are usually named NAME.prompt.md.",
+        )
+    if path.is_dir():
+        return "", Diagnostic(
+            "error", "is a folder, not a workflow file; name a *.prompt.md file.", where, code="io"
+        )
+    size = path.stat().st_size
+    if size > MAX_WORKFLOW_BYTES:
+        return "", Diagnostic(
+            "error",
+            f"the file is {size:,} bytes; workflow files are limited to "
+            f"{MAX_WORKFLOW_BYTES:,} bytes. Move large material into files the workflow's "
+            "tools read.",
+            where,
+            code="io",
+        )
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        before = data[: exc.start].decode("utf-8", "replace")
+        line = before.count("\n") + 1
+        column = len(before) - (before.rfind("\n") + 1) + 1
+        return "", Diagnostic(
+            "error",
+            f"the file is not UTF-8 text (byte 0x{data[exc.start]:02x}); save it as UTF-8.",
+            where,
+            line,
+            column,
+            code="io",
+        )
+
+
+def _as_error(diagnostic: Diagnostic, count: int) -> WorkflowError:
+    more = (
+        f" ({count - 1} more problem{'s' if count > 2 else ''}; run `flow check "
+        f"{diagnostic.path}` to see them all.)"
+        if count > 1
+        else ""
+    )
+    return WorkflowError(
+        diagnostic.message.rstrip() + more,
+        path=diagnostic.path,
+        line=diagnostic.line,
+        column=diagnostic.column,
+        field=diagnostic.field,
+    )
+
+
+@dataclass
+class _Analysis:
+    src: Source
+    data: dict[str, Any]
+    cfg: Config
+    body: ParsedBody
+    index: LineIndex
+
+
+def _analyze(text: str, path: str) -> tuple[Workflow | None, Collector]:
+    col = Collector(path)
+    text = normalize_newlines(text)
+    try:
+        src = split_source(text, path=path)
+    except FrontMatterUnclosed:
+        col.error(
+            "the file starts with `---` (front matter) but no closing `---` line follows; "
+            "add a line `---` after the last front-matter key.",
+            line=1,
+            column=1,
+            code="front-matter",
+        )
+        return None, col
+    read = read_front_matter(src, col)
+    if read is None:
+        return None, col
+    data, positions = read
+    bad = validate_front_matter(data, positions, col) if data else set()
+    cfg = build_config(data, positions, col, bad)
+    if src.front_matter_text is not None:
+        _warn_variables_in_front_matter(src, col)
+    index = LineIndex(src.body, first_line=src.body_line)
+    body = parse_body(src.body, index=index, col=col)
+    analysis = _Analysis(src, data, cfg, body, index)
+    steps = _build_steps(analysis, col)
+    variables, inputs = _check_variables(analysis, steps, col)
+    _check_commands_used(cfg, steps, col)
+    context = normalize_text(body.context)
+    if len(steps) == 1 and steps[0].heading is None and not steps[0].body:
+        col.error(
+            "the workflow has no prompt text; write the task below the front matter.",
+            line=src.body_line,
+            column=1,
+            code="empty",
+        )
+    hashed = _hash_steps(steps, context, cfg)
+    workflow = Workflow(
+        path=Path(path),
+        name=_name(data, path),
+        description=data.get("description") if isinstance(data.get("description"), str) else None,
+        front_matter=data,
+        context=context,
+        steps=tuple(hashed),
+        inputs=inputs,
+        commands=cfg.commands,
+        tools=cfg.tools,
+        provider=cfg.provider,
+        model=cfg.model,
+        params=cfg.params,
+        budget=cfg.budget,
+        retry=cfg.retry,
+        hash=_workflow_hash(context, hashed, inputs, cfg),
+        diagnostics=col.sorted(),
+        variables=tuple(variables),
+        tool_map=cfg.tool_map,
+    )
+    return workflow, col
+
+
+def _name(data: dict[str, Any], path: str) -> str:
+    name = data.get("name")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    base = Path(path).name
+    for suffix in (".prompt.md", ".md"):
+        if base.endswith(suffix) and len(base) > len(suffix):
+            return base[: -len(suffix)]
+    return base
+
+
+def _warn_variables_in_front_matter(src: Source, col: Collector) -> None:
+    lines = (src.front_matter_text or "").split("\n")
+    for i, line in enumerate(lines):
+        for token in scan(line):
+            if token.kind in ("input", "step"):
+                col.warning(
+                    f"{token.text} is not substituted in the front matter; variables work in "
+                    "the Markdown body and in a step's `run:` line.",
+                    line=src.front_matter_line + i,
+                    column=token.start + 1,
+                    code="variable",
+                )
+
+
+# --- steps -------------------------------------------------------------------------------
+
+
+def _build_steps(analysis: _Analysis, col: Collector) -> list[Step]:
+    cfg = analysis.cfg
+    raws = analysis.body.steps
+    ids = _assign_ids(raws, col)
+    steps: list[Step] = []
+    last_number = 0
+    for n, (raw, step_id) in enumerate(zip(raws, ids, strict=True), start=1):
+        if raw.number is not None:
+            if raw.number <= last_number:
+                col.warning(
+                    f"step number {raw.number} does not follow step {last_number}; steps run in "
+                    "file order, so renumber them to avoid confusion.",
+                    line=raw.line,
+                    column=raw.column,
+                    code="step-number",
+                )
+            last_number = raw.number
+        directive = raw.directive
+        kind = _step_kind(raw, col)
+        tools: tuple[str, ...] | None = None
+        if directive.tools is not None:
+            if kind != "prompt":
+                _directive_error(col, raw, "tools", f"a {kind} step calls no model, so no tools.")
+            tools = _resolve_step_tools(directive.tools, cfg, col)
+        if directive.max_turns is not None and kind != "prompt":
+            _directive_error(col, raw, "max_turns", f"a {kind} step calls no model, so no turns.")
+        command: str | None = None
+        args: dict[str, Any] = {}
+        if kind == "command" and directive.run is not None:
+            command, args = _check_run(raw, cfg, col)
+        body = normalize_text(raw.text)
+        if kind == "prompt" and not body and not raw.implicit:
+            col.warning(
+                f"the step `{raw.heading}` has no text; the model gets only its title.",
+                line=raw.line,
+                column=raw.column,
+                code="empty-step",
+            )
+        steps.append(
+            Step(
+                id=step_id,
+                title=raw.title or _name(analysis.data, analysis.src.path),
+                index=n,
+                kind=cast(StepKind, kind),
+                body=body,
+                hash="",
+                line=raw.line,
+                tools=tools,
+                max_turns=directive.max_turns if kind == "prompt" else None,
+                command=command,
+                command_args=args,
+                heading=None if raw.implicit else raw.heading,
+            )
+        )
+    return steps
+
+
+def _assign_ids(raws: list[RawStep], col: Collector) -> list[str]:
+    if len(raws) == 1 and raws[0].implicit:
+        return [IMPLICIT_STEP_ID]
+    ids: list[str] = []
+    explicit: set[str] = set()
+    for raw in raws:
+        if raw.explicit_id is None:
+            continue
+        if not ID_PATTERN.match(raw.explicit_id):
+            col.error(
+                f"`{{#{raw.explicit_id}}}` is not a valid step id; use letters, digits, _ and - "
+                "(at most 64), e.g. {#analyze}.",
+                line=raw.line,
+                column=raw.column,
+                code="step-id",
+            )
+        elif raw.explicit_id in explicit:
+            col.error(
+                f"two steps have the id `{raw.explicit_id}`; step ids must be unique, since "
+                "${step:ID} and the progress file name steps by id.",
+                line=raw.line,
+                column=raw.column,
+                code="duplicate-step-id",
+            )
+        explicit.add(raw.explicit_id)
+    taken: set[str] = set(explicit)
+    for n, raw in enumerate(raws, start=1):
+        if raw.explicit_id is not None:
+            ids.append(raw.explicit_id)
+            continue
+        base = slugify(raw.title) or f"step-{n}"
+        candidate = base
+        suffix = 2
+        while candidate in taken:
+            candidate = f"{base}-{suffix}"
+            suffix += 1
+        if candidate != base:
+            col.warning(
+                f"another step already has the id `{base}`, so this one is `{candidate}`; "
+                f"give it a title of its own or an explicit id: `{raw.heading} {{#my-id}}`.",
+                line=raw.line,
+                column=raw.column,
+                code="duplicate-step-id",
+            )
+        taken.add(candidate)
+        ids.append(candidate)
+    return ids
+
+
+def _step_kind(raw: RawStep, col: Collector) -> str:
+    directive = raw.directive
+    kind = directive.kind
+    if directive.run is not None:
+        if kind not in (None, "command"):
+            _directive_error(col, raw, "run", f"a {kind} step cannot `run:` a command.")
+        return "command"
+    if kind == "command":
+        _directive_error(
+            col, raw, "kind", "a command step needs `run: NAME` naming a declared command."
+        )
+    return kind or "prompt"
+
+
+def _directive_error(col: Collector, raw: RawStep, key: str, message: str) -> None:
+    line, column = raw.directive.where.get(key, (raw.line, raw.column))
+    col.error(message, line=line, column=column, code="directive")
+
+
+def _resolve_step_tools(
+    names: list[tuple[str, int, int]], cfg: Config, col: Collector
+) -> tuple[str, ...]:
+    resolved: list[str] = []
+    for name, line, column in names:
+        kind, targets = resolve_tool(name, cfg.commands)
+        if kind == "unknown":
+            known = [*cfg.commands, *("read_file", "write_file", "list_files", "search_files")]
+            col.error(
+                f"the step names the tool `{name}`, which is neither a declared command nor a "
+                f"built-in{did_you_mean(name, known)}; declare it under `commands:` or use one "
+                f"of: {', '.join(known)}.",
+                line=line,
+                column=column,
+                code="unknown-tool",
+            )
+        for target in targets:
+            if target not in resolved:
+                resolved.append(target)
+    return tuple(resolved)
+
+
+def _check_run(raw: RawStep, cfg: Config, col: Collector) -> tuple[str | None, dict[str, Any]]:
+    directive = raw.directive
+    name = directive.run or ""
+    args = dict(directive.run_args)
+    line, column = directive.where.get("run", (raw.line, raw.column))
+    cmd = cfg.commands.get(name)
+    if cmd is None:
+        declared = ", ".join(cfg.commands) or "none"
+        col.error(
+            f"`run: {name}` names no declared command{did_you_mean(name, cfg.commands)}; "
+            f"declared commands: {declared}.",
+            line=line,
+            column=column,
+            code="unknown-command",
+        )
+        return None, args
+    properties: dict[str, Any] = cmd.parameters.get("properties", {})
+    takes = ", ".join(properties) or "no arguments"
+    for arg, value in args.items():
+        if arg not in properties:
+            col.error(
+                f"command `{name}` takes no argument `{arg}`{did_you_mean(arg, properties)}; "
+                f"it takes: {takes}.",
+                line=line,
+                column=column,
+                code="command-args",
+            )
+        elif "${" not in value:  # a value with variables is only known at run time
+            try:
+                check_argument(arg, properties[arg], value)
+            except InputError as exc:
+                col.error(exc.message, line=line, column=column, code="command-args")
+    for param, spec in properties.items():
+        if param not in args and "default" not in spec:
+            col.error(
+                f"command `{name}` needs the argument `{param}`: write `run: {name} "
+                f"{param}=VALUE`.",
+                line=line,
+                column=column,
+                code="command-args",
+            )
+    return name, args
+
+
+def _check_commands_used(cfg: Config, steps: list[Step], col: Collector) -> None:
+    used = set(cfg.tools)
+    for step in steps:
+        used.update(step.tools or ())
+        if step.command:
+            used.add(step.command)
+    for name in cfg.commands:
+        if name not in used:
+            col.warning(
+                f"the command `{name}` is declared but no step runs it and no `tools:` list "
+                "offers it to the model; add it to `tools:` or remove it.",
+                field=f"$.commands.{name}",
+                code="unused-command",
+            )
+
+
+# --- variables ---------------------------------------------------------------------------
+
+
+def _check_variables(
+    analysis: _Analysis, steps: list[Step], col: Collector
+) -> tuple[list[VariableUse], dict[str, InputDecl]]:
+    body = analysis.body
+    index = analysis.index
+    raws = body.steps
+    order = {step.id: i for i, step in enumerate(steps)}
+    uses: list[VariableUse] = []
+    placeholders: dict[str, tuple[str, int, int]] = {}
+    for token in scan(analysis.src.body):
+        line, column = index.position(token.start)
+        owner_at = next(
+            (i for i, raw in enumerate(raws) if raw.start <= token.start < raw.end), None
+        )
+        if owner_at is not None and token.start < body.context_end:
+            owner_at = None
+        owner = steps[owner_at].id if owner_at is not None else None
+        if token.kind == "input":
+            if token.problem:
+                col.error(
+                    f"`{token.text}` has no valid input name; write ${{input:name}} or "
+                    "${input:name:placeholder} with a name of letters, digits, _ and -.",
+                    line=line,
+                    column=column,
+                    code="variable",
+                )
+                continue
+            if token.placeholder is not None:
+                first = placeholders.setdefault(token.name, (token.placeholder, line, column))
+                if first[0] != token.placeholder:
+                    col.warning(
+                        f"`{token.text}` gives another placeholder than line {first[1]} "
+                        f"(`{first[0]}`); the first one is used.",
+                        line=line,
+                        column=column,
+                        code="variable",
+                    )
+        elif token.kind == "step":
+            if not _step_ref_ok(token.name, owner_at, order, line, column, col):
+                continue
+        elif token.kind == "editor":
+            if token.name in SELECTION_VARIABLES:
+                col.warning(
+                    f"`{token.text}` is an editor selection, which a terminal does not have; "
+                    "`flow run` needs it given with --selection TEXT.",
+                    line=line,
+                    column=column,
+                    code="editor-variable",
+                )
+        else:
+            if token.problem:
+                col.warning(
+                    f"`{token.text}` is not a flow variable and is sent as written; "
+                    f"{token.problem}",
+                    line=line,
+                    column=column,
+                    code="variable",
+                )
+            continue
+        uses.append(
+            VariableUse(
+                kind=cast(Any, token.kind),
+                name=token.name,
+                text=token.text,
+                line=line,
+                column=column,
+                step=owner,
+                placeholder=token.placeholder,
+            )
+        )
+    inputs = _inputs(analysis, uses, placeholders, col)
+    return uses, inputs
+
+
+def _step_ref_ok(
+    name: str,
+    owner_at: int | None,
+    order: dict[str, int],
+    line: int,
+    column: int,
+    col: Collector,
+) -> bool:
+    if owner_at is None:
+        col.error(
+            f"${{step:{name}}} is in the shared context, which every step sees before any "
+            "step has run; use it inside a later step.",
+            line=line,
+            column=column,
+            code="step-ref",
+        )
+        return False
+    target = order.get(name)
+    if target is None:
+        col.error(
+            f"${{step:{name}}} names no step{did_you_mean(name, order)}; step ids: "
+            f"{', '.join(order)}.",
+            line=line,
+            column=column,
+            code="step-ref",
+        )
+        return False
+    if target >= owner_at:
+        what = "itself" if target == owner_at else "a later step"
+        col.error(
+            f"${{step:{name}}} refers to {what}; a step can only use the output of steps "
+            "before it.",
+            line=line,
+            column=column,
+            code="step-ref",
+        )
+        return False
+    return True
+
+
+def _inputs(
+    analysis: _Analysis,
+    uses: list[VariableUse],
+    placeholders: dict[str, tuple[str, int, int]],
+    col: Collector,
+) -> dict[str, InputDecl]:
+    declared = analysis.cfg.inputs
+    has_block = "inputs" in analysis.data
+    inputs: dict[str, InputDecl] = {}
+    for name, decl in declared.items():
+        placeholder = decl.placeholder
+        if placeholder is None and name in placeholders:
+            placeholder = placeholders[name][0]
+        inputs[name] = replace(decl, placeholder=placeholder)
+    seen_undeclared: set[str] = set()
+    for use in uses:
+        if use.kind != "input" or use.name in declared or use.name in seen_undeclared:
+            continue
+        seen_undeclared.add(use.name)
+        placeholder = placeholders.get(use.name, (None,))[0]
+        inputs[use.name] = InputDecl(
+            name=use.name, type="string", placeholder=placeholder, declared=False
+        )
+        if has_block:
+            col.warning(
+                f"the input `{use.name}` is used but not declared under `inputs:`"
+                f"{did_you_mean(use.name, declared)}; it is taken as a required string.",
+                line=use.line,
+                column=use.column,
+                code="undeclared-input",
+            )
+    used = {u.name for u in uses if u.kind == "input"}
+    for name in declared:
+        if name not in used:
+            col.warning(
+                f"the input `{name}` is declared but no ${{input:{name}}} uses it.",
+                field=f"$.inputs.{name}",
+                code="unused-input",
+            )
+    return inputs
+
+
+# --- hashes ------------------------------------------------------------------------------
+
+
+def step_template(step: Step) -> str:
+    """The text a step sends before variables are filled in (what its hash covers)."""
+    if step.kind == "command":
+        return ""
+    if step.heading is None:
+        return step.body
+    if step.kind == "human":
+        return step.body or step.title
+    return f"## {step.title}\n\n{step.body}" if step.body else f"## {step.title}"
+
+
+def _tool_definitions(names: tuple[str, ...], cfg: Config) -> list[dict[str, Any]]:
+    return [
+        command_definition(cfg.commands[n]) if n in cfg.commands else {"builtin": n} for n in names
+    ]
+
+
+def _hash_steps(steps: list[Step], context: str, cfg: Config) -> list[Step]:
+    hashed: list[Step] = []
+    for step in steps:
+        tools = step.tools if step.tools is not None else cfg.tools
+        payload: dict[str, Any] = {
+            "kind": step.kind,
+            "template": step_template(step),
+            "context": context,
+        }
+        if step.kind == "prompt":
+            payload.update(
+                provider=cfg.provider,
+                model=cfg.model,
+                params=cfg.params,
+                tools=_tool_definitions(tools, cfg),
+                max_turns=step.max_turns,
+            )
+        elif step.kind == "command":
+            cmd = cfg.commands.get(step.command or "")
+            payload.update(
+                command=command_definition(cmd) if cmd else step.command,
+                args=step.command_args,
+            )
+        hashed.append(replace(step, hash=digest(payload)))
+    return hashed
+
+
+def _workflow_hash(
+    context: str, steps: list[Step], inputs: dict[str, InputDecl], cfg: Config
+) -> str:
+    return digest(
+        {
+            "context": context,
+            "steps": [[s.id, s.hash] for s in steps],
+            "inputs": {
+                name: {
+                    "type": d.type,
+                    "default": d.default,
+                    "required": d.required,
+                    "placeholder": d.placeholder,
+                    "choices": list(d.choices) if d.choices is not None else None,
+                }
+                for name, d in sorted(inputs.items())
+            },
+            "commands": {n: command_definition(c) for n, c in sorted(cfg.commands.items())},
+            "tools": list(cfg.tools),
+            "provider": cfg.provider,
+            "model": cfg.model,
+            "params": cfg.params,
+        }
+    )

@@ -1,0 +1,263 @@
+"""What ``flow check`` shows: a workflow's plan as JSON-ready data, and as readable text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .hashing import short_hash
+from .model import Diagnostic, InputDecl, Workflow
+from .prompts import step_tools
+from .values import value_text
+from .variables import ALWAYS_RESOLVED, EDITOR_VARIABLES, FILE_VARIABLES
+
+
+def plan_dict(path: str, wf: Workflow | None, diagnostics: list[Diagnostic]) -> dict[str, Any]:
+    """The ``flow check --json`` record for one file (stable keys; documented in the spec)."""
+    errors = sum(1 for d in diagnostics if d.severity == "error")
+    plan: dict[str, Any] = {
+        "path": path,
+        "ok": errors == 0,
+        "errors": errors,
+        "warnings": len(diagnostics) - errors,
+    }
+    if wf is not None:
+        plan.update(
+            name=wf.name,
+            description=wf.description,
+            hash=wf.hash,
+            provider=wf.provider,
+            model=wf.model,
+            params=wf.params,
+            budget={k: v for k, v in vars(wf.budget).items() if v is not None},
+            retry=dict(vars(wf.retry)),
+            context_lines=len(wf.context.splitlines()),
+            steps=[
+                {
+                    "index": s.index,
+                    "id": s.id,
+                    "title": s.title,
+                    "kind": s.kind,
+                    "line": s.line,
+                    "tools": list(step_tools(wf, s)),
+                    "max_turns": s.max_turns,
+                    "command": s.command,
+                    "command_args": s.command_args,
+                    "hash": s.hash,
+                }
+                for s in wf.steps
+            ],
+            inputs=[_input_record(wf, d) for d in wf.inputs.values()],
+            variables=_variable_records(wf),
+            tools=_tool_records(wf),
+            unknown_keys=[k for k in wf.front_matter if k not in _known_keys()],
+        )
+    plan["diagnostics"] = [
+        {
+            "severity": d.severity,
+            "line": d.line,
+            "column": d.column,
+            "field": d.field,
+            "code": d.code,
+            "message": d.message,
+        }
+        for d in diagnostics
+    ]
+    return plan
+
+
+def _known_keys() -> tuple[str, ...]:
+    from .frontmatter import KNOWN_KEYS
+
+    return KNOWN_KEYS
+
+
+def _input_source(decl: InputDecl) -> str:
+    if decl.default is not None:
+        return f"default {value_text(decl.default)!r}"
+    if decl.placeholder:
+        return f"asked on a terminal, else {decl.placeholder!r}"
+    if not decl.required:
+        return "optional"
+    return "required"
+
+
+def _input_record(wf: Workflow, decl: InputDecl) -> dict[str, Any]:
+    used_in = sorted(
+        {v.step or "(context)" for v in wf.variables if v.kind == "input" and v.name == decl.name}
+    )
+    return {
+        "name": decl.name,
+        "type": decl.type,
+        "declared": decl.declared,
+        "required": decl.required and decl.default is None,
+        "default": decl.default,
+        "placeholder": decl.placeholder,
+        "choices": list(decl.choices) if decl.choices is not None else None,
+        "description": decl.description,
+        "value": _input_source(decl),
+        "used_in": used_in,
+    }
+
+
+def _variable_records(wf: Workflow) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    for v in wf.variables:
+        if v.kind == "input":
+            resolves = f"input {v.name}"
+        elif v.kind == "step":
+            resolves = f"output of step {v.name}"
+        elif v.name in ALWAYS_RESOLVED:
+            resolves = EDITOR_VARIABLES[v.name]
+        elif v.name in FILE_VARIABLES:
+            resolves = "needs --file PATH"
+        else:
+            resolves = "needs --selection TEXT"
+        records.append(
+            {
+                "text": v.text,
+                "kind": v.kind,
+                "name": v.name,
+                "line": v.line,
+                "column": v.column,
+                "step": v.step,
+                "resolves": resolves,
+            }
+        )
+    return records
+
+
+def _tool_records(wf: Workflow) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    listed = wf.tool_map if "tools" in wf.front_matter else {n: (n,) for n in wf.tools}
+    names = dict(listed)
+    for step in wf.steps:
+        for name in step.tools or ():
+            names.setdefault(name, (name,))
+    for name, targets in names.items():
+        record: dict[str, Any] = {"name": name, "resolves_to": list(targets)}
+        if name in wf.commands:
+            cmd = wf.commands[name]
+            record.update(kind="command", idempotent=cmd.idempotent, timeout=cmd.timeout)
+        elif not targets:
+            record.update(kind="unknown")
+        elif targets == (name,):
+            record.update(kind="builtin")
+        else:
+            record.update(kind="prompt-file name")
+        records.append(record)
+    for name, cmd in wf.commands.items():
+        if name not in names:
+            records.append(
+                {
+                    "name": name,
+                    "resolves_to": [name],
+                    "kind": "command",
+                    "idempotent": cmd.idempotent,
+                    "timeout": cmd.timeout,
+                }
+            )
+    return records
+
+
+def _table(rows: list[list[str]], indent: str = "    ") -> list[str]:
+    if not rows:
+        return []
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        indent + "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip()
+        for row in rows
+    ]
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def format_plan(plan: dict[str, Any]) -> str:
+    """The readable plan printed by ``flow check``."""
+    lines = [plan["path"]]
+    if "steps" in plan:
+        title = plan["name"] + (f" — {plan['description']}" if plan["description"] else "")
+        lines.append(f"  workflow  {title}")
+        lines.append(f"  hash      {plan['hash']}")
+        model = (
+            " · ".join(x for x in (plan["provider"], plan["model"]) if x)
+            or "(from the command line)"
+        )
+        params = ", ".join(f"{k}={v}" for k, v in plan["params"].items())
+        lines.append(f"  model     {model}" + (f" ({params})" if params else ""))
+        if plan["budget"]:
+            budget = " · ".join(
+                f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                for k, v in plan["budget"].items()
+            )
+            lines.append(f"  budget    {budget}")
+        lines.append(f"  context   {_count(plan['context_lines'], 'line')}")
+        lines.append(f"  steps ({len(plan['steps'])})")
+        rows = []
+        for s in plan["steps"]:
+            if s["kind"] == "command":
+                args = " ".join(f"{k}={v}" for k, v in s["command_args"].items())
+                what = f"run: {s['command']}" + (f" {args}" if args else "")
+            elif s["kind"] == "human":
+                what = "waits for a person's answer"
+            else:
+                what = "tools: " + (", ".join(s["tools"]) or "none")
+                if s["max_turns"]:
+                    what += f" · max_turns {s['max_turns']}"
+            rows.append(
+                [f"{s['index']}.", s["id"], s["title"], s["kind"], what, short_hash(s["hash"])]
+            )
+        lines.extend(_table(rows))
+        if plan["inputs"]:
+            lines.append(f"  inputs ({len(plan['inputs'])})")
+            rows = []
+            for i in plan["inputs"]:
+                where = "used in " + ", ".join(i["used_in"]) if i["used_in"] else "unused"
+                declared = "" if i["declared"] else " (not declared)"
+                rows.append([i["name"], i["type"], i["value"], where + declared])
+            lines.extend(_table(rows))
+        if plan["variables"]:
+            lines.append(f"  variables ({len(plan['variables'])})")
+            rows = [
+                [v["text"], f"line {v['line']}", f"in {v['step'] or 'context'}", v["resolves"]]
+                for v in plan["variables"]
+            ]
+            lines.extend(_table(rows))
+        if plan["tools"]:
+            lines.append(f"  tools ({len(plan['tools'])})")
+            rows = []
+            for t in plan["tools"]:
+                if t["kind"] == "command":
+                    idem = "idempotent" if t["idempotent"] else "not idempotent"
+                    status = f"command, {idem}, timeout {t['timeout']:g}s"
+                elif t["kind"] == "unknown":
+                    status = "unknown: not offered to the model"
+                elif t["kind"] == "builtin":
+                    status = "built-in"
+                else:
+                    status = "-> " + ", ".join(t["resolves_to"])
+                rows.append([t["name"], status])
+            lines.extend(_table(rows))
+    diagnostics = plan["diagnostics"]
+    if diagnostics:
+        lines.append(
+            "  "
+            + ", ".join(
+                x
+                for x in (
+                    _count(plan["errors"], "error") if plan["errors"] else "",
+                    _count(plan["warnings"], "warning") if plan["warnings"] else "",
+                )
+                if x
+            )
+        )
+        for d in diagnostics:
+            loc = plan["path"]
+            if d["line"] is not None:
+                loc += f":{d['line']}" + (f":{d['column']}" if d["column"] is not None else "")
+            field = f" {d['field']}:" if d["field"] else ""
+            lines.append(f"    {loc}: {d['severity']}:{field} {d['message']}")
+    else:
+        lines.append("  ok: no problems found")
+    return "\n".join(lines)
