@@ -69,7 +69,11 @@ class ModelServer:
         self.requests: list[Received] = []
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # Quiet: a client that gives up mid-answer (timeout tests) is expected here.
+        self._httpd.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -162,14 +166,14 @@ class ModelServer:
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
                 self.send_header("Transfer-Encoding", "chunked")
-                for name, value in canned.headers.items():
-                    self.send_header(name, value)
+                for header, value in canned.headers.items():
+                    self.send_header(header, value)
                 self.end_headers()
-                for sent, (name, data) in enumerate(canned.events):
+                for sent, (event, data) in enumerate(canned.events):
                     if canned.drop == "mid" and sent >= canned.drop_after:
                         self._cut()
                         return
-                    self._chunk(sse(name, data))
+                    self._chunk(sse(event, data))
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
 
@@ -314,7 +318,7 @@ def anthropic_message(
     text: str | None = None,
     tool_uses: Sequence[tuple[str, str, dict[str, Any]]] = (),
     *,
-    model: str = "claude-sonnet-4-5-20250929",
+    model: str = "claude-sonnet-4-6",
     usage: dict[str, Any] | None = None,
     stop_reason: str | None = None,
 ) -> dict[str, Any]:
@@ -340,7 +344,7 @@ def anthropic_stream(
     texts: Iterable[str] = (),
     tool_uses: Sequence[tuple[str, str, Sequence[str]]] = (),
     *,
-    model: str = "claude-sonnet-4-5-20250929",
+    model: str = "claude-sonnet-4-6",
     usage: dict[str, Any] | None = None,
 ) -> list[tuple[str | None, Any]]:
     """SSE events of a streamed message; ``tool_uses`` are (id, name, JSON fragments)."""

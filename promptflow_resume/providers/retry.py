@@ -243,7 +243,10 @@ def http_failure(
             hint="The account behind the key has no credit or quota left: add credit or raise "
             "the limit with the provider, then resume the run.",
         )
-    if kinds & _TRANSIENT_ERROR_TYPES or (status is not None and status in TRANSIENT_STATUS):
+    # The error type decides only where the status does not: inside a stream (no status of
+    # its own) or for a 5xx; a 403 labelled "server_error" is still a 403.
+    typed_transient = bool(kinds & _TRANSIENT_ERROR_TYPES) and (status is None or status >= 500)
+    if typed_transient or (status is not None and status in TRANSIENT_STATUS):
         return ProviderError(
             lead,
             transient=True,
