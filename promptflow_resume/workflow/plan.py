@@ -73,7 +73,8 @@ def _known_keys() -> tuple[str, ...]:
 
 def _input_source(decl: InputDecl) -> str:
     if decl.default is not None:
-        return f"default {value_text(decl.default)!r}"
+        shown = repr(decl.default) if isinstance(decl.default, str) else value_text(decl.default)
+        return f"default {shown}"
     if decl.placeholder:
         return f"asked on a terminal, else {decl.placeholder!r}"
     if not decl.required:
@@ -192,7 +193,8 @@ def format_plan(plan: dict[str, Any]) -> str:
                 for k, v in plan["budget"].items()
             )
             lines.append(f"  budget    {budget}")
-        lines.append(f"  context   {_count(plan['context_lines'], 'line')}")
+        context = _count(plan["context_lines"], "line") if plan["context_lines"] else "none"
+        lines.append(f"  context   {context}")
         lines.append(f"  steps ({len(plan['steps'])})")
         rows = []
         for s in plan["steps"]:
