@@ -334,8 +334,10 @@ class Engine:
                 sleep=self.options.sleep,
                 deadline=self._deadline,
             )
-        except ProviderError:
-            if self._deadline is not None and time.monotonic() >= self._deadline:
+        except ProviderError as error:
+            # reason "deadline": retry.call_with_retry refused a wait that would pass the limit.
+            deadline_hit = self._deadline is not None and time.monotonic() >= self._deadline
+            if deadline_hit or error.reason == "deadline":
                 raise _Stop("timeout", self._timeout_reason()) from None
             raise
 
