@@ -41,7 +41,14 @@ class EchoProvider:
 
 def _first_line(text: str) -> str:
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    return line if len(line) <= _QUOTE_CHARS else line[: _QUOTE_CHARS - 1].rstrip() + "…"
+    if len(line) <= _QUOTE_CHARS:
+        return line
+    cut = line[: _QUOTE_CHARS - 1]
+    space = cut.rfind(" ")
+    # End at a word boundary unless that would drop much of the quote.
+    if space > _QUOTE_CHARS * 2 // 3:
+        cut = cut[:space]
+    return cut.rstrip() + "…"
 
 
 def _plural(n: int, word: str) -> str:

@@ -114,8 +114,9 @@ class ReplayProvider:
         )
         err = ReplayMismatchError(
             "the request flow sent is not in the recording; the closest recorded exchange is "
-            f"this line (the same first {shared} of its {len(recorded_messages)} messages; "
-            f"{len(sent_messages)} were sent){torn}. First difference: {difference}.",
+            f"this line (it has {_plural(len(recorded_messages), 'message')}, "
+            f"{len(sent_messages)} sent; {'none' if not shared else f'the first {shared}'} "
+            f"agree){torn}. First difference: {difference}.",
             hint=_MISMATCH_HINT,
         )
         err.path = str(rec.path)
@@ -135,12 +136,13 @@ def first_difference(recorded: dict[str, Any], sent: dict[str, Any], *, start: i
         if i >= len(rec_msgs):
             return (
                 f"messages[{i}] was sent ({_describe(sent_msgs[i])}) but the recorded request "
-                f"ends after {len(rec_msgs)} messages"
+                f"ends after {_plural(len(rec_msgs), 'message')}"
             )
         if i >= len(sent_msgs):
             return (
                 f"the recorded request has messages[{i}] ({_describe(rec_msgs[i])}) but only "
-                f"{len(sent_msgs)} messages were sent"
+                f"{_plural(len(sent_msgs), 'message')} {'was' if len(sent_msgs) == 1 else 'were'} "
+                "sent"
             )
         found = _diff(
             {**_MESSAGE_DEFAULTS, **rec_msgs[i]},
@@ -154,6 +156,10 @@ def first_difference(recorded: dict[str, Any], sent: dict[str, Any], *, start: i
         if found:
             return found
     return "none found (the requests are equal once normalized)"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _describe(message: dict[str, Any]) -> str:

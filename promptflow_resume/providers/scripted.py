@@ -31,7 +31,10 @@ count is kept in that file instead, written before the error is raised, so "fail
 across a crash and a ``flow resume`` — what a permanent failure needs to be resumable.
 
 For library users and tests, ``ScriptedProvider.from_replies(["Hi", {...}])`` builds one
-without a file; ``calls`` lists every request it was sent, in order.
+without a file; its ``calls`` lists every request it was sent, in order. A provider built from
+settings (as ``flow run`` does) keeps only ``call_count``, unless ``settings.extra["keep_calls"]``
+is true: each request holds the whole conversation, so keeping all of them would grow with the
+square of a long run's length.
 """
 
 from __future__ import annotations
@@ -123,27 +126,31 @@ class _Checker:
         self.node = node
 
     def fail(
-        self, parts: Sequence[Part], problem: str, hint: str | None = None
+        self, parts: Sequence[Part], problem: str, *, at_key: bool = False
     ) -> ProviderSetupError:
+        """An error at the field ``parts`` (at its key rather than its value if ``at_key``)."""
         err = ProviderSetupError(
             f"invalid script: {problem}.",
-            hint=hint or "Fix the script; its format is described in `flow`'s docs (providers).",
+            hint="Fix the script at that place; its format is documented in "
+            "`python -m pydoc promptflow_resume.providers.scripted`.",
         )
         err.path = str(self.path) if self.path else self.source
         err.field = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
-        mark = self._mark(parts)
+        mark = self._mark(parts, at_key)
         if mark is not None:
             err.line, err.column = mark.line + 1, mark.column + 1
         return err
 
-    def _mark(self, parts: Sequence[Part]) -> yaml.Mark | None:
+    def _mark(self, parts: Sequence[Part], at_key: bool) -> yaml.Mark | None:
         node = self.node
         if node is None:
             return None
-        for part in parts:
+        for n, part in enumerate(parts):
             child: yaml.Node | None = None
             if isinstance(node, yaml.MappingNode):
-                child = next((v for k, v in node.value if str(k.value) == str(part)), None)
+                pair = next(((k, v) for k, v in node.value if str(k.value) == str(part)), None)
+                if pair is not None:
+                    child = pair[0] if at_key and n == len(parts) - 1 else pair[1]
             elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
                 child = node.value[part] if part < len(node.value) else None
             if child is None:
@@ -161,6 +168,7 @@ class _Checker:
                 raise self.fail(
                     [*parts, str(key)],
                     f"unknown key {key!r}{also}; expected one of {', '.join(allowed)}",
+                    at_key=True,
                 )
         return value
 
@@ -209,8 +217,10 @@ def parse_script(
         # JSON object keys are strings; YAML keys are ints. Both mean the reply index.
         k = int(key) if isinstance(key, str) and key.isdigit() else key
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-            raise ck.fail(["failures", str(key)], "keys must be reply indexes 0, 1, 2, ...")
-        failures[k] = _parse_failure(ck, spec, ["failures", key])
+            raise ck.fail(
+                ["failures", str(key)], "keys must be reply indexes 0, 1, 2, ...", at_key=True
+            )
+        failures[k] = _parse_failure(ck, spec, ["failures", str(key)])
     state: Path | None = None
     if top.get("state") is not None:
         state = Path(ck.string(top["state"], ["state"]))
@@ -343,13 +353,13 @@ class ScriptedProvider:
     name = "scripted"
 
     def __init__(self, settings: ProviderSettings) -> None:
-        self._setup(_script_from_settings(settings))
+        self._setup(_script_from_settings(settings), bool(settings.extra.get("keep_calls")))
 
     @classmethod
-    def from_script(cls, script: Script) -> ScriptedProvider:
+    def from_script(cls, script: Script, *, keep_calls: bool = True) -> ScriptedProvider:
         """A provider for an already parsed script."""
         provider = cls.__new__(cls)
-        provider._setup(script)
+        provider._setup(script, keep_calls)
         return provider
 
     @classmethod
@@ -359,6 +369,7 @@ class ScriptedProvider:
         *,
         failures: Mapping[int, Mapping[str, Any] | ProviderError] | None = None,
         state_path: str | Path | None = None,
+        keep_calls: bool = True,
     ) -> ScriptedProvider:
         """A provider from replies given in code: text, ``Reply`` objects or script mappings.
 
@@ -384,19 +395,21 @@ class ScriptedProvider:
             if isinstance(spec, ProviderError):
                 fails[k] = ScriptedFailure(error=spec)
             else:
-                fails[k] = _parse_failure(ck, dict(spec), ["failures", k])
+                fails[k] = _parse_failure(ck, dict(spec), ["failures", str(k)])
         script = Script(
             replies=tuple(parsed),
             failures=fails,
             state=Path(state_path) if state_path is not None else None,
             source=ck.source,
         )
-        return cls.from_script(script)
+        return cls.from_script(script, keep_calls=keep_calls)
 
-    def _setup(self, script: Script) -> None:
+    def _setup(self, script: Script, keep_calls: bool) -> None:
         self.script = script
-        #: Every request this provider was sent, in order (failed calls included).
+        #: Every request this provider was sent, in order (failed calls included), if kept.
         self.calls: list[Request] = []
+        self.call_count = 0
+        self._keep_calls = keep_calls
         self._fired: dict[int, int] = {}
         # Counting assistant messages is linear in the conversation; remember the count for
         # the previous request so a growing conversation costs only its new tail per call.
@@ -417,7 +430,9 @@ class ScriptedProvider:
 
     def complete(self, request: Request, on_text: Callable[[str], None] | None = None) -> Reply:
         """Give the scripted reply for ``request`` (or its scripted failure)."""
-        self.calls.append(request)
+        self.call_count += 1
+        if self._keep_calls:
+            self.calls.append(request)
         k = self.reply_index(request)
         failure = self.script.failures.get(k)
         if failure is not None and self._take_failure(k, failure):
