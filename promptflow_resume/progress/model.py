@@ -214,6 +214,9 @@ class Run:
     #: Where this run was forked from: {"path", "run_id", "step"}.
     parent: dict[str, str] | None = None
     transcript: list[Entry] = field(default_factory=list)
+    #: Storage bookkeeping, managed by ``ProgressStore``: the last journal event folded into
+    #: the file, so a journal left beside a newer file is never applied twice. Not compared.
+    journal_seq: int = field(default=0, compare=False)
 
     def next_entry_id(self) -> int:
         """The id the next transcript entry gets."""

@@ -1,0 +1,283 @@
+"""The front matter of a progress file: a ``Run`` (without its transcript) as a plain dict.
+
+Keys come in one fixed order so files diff cleanly; optional keys are left out when they are
+empty or hold their default, and ``from_front_matter`` puts the default back, so the pair is an
+exact inverse::
+
+    data = to_front_matter(run)            # ready for yamlio.dump or json.dumps
+    again = from_front_matter(data, path="progress.md")   # validated; transcript empty
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+from typing import Any, cast
+
+from .digest import transcript_digest
+from .model import (
+    FORMAT_VERSION,
+    Attempt,
+    Config,
+    Cursor,
+    ErrorInfo,
+    InFlight,
+    Redactions,
+    Run,
+    RunStatus,
+    StepState,
+    StepStatus,
+    Usage,
+    WorkflowRef,
+)
+
+#: Top-level keys in the order they are written.
+KEY_ORDER: tuple[str, ...] = (
+    "flow_progress",
+    "run_id",
+    "status",
+    "reason",
+    "workflow",
+    "created",
+    "updated",
+    "config",
+    "inputs",
+    "cursor",
+    "steps",
+    "in_flight",
+    "usage",
+    "attempts",
+    "last_error",
+    "redactions",
+    "keywords",
+    "parent",
+    "transcript",
+)
+
+
+def _usage(u: Usage) -> dict[str, Any]:
+    return {
+        "input_tokens": u.input_tokens,
+        "output_tokens": u.output_tokens,
+        "cached_tokens": u.cached_tokens,
+        "cost_usd": u.cost_usd,
+        "turns": u.turns,
+    }
+
+
+def _is_zero(u: Usage) -> bool:
+    return u == Usage()
+
+
+def _put(out: dict[str, Any], key: str, value: Any) -> None:
+    """Set ``key`` unless ``value`` is None or an empty dict or list (their defaults)."""
+    if value is None or (isinstance(value, (dict, list)) and not value):
+        return
+    out[key] = value
+
+
+def _step(state: StepState) -> dict[str, Any]:
+    out: dict[str, Any] = {"status": state.status}
+    if state.attempts:
+        out["attempts"] = state.attempts
+    _put(out, "output_entry", state.output_entry)
+    _put(out, "started", state.started)
+    _put(out, "finished", state.finished)
+    if state.turns:
+        out["turns"] = state.turns
+    if not _is_zero(state.usage):
+        out["usage"] = _usage(state.usage)
+    return out
+
+
+def _attempt(a: Attempt) -> dict[str, Any]:
+    out: dict[str, Any] = {"n": a.n, "started": a.started}
+    _put(out, "ended", a.ended)
+    _put(out, "status", a.status)
+    _put(out, "reason", a.reason)
+    if not _is_zero(a.usage):
+        out["usage"] = _usage(a.usage)
+    _put(out, "notes", list(a.notes))
+    return out
+
+
+def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
+    """The front matter of ``run`` with the given transcript summary (used by the store)."""
+    out: dict[str, Any] = {"flow_progress": FORMAT_VERSION, "run_id": run.run_id}
+    out["status"] = run.status
+    _put(out, "reason", run.reason)
+    wf: dict[str, Any] = {"path": run.workflow.path}
+    _put(wf, "name", run.workflow.name)
+    _put(wf, "description", run.workflow.description)
+    wf["hash"] = run.workflow.hash
+    _put(wf, "steps", dict(run.workflow.steps))
+    out["workflow"] = wf
+    out["created"] = run.created
+    out["updated"] = run.updated
+    config: dict[str, Any] = {"provider": run.config.provider}
+    _put(config, "model", run.config.model)
+    _put(config, "params", dict(run.config.params))
+    _put(config, "budget", dict(run.config.budget))
+    out["config"] = config
+    _put(out, "inputs", dict(run.inputs))
+    cursor: dict[str, Any] = {}
+    _put(cursor, "step", run.cursor.step)
+    cursor["index"] = run.cursor.index
+    cursor["total"] = run.cursor.total
+    out["cursor"] = cursor
+    _put(out, "steps", {sid: _step(s) for sid, s in run.steps.items()})
+    _put(
+        out,
+        "in_flight",
+        [
+            {
+                "call_id": f.call_id,
+                "tool": f.tool,
+                "step": f.step,
+                "entry": f.entry,
+                "started": f.started,
+                "idempotent": f.idempotent,
+            }
+            for f in run.in_flight
+        ],
+    )
+    out["usage"] = _usage(run.usage)
+    _put(out, "attempts", [_attempt(a) for a in run.attempts])
+    if run.last_error is not None:
+        err: dict[str, Any] = {
+            "type": run.last_error.type,
+            "message": run.last_error.message,
+            "at": run.last_error.at,
+        }
+        _put(err, "step", run.last_error.step)
+        out["last_error"] = err
+    if run.redactions != Redactions():
+        out["redactions"] = {"count": run.redactions.count, "where": list(run.redactions.where)}
+    _put(out, "keywords", list(run.keywords))
+    if run.parent is not None:
+        out["parent"] = dict(run.parent)
+    out["transcript"] = {"entries": entries, "digest": digest}
+    return out
+
+
+def to_front_matter(run: Run) -> dict[str, Any]:
+    """The front matter dict of ``run`` (key order fixed; empty optional keys omitted)."""
+    return front_matter(run, entries=len(run.transcript), digest=transcript_digest(run.transcript))
+
+
+def _usage_from(data: Any) -> Usage:
+    if not isinstance(data, dict):
+        return Usage()
+    return Usage(
+        input_tokens=int(data.get("input_tokens", 0)),
+        output_tokens=int(data.get("output_tokens", 0)),
+        cached_tokens=int(data.get("cached_tokens", 0)),
+        cost_usd=float(data.get("cost_usd", 0.0)),
+        turns=int(data.get("turns", 0)),
+    )
+
+
+def run_from_valid(data: dict[str, Any]) -> Run:
+    """Build a ``Run`` from front matter that already passed the schema (no checks here)."""
+    wf = data["workflow"]
+    config = data["config"]
+    cursor = data["cursor"]
+    steps = {
+        sid: StepState(
+            status=cast(StepStatus, s["status"]),
+            attempts=s.get("attempts", 0),
+            output_entry=s.get("output_entry"),
+            started=s.get("started"),
+            finished=s.get("finished"),
+            usage=_usage_from(s.get("usage")),
+            turns=s.get("turns", 0),
+        )
+        for sid, s in (data.get("steps") or {}).items()
+    }
+    last = data.get("last_error")
+    red = data.get("redactions") or {}
+    return Run(
+        run_id=data["run_id"],
+        workflow=WorkflowRef(
+            path=wf["path"],
+            hash=wf["hash"],
+            steps=dict(wf.get("steps") or {}),
+            name=wf.get("name"),
+            description=wf.get("description"),
+        ),
+        status=cast(RunStatus, data["status"]),
+        created=data["created"],
+        updated=data["updated"],
+        config=Config(
+            provider=config["provider"],
+            model=config.get("model"),
+            params=dict(config.get("params") or {}),
+            budget=dict(config.get("budget") or {}),
+        ),
+        cursor=Cursor(step=cursor.get("step"), index=cursor["index"], total=cursor["total"]),
+        reason=data.get("reason"),
+        inputs=dict(data.get("inputs") or {}),
+        steps=steps,
+        in_flight=[
+            InFlight(
+                call_id=f["call_id"],
+                tool=f["tool"],
+                step=f["step"],
+                entry=f["entry"],
+                started=f["started"],
+                idempotent=f["idempotent"],
+            )
+            for f in data.get("in_flight") or []
+        ],
+        usage=_usage_from(data.get("usage")),
+        attempts=[
+            Attempt(
+                n=a["n"],
+                started=a["started"],
+                ended=a.get("ended"),
+                status=a.get("status"),
+                reason=a.get("reason"),
+                usage=_usage_from(a.get("usage")),
+                notes=list(a.get("notes") or []),
+            )
+            for a in data.get("attempts") or []
+        ],
+        last_error=(
+            ErrorInfo(
+                type=last["type"], message=last["message"], at=last["at"], step=last.get("step")
+            )
+            if last
+            else None
+        ),
+        redactions=Redactions(count=red.get("count", 0), where=list(red.get("where") or [])),
+        keywords=list(data.get("keywords") or []),
+        parent=dict(data["parent"]) if data.get("parent") is not None else None,
+    )
+
+
+def normalize_yaml_values(value: Any) -> Any:
+    """Turn YAML-only scalars into JSON ones: unquoted timestamps and dates become strings.
+
+    A person who writes ``created: 2026-11-21T23:25:29Z`` without quotes means the string; the
+    safe loader would construct a datetime, which JSON (and the schema) do not know.
+    """
+    if isinstance(value, dict):
+        return {k: normalize_yaml_values(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normalize_yaml_values(v) for v in value]
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    return value
+
+
+def from_front_matter(data: dict[str, Any], *, path: str | Path = "progress.md") -> Run:
+    """Check ``data`` against the schema and build a ``Run`` (with an empty transcript)."""
+    from .schema import validate_front_matter
+
+    data = normalize_yaml_values(data)
+    validate_front_matter(data, path=path)
+    return run_from_valid(data)

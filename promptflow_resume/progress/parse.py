@@ -1,0 +1,605 @@
+"""Reading ``progress.md`` text back into a ``Run``: front matter, then a line scanner for the body.
+
+The scanner looks only for our own markers (``<!-- flow:... -->`` lines at the start of a
+line) and for the fences it wrote, using ``str.find`` rather than a Markdown parser: a
+10,000-entry file is scanned in milliseconds. Everything positioned names ``path:line:col``::
+
+    run, report = parse(text, path="progress.md")
+    report.edited_entries      # ids of entries changed by hand (their edits are in ``run``)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from .. import yamlio
+from ..errors import DigestError, ProgressFormatError, UnsupportedVersionError
+from .digest import Chain, entry_digest
+from .frontmatter import normalize_yaml_values, run_from_valid
+from .model import FORMAT_VERSION, ROLES, Entry, LoadReport, Run
+from .render import (
+    ESCAPED_INFO,
+    TOOL_ROLES,
+    conversation_preamble,
+    heading,
+    section_digest,
+    tool_line,
+)
+from .schema import validate_front_matter
+from .sidecar import check_link
+
+#: Upgrades a parsed file of version N to N + 1: ``(front matter, body) -> (front matter, body)``.
+Migration = Callable[[dict[str, Any], str], tuple[dict[str, Any], str]]
+#: Registered upgrades by the version they upgrade *from*; empty while 1 is the only format.
+MIGRATIONS: dict[int, Migration] = {}
+
+_MARK = "<!-- flow:"
+_ENTRY_RE = re.compile(r"<!-- flow:entry ([0-9]+) ([a-z_]+)((?: [^ ]+)*?) d=([0-9a-f]{16}) -->")
+_SECTION_RE = re.compile(r"<!-- flow:section ([a-z]+)(?: d=([0-9a-f]{16}))?(?: .*)? -->")
+_END_RE = re.compile(r"<!-- flow:end seq=([0-9]+) -->")
+_FENCE_OPEN = re.compile(r"(`{3,})([^`]*)")
+_OUR_INFOS = frozenset({"text", "json", "markdown", ESCAPED_INFO})
+_FIX_BODY = (
+    "Restore the file from version control, or undo the edit around that line; "
+    "only the text of entries may be edited, keeping each flow:entry line and fence."
+)
+
+
+@dataclass
+class Parsed:
+    """Everything parsing found: the run, the report, and the digests the file recorded."""
+
+    run: Run
+    report: LoadReport
+    #: Per-entry digests as written in the file (what the front matter's root chains over).
+    stored_digests: list[str] = field(default_factory=list)
+
+
+class _Scanner:
+    """Positions and errors over one text."""
+
+    def __init__(self, text: str, path: str) -> None:
+        self.text = text
+        self.path = path
+
+    def line_of(self, pos: int) -> int:
+        return self.text.count("\n", 0, pos) + 1
+
+    def line_at(self, pos: int) -> tuple[str, int]:
+        """The line starting at ``pos`` and the position after its newline (or len)."""
+        end = self.text.find("\n", pos)
+        if end == -1:
+            return self.text[pos:], len(self.text)
+        return self.text[pos:end], end + 1
+
+    def next_marker(self, pos: int) -> int:
+        """Start of the next line at or after ``pos`` (a line start) that begins a marker."""
+        if self.text.startswith(_MARK, pos):
+            return pos
+        found = self.text.find("\n" + _MARK, pos)
+        return -1 if found == -1 else found + 1
+
+    def fail(
+        self,
+        cls: type[ProgressFormatError] | type[DigestError],
+        pos: int,
+        message: str,
+        hint: str = _FIX_BODY,
+    ) -> Exception:
+        return cls(message, path=self.path, line=self.line_of(pos), column=1, hint=hint)
+
+    def truncated(self, what: str) -> ProgressFormatError:
+        return ProgressFormatError(
+            f"the file is truncated: {what}.",
+            path=self.path,
+            line=self.line_of(len(self.text)),
+            column=1,
+            hint=(
+                "Restore it from version control or a backup; a file cut short cannot be "
+                "resumed safely."
+            ),
+        )
+
+
+def _migrate(
+    data: dict[str, Any], body: str, version: int, path: str, line: int | None
+) -> tuple[dict[str, Any], str]:
+    if version > FORMAT_VERSION:
+        raise UnsupportedVersionError(
+            f"this progress file uses format version {version}, newer than this flow "
+            f"understands (version {FORMAT_VERSION}).",
+            path=path,
+            line=line,
+            column=1,
+            field="$.flow_progress",
+            hint="Upgrade flow (pip install -U promptflow-resume) to read it.",
+        )
+    while version < FORMAT_VERSION:
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise UnsupportedVersionError(
+                f"format version {version} is not one this flow can read or upgrade "
+                f"(it reads version {FORMAT_VERSION}).",
+                path=path,
+                line=line,
+                column=1,
+                field="$.flow_progress",
+                hint=(
+                    f"Set flow_progress: {FORMAT_VERSION} only if the file really is in "
+                    "that format."
+                ),
+            )
+        data, body = step(data, body)
+        version += 1
+    return data, body
+
+
+def _front_matter(sc: _Scanner) -> tuple[dict[str, Any], str, int]:
+    """The front matter dict, its text, and where the body starts."""
+    text = sc.text
+    if not text.strip():
+        raise ProgressFormatError(
+            "the file is empty.",
+            path=sc.path,
+            hint=(
+                "A progress file is written by `flow run`; restore this one from version "
+                "control or start a new run."
+            ),
+        )
+    if not text.startswith("---\n"):
+        raise ProgressFormatError(
+            "this is not a flow progress file: it does not start with a front matter block "
+            "(a first line `---`).",
+            path=sc.path,
+            line=1,
+            column=1,
+            hint="Pass the progress.md a run wrote (under .flow/runs/<run-id>/ by default).",
+        )
+    end = text.find("\n---\n", 3)
+    if end == -1:
+        if text.endswith("\n---"):
+            end = len(text) - 4
+        else:
+            raise sc.truncated("its front matter never ends (no closing `---` line)")
+    source = text[4 : end + 1]
+    data = yamlio.load(source, path=sc.path, line_offset=1)
+    if not isinstance(data, dict):
+        raise ProgressFormatError(
+            "the front matter is not a YAML mapping of keys to values.",
+            path=sc.path,
+            line=2,
+            column=1,
+            hint="Restore the front matter from version control.",
+        )
+    return data, source, end + 5
+
+
+def _version_line(source: str) -> int | None:
+    match = re.search(r"^flow_progress\s*:", source, re.MULTILINE)
+    return source.count("\n", 0, match.start()) + 2 if match else None
+
+
+def _check_version(data: dict[str, Any], source: str, path: str) -> int:
+    if "flow_progress" not in data:
+        raise ProgressFormatError(
+            "this is not a flow progress file: its front matter has no `flow_progress` key.",
+            path=path,
+            line=2,
+            column=1,
+            field="$.flow_progress",
+            hint="Pass the progress.md a run wrote; workflow files are checked with `flow check`.",
+        )
+    version = data["flow_progress"]
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise UnsupportedVersionError(
+            f"expected a whole number format version; found {version!r}.",
+            path=path,
+            line=_version_line(source),
+            column=1,
+            field="$.flow_progress",
+            hint=f"This flow writes and reads flow_progress: {FORMAT_VERSION}.",
+        )
+    return version
+
+
+def _parse_marker(sc: _Scanner, pos: int, line: str) -> tuple[Entry, str]:
+    match = _ENTRY_RE.fullmatch(line)
+    if match is None:
+        raise sc.fail(
+            ProgressFormatError,
+            pos,
+            "this flow:entry line is malformed; expected "
+            "`<!-- flow:entry <id> <role> [fields] d=<16 hex digits> -->`.",
+        )
+    entry_id, role, rest, digest = match.groups()
+    if role not in ROLES:
+        raise sc.fail(
+            ProgressFormatError,
+            pos,
+            f"unknown entry role {role!r}; expected one of {', '.join(ROLES)}.",
+        )
+    entry = Entry(id=int(entry_id), role=role, content="")  # type: ignore[arg-type]
+    for token in rest.split():
+        key, eq, value = token.partition("=")
+        if not eq:
+            if key == "error":
+                entry.is_error = True
+                continue
+            raise sc.fail(
+                ProgressFormatError, pos, f"unknown flag {key!r} on this flow:entry line."
+            )
+        value = unquote(value)
+        if key == "step":
+            entry.step = value
+        elif key == "call":
+            entry.call_id = value
+        elif key == "tool":
+            entry.tool = value
+        elif key == "sidecar":
+            entry.sidecar = value
+        elif key == "sha256":
+            entry.sidecar_sha256 = value
+        elif key == "bytes" and value.isdigit():
+            entry.sidecar_bytes = int(value)
+        else:
+            raise sc.fail(
+                ProgressFormatError,
+                pos,
+                f"unknown or malformed field {token!r} on this flow:entry line.",
+            )
+    return entry, digest
+
+
+def _skip_blank(sc: _Scanner, pos: int) -> int:
+    text = sc.text
+    while pos < len(text):
+        line, after = sc.line_at(pos)
+        if line.strip():
+            return pos
+        pos = after
+    return pos
+
+
+def _fenced(
+    sc: _Scanner, entry: Entry, open_pos: int, ticks: int, info: str, body_start: int
+) -> tuple[str, int]:
+    """Content of the fence opened at ``open_pos``; returns it and the position after the close."""
+    text = sc.text
+    needle = "\n" + "`" * ticks
+    q = body_start - 1
+    while True:
+        q = text.find(needle, q)
+        if q == -1:
+            raise sc.truncated(
+                f"the fence of entry {entry.id} opened on line {sc.line_of(open_pos)} "
+                "is never closed"
+            )
+        close, after = sc.line_at(q + 1)
+        if close.rstrip(" \t").strip("`") == "":
+            break
+        q += 1
+    body = text[body_start:q] if q >= body_start else ""
+    if info == ESCAPED_INFO:
+        pieces = []
+        for offset, line in enumerate(body.split("\n") if body else []):
+            try:
+                piece = json.loads(line)
+            except ValueError:
+                piece = None
+            if not isinstance(piece, str):
+                raise ProgressFormatError(
+                    f"entry {entry.id} is in escaped form, so each line of its fence must be one "
+                    'JSON string literal such as "text\\n"; this line is not.',
+                    path=sc.path,
+                    line=sc.line_of(body_start) + offset,
+                    column=1,
+                    hint=(
+                        'Fix the quoting on that line (escape " as \\" and \\ as \\\\), '
+                        "or restore the file."
+                    ),
+                )
+            pieces.append(piece)
+        body = "".join(pieces)
+    return body, after
+
+
+def _entry(sc: _Scanner, pos: int, report: LoadReport) -> tuple[Entry, str, int]:
+    """Parse the entry whose marker line starts at ``pos``; return it, its digest, next marker."""
+    text = sc.text
+    line, after = sc.line_at(pos)
+    entry, digest = _parse_marker(sc, pos, line)
+    head_pos = after
+    head, after = sc.line_at(head_pos)
+    if not head.startswith("#"):
+        raise sc.fail(
+            ProgressFormatError,
+            head_pos,
+            f"expected the heading of entry {entry.id} (a line like `{heading(entry)}`) "
+            "right after its flow:entry line.",
+        )
+    if head != heading(entry):
+        report.warnings.append(
+            f"{sc.path}:{sc.line_of(head_pos)}: the heading of entry {entry.id} was edited; "
+            "headings are labels generated from the flow:entry line, so the edit has no effect."
+        )
+    pos = _skip_blank(sc, after)
+    if entry.role in TOOL_ROLES:
+        meta_start = pos
+        while True:
+            if pos >= len(text):
+                raise sc.truncated(f"entry {entry.id} ends before its fenced block")
+            line, after = sc.line_at(pos)
+            if line.startswith("```") or line.startswith(_MARK):
+                break
+            pos = after
+        if line.startswith(_MARK):
+            raise sc.fail(
+                ProgressFormatError,
+                pos,
+                f"entry {entry.id} ({entry.role.replace('_', ' ')}) has no fenced block; its "
+                "arguments or output must stay inside a ``` fence.",
+            )
+        meta = text[meta_start:pos].strip()
+        if meta != tool_line(entry):
+            report.warnings.append(
+                f"{sc.path}:{sc.line_of(meta_start)}: the line above the fence of entry {entry.id} "
+                "was edited; it is generated from the flow:entry line, so the edit has no effect."
+            )
+    if pos >= len(text):
+        raise sc.truncated(f"it ends inside entry {entry.id}")
+    line, after = sc.line_at(pos)
+    opening = _FENCE_OPEN.fullmatch(line)
+    info = opening.group(2).strip() if opening else ""
+    if opening and (info in _OUR_INFOS or entry.role in TOOL_ROLES):
+        content, after_close = _fenced(sc, entry, pos, len(opening.group(1)), info, after)
+        nxt = sc.next_marker(after_close)
+        if nxt == -1:
+            raise sc.truncated(f"it ends after entry {entry.id} without the end marker")
+        if text[after_close:nxt].strip():
+            raise sc.fail(
+                ProgressFormatError,
+                _skip_blank(sc, after_close),
+                f"this text follows the closing fence of entry {entry.id} and belongs to no "
+                "entry; move it inside the fence or delete it.",
+            )
+        entry.content = content
+        return entry, digest, nxt
+    if entry.role in TOOL_ROLES:
+        raise sc.fail(
+            ProgressFormatError, pos, f"entry {entry.id} must keep its content in a ``` fence."
+        )
+    nxt = sc.next_marker(pos)
+    if nxt == -1:
+        raise sc.truncated(f"it ends inside entry {entry.id}")
+    entry.content = text[pos:nxt].strip()
+    return entry, digest, nxt
+
+
+def _section_marker(sc: _Scanner, pos: int) -> tuple[str, str | None, int]:
+    line, after = sc.line_at(pos)
+    match = _SECTION_RE.fullmatch(line)
+    if match is None:
+        raise sc.fail(
+            ProgressFormatError, pos, "expected a `<!-- flow:section NAME ... -->` line here."
+        )
+    return match.group(1), match.group(2), after
+
+
+def _check_generated(
+    sc: _Scanner, name: str, recorded: str | None, start: int, end: int, report: LoadReport
+) -> None:
+    if recorded is not None and section_digest(sc.text[start:end]) != recorded:
+        report.warnings.append(
+            f"{sc.path}:{sc.line_of(start)}: the {name} section was edited; it is generated from "
+            "the front matter, so the edit has no effect (edit the front matter instead)."
+        )
+
+
+def _body(sc: _Scanner, start: int, run: Run, report: LoadReport) -> list[str]:
+    """Scan the body from ``start``; fill ``run.transcript``; return the stored digests."""
+    text = sc.text
+    pos = sc.next_marker(start)
+    if pos == -1:
+        raise sc.truncated("the body has no flow:section markers (it ends after the front matter)")
+    if text[start:pos].strip():
+        report.warnings.append(
+            f"{sc.path}:{sc.line_of(start)}: text before the first section is ignored."
+        )
+    # Generated sections before the conversation.
+    while True:
+        name, recorded, after = _section_marker(sc, pos)
+        if name == "conversation":
+            break
+        nxt = sc.next_marker(after)
+        if nxt == -1:
+            raise sc.truncated(f"it ends inside the {name} section")
+        _check_generated(sc, name, recorded, after, nxt, report)
+        pos = nxt
+    pos = sc.next_marker(after)
+    if pos == -1:
+        raise sc.truncated("it ends inside the conversation")
+    if text[after:pos] != conversation_preamble(not text.startswith("<!-- flow:entry ", pos)):
+        report.warnings.append(
+            f"{sc.path}:{sc.line_of(after)}: text between the Conversation heading and the first "
+            "entry was edited; it is not part of any entry, so the edit has no effect."
+        )
+    digests: list[str] = []
+    transcript = run.transcript
+    while text.startswith("<!-- flow:entry ", pos):
+        marker_pos = pos
+        entry, digest, pos = _entry(sc, pos, report)
+        if entry.id != len(transcript) + 1:
+            raise DigestError(
+                f"entry ids must count up from 1 in order; expected entry {len(transcript) + 1} "
+                f"here but found entry {entry.id}: entries were deleted, duplicated or moved.",
+                path=sc.path,
+                line=sc.line_of(marker_pos),
+                column=1,
+                hint=(
+                    "Restore the file from version control; to drop the end of a run use "
+                    "`flow rewind`."
+                ),
+            )
+        transcript.append(entry)
+        digests.append(digest)
+    # Generated sections after the conversation, then the end marker.
+    while not text.startswith("<!-- flow:end", pos):
+        name, recorded, after = _section_marker(sc, pos)
+        nxt = sc.next_marker(after)
+        if nxt == -1:
+            raise sc.truncated(f"it ends inside the {name} section (the end marker is missing)")
+        _check_generated(sc, name, recorded, after, nxt, report)
+        pos = nxt
+    line, after = sc.line_at(pos)
+    match = _END_RE.fullmatch(line)
+    if match is None:
+        raise sc.fail(
+            ProgressFormatError, pos, "expected the end marker `<!-- flow:end seq=N -->`."
+        )
+    if text[after:].strip():
+        raise sc.fail(
+            ProgressFormatError,
+            after,
+            "text after the end marker belongs to no section; delete it (notes may go into a "
+            "message of the conversation instead).",
+        )
+    run.journal_seq = int(match.group(1))
+    return digests
+
+
+def _locate_entries(sc: _Scanner, ids: list[int]) -> dict[int, int]:
+    """Line numbers of the markers of entries ``ids`` (computed only when needed)."""
+    wanted = set(ids)
+    out: dict[int, int] = {}
+    for match in re.finditer(r"^<!-- flow:entry ([0-9]+) ", sc.text, re.MULTILINE):
+        entry_id = int(match.group(1))
+        if entry_id in wanted and entry_id not in out:
+            out[entry_id] = sc.line_of(match.start())
+    return out
+
+
+def _verify(
+    sc: _Scanner, fm: dict[str, Any], source: str, run: Run, digests: list[str], report: LoadReport
+) -> None:
+    recorded = fm["transcript"]
+    edited = [e.id for e, d in zip(run.transcript, digests, strict=True) if entry_digest(e) != d]
+    count = len(run.transcript)
+    fm_line = re.search(r"^transcript\s*:", source, re.MULTILINE)
+    fm_lineno = source.count("\n", 0, fm_line.start()) + 2 if fm_line else None
+    if count != recorded["entries"]:
+        missing = (
+            "missing (deleted, or the file was cut short)"
+            if count < recorded["entries"]
+            else "unexpected (added by hand)"
+        )
+        raise DigestError(
+            f"the front matter records {recorded['entries']} transcript entries but the body "
+            f"has {count}: entries are {missing}.",
+            path=sc.path,
+            line=fm_lineno,
+            column=1,
+            field="$.transcript.entries",
+            hint=(
+                "Restore the file from version control. Entries cannot be added or removed by "
+                "hand; to continue from an earlier point use `flow rewind`."
+            ),
+        )
+    chain = Chain(zip((e.id for e in run.transcript), digests, strict=True))
+    if chain.root() != recorded["digest"]:
+        lines = _locate_entries(sc, edited[:1])
+        suspect = (
+            f" Entry {edited[0]}'s d= value does not match its text, so its d= value was "
+            "probably changed."
+            if edited
+            else ""
+        )
+        raise DigestError(
+            "the digests on the flow:entry lines do not add up to the front matter's "
+            "transcript.digest: a d= value was changed, or entries were reordered or replaced "
+            "(this is corruption, not an ordinary edit of a message)." + suspect,
+            path=sc.path,
+            line=lines.get(edited[0]) if edited else fm_lineno,
+            column=1,
+            field="$.transcript.digest",
+            hint=(
+                "Restore the file from version control. To change a message, edit its text "
+                "and leave the flow:entry line as it is."
+            ),
+        )
+    if edited:
+        report.edited_entries.extend(edited)
+        where = _locate_entries(sc, edited)
+        for entry_id in edited:
+            entry = run.transcript[entry_id - 1]
+            report.warnings.append(
+                f"{sc.path}:{where.get(entry_id, '?')}: entry {entry_id} "
+                f"({entry.role.replace('_', ' ')}"
+                f"{', step ' + entry.step if entry.step else ''}) was edited by hand; the edited "
+                "text is what the model sees on resume."
+            )
+    stem = Path(sc.path).name.removesuffix(".md")
+    for entry in run.transcript:
+        if entry.sidecar is not None:
+            problem = check_link(entry.sidecar, stem)
+            if problem is not None:
+                from ..errors import SidecarError
+
+                line = _locate_entries(sc, [entry.id]).get(entry.id)
+                raise SidecarError(
+                    f"entry {entry.id} links to the sidecar {entry.sidecar!r}, which {problem}.",
+                    path=sc.path,
+                    line=line,
+                    column=1,
+                    hint=(
+                        f"Sidecar links must name a file directly inside {stem}.files/; "
+                        "restore the flow:entry line."
+                    ),
+                )
+
+
+def normalize_text(text: str) -> str:
+    """Drop a UTF-8 byte order mark and turn a CRLF file (a Windows checkout) into LF."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if text.startswith("---\r\n"):
+        text = text.replace("\r\n", "\n")
+    return text
+
+
+def parse_document(text: str, *, path: str | Path = "progress.md") -> Parsed:
+    """Parse a whole progress file; see ``parse``. Also returns the digests the file recorded."""
+    where = str(path)
+    sc = _Scanner(normalize_text(text), where)
+    data, source, body_start = _front_matter(sc)
+    version = _check_version(data, source, where)
+    body = sc.text[body_start:]
+    if version != FORMAT_VERSION:
+        data, body = _migrate(data, body, version, where, _version_line(source))
+        sc = _Scanner(sc.text[:body_start] + body, where)
+    data = normalize_yaml_values(data)
+    validate_front_matter(data, path=where, source=source, line_offset=1)
+    run = run_from_valid(data)
+    report = LoadReport()
+    digests = _body(sc, body_start, run, report)
+    _verify(sc, data, source, run, digests, report)
+    return Parsed(run=run, report=report, stored_digests=digests)
+
+
+def parse(text: str, *, path: str | Path = "progress.md") -> tuple[Run, LoadReport]:
+    """Parse progress-file ``text`` into a ``Run`` (with transcript) and a ``LoadReport``.
+
+    Raises a ``ProgressFormatError``, ``ProgressSchemaError``, ``UnsupportedVersionError``,
+    ``DigestError`` or ``SidecarError`` (link shape only; files are checked by
+    ``load_progress``) naming ``path:line:col``.
+    """
+    parsed = parse_document(text, path=path)
+    return parsed.run, parsed.report
+
+
+__all__ = ["MIGRATIONS", "Migration", "Parsed", "parse", "parse_document"]

@@ -1,0 +1,355 @@
+"""Writing a ``Run`` as ``progress.md``: YAML front matter plus a readable Markdown body.
+
+The body has four sections, each opened by an HTML comment marker that GitHub does not show:
+execution metadata, configuration, conversation and execution state, then an end marker.
+Only the conversation is read back; the other sections are generated from the front matter.
+Each transcript entry is a marker comment (its id, role, fields and digest), a heading, and its
+content in one of three forms, chosen per entry:
+
+- *raw*: a message that reads as ordinary Markdown and cannot be mistaken for structure;
+- *fenced*: a backtick fence longer than any backtick run inside (headings, fences, ``---``,
+  HTML, tabs, trailing spaces, leading or trailing blank lines ...);
+- *escaped*: a fence of JSON string literals, one per line, for content no fence can carry
+  exactly (CR, other control characters, lone surrogates, U+2028/U+2029).
+
+``parse(render(run)) == run`` holds for every run (property-tested)::
+
+    text = render(run)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+from urllib.parse import quote
+
+from .. import yamlio
+from .digest import Chain, entry_digest
+from .frontmatter import front_matter
+from .model import Entry, Run, Usage
+
+ROLE_LABELS: dict[str, str] = {
+    "system": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "tool_call": "tool call",
+    "tool_result": "tool result",
+    "note": "note from flow",
+}
+TOOL_ROLES = frozenset({"tool_call", "tool_result"})
+ESCAPED_INFO = "flow-escaped"
+SECTION_NOTES: dict[str, str] = {
+    "metadata": "generated from the front matter; edits here have no effect",
+    "configuration": "generated from the front matter; edits here have no effect",
+    "conversation": (
+        "read back on resume: edit the text of an entry to change what the model sees next; "
+        "keep the flow:entry lines"
+    ),
+    "state": "generated from the front matter; edits here have no effect",
+}
+CONVERSATION_HEADING = "## Conversation"
+EMPTY_CONVERSATION = "_No entries yet._"
+
+# Characters a fence cannot carry exactly: CR and other controls (a CommonMark parser or an
+# editor would treat them as line ends or drop them), C1 controls, Unicode line/paragraph
+# separators, and lone surrogates (not encodable as UTF-8).
+_NEEDS_ESCAPE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# A raw (unfenced) message must not contain any line a Markdown parser could read as
+# structure that leaks beyond the entry, nor anything an editor would silently change.
+_NOT_RAW = re.compile(
+    # headings, HTML, fences, math blocks, rules and setext underlines, link definitions:
+    r"^ *(?:[#<]|```|~~~|\$\$|[-=*_ ]+$|\[[^\]\n]*\]:)"
+    r"|[^\S\n]$"  # trailing whitespace (also whitespace-only lines)
+    r"|\t|<!--",
+    re.MULTILINE,
+)
+_BACKTICKS = re.compile(r"`+")
+_DISPLAY_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]+")
+# Marker values keep these characters as they are; everything else is percent-encoded.
+_MARKER_SAFE = "_.:/~+@,"
+
+
+def needs_escape(content: str) -> bool:
+    """True when ``content`` holds characters only the escaped form carries exactly."""
+    return _NEEDS_ESCAPE.search(content) is not None
+
+
+def raw_ok(content: str) -> bool:
+    """True when ``content`` can be written as plain Markdown and read back unchanged."""
+    return (
+        bool(content)
+        and content == content.strip()
+        and _NOT_RAW.search(content) is None
+        and _NEEDS_ESCAPE.search(content) is None
+    )
+
+
+def escape_lines(content: str) -> list[str]:
+    """``content`` as JSON string literals, one per line of the original (newline kept)."""
+    pieces = re.findall(r"[^\n]*\n|[^\n]+", content)
+    out = []
+    for piece in pieces:
+        text = json.dumps(piece, ensure_ascii=False)
+        out.append(_NEEDS_ESCAPE.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
+    return out
+
+
+def fence_block(content: str, info: str) -> str:
+    """``content`` in a backtick fence (escaped form when needed); no trailing newline."""
+    if needs_escape(content):
+        body = "\n".join(escape_lines(content))
+        info = ESCAPED_INFO
+    else:
+        body = content
+    longest = max((len(m) for m in _BACKTICKS.findall(body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    if not body:
+        return f"{fence}{info}\n{fence}"
+    return f"{fence}{info}\n{body}\n{fence}"
+
+
+def marker_value(value: str) -> str:
+    """A field value as written inside an entry marker (no spaces, no ``--``, no ``>``)."""
+    encoded = quote(value, safe=_MARKER_SAFE + "-")
+    while "--" in encoded:
+        encoded = encoded.replace("--", "-%2D")
+    return encoded
+
+
+def entry_marker(entry: Entry, digest: str) -> str:
+    """The ``<!-- flow:entry ... -->`` line that carries an entry's fields and digest."""
+    parts = [f"<!-- flow:entry {entry.id} {entry.role}"]
+    if entry.step is not None:
+        parts.append(f"step={marker_value(entry.step)}")
+    if entry.call_id is not None:
+        parts.append(f"call={marker_value(entry.call_id)}")
+    if entry.tool is not None:
+        parts.append(f"tool={marker_value(entry.tool)}")
+    if entry.is_error:
+        parts.append("error")
+    if entry.sidecar is not None:
+        parts.append(f"sidecar={marker_value(entry.sidecar)}")
+    if entry.sidecar_sha256 is not None:
+        parts.append(f"sha256={marker_value(entry.sidecar_sha256)}")
+    if entry.sidecar_bytes is not None:
+        parts.append(f"bytes={entry.sidecar_bytes}")
+    parts.append(f"d={digest} -->")
+    return " ".join(parts)
+
+
+def one_line(text: str, limit: int = 160) -> str:
+    """``text`` squeezed onto one display line (controls and newlines become spaces)."""
+    flat = _DISPLAY_CONTROL.sub(" ", text).strip()
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def code(text: str, limit: int = 160) -> str:
+    """``text`` as an inline code span that survives any backticks inside."""
+    flat = one_line(text, limit)
+    longest = max((len(m) for m in _BACKTICKS.findall(flat)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") or not flat else ""
+    return f"{ticks}{pad}{flat}{pad}{ticks}"
+
+
+def cell(text: str, limit: int = 160) -> str:
+    """``text`` safe inside a Markdown table cell."""
+    return _html(one_line(text, limit)).replace("|", "\\|")
+
+
+def heading(entry: Entry) -> str:
+    """The heading line of an entry: ``### 12 · assistant · inspect``."""
+    label = ROLE_LABELS.get(entry.role, entry.role)
+    text = f"### {entry.id} · {label}"
+    if entry.step is not None:
+        text += f" · {_html(one_line(entry.step, 80))}"
+    return text
+
+
+def tool_line(entry: Entry) -> str:
+    """The generated line above a tool call's arguments or a tool result's output."""
+    tool = code(entry.tool or "?", 80)
+    call = code(entry.call_id or "?", 80)
+    if entry.role == "tool_call":
+        text = f"Call {call} to {tool} with these arguments:"
+    else:
+        text = f"Result of {tool} for call {call}"
+        text += " · **error**" if entry.is_error else ""
+        if entry.sidecar is not None:
+            link = quote(entry.sidecar, safe="/._-~")
+            size = f"{entry.sidecar_bytes:,} bytes" if entry.sidecar_bytes is not None else "size ?"
+            text += (
+                f" · full output in [{_html(one_line(entry.sidecar, 120))}]({link})"
+                f" ({size}); the text below is a preview"
+            )
+        text += ":"
+    return text
+
+
+def entry_block(entry: Entry, digest: str) -> str:
+    """One transcript entry as written in the body (ends with a blank line)."""
+    lines = [entry_marker(entry, digest), heading(entry), ""]
+    if entry.role in TOOL_ROLES:
+        lines += [
+            tool_line(entry),
+            "",
+            fence_block(entry.content, "json" if entry.role == "tool_call" else "text"),
+        ]
+    elif raw_ok(entry.content):
+        lines.append(entry.content)
+    else:
+        lines.append(fence_block(entry.content, "markdown"))
+    return "\n".join(lines) + "\n\n"
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _usage_text(u: Usage) -> str:
+    return (
+        f"{u.input_tokens:,} input · {u.output_tokens:,} output · {u.cached_tokens:,} cached tokens"
+        f" · ${u.cost_usd:.4f} · {u.turns:,} turns"
+    )
+
+
+def _section(name: str, body: str) -> str:
+    digest = hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"<!-- flow:section {name} d={digest} ({SECTION_NOTES[name]}) -->\n{body}"
+
+
+def section_digest(body: str) -> str:
+    """The digest a generated section's marker records for its text."""
+    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _metadata(run: Run) -> str:
+    title = run.workflow.name or run.workflow.path.rsplit("/", 1)[-1]
+    rows = [("Status", cell(run.status + (f" — {run.reason}" if run.reason else ""), 300))]
+    workflow = f"[{cell(title, 80)}]({quote(run.workflow.path, safe='/._-~')})"
+    if run.workflow.description:
+        workflow += f" — {cell(run.workflow.description, 200)}"
+    rows.append(("Workflow", workflow))
+    rows.append(("Workflow hash", code(run.workflow.hash, 40)))
+    rows.append(("Run", code(run.run_id)))
+    rows.append(("Created", run.created))
+    rows.append(("Updated", run.updated))
+    where = f"step {run.cursor.index} of {run.cursor.total}"
+    if run.cursor.step is not None:
+        where += f": {cell(run.cursor.step, 80)}"
+    rows.append(("Progress", where))
+    rows.append(("Usage", _usage_text(run.usage)))
+    rows.append(("Attempts", str(len(run.attempts))))
+    rows.append(("Transcript", f"{len(run.transcript):,} entries"))
+    if run.keywords:
+        rows.append(("Keywords", cell(", ".join(run.keywords), 300)))
+    if run.parent is not None:
+        rows.append(
+            ("Forked from", cell(", ".join(f"{k} {v}" for k, v in run.parent.items()), 300))
+        )
+    if run.status != "completed":
+        rows.append(("Resume", "run `flow resume` on this file"))
+    table = "\n".join(f"| **{k}** | {v} |" for k, v in rows)
+    head = f"# {cell(title, 120)} · run {cell(run.run_id)}\n\n"
+    return f"{head}| Field | Value |\n|---|---|\n{table}\n\n"
+
+
+def _configuration(run: Run) -> str:
+    rows = [("Provider", cell(run.config.provider))]
+    rows.append(("Model", cell(run.config.model) if run.config.model else "_default_"))
+    for key, value in run.config.params.items():
+        rows.append((f"param {cell(str(key))}", cell(_number(value))))
+    for key, value in run.config.budget.items():
+        rows.append((f"budget {cell(str(key))}", cell(_number(value))))
+    text = "## Configuration\n\n| Setting | Value |\n|---|---|\n"
+    text += "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n\n"
+    if run.inputs:
+        text += "| Input | Value |\n|---|---|\n"
+        text += "\n".join(
+            f"| {cell(str(k))} | {cell(_number(v), 200)} |" for k, v in run.inputs.items()
+        )
+        text += "\n\n"
+    return text
+
+
+def _state(run: Run) -> str:
+    text = "## Execution state\n\n"
+    where = f"Cursor: step {run.cursor.index} of {run.cursor.total}"
+    where += f", {code(run.cursor.step, 80)}." if run.cursor.step is not None else "."
+    text += where + "\n\n"
+    if run.steps:
+        text += (
+            "| Step | Status | Attempts | Turns | Output | Tokens | Cost | Started | Finished |\n"
+        )
+        text += "|---|---|---:|---:|---|---:|---:|---|---|\n"
+        for sid, s in run.steps.items():
+            output = f"entry {s.output_entry}" if s.output_entry is not None else ""
+            text += (
+                f"| {cell(sid, 80)} | {s.status} | {s.attempts} | {s.turns} | {output} "
+                f"| {s.usage.total_tokens:,} | ${s.usage.cost_usd:.4f} "
+                f"| {cell(s.started or '')} | {cell(s.finished or '')} |\n"
+            )
+        text += "\n"
+    if run.in_flight:
+        text += "Tool calls in flight (started, result not recorded):\n\n"
+        for f in run.in_flight:
+            safe = "idempotent" if f.idempotent else "not idempotent"
+            text += (
+                f"- {code(f.call_id, 80)} {code(f.tool, 80)} in step {code(f.step, 80)}, "
+                f"entry {f.entry}, started {cell(f.started)}, {safe}\n"
+            )
+        text += "\n"
+    if run.last_error is not None:
+        e = run.last_error
+        step = f" in step {code(e.step, 80)}" if e.step else ""
+        text += f"Last error: {code(e.type, 80)} at {cell(e.at)}{step}: {cell(e.message, 500)}\n\n"
+    if run.attempts:
+        text += "| Attempt | Started | Ended | Status | Reason | Tokens | Cost | Notes |\n"
+        text += "|---:|---|---|---|---|---:|---:|---|\n"
+        for a in run.attempts:
+            text += (
+                f"| {a.n} | {cell(a.started)} | {cell(a.ended or '')} | {cell(a.status or '')} "
+                f"| {cell(a.reason or '', 200)} | {a.usage.total_tokens:,} "
+                f"| ${a.usage.cost_usd:.4f} "
+                f"| {cell('; '.join(a.notes), 300)} |\n"
+            )
+        text += "\n"
+    if run.redactions.count or run.redactions.where:
+        where = ", ".join(run.redactions.where)
+        text += f"Redactions: {run.redactions.count} secret value(s) replaced"
+        text += f" ({cell(where, 300)}).\n\n" if where else ".\n\n"
+    return text
+
+
+def conversation_preamble(empty: bool) -> str:
+    """The generated text between the conversation marker and the first entry."""
+    return f"{CONVERSATION_HEADING}\n\n" + (f"{EMPTY_CONVERSATION}\n\n" if empty else "")
+
+
+def render_document(run: Run, fm: dict[str, Any], digests: list[str]) -> str:
+    """The whole file for ``run`` given its front matter dict and entry digests."""
+    parts = ["---\n", yamlio.dump(fm), "---\n\n"]
+    parts.append(_section("metadata", _metadata(run)))
+    parts.append(_section("configuration", _configuration(run)))
+    parts.append(f"<!-- flow:section conversation ({SECTION_NOTES['conversation']}) -->\n")
+    parts.append(conversation_preamble(not run.transcript))
+    parts.extend(entry_block(e, d) for e, d in zip(run.transcript, digests, strict=True))
+    parts.append(_section("state", _state(run)))
+    parts.append(f"<!-- flow:end seq={run.journal_seq} -->\n")
+    return "".join(parts)
+
+
+def render(run: Run) -> str:
+    """The complete ``progress.md`` text for ``run``."""
+    digests = [entry_digest(e) for e in run.transcript]
+    chain = Chain(zip((e.id for e in run.transcript), digests, strict=True))
+    fm = front_matter(run, entries=len(run.transcript), digest=chain.root())
+    return render_document(run, fm, digests)

@@ -1,0 +1,161 @@
+"""Sidecar files: large or binary tool outputs kept beside the progress file.
+
+They live flat in ``<progress stem>.files/`` (``progress.md`` -> ``progress.files/``), are linked
+from the entry with a path relative to the progress file's folder, and carry a sha256 that is
+checked whenever they are read. A link that leaves that folder (``..``, an absolute path, a
+symlink) is refused::
+
+    rel, digest = write_sidecar(Path("run/progress.md"), "call_1-read_file.txt", data)
+    # rel == "progress.files/call_1-read_file.txt", digest == "sha256:<hex>"
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from pathlib import Path
+
+from .model import Entry
+
+#: Tool outputs larger than this (bytes) belong in a sidecar file, not in the transcript.
+SIDECAR_THRESHOLD = 64 * 1024
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}")
+
+
+def stem_of(progress: str | Path) -> str:
+    """``progress.md`` -> ``progress``: the name the sidecar folder is derived from."""
+    name = Path(progress).name
+    return name[:-3] if name.endswith(".md") else name
+
+
+def folder_name(progress: str | Path) -> str:
+    """The sidecar folder's name for a progress file: ``<stem>.files``."""
+    return f"{stem_of(progress)}.files"
+
+
+def is_binary(data: bytes) -> bool:
+    """True for bytes that are not UTF-8 text (or contain NUL)."""
+    if b"\0" in data:
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def needs_sidecar(data: bytes) -> bool:
+    """True when a tool output should go to a sidecar: over the threshold, or binary."""
+    return len(data) > SIDECAR_THRESHOLD or is_binary(data)
+
+
+def digest_of(data: bytes) -> str:
+    """``sha256:<hex>`` of ``data``."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def check_link(rel: str, stem: str) -> str | None:
+    """Why ``rel`` is not an acceptable sidecar link for progress stem ``stem``, or None."""
+    if rel.startswith("/") or "\\" in rel or re.match(r"[A-Za-z]:", rel):
+        return "is an absolute path"
+    parts = rel.split("/")
+    if ".." in parts:
+        return "leaves the sidecar folder (it contains ..)"
+    if len(parts) != 2 or parts[0] != f"{stem}.files":
+        return f"is not a file directly inside {stem}.files/"
+    if not _NAME.fullmatch(parts[1]):
+        return "has a file name other than letters, digits, dot, dash and underscore"
+    return None
+
+
+def _safe_name(hint: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", hint).strip(".-_")[:100]
+    return name or "output.bin"
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_sidecar(progress: Path, name_hint: str, data: bytes) -> tuple[str, str]:
+    """Write ``data`` durably into the sidecar folder; return (relative link, sha256 digest)."""
+    folder = progress.parent / folder_name(progress)
+    if folder.is_symlink():
+        raise OSError(f"refusing to write sidecars through the symlink {folder}")
+    created = not folder.exists()
+    folder.mkdir(mode=0o700, exist_ok=True)
+    digest = digest_of(data)
+    base = _safe_name(name_hint)
+    stem, dot, ext = base.rpartition(".")
+    if not dot or not stem:
+        stem, ext = base, ""
+    for n in range(1, 10_000):
+        name = base if n == 1 else f"{stem}-{n}{'.' + ext if ext else ''}"
+        target = folder / name
+        if target.exists() or target.is_symlink():
+            try:
+                if not target.is_symlink() and target.read_bytes() == data:
+                    return f"{folder.name}/{name}", digest
+            except OSError:
+                pass
+            continue
+        tmp = folder / f".{name}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+        _fsync_dir(folder)
+        if created:
+            _fsync_dir(folder.parent)
+        return f"{folder.name}/{name}", digest
+    raise OSError(f"no free sidecar name for {name_hint!r} in {folder}")
+
+
+def read_checked(progress: Path, entry: Entry) -> tuple[bytes | None, str | None]:
+    """The verified bytes of ``entry``'s sidecar, or (None, why it is unusable)."""
+    if entry.sidecar is None:
+        return None, "has no sidecar"
+    problem = check_link(entry.sidecar, stem_of(progress))
+    if problem is not None:
+        return None, problem
+    folder = progress.parent / folder_name(progress)
+    target = progress.parent / entry.sidecar
+    try:
+        if stat.S_ISLNK(os.lstat(folder).st_mode):
+            return None, f"is inside {folder.name}/, which is a symlink"
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(target, flags)
+    except FileNotFoundError:
+        return None, "does not exist"
+    except OSError as error:
+        if os.path.islink(target):
+            return None, "is a symlink"
+        return None, f"cannot be read ({error.strerror})"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None, "is not a regular file"
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if entry.sidecar_sha256 is not None and digest_of(data) != entry.sidecar_sha256:
+        return None, (
+            f"does not match its recorded hash (recorded {entry.sidecar_sha256[:19]}…, "
+            f"found {digest_of(data)[:19]}…): it was changed or replaced"
+        )
+    if entry.sidecar_bytes is not None and len(data) != entry.sidecar_bytes:
+        return None, f"has {len(data)} bytes, not the recorded {entry.sidecar_bytes}"
+    return data, None

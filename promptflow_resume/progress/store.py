@@ -1,0 +1,634 @@
+"""Durable storage of one run: atomic rewrites, an append-only journal, a lock, sidecars.
+
+One live writer owns a progress file through ``ProgressStore``. Each event (a model reply, a
+tool call's start or result, a status change) is one fsync'd line appended to
+``<progress>.journal``: the new transcript entries plus the whole front matter state, so the
+cost of an event does not grow with the run. ``checkpoint`` folds everything into
+``progress.md`` with an atomic rewrite (temp file, fsync, rename, fsync the folder) and drops the
+journal; that happens at step boundaries and on exit. Loading replays a journal left by a
+crash. Readers (``load_progress``, ``validate_file``) never modify anything::
+
+    store = ProgressStore.create(".flow/runs/r1/progress.md", run)
+    run.transcript.append(entry); store.save(run, [entry])   # O(1), durable
+    store.checkpoint(run)                                     # fold into progress.md
+    store.close()
+
+    run, report = load_progress(".flow/runs/r1/progress.md")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from .. import faults
+from ..errors import (
+    DigestError,
+    FileNotFoundFlowError,
+    InputError,
+    ProgressFormatError,
+    RunLockedError,
+    SidecarError,
+)
+from .digest import Chain, entry_digest
+from .frontmatter import front_matter, run_from_valid
+from .model import Entry, LoadReport, Run
+from .parse import normalize_text, parse_document
+from .render import render_document
+from .schema import validate_front_matter
+from .sidecar import read_checked, write_sidecar
+
+#: Progress files (and journals) larger than this are refused unread: a run keeps large
+#: outputs in sidecar files, so a file this big is not one we wrote, or is a runaway.
+MAX_FILE_BYTES = 32 * 1024 * 1024
+JOURNAL_VERSION = 1
+#: Bytes of a file inspected for NUL before it is decoded.
+_BINARY_PROBE = 8192
+
+
+def journal_path(progress: str | Path) -> Path:
+    """``<progress>.journal``."""
+    p = Path(progress)
+    return p.with_name(p.name + ".journal")
+
+
+def lock_path(progress: str | Path) -> Path:
+    """``<progress>.lock``."""
+    p = Path(progress)
+    return p.with_name(p.name + ".lock")
+
+
+def owner_path(progress: str | Path) -> Path:
+    """``<progress>.owner``: JSON ``{pid, host, since}`` of the live writer."""
+    p = Path(progress)
+    return p.with_name(p.name + ".owner")
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so a reader sees the old or the new file, never a mix."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    faults.point("store.checkpoint_before_temp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        _write_all(fd, data)
+        faults.point("store.checkpoint_after_temp")
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.close(fd)
+    faults.point("store.checkpoint_after_fsync")
+    os.replace(tmp, path)
+    faults.point("store.checkpoint_after_rename")
+    _fsync_dir(path.parent)
+    faults.point("store.checkpoint_after_dir_fsync")
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def read_text(path: str | Path, *, what: str = "progress file") -> str:
+    """The decoded text of ``path`` after the size, binary and encoding checks."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+    except FileNotFoundError:
+        raise FileNotFoundFlowError(
+            f"no {what} at {p}.",
+            path=p,
+            hint="Check the path; runs are kept under .flow/runs/<run-id>/progress.md by default.",
+        ) from None
+    if p.is_dir():
+        raise ProgressFormatError(
+            f"{p} is a folder, not a {what}.", path=p, hint="Pass the progress.md inside it."
+        )
+    if size > MAX_FILE_BYTES:
+        raise ProgressFormatError(
+            f"the file is {size / 1_000_000:.1f} MB, over the "
+            f"{MAX_FILE_BYTES // (1024 * 1024)} MiB "
+            f"limit for a {what}; it was not read.",
+            path=p,
+            hint=(
+                "Check that this is the right file: flow keeps large tool outputs in sidecar "
+                "files, so its progress files stay far below this size."
+            ),
+        )
+    with open(p, "rb") as handle:
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if b"\0" in data[:_BINARY_PROBE] or b"\0" in data:
+        offset = data.index(b"\0")
+        raise ProgressFormatError(
+            f"this is a binary file, not a {what} (it contains a NUL byte).",
+            path=p,
+            line=data.count(b"\n", 0, offset) + 1,
+            column=offset - (data.rfind(b"\n", 0, offset) + 1) + 1,
+            hint=(
+                "Pass the progress.md a run wrote; restore this one from version control "
+                "if it was damaged."
+            ),
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        offset = error.start
+        raise ProgressFormatError(
+            f"this is not UTF-8 text (byte 0x{data[offset]:02x} cannot be decoded), so it is "
+            f"not a {what} or it was damaged.",
+            path=p,
+            line=data.count(b"\n", 0, offset) + 1,
+            column=offset - (data.rfind(b"\n", 0, offset) + 1) + 1,
+            hint="Re-save the file as UTF-8, or restore it from version control.",
+        ) from None
+
+
+@dataclass
+class _Event:
+    seq: int
+    fm: dict[str, Any]
+    entries: list[dict[str, Any]]
+    line: int
+
+
+def entry_to_dict(entry: Entry) -> dict[str, Any]:
+    """An entry as a compact JSON-ready dict (the journal's form)."""
+    out: dict[str, Any] = {"id": entry.id, "role": entry.role, "content": entry.content}
+    for key in ("step", "call_id", "tool", "sidecar", "sidecar_sha256", "sidecar_bytes"):
+        value = getattr(entry, key)
+        if value is not None:
+            out[key] = value
+    if entry.is_error:
+        out["is_error"] = True
+    return out
+
+
+def entry_from_dict(data: dict[str, Any]) -> Entry:
+    """Inverse of ``entry_to_dict``."""
+    return Entry(
+        id=int(data["id"]),
+        role=data["role"],
+        content=data["content"],
+        step=data.get("step"),
+        call_id=data.get("call_id"),
+        tool=data.get("tool"),
+        is_error=bool(data.get("is_error", False)),
+        sidecar=data.get("sidecar"),
+        sidecar_sha256=data.get("sidecar_sha256"),
+        sidecar_bytes=data.get("sidecar_bytes"),
+    )
+
+
+def _journal_error(path: Path, line: int | None, message: str) -> ProgressFormatError:
+    return ProgressFormatError(
+        message,
+        path=path,
+        line=line,
+        column=1 if line else None,
+        hint=(
+            "The journal holds events written after the last checkpoint of progress.md. Move "
+            "it aside to resume from the checkpoint (losing those events), or restore it."
+        ),
+    )
+
+
+def read_journal(path: Path, run_id: str, report: LoadReport) -> list[_Event]:
+    """The complete events of the journal at ``path`` (a torn last line is skipped)."""
+    text = read_text(path, what="journal")
+    lines = text.split("\n")
+    if lines and lines[-1] != "":
+        report.warnings.append(
+            f"{path}:{len(lines)}: the journal's last line is incomplete (the process stopped "
+            "while writing it); that event was never confirmed and is ignored."
+        )
+    lines = lines[:-1]
+    if not lines:
+        return []
+    try:
+        header = json.loads(lines[0])
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("flow_journal") != JOURNAL_VERSION:
+        raise _journal_error(path, 1, "this is not a flow journal of a known version.")
+    if header.get("run_id") != run_id:
+        raise _journal_error(
+            path, 1, f"this journal belongs to run {header.get('run_id')!r}, not to {run_id!r}."
+        )
+    events: list[_Event] = []
+    for number, line in enumerate(lines[1:], start=2):
+        try:
+            data = json.loads(line)
+            event = _Event(int(data["seq"]), dict(data["fm"]), list(data["entries"]), number)
+        except (ValueError, KeyError, TypeError):
+            raise _journal_error(
+                path, number, "this journal line is damaged (not a complete event)."
+            ) from None
+        if events and event.seq != events[-1].seq + 1:
+            raise _journal_error(
+                path,
+                number,
+                f"journal events must count up by one; expected {events[-1].seq + 1}, "
+                f"found {event.seq}.",
+            )
+        events.append(event)
+    return events
+
+
+def replay(
+    run: Run, digests: list[str], events: list[_Event], path: Path, report: LoadReport
+) -> Run:
+    """Apply the journal ``events`` newer than the file to ``run``; return the resulting run.
+
+    ``digests`` are the stored digests of ``run.transcript`` and are extended in place.
+    """
+    pending = [e for e in events if e.seq > run.journal_seq]
+    if not pending:
+        return run
+    transcript = run.transcript
+    chain = Chain(zip((e.id for e in transcript), digests, strict=True))
+    for event in pending:
+        for data in event.entries:
+            try:
+                entry = entry_from_dict(data)
+            except (KeyError, TypeError, ValueError):
+                raise _journal_error(
+                    path, event.line, "an entry in this journal event is damaged."
+                ) from None
+            if entry.id != len(transcript) + 1:
+                raise DigestError(
+                    f"journal event {event.seq} adds entry {entry.id}, but the transcript has "
+                    f"{len(transcript)} entries: the journal does not continue this file.",
+                    path=path,
+                    line=event.line,
+                    column=1,
+                    hint="Move the journal aside to resume from the checkpoint in progress.md.",
+                )
+            digest = entry_digest(entry)
+            transcript.append(entry)
+            digests.append(digest)
+            chain.add(entry.id, digest)
+    last = pending[-1]
+    validate_front_matter(last.fm, path=path, context=f"journal event {last.seq}: ")
+    recorded = last.fm["transcript"]
+    if recorded["entries"] != len(transcript) or recorded["digest"] != chain.root():
+        raise DigestError(
+            f"journal event {last.seq} records a transcript that does not match the entries "
+            "before it: the journal or the file was altered.",
+            path=path,
+            line=last.line,
+            column=1,
+            hint="Move the journal aside to resume from the checkpoint in progress.md.",
+        )
+    result = run_from_valid(last.fm)
+    result.transcript = transcript
+    result.journal_seq = last.seq
+    report.replayed_events = len(pending)
+    return result
+
+
+def _locate(text: str, entry_id: int) -> int | None:
+    marker = f"\n<!-- flow:entry {entry_id} "
+    found = text.find(marker)
+    return None if found == -1 else text.count("\n", 0, found) + 2
+
+
+def _load(path: Path, *, verify_sidecars: bool = True) -> tuple[Run, LoadReport, list[str], bool]:
+    """Load + replay; returns run, report, stored digests and whether a journal exists."""
+    text = read_text(path)
+    parsed = parse_document(text, path=path)
+    run, report, digests = parsed.run, parsed.report, parsed.stored_digests
+    jpath = journal_path(path)
+    has_journal = jpath.exists()
+    if has_journal:
+        events = read_journal(jpath, run.run_id, report)
+        run = replay(run, digests, events, jpath, report)
+    if verify_sidecars:
+        body = normalize_text(text)
+        for entry in run.transcript:
+            if entry.sidecar is None:
+                continue
+            _, problem = read_checked(path, entry)
+            if problem is not None:
+                raise SidecarError(
+                    f"entry {entry.id} keeps its full output in the sidecar {entry.sidecar}, "
+                    f"which {problem}.",
+                    path=path,
+                    line=_locate(body, entry.id),
+                    column=1,
+                    hint=(
+                        f"Restore {entry.sidecar} from version control or a backup (sidecar "
+                        "files travel with their progress file); the run cannot use that output "
+                        "otherwise."
+                    ),
+                )
+    return run, report, digests, has_journal
+
+
+def load_progress(path: str | Path) -> tuple[Run, LoadReport]:
+    """Load a progress file: parse, replay its journal, verify sidecars. Never writes."""
+    run, report, _, _ = _load(Path(path))
+    return run, report
+
+
+def validate_file(path: str | Path) -> LoadReport:
+    """Check a progress file completely (``flow validate``); raise the first problem found."""
+    return load_progress(path)[1]
+
+
+# --- the writer ------------------------------------------------------------------------------
+
+
+def _acquire(path: Path) -> Any:
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(lock_path(path)), mode=0o600, thread_local=False, blocking=False)
+    try:
+        lock.acquire()
+    except Timeout:
+        owner: dict[str, Any] = {}
+        try:
+            with open(owner_path(path), encoding="utf-8", newline="") as handle:
+                owner = json.load(handle)
+        except (OSError, ValueError):
+            pass
+        who = (
+            f"pid {owner.get('pid', '?')} on {owner.get('host', '?')}, "
+            f"since {owner.get('since', '?')}"
+            if owner
+            else "owner unknown"
+        )
+        raise RunLockedError(
+            f"this run is in use by another flow process ({who}).",
+            path=path,
+            hint=(
+                "Wait for that process to finish, or stop it (Ctrl-C, or kill the pid on that "
+                "host) and run this again. A process that died releases the lock by itself."
+            ),
+        ) from None
+    return lock
+
+
+class ProgressStore:
+    """The single live writer of one progress file (holds its lock until ``close``)."""
+
+    def __init__(self, path: Path, lock: Any) -> None:
+        self.path = path
+        self._lock = lock
+        self._journal_fd: int | None = None
+        self._seq = 0
+        self._count = 0
+        self._chain = Chain()
+        self._last_text: str | None = None
+        self._closed = False
+
+    # -- lifecycle --
+
+    @classmethod
+    def create(cls, path: str | Path, run: Run) -> ProgressStore:
+        """Write a new progress file for ``run`` (refusing to overwrite one) and own it."""
+        p = Path(path)
+        if p.exists():
+            raise InputError(
+                f"a progress file already exists at {p}.",
+                path=p,
+                hint="Resume it with `flow resume`, or choose another path with --progress.",
+            )
+        p.parent.mkdir(parents=True, exist_ok=True)
+        lock = _acquire(p)
+        store = cls(p, lock)
+        try:
+            if p.exists():  # created by someone else between the check and the lock
+                raise InputError(f"a progress file already exists at {p}.", path=p)
+            store._write_owner()
+            store._clean_leftovers()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(journal_path(p))
+            run.journal_seq = 0
+            store.checkpoint(run)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @classmethod
+    def open(cls, path: str | Path) -> tuple[ProgressStore, Run, LoadReport]:
+        """Own an existing progress file: lock it, load it (replaying a journal), fold."""
+        p = Path(path)
+        if not p.exists():
+            raise FileNotFoundFlowError(f"no progress file at {p}.", path=p)
+        lock = _acquire(p)
+        store = cls(p, lock)
+        try:
+            store._write_owner()
+            store._clean_leftovers()
+            run, report, digests, has_journal = _load(p)
+            store._seq = run.journal_seq
+            store._count = len(run.transcript)
+            store._chain = Chain(zip((e.id for e in run.transcript), digests, strict=True))
+            if report.replayed_events:
+                # Fold what the crash left in the journal so the file shows it again.
+                store.checkpoint(run)
+            elif has_journal:
+                # Already folded (a crash between the rename and the unlink): just drop it.
+                os.unlink(journal_path(p))
+        except BaseException:
+            store.close()
+            raise
+        return store, run, report
+
+    def close(self) -> None:
+        """Release the lock (does not checkpoint: call ``checkpoint`` first to fold)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._journal_fd is not None:
+            os.close(self._journal_fd)
+            self._journal_fd = None
+        with (
+            contextlib.suppress(OSError, ValueError),
+            open(owner_path(self.path), encoding="utf-8", newline="") as handle,
+        ):
+            if json.load(handle).get("pid") == os.getpid():
+                os.unlink(owner_path(self.path))
+        self._lock.release()
+
+    def __enter__(self) -> ProgressStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _write_owner(self) -> None:
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "since": _now()}
+        target = owner_path(self.path)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            _write_all(fd, (json.dumps(info) + "\n").encode())
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+
+    def _clean_leftovers(self) -> None:
+        """Remove temp files a crashed writer left (safe: we hold the lock)."""
+        prefix = f".{self.path.name}."
+        with contextlib.suppress(OSError):
+            for item in self.path.parent.iterdir():
+                if item.name.startswith(prefix) and item.name.endswith(".tmp"):
+                    item.unlink()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this ProgressStore is closed")
+
+    # -- events --
+
+    def save(self, run: Run, new_entries: Sequence[Entry] = ()) -> None:
+        """Record one event durably: ``new_entries`` (just appended to ``run.transcript``)
+        plus the run's front matter state as it is now. Cost does not depend on run length.
+
+        Entries already saved must not change between checkpoints; if ``new_entries`` are not
+        exactly the transcript's unsaved tail, the store folds (``checkpoint``) instead.
+        """
+        self._check_open()
+        n = len(new_entries)
+        transcript = run.transcript
+        if len(transcript) != self._count + n or any(
+            transcript[self._count + i] is not e or e.id != self._count + i + 1
+            for i, e in enumerate(new_entries)
+        ):
+            self.checkpoint(run)
+            return
+        chain = self._chain.copy()
+        for entry in new_entries:
+            chain.add(entry.id, entry_digest(entry))
+        fm = front_matter(run, entries=len(transcript), digest=chain.root())
+        seq = self._seq + 1
+        line = json.dumps(
+            {"seq": seq, "fm": fm, "entries": [entry_to_dict(e) for e in new_entries]},
+            separators=(",", ":"),
+        )
+        self._append((line + "\n").encode("ascii"), run.run_id)
+        self._seq = seq
+        self._count = len(transcript)
+        self._chain = chain
+
+    def _append(self, data: bytes, run_id: str) -> None:
+        jpath = journal_path(self.path)
+        if self._journal_fd is None:
+            fd = os.open(jpath, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            if os.fstat(fd).st_size == 0:
+                header = json.dumps({"flow_journal": JOURNAL_VERSION, "run_id": run_id}) + "\n"
+                data = header.encode("ascii") + data
+                new_file = True
+            else:
+                new_file = False
+            self._journal_fd = fd
+        else:
+            new_file = False
+        fd = self._journal_fd
+        before = os.fstat(fd).st_size
+        faults.point("store.journal_before_append")
+        try:
+            _write_all(fd, data)
+        except BaseException:
+            # Leave no partial line behind for the next append to glue onto.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, before)
+            raise
+        faults.point("store.journal_after_append")
+        os.fsync(fd)
+        if new_file:
+            _fsync_dir(self.path.parent)  # the journal's name must survive a power cut too
+        faults.point("store.journal_after_fsync")
+
+    def checkpoint(self, run: Run) -> None:
+        """Fold: rewrite progress.md atomically with the run as it is now; drop the journal."""
+        self._check_open()
+        digests = [entry_digest(e) for e in run.transcript]
+        chain = Chain(zip((e.id for e in run.transcript), digests, strict=True))
+        run.journal_seq = self._seq
+        fm = front_matter(run, entries=len(run.transcript), digest=chain.root())
+        validate_front_matter(
+            fm,
+            path=self.path,
+            context="refusing to write an invalid checkpoint (a bug in the caller): ",
+        )
+        text = render_document(run, fm, digests)
+        if (
+            text != self._last_text
+            or self._journal_fd is not None
+            or journal_path(self.path).exists()
+        ):
+            data = text.encode("utf-8", "surrogatepass")
+            if len(data) > MAX_FILE_BYTES:
+                raise ProgressFormatError(
+                    f"the run has grown to {len(data) / 1_000_000:.1f} MB, over the progress file "
+                    "limit; its events are safe in the journal, but it cannot be folded.",
+                    path=self.path,
+                    hint=(
+                        "Keep large tool outputs in sidecar files (the engine does this "
+                        "above 64 KiB)."
+                    ),
+                )
+            atomic_write(self.path, data)
+            self._last_text = text
+        faults.point("store.checkpoint_before_journal_remove")
+        if self._journal_fd is not None:
+            os.close(self._journal_fd)
+            self._journal_fd = None
+        # No folder fsync after the unlink: a journal that reappears after a power cut holds
+        # only events the file already has (seq <= the file's), and is ignored.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(journal_path(self.path))
+        self._count = len(run.transcript)
+        self._chain = chain
+
+    # -- sidecars --
+
+    def write_sidecar(self, name_hint: str, data: bytes) -> tuple[str, str]:
+        """Store ``data`` in the sidecar folder; return (link relative to the file, sha256)."""
+        self._check_open()
+        return write_sidecar(self.path, name_hint, data)
+
+    def read_sidecar(self, entry: Entry) -> bytes:
+        """The bytes of ``entry``'s sidecar, verified against its recorded hash."""
+        data, problem = read_checked(self.path, entry)
+        if data is None:
+            raise SidecarError(
+                f"entry {entry.id}'s sidecar {entry.sidecar} {problem}.",
+                path=self.path,
+                hint=f"Restore {entry.sidecar} from version control or a backup.",
+            )
+        return data
