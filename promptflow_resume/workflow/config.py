@@ -55,7 +55,10 @@ def build_config(data: dict[str, Any], pos: YamlPositions, col: Collector, bad: 
         cfg.retry = _build_retry(data["retry"], pos, col)
     if "tools" in data and "tools" not in bad:
         cfg.tools_listed = True
-        cfg.tool_map, cfg.tools = _resolve_tools(data["tools"], cfg.commands, pos, col)
+        broken = data.get("commands") if isinstance(data.get("commands"), dict) else {}
+        cfg.tool_map, cfg.tools = _resolve_tools(
+            data["tools"], cfg.commands, set(broken or ()) - set(cfg.commands), pos, col
+        )
     elif "tools" not in data:
         cfg.tools = tuple(cfg.commands)
     return cfg
@@ -96,7 +99,8 @@ def build_inputs(raw: dict[str, Any], pos: YamlPositions, col: Collector) -> dic
                         "input",
                     )
         if not ok:
-            continue
+            # Keep the input (without the bad parts) so its uses are not reported as undeclared.
+            default, typed_choices, choices = None, [], None
         inputs[name] = InputDecl(
             name=name,
             type=type_,
@@ -197,14 +201,19 @@ def resolve_tool(name: str, commands: dict[str, CommandDecl]) -> tuple[ToolKind,
 
 
 def _resolve_tools(
-    names: list[str], commands: dict[str, CommandDecl], pos: YamlPositions, col: Collector
+    names: list[str],
+    commands: dict[str, CommandDecl],
+    broken: set[str],
+    pos: YamlPositions,
+    col: Collector,
 ) -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
     tool_map: dict[str, tuple[str, ...]] = {}
     resolved: list[str] = []
     for i, name in enumerate(names):
         kind, targets = resolve_tool(name, commands)
         tool_map[name] = targets
-        if kind == "unknown":
+        # A command whose declaration has errors was reported there; do not report it twice.
+        if kind == "unknown" and name not in broken:
             line, column = pos.value(("tools", i))
             hint = did_you_mean(name, [*commands, *BUILTIN_TOOLS])
             col.warning(

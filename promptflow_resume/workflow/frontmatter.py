@@ -162,6 +162,10 @@ def _describe(error: Any, path: FieldPath) -> list[tuple[str, FieldPath, bool]]:
     kind = error.validator
     schema = error.schema if isinstance(error.schema, dict) else {}
     value = error.instance
+    if "propertyNames" in error.absolute_schema_path and isinstance(value, str):
+        # jsonschema reports a bad mapping key at the mapping; point at the key itself.
+        rule = schema.get("description") or "letters, digits, _ and -"
+        return [(f"`{value}` is not a valid name: use {rule}.", (*path, value), True)]
     if kind == "additionalProperties":
         known = list(schema.get("properties", {}))
         return [
@@ -177,13 +181,10 @@ def _describe(error: Any, path: FieldPath) -> list[tuple[str, FieldPath, bool]]:
     if kind == "required":
         missing = [name for name in error.validator_value if name not in value]
         return [(f"`{name}` is required here.", path, True) for name in missing]
-    if kind == "propertyNames":
-        rule = error.validator_value.get("description") or _ref_description(error.validator_value)
-        return [(f"`{value}` is not a valid name: use {rule}.", (*path, value), True)]
     if kind == "type":
         expected = error.validator_value
         names = expected if isinstance(expected, list) else [expected]
-        shown = " or ".join("a mapping" if n == "object" else _article(n) for n in names)
+        shown = " or ".join(_article(_JSON_TYPES.get(str(n), str(n))) for n in names)
         return [(f"must be {shown}, not {type_name(value)} {_short(value)}.", path, False)]
     if kind == "enum":
         options = ", ".join(str(v) for v in error.validator_value)
@@ -210,12 +211,7 @@ def _describe(error: Any, path: FieldPath) -> list[tuple[str, FieldPath, bool]]:
     return [(f"{error.message}.", path, False)]
 
 
-def _ref_description(sub: dict[str, Any]) -> str:
-    ref = sub.get("$ref", "")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        target = workflow_schema()["$defs"].get(ref.rsplit("/", 1)[-1], {})
-        return str(target.get("description", "letters, digits, _ and -"))
-    return "letters, digits, _ and -"
+_JSON_TYPES = {"object": "mapping", "array": "list"}
 
 
 def _article(name: str) -> str:

@@ -126,6 +126,8 @@ class _Analysis:
     cfg: Config
     body: ParsedBody
     index: LineIndex
+    #: Top-level front-matter keys that failed the schema.
+    bad: set[str]
 
 
 def _analyze(text: str, path: str) -> tuple[Workflow | None, Collector]:
@@ -152,7 +154,7 @@ def _analyze(text: str, path: str) -> tuple[Workflow | None, Collector]:
         _warn_variables_in_front_matter(src, col)
     index = LineIndex(src.body, first_line=src.body_line)
     body = parse_body(src.body, index=index, col=col)
-    analysis = _Analysis(src, data, cfg, body, index)
+    analysis = _Analysis(src, data, cfg, body, index, bad)
     steps = _build_steps(analysis, col)
     variables, inputs = _check_variables(analysis, steps, col)
     _check_commands_used(cfg, steps, col)
@@ -547,7 +549,8 @@ def _inputs(
     col: Collector,
 ) -> dict[str, InputDecl]:
     declared = analysis.cfg.inputs
-    has_block = "inputs" in analysis.data
+    # With a broken `inputs:` block its names are unknown: do not call every use undeclared.
+    has_block = "inputs" in analysis.data and "inputs" not in analysis.bad
     inputs: dict[str, InputDecl] = {}
     for name, decl in declared.items():
         placeholder = decl.placeholder

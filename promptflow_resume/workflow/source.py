@@ -12,6 +12,8 @@ line; everything after it is the Markdown body::
 from __future__ import annotations
 
 import bisect
+import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +27,8 @@ MAX_WORKFLOW_BYTES = 1024 * 1024
 BOM = "\ufeff"
 
 FieldPath = tuple[str | int, ...]
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
 def normalize_newlines(text: str) -> str:
@@ -160,7 +164,12 @@ def field_path(path: FieldPath) -> str:
     """``$.commands.bump.argv[0]`` style text for a field path."""
     text = "$"
     for part in path:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif _PLAIN_KEY.match(part):
+            text += f".{part}"
+        else:
+            text += "[" + json.dumps(part, ensure_ascii=False) + "]"
     return text
 
 
