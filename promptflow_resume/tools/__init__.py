@@ -1,0 +1,90 @@
+"""Tools the model may call: built-in file tools and the workflow's declared commands.
+
+Every tool comes from the workflow file (the built-ins it names, the commands it declares),
+never from a progress file, so a shared progress file cannot make ``flow`` run anything::
+
+    tools = build_tools(workflow, Path.cwd())
+    result = call_tool(tools, "read_file", '{"path": "README.md"}', ToolContext(Path.cwd()))
+
+A name in ``tools:`` resolves to a declared command of that name first, else to the built-ins
+``tools.names.map_tool_name`` maps it to (``edit/editFiles`` → ``read_file``, ``write_file``);
+a name that resolves to nothing is skipped here (``flow check`` reports it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..workflow.model import CommandDecl, Workflow
+from .base import Tool, ToolContext, ToolResult
+from .builtin import BUILTINS, error_result
+from .commands import CommandTool, command_tool
+from .names import BUILTIN_TOOLS, map_tool_name
+
+__all__ = [
+    "BUILTINS",
+    "BUILTIN_TOOLS",
+    "CommandTool",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "build_tools",
+    "call_tool",
+    "command_tool",
+    "resolve_tool_names",
+]
+
+
+def resolve_tool_names(names: Sequence[str], commands: Mapping[str, CommandDecl]) -> list[str]:
+    """Tool names as the model sees them, in order, without duplicates; unknown ones dropped."""
+    resolved: list[str] = []
+    for name in names:
+        targets = (name,) if name in commands else (map_tool_name(name) or ())
+        for target in targets:
+            if target not in resolved:
+                resolved.append(target)
+    return resolved
+
+
+def build_tools(
+    workflow: Workflow, workspace: Path, *, names: Sequence[str] | None = None
+) -> dict[str, Tool]:
+    """The tools the model may call, by name: ``workflow.tools``, or ``names`` (a step's list).
+
+    ``workflow.tools`` is what the loader resolved from the front matter's ``tools:`` (all
+    declared commands when the key is absent). A declared command wins over a built-in of the
+    same name. Only ``workflow.commands`` can produce a command tool. WorkflowError if a
+    command's ``cwd`` leaves ``workspace``.
+    """
+    tools: dict[str, Tool] = {}
+    for name in resolve_tool_names(workflow.tools if names is None else names, workflow.commands):
+        decl = workflow.commands.get(name)
+        tools[name] = command_tool(decl, workspace) if decl is not None else BUILTINS[name]()
+    return tools
+
+
+def call_tool(
+    tools: Mapping[str, Tool], name: str, arguments: str | Mapping[str, Any], ctx: ToolContext
+) -> ToolResult:
+    """Run the tool ``name`` with the model's arguments (JSON text or a mapping).
+
+    An unknown tool or arguments that are not a JSON object come back as error results the
+    model can act on, like every other mistake it can make.
+    """
+    tool = tools.get(name)
+    if tool is None:
+        offered = ", ".join(sorted(tools)) or "none"
+        return error_result(f"there is no tool named `{name}`; the tools here are: {offered}")
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments) if arguments.strip() else {}
+        except ValueError as exc:
+            return error_result(f"the arguments are not valid JSON ({exc}); send a JSON object")
+    else:
+        parsed = dict(arguments)
+    if not isinstance(parsed, dict):
+        return error_result('the arguments must be a JSON object, e.g. {"path": "README.md"}')
+    return tool.run(parsed, ctx)

@@ -1,0 +1,644 @@
+"""Built-in file tools: read, write, list and search files inside the workspace.
+
+Every path the model gives is taken relative to the workspace root (``ToolContext.workspace``)
+and must stay inside it: ``..`` that climbs out, an absolute path elsewhere, or a symbolic link
+that points outside is refused. A refusal, a missing file or a bad argument is a
+``ToolResult`` with ``is_error=True`` that tells the model what to do instead; a tool never
+raises for anything the model can cause. Paths in results are relative to the workspace root
+with ``/`` separators, so the model can pass them straight back.
+
+All four are idempotent (safe to run again when a run is resumed): reading, listing and
+searching change nothing, and ``write_file`` leaves the same file behind however often it runs
+with the same arguments.
+
+Output is bounded so that one call cannot flood the conversation: ``read_file`` returns at most
+``MAX_READ_LINES`` lines and ``MAX_READ_CHARS`` characters per call (and says how to read on),
+``list_files`` at most ``MAX_LIST_ENTRIES`` paths, ``search_files`` at most
+``MAX_SEARCH_MATCHES`` matching lines.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import stat
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..providers.base import ToolSpec
+from .base import Tool, ToolContext, ToolResult
+
+MAX_READ_LINES = 2000
+MAX_READ_CHARS = 100_000
+MAX_LIST_ENTRIES = 1000
+MAX_SEARCH_MATCHES = 200
+#: Longest line shown in a search result; longer ones are cut with "…".
+MAX_MATCH_LINE_CHARS = 300
+#: Files larger than this are skipped by ``search_files`` (and counted in its note).
+MAX_SEARCH_FILE_BYTES = 4 * 1024 * 1024
+#: A search stops after this many seconds and says so (a pathological pattern cannot hang it).
+SEARCH_TIME_LIMIT = 20.0
+MAX_WRITE_BYTES = 16 * 1024 * 1024
+#: Bytes looked at to tell a binary file from text.
+SNIFF_BYTES = 8192
+
+#: Folders a recursive listing or search does not enter (unless asked for by ``path``).
+SKIPPED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".flow",
+        "node_modules",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".tox",
+    }
+)
+#: Top-level folders ``write_file`` refuses: version control data, and flow's own runs
+#: (a model that overwrote a progress file would corrupt its own checkpoint).
+PROTECTED_DIRS = (".git", ".flow")
+
+
+class PathEscapeError(ValueError):
+    """A path given to a tool leaves the workspace; the message is meant for the model."""
+
+
+def confine(root: Path, path: str) -> Path:
+    """``path`` (relative to ``root``, or absolute inside it) resolved, or PathEscapeError."""
+    if "\x00" in path:
+        raise PathEscapeError("the path contains a NUL character")
+    root_abs = Path(os.path.abspath(root))
+    candidate = Path(os.path.normpath(root_abs / path))
+    if not _is_within(candidate, root_abs):
+        raise PathEscapeError(
+            f"'{path}' is outside the workspace; use a path relative to the workspace root "
+            "(e.g. 'src/main.py')"
+        )
+    resolved = Path(os.path.realpath(candidate))
+    if not _is_within(resolved, Path(os.path.realpath(root_abs))):
+        raise PathEscapeError(
+            f"'{path}' leads outside the workspace through a symbolic link; only files inside "
+            "the workspace can be used"
+        )
+    return resolved
+
+
+def _is_within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def relative_name(path: Path, root: Path) -> str:
+    """``path`` relative to the workspace root, with ``/`` separators ("." for the root)."""
+    rel = os.path.relpath(path, os.path.realpath(root))
+    return "." if rel == "." else rel.replace(os.sep, "/")
+
+
+@functools.lru_cache(maxsize=128)
+def _validator(schema_json: str) -> Any:
+    # jsonschema is imported on first use: it costs ~50 ms, and `flow --help` never needs it.
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(json.loads(schema_json))
+
+
+def validate_arguments(schema: Mapping[str, Any], arguments: Any) -> str | None:
+    """Why ``arguments`` do not fit the JSON Schema ``schema``, or None when they do."""
+    if not schema:
+        return None
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    errors = sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.path])
+    if not errors:
+        return None
+    lines = []
+    for err in errors[:5]:
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.path)
+        lines.append(f"${where}: {err.message}")
+    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+    return "invalid arguments: " + "; ".join(lines) + more
+
+
+def error_result(message: str) -> ToolResult:
+    """An error the model sees (and can correct), as a result rather than an exception."""
+    return ToolResult(content=f"error: {message}", is_error=True)
+
+
+def _object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+class BuiltinTool:
+    """Shared behaviour of the file tools: argument check, workspace, errors as results."""
+
+    spec: ToolSpec
+    idempotent: bool = True
+
+    def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Check ``arguments`` against the spec, then do the work inside ``ctx.workspace``."""
+        problem = validate_arguments(self.spec.parameters, arguments)
+        if problem is not None:
+            return error_result(f"{problem}. Expected: {_signature(self.spec)}.")
+        root = Path(ctx.workspace)
+        if not root.is_dir():
+            return error_result(f"the workspace folder {root} does not exist")
+        try:
+            return self._run(arguments, root)
+        except PathEscapeError as exc:
+            return error_result(str(exc))
+        except OSError as exc:
+            # Permission denied, a file removed mid-call, a full disk: the model should know.
+            reason = exc.strerror or type(exc).__name__
+            name = f" '{relative_name(Path(exc.filename), root)}'" if exc.filename else ""
+            return error_result(f"{reason}{name}")
+
+    def _run(self, arguments: dict[str, Any], root: Path) -> ToolResult:
+        raise NotImplementedError
+
+
+def _signature(spec: ToolSpec) -> str:
+    props = spec.parameters.get("properties", {})
+    required = set(spec.parameters.get("required", ()))
+    parts = [name if name in required else f"{name}?" for name in props]
+    return f"{spec.name}({', '.join(parts)})"
+
+
+# --- read_file ----------------------------------------------------------------------------
+
+
+class ReadFile(BuiltinTool):
+    """``read_file {path, offset?, limit?}``: a text file's lines.
+
+    The whole file comes back exactly as stored when it fits in one call. Otherwise the
+    requested lines come back followed by one line in brackets saying which lines were shown
+    and the ``offset`` to read on from. Binary files are described (size, kind), not shown.
+    """
+
+    spec = ToolSpec(
+        name="read_file",
+        description=(
+            "Read a text file in the workspace. Returns the file's text; for long files, up to "
+            f"{MAX_READ_LINES} lines per call: pass offset (1-based line number) and limit "
+            "(number of lines) to read other parts."
+        ),
+        parameters=_object_schema(
+            {
+                "path": {"type": "string", "description": "File path relative to the workspace."},
+                "offset": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "First line to read (1-based). Default 1.",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": f"Number of lines to read (at most {MAX_READ_LINES}).",
+                },
+            },
+            ["path"],
+        ),
+    )
+
+    def _run(self, arguments: dict[str, Any], root: Path) -> ToolResult:
+        name = arguments["path"]
+        path = confine(root, name)
+        rel = relative_name(path, root)
+        if not path.exists():
+            return error_result(f"there is no file '{rel}'; list_files shows what exists")
+        if path.is_dir():
+            return error_result(f"'{rel}' is a folder; use list_files to see what it holds")
+        offset = int(arguments.get("offset", 1))
+        limit = min(int(arguments.get("limit", MAX_READ_LINES)), MAX_READ_LINES)
+        with open(path, "rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+            if b"\x00" in head:
+                size = os.fstat(fh.fileno()).st_size
+                return ToolResult(describe_binary(rel, size, head))
+            fh.seek(0)
+            return self._lines(fh, rel, offset, limit)
+
+    @staticmethod
+    def _lines(fh: Any, rel: str, offset: int, limit: int) -> ToolResult:
+        shown: list[str] = []
+        chars = 0
+        total = 0
+        last = offset - 1
+        invalid = cut = False
+        for raw in fh:
+            total += 1
+            if total < offset or len(shown) >= limit or chars >= MAX_READ_CHARS:
+                continue
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                line = raw.decode("utf-8", errors="replace")
+                invalid = True
+            if chars + len(line) > MAX_READ_CHARS:
+                if shown:
+                    chars = MAX_READ_CHARS  # stop here; the next call starts at this line
+                    continue
+                # One line longer than a whole call (minified code): show its start.
+                line = line[:MAX_READ_CHARS]
+                cut = True
+            shown.append(line)
+            chars += len(line)
+            last = total
+        if total == 0:
+            return ToolResult(f"(the file '{rel}' is empty)")
+        if offset > total:
+            return error_result(
+                f"offset {offset} is past the end of '{rel}', which has {total} lines"
+            )
+        text = "".join(shown)
+        notes = []
+        if offset > 1 or last < total:
+            more = f"; read on with offset={last + 1}" if last < total else ""
+            notes.append(f"lines {offset}-{last} of {total}{more}")
+        if cut:
+            notes.append(f"line {last} is longer than {MAX_READ_CHARS} characters and was cut")
+        if invalid:
+            notes.append("the file is not valid UTF-8; undecodable bytes are shown as \ufffd")
+        if notes:
+            sep = "" if text.endswith("\n") else "\n"
+            text += f"{sep}[{'; '.join(notes)}]"
+        return ToolResult(text)
+
+
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "PNG image"),
+    (b"\xff\xd8\xff", "JPEG image"),
+    (b"GIF8", "GIF image"),
+    (b"%PDF-", "PDF document"),
+    (b"PK\x03\x04", "ZIP archive (also docx, xlsx, jar, wheel)"),
+    (b"\x1f\x8b", "gzip archive"),
+    (b"\x7fELF", "ELF executable"),
+    (b"SQLite format 3\x00", "SQLite database"),
+    (b"\x00asm", "WebAssembly module"),
+    (b"\xca\xfe\xba\xbe", "Java class or Mach-O binary"),
+    (b"MZ", "Windows executable"),
+    (b"BZh", "bzip2 archive"),
+    (b"\xfd7zXZ\x00", "xz archive"),
+    (b"7z\xbc\xaf\x27\x1c", "7-Zip archive"),
+)
+
+
+def describe_binary(rel: str, size: int, head: bytes) -> str:
+    """A one-line description of a binary file: its size and, where known, its kind."""
+    kind = "unknown kind"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        kind = "WebP image"
+    else:
+        kind = next((k for magic, k in _MAGIC if head.startswith(magic)), kind)
+    return f"'{rel}' is a binary file ({kind}, {size} bytes); its content is not shown as text."
+
+
+# --- write_file ---------------------------------------------------------------------------
+
+
+class WriteFile(BuiltinTool):
+    """``write_file {path, content}``: create or replace a text file (UTF-8, as given).
+
+    Idempotent: writing the same content again leaves the same file (and is reported as
+    unchanged without touching it). Folders on the way are created. An existing file is
+    replaced atomically (a temporary file renamed over it) and keeps its permissions. Writing
+    into ``.git/`` or ``.flow/`` at the workspace root is refused.
+    """
+
+    spec = ToolSpec(
+        name="write_file",
+        description=(
+            "Create or overwrite a text file in the workspace with the given content "
+            "(the whole file). Missing folders are created."
+        ),
+        parameters=_object_schema(
+            {
+                "path": {"type": "string", "description": "File path relative to the workspace."},
+                "content": {"type": "string", "description": "The complete new file content."},
+            },
+            ["path", "content"],
+        ),
+    )
+
+    def _run(self, arguments: dict[str, Any], root: Path) -> ToolResult:
+        path = confine(root, arguments["path"])
+        rel = relative_name(path, root)
+        top = rel.split("/", 1)[0]
+        if top in PROTECTED_DIRS:
+            return error_result(f"'{rel}' is inside {top}/, which tools may not change")
+        if rel == ".":
+            return error_result("a file path is needed, not the workspace folder itself")
+        data = arguments["content"].encode("utf-8", errors="surrogatepass")
+        if len(data) > MAX_WRITE_BYTES:
+            return error_result(
+                f"the content is {len(data)} bytes; write_file takes at most {MAX_WRITE_BYTES}"
+            )
+        if path.is_dir():
+            return error_result(f"'{rel}' is a folder; choose a file name inside it")
+        if path.exists():
+            if not os.access(path, os.W_OK):
+                return error_result(f"'{rel}' is read-only; it was left unchanged")
+            old = path.read_bytes()
+            if old == data:
+                return ToolResult(
+                    f"'{rel}' already has this content ({len(data)} bytes); unchanged"
+                )
+            _replace_atomically(path, data)
+            return ToolResult(f"wrote {len(data)} bytes to '{rel}' (replaced {len(old)} bytes)")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # O_EXCL + O_NOFOLLOW: never follow a link planted after the check above.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        return ToolResult(f"wrote {len(data)} bytes to '{rel}' (new file)")
+
+
+def _replace_atomically(path: Path, data: bytes) -> None:
+    mode = stat.S_IMODE(path.stat().st_mode)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# --- list_files ---------------------------------------------------------------------------
+
+
+class ListFiles(BuiltinTool):
+    """``list_files {path?, pattern?}``: a folder's entries, or files matching a glob.
+
+    Without ``pattern``: the folder's direct entries, one per line, folders ending in ``/``
+    and symbolic links shown as ``name -> target``. With ``pattern``: every file below the
+    folder whose path matches the glob (``*``, ``?``, ``[abc]``, ``{a,b}``, ``**/``); a pattern
+    without ``/`` is matched against file names only. Recursive listing skips
+    ``SKIPPED_DIRS`` (``.git``, ``node_modules`` …) and does not follow links to folders.
+    """
+
+    spec = ToolSpec(
+        name="list_files",
+        description=(
+            "List files in the workspace. Without pattern: the entries of one folder (folders "
+            "end with '/'). With pattern: all files below the folder matching a glob such as "
+            "'*.py', 'src/**/*.ts' or '*.{md,txt}'."
+        ),
+        parameters=_object_schema(
+            {
+                "path": {
+                    "type": "string",
+                    "description": "Folder relative to the workspace. Default: the workspace root.",
+                },
+                "pattern": {
+                    "type": "string",
+                    "description": "Glob to match files below the folder, e.g. '**/*.py'.",
+                },
+            },
+            [],
+        ),
+    )
+
+    def _run(self, arguments: dict[str, Any], root: Path) -> ToolResult:
+        folder = confine(root, arguments.get("path") or ".")
+        rel = relative_name(folder, root)
+        if not folder.exists():
+            return error_result(f"there is no folder '{rel}'")
+        if not folder.is_dir():
+            return error_result(f"'{rel}' is a file, not a folder; read it with read_file")
+        pattern = arguments.get("pattern")
+        if pattern:
+            matcher = glob_matcher(pattern)
+            lines = (relative_name(p, root) for p in walk_files(folder) if matcher(_rel(p, folder)))
+            empty = f"(no files under '{rel}' match '{pattern}')"
+        else:
+            lines = (_entry_line(entry, root) for entry in _sorted_entries(folder))
+            empty = f"(the folder '{rel}' is empty)"
+        shown, more = _take(lines, MAX_LIST_ENTRIES)
+        if not shown:
+            return ToolResult(empty)
+        text = "\n".join(shown)
+        if more:
+            text += (
+                f"\n[{MAX_LIST_ENTRIES} entries shown, more not listed; narrow with path or "
+                "pattern]"
+            )
+        return ToolResult(text)
+
+
+def _sorted_entries(folder: Path) -> list[os.DirEntry[str]]:
+    with os.scandir(folder) as it:
+        return sorted(it, key=lambda e: e.name)
+
+
+def _entry_line(entry: os.DirEntry[str], root: Path) -> str:
+    name = relative_name(Path(entry.path), root)
+    if entry.is_symlink():
+        return f"{name} -> {os.readlink(entry.path)}"
+    return f"{name}/" if entry.is_dir() else name
+
+
+def _rel(path: Path, folder: Path) -> str:
+    return os.path.relpath(path, folder).replace(os.sep, "/")
+
+
+def _take(items: Iterator[str], limit: int) -> tuple[list[str], bool]:
+    """The first ``limit`` items, and whether there were more."""
+    shown: list[str] = []
+    for item in items:
+        if len(shown) == limit:
+            return shown, True
+        shown.append(item)
+    return shown, False
+
+
+def walk_files(folder: Path) -> Iterator[Path]:
+    """Regular files below ``folder`` in sorted order, skipping ``SKIPPED_DIRS`` and links."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+        for name in sorted(filenames):
+            path = Path(dirpath, name)
+            # A link may point outside the workspace; a file reached through one is skipped.
+            if not path.is_symlink():
+                yield path
+
+
+def glob_matcher(pattern: str) -> Callable[[str], bool]:
+    """A predicate on ``/``-separated relative paths for a glob; no ``/`` → names only."""
+    glob = pattern.strip()
+    while glob.startswith("./"):
+        glob = glob[2:]
+    regex = re.compile(_glob_regex(glob or "*") + r"\Z", re.DOTALL)
+    if "/" in glob:
+        return lambda rel: regex.match(rel) is not None
+    return lambda rel: regex.match(rel.rsplit("/", 1)[-1]) is not None
+
+
+def _glob_regex(glob: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(glob)
+    while i < n:
+        c = glob[i]
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[" and (end := glob.find("]", i + 2)) != -1:
+            body = glob[i + 1 : end]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
+            continue
+        elif c == "{" and (end := glob.find("}", i + 1)) != -1:
+            options = glob[i + 1 : end].split(",")
+            out.append("(?:" + "|".join(_glob_regex(o) for o in options) + ")")
+            i = end + 1
+            continue
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+# --- search_files -------------------------------------------------------------------------
+
+
+class SearchFiles(BuiltinTool):
+    """``search_files {pattern, path?, glob?}``: lines of text files that match.
+
+    ``pattern`` is a Python regular expression; one that does not compile is searched for as
+    literal text (and the result says so). Each match is one line ``path:line: text``. Binary
+    files, files above ``MAX_SEARCH_FILE_BYTES`` and ``SKIPPED_DIRS`` are skipped.
+    """
+
+    spec = ToolSpec(
+        name="search_files",
+        description=(
+            "Search text files in the workspace for a regular expression (or literal text) and "
+            "return matching lines as 'path:line: text'. Use (?i) for case-insensitive search."
+        ),
+        parameters=_object_schema(
+            {
+                "pattern": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Regular expression or literal text to find.",
+                },
+                "path": {
+                    "type": "string",
+                    "description": "Folder or file to search. Default: the workspace root.",
+                },
+                "glob": {
+                    "type": "string",
+                    "description": "Only search files matching this glob, e.g. '*.py'.",
+                },
+            },
+            ["pattern"],
+        ),
+    )
+
+    def _run(self, arguments: dict[str, Any], root: Path) -> ToolResult:
+        start = confine(root, arguments.get("path") or ".")
+        rel_start = relative_name(start, root)
+        if not start.exists():
+            return error_result(f"there is no file or folder '{rel_start}'")
+        notes: list[str] = []
+        pattern_text: str = arguments["pattern"]
+        try:
+            regex = re.compile(pattern_text)
+        except re.error as exc:
+            regex = re.compile(re.escape(pattern_text))
+            notes.append(f"not a valid regular expression ({exc}); searched for it literally")
+        # A first search over the whole file (lines as in MULTILINE mode) finds the few files
+        # worth splitting into lines. The anchors \A and \Z mean something else there.
+        whole = None
+        if "\\A" not in pattern_text and "\\Z" not in pattern_text:
+            whole = re.compile(regex.pattern, regex.flags | re.MULTILINE)
+        glob = arguments.get("glob")
+        is_dir = start.is_dir()
+        matcher = glob_matcher(glob) if glob and is_dir else None
+        files = walk_files(start) if is_dir else iter([start])
+        matches: list[str] = []
+        skipped_large = 0
+        truncated = timed_out = False
+        deadline = time.monotonic() + SEARCH_TIME_LIMIT
+        for path in files:
+            if matcher is not None and not matcher(_rel(path, start)):
+                continue
+            if time.monotonic() > deadline:
+                timed_out = True
+                break
+            try:
+                if path.stat().st_size > MAX_SEARCH_FILE_BYTES:
+                    skipped_large += 1
+                    continue
+                data = path.read_bytes()
+            except OSError:
+                continue  # unreadable or vanished: not worth failing the whole search
+            if b"\x00" in data[:SNIFF_BYTES]:
+                continue
+            text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+            if whole is not None and not whole.search(text):
+                continue
+            name = relative_name(path, root)
+            # Split on newlines only, so line numbers agree with read_file's offsets.
+            for number, line in enumerate(text.split("\n"), 1):
+                if regex.search(line):
+                    if len(matches) == MAX_SEARCH_MATCHES:
+                        truncated = True
+                        break
+                    if len(line) > MAX_MATCH_LINE_CHARS:
+                        line = line[:MAX_MATCH_LINE_CHARS] + "…"
+                    matches.append(f"{name}:{number}: {line}")
+            if truncated:
+                break
+        if truncated:
+            notes.append(
+                f"first {MAX_SEARCH_MATCHES} matches shown, there are more; narrow with path, "
+                "glob or a more specific pattern"
+            )
+        if timed_out:
+            notes.append(f"the search stopped after {SEARCH_TIME_LIMIT:g} s; narrow it")
+        if skipped_large:
+            notes.append(
+                f"{skipped_large} file(s) larger than {MAX_SEARCH_FILE_BYTES} bytes not searched"
+            )
+        where = f" in '{glob}' files" if glob else ""
+        text = "\n".join(matches) if matches else f"(no matches under '{rel_start}'{where})"
+        if notes:
+            text += "\n" + "\n".join(f"[{note}]" for note in notes)
+        return ToolResult(text)
+
+
+#: The built-in tools by name. Each value builds a fresh tool object.
+BUILTINS: dict[str, Callable[[], Tool]] = {
+    "read_file": ReadFile,
+    "write_file": WriteFile,
+    "list_files": ListFiles,
+    "search_files": SearchFiles,
+}
