@@ -130,6 +130,7 @@ def test_a_transient_failure_fires_once_per_process(script: Path) -> None:
         provider.complete(request)
     err = info.value
     assert err.transient and err.status_code == 503 and err.retry_after == 0.01
+    assert err.reason == "provider_transient"
     assert "overloaded (scripted failure on model call #2)" in str(err)
     assert provider.complete(request).content == "Ship on Friday."
     assert provider.complete(request).content == "Ship on Friday."
@@ -146,17 +147,20 @@ def test_a_state_file_makes_fail_once_hold_across_processes(tmp_path: Path) -> N
     )
     with pytest.raises(ProviderError) as info:
         from_file(script).complete(conversation())
-    assert not info.value.transient
+    assert not info.value.transient and info.value.reason == "provider_error"
     assert (tmp_path / "s.state.json").exists()
     # The "resumed" process gets its reply.
     assert from_file(script).complete(conversation()).content == "a"
 
 
 def test_failures_that_never_stop_and_ready_made_errors() -> None:
-    always = ScriptedProvider.from_replies(["a"], failures={0: {"times": "always"}})
+    always = ScriptedProvider.from_replies(
+        ["a"], failures={0: {"times": "always", "transient": False, "reason": "auth"}}
+    )
     for _ in range(3):
-        with pytest.raises(ProviderError):
+        with pytest.raises(ProviderError) as failed:
             always.complete(conversation())
+        assert failed.value.reason == "auth"
     custom = ProviderError("rate limited", transient=True, retry_after=2.0, status_code=429)
     provider = ScriptedProvider.from_replies(["a"], failures={0: custom})
     with pytest.raises(ProviderError) as info:
@@ -264,3 +268,18 @@ def test_missing_script_and_bad_json(tmp_path: Path) -> None:
     with pytest.raises(ProviderSetupError) as info:
         from_file(bad)
     assert str(info.value).startswith(f"{bad}:1:16: invalid JSON")
+
+
+def test_the_documented_example_script_loads(tmp_path: Path) -> None:
+    import textwrap
+
+    from promptflow_resume.providers import scripted
+
+    doc = scripted.__doc__ or ""
+    example = textwrap.dedent(doc.split("::\n", 1)[1].split("\nWhich reply", 1)[0])
+    path = tmp_path / "example.yaml"
+    path.write_text(example, encoding="utf-8")
+    script = load_script(path)
+    assert len(script.replies) == 3 and script.replies[0].tool_calls[0][1] == "read_file"
+    assert script.failures[3].times is None and script.failures[3].reason == "auth"
+    assert script.state == tmp_path / "script.state.json"

@@ -328,7 +328,9 @@ class Recording:
 
 def read_recording(path: str | Path) -> Recording:
     """Read and check a recording; a damaged file is a ``ProviderSetupError`` at path:line."""
-    p = Path(path)
+    # Lexically, so "run/../x" names x even before run/ exists (paths relative to a
+    # progress folder that is not created yet).
+    p = Path(os.path.normpath(path))
     try:
         data = p.read_bytes()
     except FileNotFoundError:

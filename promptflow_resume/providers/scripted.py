@@ -14,6 +14,7 @@ which may also hold the script itself as a mapping)::
         delay: 0.5                            # seconds to wait before replying
     failures:                                 # "fail on call N"
       1: {transient: true, status: 503, retry_after: 0.01, message: "overloaded"}
+      3: {transient: false, reason: auth, message: "bad key", times: always}
     state: script.state.json                  # optional, see "Failures" below
 
 Which reply: the reply to a request is ``replies[k]`` where ``k`` is the number of assistant
@@ -66,6 +67,8 @@ class ScriptedFailure:
     retry_after: float | None = None
     #: How many calls fail before the reply is given; None means every call fails.
     times: int | None = 1
+    #: ``ProviderError.reason``; by default what a real provider gives for such a failure.
+    reason: str | None = None
     #: A ready-made error to raise instead (library use).
     error: ProviderError | None = None
 
@@ -73,11 +76,15 @@ class ScriptedFailure:
         """The error to raise for the call that would get ``replies[k]``."""
         if self.error is not None:
             return self.error
+        default = "provider_error"
+        if self.transient:
+            default = "rate_limited" if self.status == 429 else "provider_transient"
         return ProviderError(
             f"{self.message} (scripted failure on model call #{k + 1}).",
             transient=self.transient,
             retry_after=self.retry_after,
             status_code=self.status,
+            reason=self.reason or default,
         )
 
 
@@ -112,7 +119,7 @@ _TOP_KEYS = ("replies", "failures", "state", "description")
 _REPLY_KEYS = ("content", "tool_calls", "usage", "model", "finish_reason", "delay")
 _CALL_KEYS = ("name", "arguments", "id")
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens")
-_FAILURE_KEYS = ("message", "transient", "status", "retry_after", "times")
+_FAILURE_KEYS = ("message", "transient", "status", "retry_after", "times", "reason")
 
 Part = str | int
 
@@ -293,12 +300,15 @@ def _parse_failure(ck: _Checker, raw: Any, at: list[Part]) -> ScriptedFailure:
         if d.get("retry_after") is None
         else ck.seconds(d["retry_after"], [*at, "retry_after"]),
         times=times,
+        reason=None if d.get("reason") is None else ck.string(d["reason"], [*at, "reason"]),
     )
 
 
 def load_script(path: str | Path) -> Script:
     """Read a YAML or JSON script file (``.json`` is read as JSON, anything else as YAML)."""
-    p = Path(path)
+    # Lexically, so "run/../x" names x even before run/ exists (paths relative to a
+    # progress folder that is not created yet).
+    p = Path(os.path.normpath(path))
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
