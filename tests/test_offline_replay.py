@@ -538,3 +538,14 @@ def test_any_text_records_and_replays(
     assert again.read_bytes() == first
     os.remove(path)
     os.remove(again)
+
+
+def test_text_that_is_not_valid_unicode_still_records_and_replays(tmp_path: Path) -> None:
+    # A lone surrogate cannot be written as UTF-8; that one line is written ASCII-escaped.
+    odd = "broken \udc80 byte"
+    path = tmp_path / "odd.recording.jsonl"
+    _, original = drive(RecordingProvider(ScriptedProvider.from_replies([odd]), path), [odd])
+    assert b"\\udc80" in path.read_bytes()
+    path.read_bytes().decode("utf-8")
+    _, replayed = drive(replay(path), [odd])
+    assert replayed == original and replayed[0].content == odd
