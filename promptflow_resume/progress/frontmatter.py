@@ -118,6 +118,8 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
     _put(config, "model", run.config.model)
     _put(config, "params", dict(run.config.params))
     _put(config, "budget", dict(run.config.budget))
+    _put(config, "base_url", run.config.base_url)
+    _put(config, "recording", run.config.recording)
     out["config"] = config
     _put(out, "inputs", dict(run.inputs))
     cursor: dict[str, Any] = {}
@@ -213,6 +215,8 @@ def run_from_valid(data: dict[str, Any]) -> Run:
             model=config.get("model"),
             params=dict(config.get("params") or {}),
             budget=dict(config.get("budget") or {}),
+            base_url=config.get("base_url"),
+            recording=config.get("recording"),
         ),
         cursor=Cursor(step=cursor.get("step"), index=cursor["index"], total=cursor["total"]),
         reason=data.get("reason"),
