@@ -96,10 +96,11 @@ class ResumePlan:
 
 
 def _started(run: Run, step_id: str) -> bool:
+    """True once a step did more than send its prompt (a model reply, a tool call, an answer)."""
     state = run.steps.get(step_id)
-    if state is not None and state.status in ("completed", "running", "failed"):
+    if state is not None and state.status == "completed":
         return True
-    return any(e.step == step_id for e in run.transcript)
+    return any(e.step == step_id and e.role not in ("user", "note") for e in run.transcript)
 
 
 def workflow_changes(run: Run, workflow: Workflow) -> list[StepChange]:
@@ -158,6 +159,13 @@ def plan_resume(
             reset_reason = reset_reason or f"step {sid!r} was set back to pending"
     if reset and reset_reason is None:
         reset_reason = "later steps were completed before an earlier one was set back to pending"
+
+    # A changed step that only sent its prompt so far sends the new prompt instead.
+    for change in changes:
+        if change.kind == "changed" and not change.started:
+            if any(e.step == change.step_id for e in run.transcript):
+                reset.add(change.step_id)
+                reset_reason = reset_reason or f"step {change.step_id!r} changed before its first reply"
 
     if hard:
         names = ", ".join(c.step_id for c in hard)
