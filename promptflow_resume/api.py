@@ -114,6 +114,15 @@ def new_run_id(workflow: Workflow) -> str:
     return f"{stamp}-{_slug(workflow.name)}-{secrets.token_hex(2)}"
 
 
+_RUN_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,127}")
+
+
+def _run_id_for(progress_path: Path, workflow: Workflow) -> str:
+    """The run's folder name when it is a valid run id (the default layout), else a new id."""
+    folder = progress_path.parent.name
+    return folder if _RUN_ID.fullmatch(folder) else new_run_id(workflow)
+
+
 def _relative(target: Path, start: Path) -> str:
     """``target`` relative to folder ``start``, with forward slashes (portable across machines)."""
     return Path(os.path.relpath(target.resolve(), start.resolve())).as_posix()
@@ -204,7 +213,7 @@ def new_run(
     clean_inputs, redacted = redactor.redact_value(dict(inputs))
     created = now_iso()
     run = Run(
-        run_id=progress_path.parent.name if progress_path.name == "progress.md" else new_run_id(workflow),
+        run_id=_run_id_for(progress_path, workflow),
         workflow=WorkflowRef(
             path=_relative(workflow.path, progress_path.parent),
             hash=workflow.hash,

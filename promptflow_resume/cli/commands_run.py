@@ -136,7 +136,16 @@ def _summary(run: Run, path: Path) -> dict[str, Any]:
     }
 
 
+def _shown(path: Path) -> Path:
+    """``path`` relative to the working directory when it is inside it (shorter to read)."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
 def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
+    path = _shown(path)
     if as_json:
         data = _summary(run, path)
         data["exit_code"] = exit_code
