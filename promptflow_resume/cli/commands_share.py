@@ -1,3 +1,208 @@
-"""Commands registered on the flow app (filled in by their module's owner)."""
+"""``flow share``, ``flow fork``, ``flow rewind``, ``flow log`` and ``flow clean``."""
 
 from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from .app import app, err, out, print_json
+
+
+def _size(n: int) -> str:
+    """``532 B``, ``4.1 KB``, ``12.0 MB`` (decimal units, as ``du -h --si`` prints)."""
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{value:.1f} TB"  # pragma: no cover - the loop returns at GB
+
+
+def _time(text: str | None) -> str:
+    return text.replace("T", " ").removesuffix("Z") if text else "…"
+
+
+@app.command("share")
+def share_command(
+    progress: Path = typer.Argument(..., help="The run's progress.md."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Where to write the copy (a .md file or a folder)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Replace an existing copy at OUT."),
+    scrub_home: bool = typer.Option(
+        False, "--scrub-home", help="Also replace your home folder's path with ~ in the text."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
+) -> int:
+    """Write a copy of a run that is safe to commit to a pull request and resume elsewhere.
+
+    Secrets are redacted again (sidecar files too), paths are rewritten relative to the copy,
+    sidecar files are bundled in OUT's own <name>.files/ folder, and a comment header says
+    how to resume. The original is not changed. Default OUT: ./<run-id>.md.
+    """
+    from ..sharing import share
+
+    result = share(progress, output, force=force, scrub_home=scrub_home)
+    if as_json:
+        print_json(result.to_dict())
+        return 0
+    bundled = f", {len(result.bundled)} file(s) bundled beside it" if result.bundled else ""
+    out(f"shared: {result.output} (run {result.run_id}{bundled})")
+    out(f"workflow: {result.workflow_path} (relative to the copy)")
+    out(f"redacted again: {result.redacted} secret value(s)")
+    if result.home_paths:
+        out(f"home folder replaced by ~: {result.home_paths} time(s)")
+    if result.edited_entries:
+        edited = ", ".join(map(str, result.edited_entries))
+        out(f"hand edits kept as edits: entries {edited}")
+    for warning in result.warnings:
+        err(f"warning: {warning}")
+    out(f"Resume it (in any clone) with: flow resume {result.output}")
+    return 0
+
+
+@app.command("fork")
+def fork_command(
+    progress: Path = typer.Argument(..., help="The run's progress.md."),
+    at: str = typer.Option(..., "--at", help="The step to start from (id or number)."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Where to write the new run (default: beside the original)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
+) -> int:
+    """Start a new run from the checkpoint at the start of a step; the original is unchanged.
+
+    The new run has its own id, the transcript before that step, the step and every later one
+    pending, and a parent reference (file, run id, step) in its front matter.
+    """
+    from ..sharing import fork
+
+    result = fork(progress, at, output)
+    if as_json:
+        print_json(result.to_dict())
+        return 0
+    out(
+        f"forked: {result.output} (run {result.run_id}) from run {result.parent_run_id} at step "
+        f"{result.step}; {result.copied_entries} entries copied; pending: "
+        + ", ".join(result.pending)
+    )
+    for warning in result.warnings:
+        err(f"warning: {warning}")
+    out(f"Continue it with: flow resume {result.output}")
+    return 0
+
+
+@app.command("rewind")
+def rewind_command(
+    progress: Path = typer.Argument(..., help="The run's progress.md."),
+    to: str = typer.Option(..., "--to", help="The step to go back to (id or number)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
+) -> int:
+    """Move a run back to the start of a step, in place, keeping a backup of the file.
+
+    That step and every later one become pending; their transcript entries are archived in the
+    run's sidecar folder and the attempt history notes where. Refused while the run is live.
+    """
+    from ..sharing import rewind
+
+    result = rewind(progress, to)
+    if as_json:
+        print_json(result.to_dict())
+        return 0
+    if not result.changed:
+        out(f"already at the start of step {result.step}: nothing changed — {result.path}")
+        return 0
+    out(f"rewound {result.path} to the start of step {result.step}")
+    if result.archive:
+        first, last = result.archived_entries[0], result.archived_entries[-1]
+        span = str(first) if first == last else f"{first}-{last}"
+        out(f"archived: entries {span} → {result.archive}")
+    if result.reset:
+        out(f"pending again: {', '.join(result.reset)}")
+    out(f"backup: {result.backup}")
+    out(f"Continue with: flow resume {result.path}")
+    return 0
+
+
+@app.command("log")
+def log_command(
+    progress: Path = typer.Argument(..., help="The run's progress.md."),
+    as_json: bool = typer.Option(False, "--json", help="Print the history as JSON."),
+) -> int:
+    """The attempt history: each attempt's start, end, status, reason, usage and notes,
+    including the hand edits detected between attempts."""
+    from ..sharing import read_log
+
+    log = read_log(progress)
+    if as_json:
+        print_json(log.to_dict())
+        return 0
+    reason = f" — {log.reason}" if log.reason else ""
+    out(f"run {log.run_id}: {log.status}{reason}")
+    if log.parent:
+        p = log.parent
+        out(
+            f"forked from {p.get('path', '?')} (run {p.get('run_id', '?')}) "
+            f"at step {p.get('step', '?')}"
+        )
+    if not log.attempts:
+        out("no attempts yet")
+    for a in log.attempts:
+        took = f" ({a.seconds}s)" if a.seconds is not None else " (not ended)"
+        why = f" — {a.reason}" if a.reason else ""
+        out(f"#{a.n}  {_time(a.started)} → {_time(a.ended)}{took}  {a.status or '?'}{why}")
+        u = a.usage
+        out(
+            f"    {u.turns} turns · {u.input_tokens:,} in / {u.output_tokens:,} out tokens"
+            f" · ${u.cost_usd:.4f}"
+        )
+        for note in a.notes:
+            out(f"    {'edit' if note in a.edits else 'note'}: {note}")
+    if log.pending_edits:
+        entries = ", ".join(map(str, log.pending_edits))
+        out(f"edited by hand since the last attempt (used at the next resume): entries {entries}")
+    u = log.usage
+    out(
+        f"total: {u.turns} turns · {u.input_tokens:,} in / {u.output_tokens:,} out tokens"
+        f" · ${u.cost_usd:.4f} over {len(log.attempts)} attempt(s)"
+    )
+    for warning in log.warnings:
+        err(f"warning: {warning}")
+    return 0
+
+
+@app.command("clean")
+def clean_command(
+    folder: Path | None = typer.Argument(None, help="Where to look for runs (default .flow/runs)."),
+    older_than: str = typer.Option(
+        "30d", "--older-than", help="Only runs not updated for this long: 30d, 12h, 2w, 0."
+    ),
+    status: list[str] = typer.Option(
+        ["completed"], "--status", help="Only runs with this status (repeatable; 'all' for any)."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Only list what would be deleted."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> int:
+    """Delete old runs: list what goes and the space it frees. Live runs are never touched."""
+    from ..sharing import clean_runs
+
+    report = clean_runs(folder, older_than, status, dry_run)
+    if as_json:
+        print_json(report.to_dict())
+        return 0
+    verb = "would delete" if dry_run else "deleted"
+    out(
+        f"{verb} {len(report.items)} run(s), freeing {_size(report.freed_bytes)}"
+        + (" (dry run: nothing was deleted)" if dry_run else "")
+    )
+    for item in report.items:
+        days = f"{item.age_days:.0f}d" if item.age_days >= 1 else f"{item.age_days * 24:.0f}h"
+        out(f"  {item.status:<16} {days:>5} {_size(item.bytes):>9}  {item.run_id}")
+        for target in item.targets:
+            out(f"      {target}")
+    for path, why in report.skipped:
+        err(f"skipped {path}: {why}")
+    if report.kept:
+        out(f"kept {report.kept} run(s) whose status or age does not match")
+    return 0

@@ -1,0 +1,299 @@
+"""``flow clean``: delete old runs, saying exactly what goes and how much space it frees.
+
+A run is deleted when its status is one of the chosen ones and it was last updated longer ago
+than the chosen age. What goes with it: when the run lives in its own folder (the default
+layout, ``.flow/runs/<run-id>/progress.md``) that whole folder; otherwise the progress file and
+the files flow keeps beside it (journal, lock, owner, sidecar folder, rewind backups, temp
+files). A run whose lock is held by a live process is never touched, and a file that cannot be
+read is skipped, never deleted.
+
+The dry run and the real run share one planning function, so the dry run lists exactly what the
+real run deletes (unless a run changes in between: the real run re-checks each lock).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from .. import yamlio
+from ..clock import parse_iso
+from ..errors import FileNotFoundFlowError, FlowError, InputError
+from ..progress import journal_path, load_progress, lock_path, owner_path
+from ..progress.frontmatter import normalize_yaml_values
+from ..progress.model import RUN_STATUSES
+from .files import sidecar_folder
+
+#: Where ``flow clean`` looks when no folder is given (relative to the working directory).
+DEFAULT_ROOT = Path(".flow") / "runs"
+#: Folders never searched for runs.
+_SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", ".tox"})
+#: Bytes read from the top of a candidate file to find its front matter.
+_HEAD_BYTES = 1 << 20
+
+
+@dataclass
+class CleanItem:
+    """One run that is (or, in a dry run, would be) deleted."""
+
+    path: Path
+    run_id: str
+    status: str
+    updated: str
+    age_days: float
+    #: What is removed: files and folders (a folder goes with everything inside it).
+    targets: list[Path] = field(default_factory=list)
+    bytes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return {
+            "path": str(self.path),
+            "run_id": self.run_id,
+            "status": self.status,
+            "updated": self.updated,
+            "age_days": round(self.age_days, 2),
+            "targets": [str(t) for t in self.targets],
+            "bytes": self.bytes,
+        }
+
+
+@dataclass
+class CleanReport:
+    """The outcome of ``clean_runs``: what went (or would go), what was skipped and why."""
+
+    root: Path
+    dry_run: bool
+    items: list[CleanItem] = field(default_factory=list)
+    #: (progress file, why it was left alone): live runs and unreadable files.
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    #: Runs that did not match the status or age filter.
+    kept: int = 0
+
+    @property
+    def freed_bytes(self) -> int:
+        """Bytes freed (or that would be freed)."""
+        return sum(item.bytes for item in self.items)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``flow clean --json`` document."""
+        return {
+            "root": str(self.root),
+            "dry_run": self.dry_run,
+            "deleted": [item.to_dict() for item in self.items],
+            "skipped": [{"path": str(p), "reason": r} for p, r in self.skipped],
+            "kept": self.kept,
+            "freed_bytes": self.freed_bytes,
+        }
+
+
+def check_statuses(statuses: Iterable[str] | None) -> frozenset[str] | None:
+    """The chosen statuses (None = any); an unknown one is an ``InputError``."""
+    if statuses is None:
+        return None
+    chosen = frozenset(statuses)
+    if "all" in chosen or "any" in chosen:
+        return None
+    unknown = sorted(chosen - set(RUN_STATUSES))
+    if unknown:
+        raise InputError(
+            f"--status {unknown[0]!r} is not a run status.",
+            hint=f"Use one of: {', '.join(RUN_STATUSES)}, or all.",
+        )
+    return chosen
+
+
+def _candidates(root: Path) -> Iterator[Path]:
+    """Files under ``root`` that start like a progress file (no symlinks followed)."""
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.endswith(".files"))
+        for name in sorted(files):
+            if not name.endswith(".md"):
+                continue
+            path = Path(folder) / name
+            try:
+                with open(path, "rb") as handle:
+                    start = handle.read(64)
+            except OSError:
+                continue
+            if start.startswith(b"---") and b"flow_progress" in start:
+                yield path
+
+
+def _summary(path: Path) -> dict[str, Any]:
+    """``run_id``, ``status``, ``updated`` of a progress file, read from its front matter only.
+
+    A file with a journal (left by a crash) is loaded fully, since the journal holds its
+    latest state.
+    """
+    if journal_path(path).exists():
+        run, _ = load_progress(path)
+        return {"run_id": run.run_id, "status": run.status, "updated": run.updated}
+    with open(path, "rb") as handle:
+        head = handle.read(_HEAD_BYTES).decode("utf-8", "replace").replace("\r\n", "\n")
+    end = head.find("\n---\n", 3)
+    if not head.startswith("---\n") or end == -1:
+        raise InputError("its front matter could not be found.", path=path)
+    data = normalize_yaml_values(yamlio.load(head[4 : end + 1], path=path, line_offset=1))
+    if not isinstance(data, dict) or not all(
+        isinstance(data.get(k), str) for k in ("run_id", "status", "updated")
+    ):
+        raise InputError("its front matter lacks run_id, status or updated.", path=path)
+    return data
+
+
+def _size(path: Path) -> int:
+    """Bytes under ``path`` (a file, or a folder walked without following symlinks)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return 0
+    if not stat.S_ISDIR(info.st_mode):
+        return info.st_size
+    total = 0
+    for folder, dirs, files in os.walk(path):
+        for name in files + dirs:
+            try:
+                entry = os.lstat(Path(folder) / name)
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISDIR(entry.st_mode):
+                total += entry.st_size
+    return total
+
+
+def run_files(path: Path, run_id: str, root: Path) -> list[Path]:
+    """Everything that belongs to the run at ``path`` and exists, as deletion targets."""
+    folder = path.parent
+    own_folder = (
+        path.name == "progress.md"
+        and folder.name == run_id
+        and folder.resolve() != root.resolve()
+        and not folder.is_symlink()
+        # Another run kept inside this folder (e.g. a fork written there) must survive.
+        and all(other == path for other in _candidates(folder))
+    )
+    if own_folder:
+        return [folder]
+    targets = [
+        path,
+        journal_path(path),
+        owner_path(path),
+        sidecar_folder(path),
+        *sorted(folder.glob(f"{path.name}.bak-*")),
+        *sorted(folder.glob(f".{path.name}.*.tmp")),
+        lock_path(path),
+    ]
+    return [t for t in targets if t.exists() or t.is_symlink()]
+
+
+def plan_clean(
+    root: Path,
+    older_than: timedelta,
+    statuses: frozenset[str] | None,
+    now: datetime,
+) -> CleanReport:
+    """Decide what ``clean_runs`` deletes under ``root``; changes nothing."""
+    from .common import is_live
+
+    report = CleanReport(root=root, dry_run=True)
+    for path in _candidates(root):
+        try:
+            info = _summary(path)
+        except (FlowError, OSError, ValueError) as error:
+            report.skipped.append((path, f"not readable as a progress file: {error}"))
+            continue
+        try:
+            updated = parse_iso(info["updated"])
+        except ValueError:
+            report.skipped.append(
+                (path, f"its updated time {info['updated']!r} is not a timestamp")
+            )
+            continue
+        age = now - updated
+        if (statuses is not None and info["status"] not in statuses) or age < older_than:
+            report.kept += 1
+            continue
+        if is_live(path):
+            report.skipped.append((path, "in use by a live flow process"))
+            continue
+        targets = run_files(path, str(info["run_id"]), root)
+        report.items.append(
+            CleanItem(
+                path=path,
+                run_id=str(info["run_id"]),
+                status=str(info["status"]),
+                updated=str(info["updated"]),
+                age_days=age.total_seconds() / 86400,
+                targets=targets,
+                bytes=sum(_size(t) for t in targets),
+            )
+        )
+    return report
+
+
+def _delete(item: CleanItem) -> bool:
+    """Delete one planned run while holding its lock; False when it became live meanwhile."""
+    from filelock import FileLock, Timeout
+
+    lock_file = lock_path(item.path)
+    lock = None
+    if lock_file.exists():
+        lock = FileLock(str(lock_file), thread_local=False, blocking=False)
+        try:
+            lock.acquire()
+        except Timeout:
+            return False
+    try:
+        for target in item.targets:
+            if target == lock_file:
+                continue  # last, after the lock is released
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            elif target.exists() or target.is_symlink():
+                target.unlink()
+    finally:
+        if lock is not None:
+            lock.release()
+    if lock_file in item.targets and lock_file.exists():
+        lock_file.unlink()
+    return True
+
+
+def clean_runs(
+    root: str | Path | None = None,
+    older_than: timedelta | str = timedelta(days=30),
+    statuses: Iterable[str] | None = ("completed",),
+    dry_run: bool = False,
+    *,
+    now: datetime | None = None,
+) -> CleanReport:
+    """Delete runs under ``root`` in ``statuses`` (None = any) not updated for ``older_than``."""
+    from .common import parse_age
+
+    folder = Path(root) if root is not None else DEFAULT_ROOT
+    if not folder.is_dir():
+        raise FileNotFoundFlowError(
+            f"no folder at {folder}.",
+            path=folder,
+            hint="Name the folder that holds the runs (by default .flow/runs in the project).",
+        )
+    age = parse_age(older_than) if isinstance(older_than, str) else older_than
+    report = plan_clean(folder, age, check_statuses(statuses), now or datetime.now(timezone.utc))
+    report.dry_run = dry_run
+    if dry_run:
+        return report
+    done: list[CleanItem] = []
+    for item in report.items:
+        if _delete(item):
+            done.append(item)
+        else:
+            report.skipped.append((item.path, "in use by a live flow process"))
+    report.items = done
+    return report

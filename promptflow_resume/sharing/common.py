@@ -1,0 +1,155 @@
+"""Small helpers shared by share, fork, rewind, log and clean: steps, paths, ids, liveness."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from collections.abc import Iterable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from ..errors import InputError
+from ..progress import lock_path
+from ..progress.model import Entry, Run, StepState, Usage
+
+#: Step statuses after which a run has a checkpoint at the start of the next step.
+DONE_STATUSES = frozenset({"completed", "skipped"})
+
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def relative_path(target: Path, folder: Path) -> str:
+    """``target`` relative to ``folder`` with forward slashes: how progress files name paths."""
+    return Path(os.path.relpath(target.resolve(), folder.resolve())).as_posix()
+
+
+def rebase(rel: str, old_folder: Path, new_folder: Path) -> str:
+    """A path written relative to ``old_folder``, rewritten relative to ``new_folder``."""
+    return relative_path(old_folder / rel, new_folder)
+
+
+def step_order(run: Run) -> list[str]:
+    """The run's step ids in workflow order (as recorded at the checkpoint)."""
+    order = list(run.workflow.steps) or list(run.steps)
+    order += [sid for sid in run.steps if sid not in order]
+    return order
+
+
+def resolve_step(run: Run, ref: str, *, path: Path, option: str) -> tuple[str, int]:
+    """The step named by ``ref`` (an id, or a 1-based number) and its 0-based index."""
+    order = step_order(run)
+    if ref in order:
+        return ref, order.index(ref)
+    if ref.isdigit() and 1 <= int(ref) <= len(order):
+        return order[int(ref) - 1], int(ref) - 1
+    listed = ", ".join(order) if order else "none"
+    raise InputError(
+        f"{option} {ref!r}: this run has no step {ref!r}; its steps are: {listed}.",
+        path=path,
+        field="$.steps",
+        hint=f"Name one of those step ids, or a step number from 1 to {len(order)}."
+        if order
+        else "A run without steps cannot be forked or rewound.",
+    )
+
+
+def require_checkpoint_at(run: Run, index: int, *, path: Path, option: str) -> None:
+    """Refuse a step whose earlier steps did not all finish: the run never reached its start."""
+    order = step_order(run)
+    for sid in order[:index]:
+        status = run.steps.get(sid, StepState()).status
+        if status not in DONE_STATUSES:
+            raise InputError(
+                f"{option} {order[index]!r}: the run never reached the start of that step, "
+                f"because the earlier step {sid!r} is {status}, not completed.",
+                path=path,
+                field=f"$.steps.{sid}.status",
+                hint=f"Name step {sid!r} or an earlier one instead.",
+            )
+
+
+def first_entry_of(run: Run, step_ids: Iterable[str]) -> int | None:
+    """Id of the first transcript entry that belongs to one of ``step_ids`` (None if none)."""
+    wanted = set(step_ids)
+    return next((e.id for e in run.transcript if e.step in wanted), None)
+
+
+def usage_of(states: Iterable[StepState]) -> Usage:
+    """The usage of the given steps, summed."""
+    total = Usage()
+    for state in states:
+        total.add(state.usage)
+    return total
+
+
+def id_range(entries: list[Entry]) -> str:
+    """``5-12`` (or ``5``) for a contiguous slice of entries."""
+    if not entries:
+        return "none"
+    first, last = entries[0].id, entries[-1].id
+    return str(first) if first == last else f"{first}-{last}"
+
+
+def slug(text: str) -> str:
+    """A run-id-safe slug of ``text`` (lower case letters, digits and dashes)."""
+    value = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return value[:40].strip("-") or "run"
+
+
+def new_run_id(name: str, now: datetime | None = None) -> str:
+    """A sortable, readable, unique run id: ``20261121-232529-release-notes-3fa2``."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{slug(name)}-{secrets.token_hex(2)}"
+
+
+def stamp(now: datetime | None = None) -> str:
+    """A compact UTC timestamp for file names: ``20261121T232529Z``."""
+    return (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+
+
+def parse_age(text: str, *, option: str = "--older-than") -> timedelta:
+    """``30d``, ``12h``, ``90m``, ``2w``, ``45s`` or a bare number of days → a timedelta."""
+    match = _AGE.match(text)
+    if match is None:
+        raise InputError(
+            f"{option} {text!r} is not an age.",
+            hint="Write a number and a unit: 30d, 12h, 90m, 45s or 2w (a bare number means days).",
+        )
+    value, unit = float(match.group(1)), match.group(2) or "d"
+    return timedelta(seconds=value * _AGE_UNITS[unit])
+
+
+def is_live(progress: Path) -> bool:
+    """True when a flow process holds the run's lock right now (never creates a lock file)."""
+    from filelock import FileLock, Timeout
+
+    lock_file = lock_path(progress)
+    if not lock_file.exists():
+        return False  # a live owner holds the lock file open, so it exists
+    lock = FileLock(str(lock_file), thread_local=False, blocking=False)
+    try:
+        lock.acquire()
+    except Timeout:
+        return True
+    lock.release()
+    return False
+
+
+def git_root(folder: Path) -> Path | None:
+    """The top of the git work tree holding ``folder``, or None outside any repository."""
+    current = folder.resolve()
+    for candidate in (current, *current.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """True when ``path`` lies inside ``folder`` (both resolved)."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,121 @@
+"""``flow log``: a run's attempt history, one record per process that ran or changed it.
+
+Each attempt shows when it started and ended, the status it left the run in and why, the
+tokens and cost it spent, and its notes: resume decisions, retries, archived entries, rewinds,
+and the hand edits flow detected before it continued. Edits made since the last attempt (not
+yet seen by a resume) are listed separately as pending.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..clock import parse_iso
+from ..progress import load_progress
+from ..progress.model import Attempt, Usage
+
+#: Words by which a note reports a hand edit (written by resume, reconcile and rewind).
+_EDIT_MARKERS = ("by hand", "hand edit", "hand-edit")
+
+
+def is_edit_note(note: str) -> bool:
+    """True when an attempt note reports a hand edit of the file."""
+    lowered = note.lower()
+    return any(marker in lowered for marker in _EDIT_MARKERS)
+
+
+@dataclass
+class AttemptView:
+    """One attempt as ``flow log`` shows it."""
+
+    n: int
+    started: str
+    ended: str | None
+    status: str | None
+    reason: str | None
+    usage: Usage
+    notes: list[str] = field(default_factory=list)
+    #: The notes that report hand edits detected before this attempt continued the run.
+    edits: list[str] = field(default_factory=list)
+
+    @property
+    def seconds(self) -> int | None:
+        """How long the attempt took, in whole seconds (None while it has not ended)."""
+        if self.ended is None:
+            return None
+        return max(0, int((parse_iso(self.ended) - parse_iso(self.started)).total_seconds()))
+
+    @classmethod
+    def of(cls, attempt: Attempt) -> AttemptView:
+        """The view of one recorded attempt."""
+        return cls(
+            n=attempt.n,
+            started=attempt.started,
+            ended=attempt.ended,
+            status=attempt.status,
+            reason=attempt.reason,
+            usage=attempt.usage,
+            notes=list(attempt.notes),
+            edits=[note for note in attempt.notes if is_edit_note(note)],
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        data = asdict(self)
+        data["seconds"] = self.seconds
+        return data
+
+
+@dataclass
+class RunLog:
+    """The whole history of a run: its attempts, totals, origin and unseen edits."""
+
+    path: Path
+    run_id: str
+    status: str
+    reason: str | None
+    usage: Usage
+    attempts: list[AttemptView]
+    #: Where the run was forked from (path, run_id, step), if it was.
+    parent: dict[str, str] | None = None
+    #: Entries edited by hand since the last attempt; the next resume will note and use them.
+    pending_edits: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``flow log --json`` document."""
+        return {
+            "path": str(self.path),
+            "run_id": self.run_id,
+            "status": self.status,
+            "reason": self.reason,
+            "usage": asdict(self.usage),
+            "parent": self.parent,
+            "attempts": [a.to_dict() for a in self.attempts],
+            "pending_edits": self.pending_edits,
+            "warnings": self.warnings,
+        }
+
+
+def read_log(path: str | Path) -> RunLog:
+    """The attempt history of the run at ``path`` (read only; a live run may be read too)."""
+    progress = Path(path)
+    run, report = load_progress(progress)
+    return RunLog(
+        path=progress,
+        run_id=run.run_id,
+        status=run.status,
+        reason=run.reason,
+        usage=run.usage,
+        attempts=[AttemptView.of(a) for a in run.attempts],
+        parent=dict(run.parent) if run.parent else None,
+        pending_edits=list(report.edited_entries),
+        warnings=list(report.warnings),
+    )
+
+
+def run_log(path: str | Path) -> list[AttemptView]:
+    """The attempts of the run at ``path``, oldest first (see ``read_log`` for the rest)."""
+    return read_log(path).attempts

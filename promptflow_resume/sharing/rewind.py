@@ -1,0 +1,140 @@
+"""``flow rewind``: move a run back to the start of a step, in place, losing nothing.
+
+Under the run's lock (a live run is refused with ``RunLockedError``):
+
+1. the file as it stands is copied to ``<name>.bak-<UTC stamp>`` beside it (restore it with
+   ``mv``);
+2. the transcript entries from the step's first entry on are archived, as JSON, into the run's
+   sidecar folder as ``archive-attempt-<N>-rewind.json`` — the same mechanism and format that
+   ``flow resume`` uses when it re-runs steps (``reconcile.apply_plan``), where ``N`` is the
+   attempt that will continue the run;
+3. that step and every later one become pending, the cursor points at the step, the status
+   becomes ``paused``, and a note in the attempt history says what moved where.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..clock import now_iso
+from ..progress import ProgressStore
+from ..progress.model import Attempt, Cursor, StepState
+from ..progress.store import atomic_write
+from .common import (
+    first_entry_of,
+    id_range,
+    require_checkpoint_at,
+    resolve_step,
+    stamp,
+    step_order,
+)
+
+
+@dataclass
+class RewindResult:
+    """What ``rewind`` changed."""
+
+    path: Path
+    step: str
+    #: The previous file, or None when nothing had to change.
+    backup: Path | None
+    #: The archive of the moved entries (link relative to the progress file), if any.
+    archive: str | None = None
+    archived_entries: list[int] = field(default_factory=list)
+    #: Steps set back to pending.
+    reset: list[str] = field(default_factory=list)
+    note: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        """False when the run already stood at the start of the step."""
+        return self.backup is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (``flow rewind --json``)."""
+        data = asdict(self)
+        data["path"] = str(self.path)
+        data["backup"] = str(self.backup) if self.backup else None
+        data["changed"] = self.changed
+        return data
+
+
+def backup_path(path: Path, when: str | None = None) -> Path:
+    """A free ``<name>.bak-<stamp>`` beside ``path``."""
+    base = path.with_name(f"{path.name}.bak-{when or stamp()}")
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
+
+
+def rewind(path: str | Path, to_step: str) -> RewindResult:
+    """Rewind the run at ``path`` to the start of ``to_step``, in place (see the module doc)."""
+    progress = Path(path)
+    store, run, report = ProgressStore.open(progress)
+    try:
+        step, index = resolve_step(run, to_step, path=progress, option="--to")
+        require_checkpoint_at(run, index, path=progress, option="--to")
+        order = step_order(run)
+        later = order[index:]
+        cut = first_entry_of(run, later)
+        moved = run.transcript[cut - 1 :] if cut is not None else []
+        reset = [sid for sid in later if run.steps.get(sid, StepState()) != StepState()]
+        result = RewindResult(path=progress, step=step, backup=None)
+        if not moved and not reset and run.cursor.step == step:
+            return result  # already at the start of that step: nothing to move, no backup
+
+        backup = backup_path(progress)
+        atomic_write(backup, progress.read_bytes())
+        result.backup = backup
+        attempt_n = len(run.attempts) + 1
+        parts = [f"{now_iso()}: flow rewind --to {step}"]
+        if moved:
+            payload = json.dumps([asdict(e) for e in moved], ensure_ascii=False, indent=1)
+            rel, _ = store.write_sidecar(
+                f"archive-attempt-{attempt_n}-rewind.json", payload.encode("utf-8")
+            )
+            result.archive = rel
+            result.archived_entries = [e.id for e in moved]
+            parts.append(f"entries {id_range(moved)} archived to {rel}")
+            del run.transcript[moved[0].id - 1 :]
+            run.in_flight = [f for f in run.in_flight if f.entry < moved[0].id]
+        result.reset = reset
+        if reset:
+            parts.append("steps set back to pending: " + ", ".join(reset))
+        for sid in later:
+            run.steps[sid] = StepState()
+        kept_edits = [i for i in report.edited_entries if cut is None or i < cut]
+        if kept_edits:
+            parts.append("entries edited by hand: " + ", ".join(map(str, kept_edits)))
+        parts.append(f"previous file saved as {backup.name}")
+        note = "; ".join(parts)
+        result.note = note
+
+        run.cursor = Cursor(step=step, index=index + 1, total=len(order))
+        run.status = "paused"
+        run.reason = f"rewound to step {step} by flow rewind; resume to continue"
+        run.last_error = None
+        run.updated = now_iso()
+        if run.attempts:
+            run.attempts[-1].notes.append(note)
+        else:
+            now = now_iso()
+            run.attempts.append(
+                Attempt(
+                    n=1, started=now, ended=now, status="paused", reason=run.reason, notes=[note]
+                )
+            )
+        store.checkpoint(run)
+        return result
+    finally:
+        store.close()
+
+
+def rewind_run(path: str | Path, to_step: str) -> Path | None:
+    """Rewind a run in place; returns the backup of the previous file (None: no change)."""
+    return rewind(path, to_step).backup

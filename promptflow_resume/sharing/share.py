@@ -1,0 +1,319 @@
+"""``flow share``: a copy of a run that is safe to commit to a pull request and resume elsewhere.
+
+The copy is the run as ``load_progress`` sees it (journal replayed), with:
+
+- secrets redacted again, in the transcript, the front matter's free text and every bundled
+  sidecar file (belt and braces: flow redacts before writing, but the environment that knows
+  which values are secret may differ from the one that wrote the run);
+- every path it holds (workflow, recording, parent run) rewritten relative to the copy;
+- its sidecar files (large tool outputs, archived entries, a per-run recording) bundled in the
+  copy's own sidecar folder, ``<name>.files/`` beside it, with their sha256 recomputed where
+  redaction changed a byte;
+- a short comment header at the top of the front matter saying how to resume it.
+
+Sidecars are bundled, never inlined into the transcript: an entry's text is what the model
+sees on resume, so inlining a full output in place of its preview would change the next
+request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import re
+import shutil
+import socket
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..clock import now_iso
+from ..errors import InputError
+from ..progress import load_progress
+from ..progress.model import Run
+from ..progress.sidecar import folder_name, is_binary, write_sidecar
+from ..progress.store import atomic_write
+from ..redact import Redactor
+from .common import git_root, inside, is_live, rebase, relative_path
+from .files import archive_files, edited_digests, read_sidecar, render_copy, sidecar_folder
+
+
+@dataclass
+class ShareResult:
+    """What ``share`` wrote and what it noticed."""
+
+    source: Path
+    output: Path
+    run_id: str
+    #: The workflow path as written in the copy (relative to the copy's folder).
+    workflow_path: str
+    #: Files bundled into the copy's sidecar folder (links relative to the copy).
+    bundled: list[str] = field(default_factory=list)
+    #: Secret values replaced now (0: the run was already clean in this environment).
+    redacted: int = 0
+    #: Home-folder paths replaced by ``~`` (only with ``scrub_home``).
+    home_paths: int = 0
+    #: Hand-edited entries carried over as edits (a resume of the copy sees them as such).
+    edited_entries: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (``flow share --json``)."""
+        data = asdict(self)
+        data["source"] = str(self.source)
+        data["output"] = str(self.output)
+        return data
+
+
+def default_share_path(run: Run, cwd: Path | None = None) -> Path:
+    """``<run-id>.md`` in the working directory."""
+    return (cwd or Path.cwd()) / f"{run.run_id}.md"
+
+
+class _Scrubber:
+    """Redacts (and optionally replaces the home folder in) every text of a run."""
+
+    def __init__(self, redactor: Redactor, home: str | None) -> None:
+        self.redactor = redactor
+        self.count = 0
+        self.home_count = 0
+        self.where: list[str] = []
+        self._home = (
+            re.compile(re.escape(home.rstrip("/")) + r"(?![A-Za-z0-9_.-])")
+            if home and len(home.rstrip("/")) > 1
+            else None
+        )
+
+    def text(self, value: str, where: str) -> str:
+        redacted, n = self.redactor.redact(value)
+        if n:
+            self.count += n
+            if where not in self.where:
+                self.where.append(where)
+        if self._home is not None:
+            redacted, m = self._home.subn("~", redacted)
+            self.home_count += m
+        return redacted
+
+    def value(self, value: Any, where: str) -> Any:
+        if isinstance(value, str):
+            return self.text(value, where)
+        if isinstance(value, dict):
+            return {k: self.value(v, where) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.value(v, where) for v in value]
+        return value
+
+    def data(self, data: bytes, where: str) -> bytes:
+        if is_binary(data):
+            return data  # binary outputs carry no text secrets we can find; kept byte-exact
+        return self.text(data.decode("utf-8"), where).encode("utf-8")
+
+
+def _scrub(run: Run, scrub: _Scrubber) -> None:
+    """Redact every free-text field of ``run`` in place."""
+    for entry in run.transcript:
+        entry.content = scrub.text(entry.content, f"entry {entry.id}")
+    run.inputs = scrub.value(run.inputs, "inputs")
+    run.reason = scrub.text(run.reason, "reason") if run.reason else run.reason
+    run.config.params = scrub.value(run.config.params, "config.params")
+    if run.config.base_url:
+        run.config.base_url = scrub.text(run.config.base_url, "config.base_url")
+    if run.workflow.description:
+        run.workflow.description = scrub.text(run.workflow.description, "workflow.description")
+    run.keywords = [scrub.text(k, "keywords") for k in run.keywords]
+    for attempt in run.attempts:
+        where = f"attempt {attempt.n}"
+        attempt.reason = scrub.text(attempt.reason, where) if attempt.reason else attempt.reason
+        attempt.notes = [scrub.text(note, where) for note in attempt.notes]
+    if run.last_error is not None:
+        run.last_error.message = scrub.text(run.last_error.message, "last_error")
+
+
+def _machine_specific(run: Run) -> list[str]:
+    """Warnings about text that names this machine: the home folder, the host name."""
+    home = str(Path.home()).rstrip("/")
+    host = socket.gethostname()
+    probes = [(home, "your home folder")] if len(home) > 1 else []
+    if len(host) >= 4 and host != "localhost":
+        probes.append((host, f"this machine's name ({host})"))
+    warnings = []
+    for needle, what in probes:
+        ids = [e.id for e in run.transcript if needle in e.content]
+        if ids:
+            shown = ", ".join(map(str, ids[:10])) + (" …" if len(ids) > 10 else "")
+            warnings.append(
+                f"entries {shown} mention {what}; edit them in the copy if that must not be "
+                "shared (or use --scrub-home for the home folder)."
+            )
+    for name, value in run.inputs.items():
+        if isinstance(value, str) and (value.startswith("/") or re.match(r"[A-Za-z]:\\", value)):
+            warnings.append(
+                f"input {name!r} is an absolute path ({value}); a clone elsewhere may not have it."
+            )
+    return warnings
+
+
+def _check_target(output: Path, source: Path, force: bool) -> None:
+    if output.resolve() == source.resolve():
+        raise InputError(
+            f"the shared copy would overwrite the run itself ({source}).",
+            path=source,
+            hint="Choose another output path with -o.",
+        )
+    folder = sidecar_folder(output)
+    for target in (output, folder):
+        if (target.exists() or target.is_symlink()) and not force:
+            raise InputError(
+                f"{target} already exists.",
+                path=target,
+                hint="Choose another output path with -o, or pass --force to replace it.",
+            )
+    if force:
+        if is_live(output):
+            raise InputError(
+                f"{output} is a run in use by a live flow process; it cannot be replaced.",
+                path=output,
+                hint="Choose another output path with -o.",
+            )
+        if folder.is_symlink() or folder.is_file():
+            folder.unlink()
+        elif folder.is_dir():
+            shutil.rmtree(folder)
+
+
+def _header(result: ShareResult, output: Path) -> str:
+    root = git_root(output.parent)
+    shown = output.name if root is None else relative_path(output, root)
+    lines = [
+        f"Shared copy of run {result.run_id}, written by `flow share` on {now_iso()}.",
+        "Secrets were redacted again and paths are relative to this file"
+        + (f"; large outputs are in {folder_name(output)}/ beside it." if result.bundled else "."),
+        f"To continue the run: flow resume {shown}"
+        + (" (from the repository root)." if root is not None else "."),
+        "This header is dropped the next time flow saves the file.",
+    ]
+    return "\n".join(lines)
+
+
+def share(
+    path: str | Path,
+    out: str | Path | None = None,
+    *,
+    force: bool = False,
+    scrub_home: bool = False,
+    redactor: Redactor | None = None,
+) -> ShareResult:
+    """Write a pull-request-safe copy of the run at ``path``; see the module docstring."""
+    source = Path(path)
+    original, report = load_progress(source)
+    output = Path(out) if out is not None else default_share_path(original)
+    if output.is_dir():
+        output = output / f"{original.run_id}.md"
+    if not output.name.endswith(".md"):
+        raise InputError(
+            f"the shared copy must be a Markdown file ending in .md; got {output.name!r}.",
+            path=output,
+            hint="Name the output like run.md (its sidecar folder becomes run.files/).",
+        )
+    _check_target(output, source, force)
+    output.parent.mkdir(parents=True, exist_ok=True)
+
+    run = copy.deepcopy(original)
+    run.journal_seq = 0
+    src_dir, out_dir = source.parent, output.parent
+    result = ShareResult(
+        source=source,
+        output=output,
+        run_id=run.run_id,
+        workflow_path=rebase(run.workflow.path, src_dir, out_dir),
+        edited_entries=list(report.edited_entries),
+    )
+    if is_live(source):
+        result.warnings.append(
+            "the run is in use by a live flow process; the copy holds its last checkpoint."
+        )
+    workflow_file = src_dir / run.workflow.path
+    if not workflow_file.is_file():
+        result.warnings.append(
+            f"the workflow {run.workflow.path} does not exist; the copy cannot be resumed "
+            "until it is restored (or resume it with --workflow)."
+        )
+    root = git_root(out_dir)
+    if root is not None and not inside(workflow_file, root):
+        result.warnings.append(
+            f"the workflow ({workflow_file}) lies outside the repository of the copy ({root}), "
+            "so a clone will not have it; commit the workflow too."
+        )
+    run.workflow.path = result.workflow_path
+    if run.parent is not None and "path" in run.parent:
+        run.parent = {**run.parent, "path": rebase(run.parent["path"], src_dir, out_dir)}
+
+    scrub = _Scrubber(
+        redactor or Redactor.from_environment(), str(Path.home()) if scrub_home else None
+    )
+    _scrub(run, scrub)
+    if not scrub_home:
+        result.warnings += _machine_specific(run)
+
+    created_folder = not sidecar_folder(output).exists()
+    try:
+        _bundle(run, source, output, scrub, result)
+        result.redacted, result.home_paths = scrub.count, scrub.home_count
+        if scrub.count:
+            run.redactions.count += scrub.count
+            run.redactions.where += [w for w in scrub.where if w not in run.redactions.where]
+        keep = edited_digests(source, report)
+        text = render_copy(run, path=output, keep=keep, header=_header(result, output))
+        atomic_write(output, text.encode("utf-8", "surrogatepass"))
+        load_progress(output)  # the copy must load as it stands, sidecars included
+    except BaseException:
+        with contextlib.suppress(OSError):
+            output.unlink()
+        if created_folder:
+            shutil.rmtree(sidecar_folder(output), ignore_errors=True)
+        raise
+    return result
+
+
+def _bundle(run: Run, source: Path, output: Path, scrub: _Scrubber, result: ShareResult) -> None:
+    """Copy sidecars, archives and a per-run recording into the copy's sidecar folder."""
+    old_folder = folder_name(source)
+    for entry in run.transcript:
+        if entry.sidecar is None:
+            continue
+        data = scrub.data(read_sidecar(source, entry), f"entry {entry.id}")
+        rel, digest = write_sidecar(output, entry.sidecar.rsplit("/", 1)[-1], data)
+        entry.sidecar, entry.sidecar_sha256, entry.sidecar_bytes = rel, digest, len(data)
+        result.bundled.append(rel)
+    renames: dict[str, str] = {}
+    for archive in archive_files(source):
+        data = scrub.data(archive.read_bytes(), f"archive {archive.name}")
+        rel, _ = write_sidecar(output, archive.name, data)
+        renames[f"{old_folder}/{archive.name}"] = rel
+        result.bundled.append(rel)
+    recording = getattr(run.config, "recording", None)
+    if recording:
+        recorded = source.parent / recording
+        if recorded.is_file() and recorded.parent.resolve() == source.parent.resolve():
+            # A recording made with --record for this run lives beside it: it travels along.
+            data = scrub.data(recorded.read_bytes(), "recording")
+            rel, _ = write_sidecar(output, recorded.name, data)
+            run.config.recording = rel
+            result.bundled.append(rel)
+        else:
+            run.config.recording = rebase(recording, source.parent, output.parent)
+    if renames:
+        for attempt in run.attempts:
+            attempt.notes = [_rename(note, renames) for note in attempt.notes]
+
+
+def _rename(note: str, renames: dict[str, str]) -> str:
+    for old, new in renames.items():
+        note = note.replace(old, new)
+    return note
+
+
+def share_run(path: str | Path, out: str | Path | None = None, **options: Any) -> Path:
+    """Write a pull-request-safe copy of a run; returns the copy's path (see ``share``)."""
+    return share(path, out, **options).output
