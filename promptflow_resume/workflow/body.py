@@ -124,10 +124,9 @@ def parse_body(body: str, *, index: LineIndex, col: Collector) -> ParsedBody:
         ):
             quote = blocks[following]
             start, stop = _span(quote)
-            directive = _parse_directive(body[start:stop], start, index, col)
-            if directive is not None:
-                raw.directive = directive
-                content_start = stop
+            parsed = _parse_directive(body[start:stop], start, index, col)
+            if parsed is not None:
+                raw.directive, content_start = parsed
         raw.text = body[content_start:end]
         steps.append(raw)
 
@@ -226,12 +225,21 @@ def _split_items(line: str) -> list[tuple[int, str]]:
     return [(off, item) for off, item in items if item.strip()]
 
 
-def _parse_directive(quote: str, start: int, index: LineIndex, col: Collector) -> Directive | None:
-    """A ``Directive`` from a block quote, or None when the quote is ordinary prompt text."""
-    entries: list[tuple[str, str, int, int]] = []
+def _parse_directive(
+    quote: str, start: int, index: LineIndex, col: Collector
+) -> tuple[Directive, int] | None:
+    """The directive in a block quote and the offset where it ends, or None for prompt text.
+
+    Only the quote's ``>`` lines are the directive: a line without ``>`` right after them (a
+    "lazy" continuation, which Markdown would fold into the quote) starts the step's text.
+    """
+    # (key, value, line, column of the item, column of the value)
+    entries: list[tuple[str, str, int, int, int]] = []
     offset = start
     for raw_line in quote.split("\n"):
         prefix = _QUOTE_PREFIX.match(raw_line)
+        if prefix is None and raw_line.strip():
+            break
         skip = prefix.end() if prefix else 0
         for item_offset, item in _split_items(raw_line[skip:]):
             lead = len(item) - len(item.lstrip())
@@ -239,12 +247,13 @@ def _parse_directive(quote: str, start: int, index: LineIndex, col: Collector) -
             match = _DIRECTIVE_ITEM.match(item)
             key = match.group("key").lower().replace("-", "_") if match else ""
             value = match.group("value") if match else item.strip()
-            entries.append((key, value, line, column))
+            value_column = column + (match.start("value") - lead if match else 0)
+            entries.append((key, value, line, column, value_column))
         offset += len(raw_line) + 1
     if not entries or entries[0][0] not in DIRECTIVE_KEYS:
         return None
     directive = Directive()
-    for key, value, line, column in entries:
+    for key, value, line, column, value_column in entries:
         if key not in DIRECTIVE_KEYS:
             shown = f"`{key}`" if key else f"`{value}`"
             col.error(
@@ -263,13 +272,15 @@ def _parse_directive(quote: str, start: int, index: LineIndex, col: Collector) -
             continue
         directive.where[key] = (line, column)
         if key == "tools":
-            names = value.strip().strip("[]")
             directive.tools = []
-            if names.lower() not in ("", "none"):
-                value_col = column + len(key) + 2
-                for name in names.split(","):
-                    if name.strip():
-                        directive.tools.append((name.strip().strip("'\"`"), line, value_col))
+            if value.strip().strip("[]").strip().lower() not in ("", "none"):
+                at = 0
+                for part in value.split(","):
+                    name = part.strip().strip("[]'\"`")
+                    if name:
+                        name_column = value_column + at + part.index(name[0])
+                        directive.tools.append((name, line, name_column))
+                    at += len(part) + 1
         elif key == "max_turns":
             if value.isdigit() and int(value) > 0:
                 directive.max_turns = int(value)
@@ -292,7 +303,7 @@ def _parse_directive(quote: str, start: int, index: LineIndex, col: Collector) -
                 )
         elif key == "run":
             _parse_run(value, directive, line, column, col)
-    return directive
+    return directive, min(offset, start + len(quote))
 
 
 def _parse_run(value: str, directive: Directive, line: int, column: int, col: Collector) -> None:

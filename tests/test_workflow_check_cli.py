@@ -1,0 +1,170 @@
+"""``flow check``: the plan a user reads, exit codes, and snapshots of ``--json`` plans."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.json import JSONSnapshotExtension
+
+from promptflow_resume.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "workflows").glob("*.prompt.md"))
+# Plans pinned by snapshots (hashes included: a v1 hash must never change silently).
+SNAPSHOT_PATHS = [
+    "workflows/changelog-entry.prompt.md",
+    "workflows/explain-file.prompt.md",
+    "workflows/release-counter.prompt.md",
+    "workflows/release-notes.prompt.md",
+    "tests/fixtures/workflows/steps-mixed.prompt.md",
+    "tests/fixtures/workflows/copilot-agent.prompt.md",
+    "tests/fixtures/workflows/inputs-typed.prompt.md",
+    "tests/fixtures/workflows/invalid/bad-provider.prompt.md",
+    "tests/fixtures/workflows/invalid/unclosed-front-matter.prompt.md",
+]
+
+
+@pytest.fixture(autouse=True)
+def _in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Plans show paths as given on the command line: run from the repository root.
+    monkeypatch.chdir(ROOT)
+
+
+@pytest.fixture
+def json_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
+    return snapshot.use_extension(JSONSnapshotExtension)
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["check", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_examples_are_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, *EXAMPLES)
+    assert code == 0, out
+    assert err == ""
+    assert "warning" not in out and "error" not in out
+    assert out.count("ok: no problems found") == len(EXAMPLES)
+
+
+def test_plan_shows_steps_inputs_variables_and_tools(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "workflows/release-notes.prompt.md")
+    assert code == 0
+    lines = [line.rstrip() for line in out.splitlines()]
+    assert lines[0] == "workflows/release-notes.prompt.md"
+    assert lines[1].startswith("  workflow  release-notes — Draft release notes")
+    assert "  model     openai · gpt-4o-mini (temperature=0.2)" in lines
+    assert "  budget    max_cost_usd 0.25 · max_turns 20 · max_seconds 600" in lines
+    assert "  steps (3)" in lines
+    steps = [
+        line.split() for line in lines if line.startswith("    ") and line.split()[0][0].isdigit()
+    ]
+    assert [s[:4] for s in steps] == [
+        ["1.", "changes", "Changes", "prompt"],
+        ["2.", "tests", "Tests", "command"],
+        ["3.", "notes", "Notes", "prompt"],
+    ]
+    assert "tools: git_log, git_status · max_turns 6" in out
+    assert "run: count_tests" in out and "tools: none" in out
+    assert "audience  string  asked on a terminal, else 'developers'" in out
+    assert "${step:changes}" in out and "output of step changes" in out
+    assert "git_log      command, idempotent, timeout 30s" in out
+    assert "read_file    built-in" in out
+
+
+def test_warnings_keep_exit_zero_and_name_positions(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "tests/fixtures/workflows/copilot-agent.prompt.md")
+    assert code == 0
+    assert "  2 warnings" in out
+    assert (
+        "    tests/fixtures/workflows/copilot-agent.prompt.md:6:46: warning: $.tools[2]: "
+        "tool `githubRepo` is neither a declared command nor a built-in tool"
+    ) in out
+    assert "githubRepo       unknown: not offered to the model" in out
+    assert "edit/editFiles   -> read_file, write_file" in out
+
+
+def test_errors_exit_four(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        "workflows/explain-file.prompt.md",
+        "tests/fixtures/workflows/invalid/step-ref-later.prompt.md",
+    )
+    assert code == 4
+    assert "ok: no problems found" in out  # the good file is still shown
+    assert (
+        "tests/fixtures/workflows/invalid/step-ref-later.prompt.md:2:34: error: "
+        "${step:report} refers to a later step"
+    ) in out
+
+
+def test_unreadable_file_shows_only_its_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "tests/fixtures/workflows/invalid/bad-yaml.prompt.md")
+    assert code == 4
+    assert out.splitlines()[1:] == [
+        "  1 error",
+        "    tests/fixtures/workflows/invalid/bad-yaml.prompt.md:4:6: error: invalid YAML: "
+        "did not find expected ',' or ']'. Fix the YAML syntax at that position (check "
+        "indentation and quoting).",
+    ]
+
+
+def test_missing_file_exits_five(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "workflows/explain-file.prompt.md", "workflows/nope.prompt.md")
+    assert code == 5
+    assert (
+        "workflows/nope.prompt.md: error: the workflow file workflows/nope.prompt.md "
+        "does not exist."
+    ) in out
+
+
+def test_json_output_is_one_document(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "--json", *EXAMPLES, "tests/fixtures/workflows/invalid/empty-body.prompt.md"
+    )
+    assert code == 4
+    data = json.loads(out)
+    assert data["ok"] is False
+    assert [p["path"] for p in data["workflows"]] == [
+        *EXAMPLES,
+        "tests/fixtures/workflows/invalid/empty-body.prompt.md",
+    ]
+    assert [p["ok"] for p in data["workflows"]] == [True] * len(EXAMPLES) + [False]
+
+
+@pytest.mark.parametrize(
+    "path", SNAPSHOT_PATHS, ids=lambda p: p.replace("/", "-").removesuffix(".prompt.md")
+)
+def test_json_plan_snapshot(
+    path: str, capsys: pytest.CaptureFixture[str], json_snapshot: SnapshotAssertion
+) -> None:
+    code, out, _ = run(capsys, "--json", path)
+    (plan,) = json.loads(out)["workflows"]
+    assert code == (0 if plan["ok"] else 4)
+    assert plan == json_snapshot
+
+
+@pytest.mark.e2e
+def test_installed_flow_check_runs_as_a_subprocess() -> None:
+    exe = shutil.which("flow")
+    command = [exe] if exe else [sys.executable, "-m", "promptflow_resume"]
+    result = subprocess.run(
+        [*command, "check", "--json", *EXAMPLES],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    plans = json.loads(result.stdout)["workflows"]
+    assert {p["path"] for p in plans} == set(EXAMPLES)
+    assert all(p["warnings"] == 0 for p in plans)
