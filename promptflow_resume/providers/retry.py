@@ -36,10 +36,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timezone
+from typing import TYPE_CHECKING
 
 from ..errors import ProviderError
-from ..workflow.model import RetryPolicy
 from .base import Provider, Reply, Request
+
+if TYPE_CHECKING:
+    # Only for annotations: importing the workflow package would load its parsers too.
+    from ..workflow.model import RetryPolicy
 
 #: HTTP statuses retried: request timeout, rate limit, server errors, Anthropic's "overloaded".
 TRANSIENT_STATUS: frozenset[int] = frozenset({408, 429, 500, 502, 503, 504, 529})
