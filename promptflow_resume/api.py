@@ -147,19 +147,22 @@ def _make_provider(
 ) -> Provider:
     config = run.config
     recording = str(progress_path.parent / config.recording) if config.recording else None
+    redact = lambda text: redactor.redact(text)[0]  # noqa: E731
     settings = ProviderSettings(
         name=config.provider,
         model=config.model,
         base_url=config.base_url,
         stream=stream,
         recording=recording,
+        # replay compares requests as they were recorded: redacted.
+        extra={"redact": redact} if config.provider == "replay" else {},
     )
     provider = create_provider(settings)
     if record:
         from .providers.recording import RecordingProvider
 
         target = progress_path.parent / "session.recording.jsonl"
-        provider = RecordingProvider(provider, target, redact=lambda t: redactor.redact(t)[0])
+        provider = RecordingProvider(provider, target, redact=redact)
     return provider
 
 
