@@ -99,6 +99,23 @@ def test_absolute_paths_inside_the_workspace_and_symlinks_within_it_work(ws: Pat
     assert call(ws, "read_file", path="sub/../a.txt").content == "alpha\n"
 
 
+def test_a_workspace_reached_through_a_link_accepts_its_real_absolute_paths(ws: Path) -> None:
+    (ws / "a.txt").write_text("alpha\n")
+    link = ws.parent / "ws-link"
+    link.symlink_to(ws)
+    real = str(ws.resolve() / "a.txt")
+    assert BUILTINS["read_file"]().run({"path": real}, ToolContext(link)).content == "alpha\n"
+    assert BUILTINS["read_file"]().run({"path": "a.txt"}, ToolContext(link)).content == "alpha\n"
+
+
+def test_fifos_are_refused_instead_of_blocking(ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    assert "not a regular file" in call(ws, "read_file", path="pipe").content
+    assert "not a regular file" in call(ws, "write_file", path="pipe", content="x").content
+    assert "not a regular file" in call(ws, "search_files", pattern="x", path="pipe").content
+    assert call(ws, "search_files", pattern="x").content.startswith("(no matches")
+
+
 @pytest.mark.parametrize(
     ("tool", "arguments", "expected"),
     [
@@ -244,6 +261,13 @@ def test_write_respects_read_only_files(ws: Path) -> None:
     assert result.is_error
     assert "read-only" in result.content
     assert locked.read_text() == "keep\n"
+
+
+def test_write_refuses_text_that_is_not_unicode(ws: Path) -> None:
+    result = call(ws, "write_file", path="f.txt", content="half a pair: \ud800")
+    assert result.is_error
+    assert "not valid Unicode" in result.content
+    assert not (ws / "f.txt").exists()
 
 
 def test_write_onto_a_folder_is_an_error(ws: Path) -> None:

@@ -329,3 +329,24 @@ def test_spec_and_idempotency_come_from_the_declaration(tmp_path: Path) -> None:
         == "Do x"
     )
     assert command_tool(CommandDecl(name="x", argv=("true",)), tmp_path).idempotent is False
+
+
+def test_list_parameters_are_arrays_for_the_model_and_one_argv_item(tmp_path: Path) -> None:
+    tool = make(tmp_path, [PY, "-c", PRINT_ARGV, "{files}"], parameters=params(files="list"))
+    assert tool.spec.parameters["properties"]["files"] == {
+        "type": "array",
+        "items": {"type": "string"},
+    }
+    result = run(tool, tmp_path, files=["a b.txt", "c.txt"])
+    assert result.content == 'exit code: 0\n--- stdout ---\n["a b.txt, c.txt"]\n'
+
+
+def test_a_command_without_parameters_takes_no_arguments(tmp_path: Path) -> None:
+    tool = make(tmp_path, [PY, "-c", PRINT_ARGV, "{not_a_param}"])
+    assert tool.spec.parameters == {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
+    assert run(tool, tmp_path).content == 'exit code: 0\n--- stdout ---\n["{not_a_param}"]\n'
+    assert run(tool, tmp_path, x=1).is_error

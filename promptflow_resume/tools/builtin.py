@@ -74,23 +74,27 @@ class PathEscapeError(ValueError):
 
 
 def confine(root: Path, path: str) -> Path:
-    """``path`` (relative to ``root``, or absolute inside it) resolved, or PathEscapeError."""
+    """``path`` (relative to ``root``, or absolute inside it) resolved, or PathEscapeError.
+
+    What counts is where the path really leads (every symbolic link followed); the returned
+    path is that real location, so the file checked is the file then opened.
+    """
     if "\x00" in path:
         raise PathEscapeError("the path contains a NUL character")
     root_abs = Path(os.path.abspath(root))
     candidate = Path(os.path.normpath(root_abs / path))
+    resolved = Path(os.path.realpath(candidate))
+    if _is_within(resolved, Path(os.path.realpath(root_abs))):
+        return resolved
     if not _is_within(candidate, root_abs):
         raise PathEscapeError(
             f"'{path}' is outside the workspace; use a path relative to the workspace root "
             "(e.g. 'src/main.py')"
         )
-    resolved = Path(os.path.realpath(candidate))
-    if not _is_within(resolved, Path(os.path.realpath(root_abs))):
-        raise PathEscapeError(
-            f"'{path}' leads outside the workspace through a symbolic link; only files inside "
-            "the workspace can be used"
-        )
-    return resolved
+    raise PathEscapeError(
+        f"'{path}' leads outside the workspace through a symbolic link; only files inside "
+        "the workspace can be used"
+    )
 
 
 def _is_within(path: Path, root: Path) -> bool:
@@ -151,7 +155,7 @@ class BuiltinTool:
         """Check ``arguments`` against the spec, then do the work inside ``ctx.workspace``."""
         problem = validate_arguments(self.spec.parameters, arguments)
         if problem is not None:
-            return error_result(f"{problem}. Expected: {_signature(self.spec)}.")
+            return error_result(f"{problem}. Expected: {signature(self.spec)}.")
         root = Path(ctx.workspace)
         if not root.is_dir():
             return error_result(f"the workspace folder {root} does not exist")
@@ -169,7 +173,8 @@ class BuiltinTool:
         raise NotImplementedError
 
 
-def _signature(spec: ToolSpec) -> str:
+def signature(spec: ToolSpec) -> str:
+    """``name(required, optional?)``: how a tool is called, for error messages."""
     props = spec.parameters.get("properties", {})
     required = set(spec.parameters.get("required", ()))
     parts = [name if name in required else f"{name}?" for name in props]
@@ -220,6 +225,9 @@ class ReadFile(BuiltinTool):
             return error_result(f"there is no file '{rel}'; list_files shows what exists")
         if path.is_dir():
             return error_result(f"'{rel}' is a folder; use list_files to see what it holds")
+        if not path.is_file():
+            # A FIFO or device would block or never end.
+            return error_result(f"'{rel}' is not a regular file; only files can be read")
         offset = int(arguments.get("offset", 1))
         limit = min(int(arguments.get("limit", MAX_READ_LINES)), MAX_READ_LINES)
         with open(path, "rb") as fh:
@@ -340,7 +348,13 @@ class WriteFile(BuiltinTool):
             return error_result(f"'{rel}' is inside {top}/, which tools may not change")
         if rel == ".":
             return error_result("a file path is needed, not the workspace folder itself")
-        data = arguments["content"].encode("utf-8", errors="surrogatepass")
+        try:
+            data = arguments["content"].encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return error_result(
+                f"the content is not valid Unicode ({exc.reason} at character {exc.start}); "
+                "nothing was written"
+            )
         if len(data) > MAX_WRITE_BYTES:
             return error_result(
                 f"the content is {len(data)} bytes; write_file takes at most {MAX_WRITE_BYTES}"
@@ -348,6 +362,8 @@ class WriteFile(BuiltinTool):
         if path.is_dir():
             return error_result(f"'{rel}' is a folder; choose a file name inside it")
         if path.exists():
+            if not path.is_file():
+                return error_result(f"'{rel}' is not a regular file; it was left unchanged")
             if not os.access(path, os.W_OK):
                 return error_result(f"'{rel}' is read-only; it was left unchanged")
             old = path.read_bytes()
@@ -474,8 +490,9 @@ def walk_files(folder: Path) -> Iterator[Path]:
         dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
         for name in sorted(filenames):
             path = Path(dirpath, name)
-            # A link may point outside the workspace; a file reached through one is skipped.
-            if not path.is_symlink():
+            # A link may point outside the workspace: a file reached through one is skipped;
+            # so are FIFOs and devices, which would block or never end.
+            if not path.is_symlink() and path.is_file():
                 yield path
 
 
@@ -567,6 +584,8 @@ class SearchFiles(BuiltinTool):
         rel_start = relative_name(start, root)
         if not start.exists():
             return error_result(f"there is no file or folder '{rel_start}'")
+        if not start.is_dir() and not start.is_file():
+            return error_result(f"'{rel_start}' is not a regular file or folder")
         notes: list[str] = []
         pattern_text: str = arguments["pattern"]
         try:

@@ -61,7 +61,14 @@ from ..errors import InputError, WorkflowError
 from ..providers.base import ToolSpec
 from ..workflow.model import CommandDecl
 from .base import ToolContext, ToolResult
-from .builtin import PathEscapeError, confine, error_result, relative_name, validate_arguments
+from .builtin import (
+    PathEscapeError,
+    confine,
+    error_result,
+    relative_name,
+    signature,
+    validate_arguments,
+)
 
 #: Captured bytes kept per stream; more is read (so the command never blocks) and dropped.
 MAX_CAPTURE_BYTES = 64 * 1024 * 1024
@@ -81,7 +88,9 @@ class CommandTool:
         self.workspace = workspace
         self.idempotent = decl.idempotent
         description = decl.description or f"Run the command: {shlex.join(decl.argv)}"
-        self.spec = ToolSpec(name=decl.name, description=description, parameters=decl.parameters)
+        self.spec = ToolSpec(
+            name=decl.name, description=description, parameters=_json_schema(decl.parameters)
+        )
         if decl.cwd is not None:
             normal = posixpath.normpath(decl.cwd.replace("\\", "/"))
             if posixpath.isabs(normal) or normal == ".." or normal.startswith("../"):
@@ -101,7 +110,7 @@ class CommandTool:
 
         values = check_arguments(self.decl, arguments)
         # The declared schema may say more than types and choices (a pattern, a range).
-        problem = validate_arguments(_json_schema(self.decl.parameters), values)
+        problem = validate_arguments(self.spec.parameters, values)
         if problem is not None:
             raise InputError(problem)
         argv = fill_argv(self.decl, values)
@@ -125,7 +134,7 @@ class CommandTool:
         try:
             argv = self.argv(arguments)
         except InputError as exc:
-            return error_result(f"{exc.message} Expected: {_signature(self.spec)}.")
+            return error_result(f"{exc.message} Expected: {signature(self.spec)}.")
         root = Path(ctx.workspace)
         try:
             cwd = confine(root, decl.cwd or ".")
@@ -155,19 +164,19 @@ def command_tool(decl: CommandDecl, workspace: Path) -> CommandTool:
 
 
 def _json_schema(parameters: Mapping[str, Any]) -> dict[str, Any]:
-    """``parameters`` as standard JSON Schema (the workflow's ``list`` type is ``array``)."""
+    """``parameters`` as standard JSON Schema, as providers require it.
+
+    The workflow's ``list`` type becomes an array of strings, and no parameters at all an
+    object schema without properties.
+    """
+    if not parameters:
+        return {"type": "object", "properties": {}, "additionalProperties": False}
     schema = copy.deepcopy(dict(parameters))
     for prop in schema.get("properties", {}).values():
         if isinstance(prop, dict) and prop.get("type") == "list":
             prop["type"] = "array"
+            prop.setdefault("items", {"type": "string"})
     return schema
-
-
-def _signature(spec: ToolSpec) -> str:
-    props = spec.parameters.get("properties", {})
-    required = set(spec.parameters.get("required", ()))
-    parts = [name if name in required else f"{name}?" for name in props]
-    return f"{spec.name}({', '.join(parts)})"
 
 
 # --- running a process --------------------------------------------------------------------
