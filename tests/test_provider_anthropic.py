@@ -457,3 +457,13 @@ def test_prompt_too_long(server: ModelServer) -> None:
     with pytest.raises(ProviderError) as info:
         provider(server).complete(ask())
     assert info.value.reason == "context_length_exceeded" and not info.value.transient
+
+
+def test_an_error_in_on_text_is_not_taken_for_a_network_failure(server: ModelServer) -> None:
+    server.push(Canned(events=anthropic_stream(["a", "b"])))
+
+    def broken_pipe(text: str) -> None:
+        raise BrokenPipeError("stdout closed")
+
+    with pytest.raises(BrokenPipeError):
+        provider(server, stream=True).complete(ask(), on_text=broken_pipe)

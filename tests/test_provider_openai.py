@@ -660,3 +660,13 @@ def test_error_event_inside_a_stream(server: ModelServer) -> None:
         provider(server, stream=True).complete(ask())
     assert info.value.transient
     assert "server overloaded" in str(info.value)
+
+
+def test_an_error_in_on_text_is_not_taken_for_a_network_failure(server: ModelServer) -> None:
+    server.push(Canned(events=openai_stream(["Hel", "lo"])))
+
+    def broken_pipe(text: str) -> None:
+        raise BrokenPipeError("stdout closed")
+
+    with pytest.raises(BrokenPipeError):
+        provider(server, stream=True).complete(ask(), on_text=broken_pipe)

@@ -25,7 +25,13 @@ from typing import Any
 from ..errors import ProviderError, ProviderSetupError
 from .base import Message, ProviderSettings, Reply, ReplyUsage, Request, ToolCall, ToolSpec
 from .pricing import DEFAULT_MAX_OUTPUT_TOKENS
-from .retry import connection_failure, http_failure, is_transport_error
+from .retry import (
+    CallbackFailed,
+    connection_failure,
+    guard_callback,
+    http_failure,
+    is_transport_error,
+)
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 
@@ -377,7 +383,7 @@ class AnthropicProvider:
             if not self.settings.stream:
                 return _reply_from_message(self._client.messages.create(**kwargs), model)
             stream = self._client.messages.create(stream=True, **kwargs)
-            assembler = _StreamAssembler(on_text)
+            assembler = _StreamAssembler(guard_callback(on_text))
             try:
                 for event in stream:
                     assembler.feed(event)
@@ -390,6 +396,8 @@ class AnthropicProvider:
             return assembler.reply(model)
         except ProviderError:
             raise
+        except CallbackFailed as failed:
+            raise failed.original from None
         except Exception as exc:
             mapped = self._map_error(exc, model)
             if mapped is None:

@@ -27,7 +27,13 @@ from urllib.parse import urlsplit
 
 from ..errors import ProviderError, ProviderSetupError
 from .base import Message, ProviderSettings, Reply, ReplyUsage, Request, ToolCall, ToolSpec
-from .retry import connection_failure, http_failure, is_transport_error
+from .retry import (
+    CallbackFailed,
+    connection_failure,
+    guard_callback,
+    http_failure,
+    is_transport_error,
+)
 
 OPENAI_URL = "https://api.openai.com/v1"
 GITHUB_MODELS_URL = "https://models.github.ai/inference"
@@ -427,7 +433,7 @@ class OpenAIProvider:
             stream = self._client.chat.completions.create(
                 stream=True, stream_options={"include_usage": True}, **kwargs
             )
-            assembler = _StreamAssembler(on_text)
+            assembler = _StreamAssembler(guard_callback(on_text))
             try:
                 for chunk in stream:
                     assembler.feed(chunk)
@@ -442,6 +448,8 @@ class OpenAIProvider:
             return assembler.reply(model)
         except ProviderError:
             raise
+        except CallbackFailed as failed:
+            raise failed.original from None
         except Exception as exc:
             mapped = self._map_error(exc, model)
             if mapped is None:

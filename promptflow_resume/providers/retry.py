@@ -337,3 +337,30 @@ def is_transport_error(exc: BaseException) -> bool:
         if root.startswith(("httpx", "httpcore")) or root in ("h11", "h2"):
             return True
     return False
+
+
+class CallbackFailed(Exception):
+    """An exception from the caller's ``on_text``, carried out of a stream unchanged.
+
+    Without the wrapper, an ``OSError`` from printing (a closed pipe) would look like a network
+    failure and be retried; the providers unwrap it and re-raise ``original``.
+    """
+
+    def __init__(self, original: Exception) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
+def guard_callback(on_text: Callable[[str], None] | None) -> Callable[[str], None] | None:
+    """``on_text`` with its exceptions wrapped in ``CallbackFailed``; None stays None."""
+    if on_text is None:
+        return None
+    callback = on_text
+
+    def guarded(text: str) -> None:
+        try:
+            callback(text)
+        except Exception as exc:
+            raise CallbackFailed(exc) from exc
+
+    return guarded
