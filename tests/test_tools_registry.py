@@ -9,12 +9,17 @@ from typing import Any
 
 import pytest
 
-from promptflow_resume.tools import build_tools, call_tool, resolve_tool_names
+from promptflow_resume.tools import (
+    build_tools,
+    call_tool,
+    offered_tool_names,
+    resolve_tool_names,
+)
 from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.builtin import ReadFile, WriteFile
 from promptflow_resume.tools.commands import CommandTool
 from promptflow_resume.workflow import load_workflow
-from promptflow_resume.workflow.model import Budget, CommandDecl, RetryPolicy, Workflow
+from promptflow_resume.workflow.model import Budget, CommandDecl, RetryPolicy, Step, Workflow
 
 
 def workflow(tools: tuple[str, ...], commands: dict[str, CommandDecl] | None = None) -> Workflow:
@@ -47,12 +52,27 @@ def test_prompt_file_names_map_to_built_ins_and_commands_by_name(tmp_path: Path)
         {"run_tests": TESTS, "deploy": DEPLOY},
     )
     tools = build_tools(wf, tmp_path)
-    assert list(tools) == ["read_file", "write_file", "run_tests", "search_files", "list_files"]
+    offered = ["read_file", "write_file", "run_tests", "search_files", "list_files"]
+    # Every declared command is there (a command step may run it) ...
+    assert list(tools) == [*offered, "deploy"]
     assert isinstance(tools["read_file"], ReadFile)
     assert isinstance(tools["write_file"], WriteFile)
     assert isinstance(tools["run_tests"], CommandTool)
-    # A declared command the workflow does not offer stays out of the model's reach.
-    assert "deploy" not in tools
+    assert isinstance(tools["deploy"], CommandTool)
+    # ... but one that no `tools:` list names is not offered to the model.
+    assert offered_tool_names(wf) == tuple(offered)
+
+
+def test_a_step_with_its_own_list_is_offered_that_list(tmp_path: Path) -> None:
+    wf = workflow(("read_file", "run_tests"), {"run_tests": TESTS, "deploy": DEPLOY})
+    step = Step(
+        id="s", title="S", index=1, kind="prompt", body="", hash="h", line=1, tools=("deploy",)
+    )
+    assert offered_tool_names(wf, step) == ("deploy",)
+    no_list = Step(id="t", title="T", index=2, kind="prompt", body="", hash="h", line=2)
+    assert offered_tool_names(wf, no_list) == ("read_file", "run_tests")
+    none = Step(id="u", title="U", index=3, kind="prompt", body="", hash="h", line=3, tools=())
+    assert offered_tool_names(wf, none) == ()
 
 
 def test_names_restrict_to_a_steps_list(tmp_path: Path) -> None:
@@ -119,13 +139,22 @@ def test_a_loaded_workflow_gives_the_tools_it_declares(tmp_path: Path) -> None:
         "    idempotent: true\n"
         "    parameters:\n"
         "      name: {type: string, description: Who to greet}\n"
+        "  count:\n"
+        "    argv: [echo, '3']\n"
         "---\n"
-        "Greet ${input:who}.\n",
+        "Shared context.\n\n"
+        "## Step 1: Greet\n\n"
+        "Greet ${input:who}.\n\n"
+        "## Step 2: Count\n"
+        "> run: count\n",
         encoding="utf-8",
     )
     wf = load_workflow(tmp_path / "w.prompt.md")
     tools = build_tools(wf, tmp_path)
-    assert list(tools) == ["greet", "read_file", "write_file"]
+    # The command step's command can run, and is not offered to the model.
+    assert list(tools) == ["greet", "read_file", "write_file", "count"]
+    assert offered_tool_names(wf) == ("greet", "read_file", "write_file")
+    assert tools["count"].idempotent is False
     greet = tools["greet"]
     assert greet.idempotent is True
     props: dict[str, Any] = greet.spec.parameters["properties"]

@@ -4,6 +4,7 @@ Every tool comes from the workflow file (the built-ins it names, the commands it
 never from a progress file, so a shared progress file cannot make ``flow`` run anything::
 
     tools = build_tools(workflow, Path.cwd())
+    specs = [tools[name].spec for name in offered_tool_names(workflow, step)]
     result = call_tool(tools, "read_file", '{"path": "README.md"}', ToolContext(Path.cwd()))
 
 A name in ``tools:`` resolves to a declared command of that name first, else to the built-ins
@@ -18,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..workflow.model import CommandDecl, Workflow
+from ..workflow.model import CommandDecl, Step, Workflow
 from .base import Tool, ToolContext, ToolResult
 from .builtin import BUILTINS, error_result
 from .commands import CommandTool, command_tool
@@ -34,6 +35,7 @@ __all__ = [
     "build_tools",
     "call_tool",
     "command_tool",
+    "offered_tool_names",
     "resolve_tool_names",
 ]
 
@@ -52,18 +54,32 @@ def resolve_tool_names(names: Sequence[str], commands: Mapping[str, CommandDecl]
 def build_tools(
     workflow: Workflow, workspace: Path, *, names: Sequence[str] | None = None
 ) -> dict[str, Tool]:
-    """The tools the model may call, by name: ``workflow.tools``, or ``names`` (a step's list).
+    """The tools a run may use, by name; with ``names`` (a step's list) only those.
 
-    ``workflow.tools`` is what the loader resolved from the front matter's ``tools:`` (all
-    declared commands when the key is absent). A declared command wins over a built-in of the
-    same name. Only ``workflow.commands`` can produce a command tool. WorkflowError if a
-    command's ``cwd`` leaves ``workspace``.
+    Without ``names``: the tools of ``workflow.tools`` (what the loader resolved from the
+    front matter's ``tools:``) followed by every other declared command, because command steps
+    run those and resume must know whether each is idempotent. Which of them the model is
+    *offered* is ``offered_tool_names``. A declared command wins over a built-in of the same
+    name; only ``workflow.commands`` can produce a command tool. WorkflowError if a command's
+    ``cwd`` leaves ``workspace``.
     """
+    wanted = list(workflow.tools if names is None else names)
+    if names is None:
+        wanted += [name for name in workflow.commands if name not in wanted]
     tools: dict[str, Tool] = {}
-    for name in resolve_tool_names(workflow.tools if names is None else names, workflow.commands):
+    for name in resolve_tool_names(wanted, workflow.commands):
         decl = workflow.commands.get(name)
         tools[name] = command_tool(decl, workspace) if decl is not None else BUILTINS[name]()
     return tools
+
+
+def offered_tool_names(workflow: Workflow, step: Step | None = None) -> tuple[str, ...]:
+    """The tools the model is offered in ``step``: its own ``tools`` list, else the workflow's.
+
+    A declared command that no list names is not offered (a command step may still run it).
+    """
+    names = step.tools if step is not None and step.tools is not None else workflow.tools
+    return tuple(resolve_tool_names(names, workflow.commands))
 
 
 def call_tool(
