@@ -1,0 +1,193 @@
+"""``flow share``: a copy that is safe in a pull request and resumes elsewhere."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from promptflow_resume import yamlio
+from promptflow_resume.errors import InputError
+from promptflow_resume.progress import load_progress, validate_file
+from promptflow_resume.sharing import share
+from tests.test_share_support import (
+    clone,
+    conversation,
+    make_project,
+    resume,
+    snapshot,
+    start,
+)
+
+SECRET = "tok-9f8e7d6c5b4a39281706"
+
+
+@pytest.fixture
+def project(workdir: Path) -> Path:
+    return make_project(workdir / "repo")
+
+
+def _front_matter(path: Path) -> dict[str, object]:
+    text = path.read_text(encoding="utf-8")
+    data = yamlio.load(text[4 : text.index("\n---\n") + 1])
+    assert isinstance(data, dict)
+    return data
+
+
+def test_a_shared_copy_resumes_in_a_fresh_clone_like_an_uninterrupted_run(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The reference: the same workflow run once without stopping, in its own folder.
+    reference = make_project(tmp_path / "reference")
+    monkeypatch.chdir(reference)
+    full, _ = start(reference)
+    assert full.status == "completed"
+
+    monkeypatch.chdir(project)
+    stopped, path = start(project, max_turns=3)
+    assert stopped.status == "budget_exhausted"
+    result = share(path, project / "shared" / "release-run.md")
+    assert (project / "shared" / "release-run.files").is_dir()
+
+    elsewhere = clone(project, tmp_path / "elsewhere" / "clone")
+    monkeypatch.chdir(elsewhere)
+    copy = elsewhere / "shared" / "release-run.md"
+    finished = resume(copy, elsewhere)
+
+    assert finished.status == "completed"
+    assert conversation(finished) == conversation(full)
+    # The non-idempotent bump ran once, before the share; the clone did not run it again.
+    assert (elsewhere / "counter.txt").read_text() == "bumped\n"
+    assert result.workflow_path == "../release.prompt.md"
+
+
+def test_the_copy_has_relative_paths_a_resume_header_and_validates_cleanly(project: Path) -> None:
+    _, path = start(project, max_turns=3)
+    before = snapshot(path.parent)
+    result = share(path, project / "docs" / "runs" / "release.md")
+    out = result.output
+
+    assert snapshot(path.parent) == before  # the original is only read
+    text = out.read_text(encoding="utf-8")
+    assert str(project) not in text and str(project.resolve()) not in text
+    fm = _front_matter(out)
+    assert fm["workflow"]["path"] == "../../release.prompt.md"  # type: ignore[index]
+    assert fm["config"]["recording"] == "../../release.script.yaml"  # type: ignore[index]
+    assert (out.parent / "../../release.prompt.md").resolve() == (project / "release.prompt.md")
+    # The header is YAML comments at the top of the front matter: invisible when rendered,
+    # ignored by every reader, and it says how to resume.
+    header = text.split("\n")[1:5]
+    assert all(line.startswith("# ") for line in header)
+    assert any("flow resume release.md" in line for line in header)
+    report = validate_file(out)
+    assert report.warnings == [] and report.edited_entries == []
+
+
+def test_sidecars_are_bundled_beside_the_copy_and_verified(project: Path) -> None:
+    _, path = start(project, max_turns=3)
+    result = share(path, project / "shared" / "run.md")
+    assert result.bundled == ["run.files/call_1_1-listing"]
+    run, _ = load_progress(result.output)  # verifies every sidecar's sha256
+    entry = next(e for e in run.transcript if e.sidecar is not None)
+    original = (path.parent / "progress.files" / "call_1_1-listing").read_bytes()
+    assert (result.output.parent / entry.sidecar).read_bytes() == original  # type: ignore[operator]
+    assert entry.sidecar_bytes == len(original)
+
+
+def test_secrets_unknown_when_the_run_was_written_are_redacted_from_the_copy_and_its_sidecars(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_project(workdir / "repo", notes=f"deploy with {SECRET}\n")
+    monkeypatch.delenv("RELEASE_TOKEN", raising=False)
+    _, path = start(project, max_turns=3, inputs={"audience": f"ops ({SECRET})"})
+    assert SECRET in path.read_text(encoding="utf-8")  # nothing marked it secret back then
+
+    monkeypatch.setenv("RELEASE_TOKEN", SECRET)
+    result = share(path, project / "shared" / "run.md")
+
+    files = [result.output, *sorted((project / "shared" / "run.files").iterdir())]
+    for file in files:
+        assert SECRET not in file.read_text(encoding="utf-8"), file
+    assert "[REDACTED:RELEASE_TOKEN]" in result.output.read_text(encoding="utf-8")
+    assert result.redacted >= 3  # the input, the draft prompt, the sidecar (and its preview)
+    run, _ = load_progress(result.output)  # the sidecar's new sha256 was recorded
+    assert run.redactions.count >= result.redacted
+    assert "inputs" in run.redactions.where
+    assert SECRET in path.read_text(encoding="utf-8")  # the original is not changed
+
+
+def test_hand_edits_in_the_original_stay_marked_as_edits_in_the_copy(project: Path) -> None:
+    _, path = start(project, max_turns=3)
+    text = path.read_text(encoding="utf-8")
+    path.write_text(
+        text.replace("The counter holds one line.", "The counter holds ONE line."),
+        encoding="utf-8",
+    )
+    _, report = load_progress(path)
+    assert report.edited_entries == [11]
+
+    result = share(path, project / "shared" / "run.md")
+    copy, copy_report = load_progress(result.output)
+    assert copy_report.edited_entries == [11]
+    assert copy.transcript[10].content == "The counter holds ONE line."
+    assert result.edited_entries == [11]
+
+
+def test_an_existing_copy_is_replaced_only_with_force(project: Path) -> None:
+    _, path = start(project, max_turns=3)
+    target = project / "shared" / "run.md"
+    share(path, target)
+    with pytest.raises(InputError, match="already exists") as caught:
+        share(path, target)
+    assert "--force" in str(caught.value)
+    resume(path, project)
+    result = share(path, target, force=True)
+    assert load_progress(result.output)[0].status == "completed"
+
+
+def test_sharing_onto_the_run_itself_is_refused(project: Path) -> None:
+    _, path = start(project, max_turns=3)
+    with pytest.raises(InputError, match="overwrite the run itself"):
+        share(path, path, force=True)
+
+
+def test_the_default_output_is_named_after_the_run_in_the_working_directory(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, path = start(project, max_turns=3)
+    monkeypatch.chdir(project)
+    result = share(path)
+    assert result.output == project / "r1.md"
+    assert result.output.is_file() and (project / "r1.files").is_dir()
+
+
+def test_home_folder_paths_are_reported_or_scrubbed(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home" / "alice"
+    monkeypatch.setenv("HOME", str(home))
+    _, path = start(project, max_turns=3, inputs={"audience": f"{home}/team"})
+
+    plain = share(path, project / "plain.md")
+    assert any("home folder" in w for w in plain.warnings)
+    assert any("absolute path" in w for w in plain.warnings)
+    assert str(home) in plain.output.read_text(encoding="utf-8")
+
+    scrubbed = share(path, project / "scrubbed.md", scrub_home=True)
+    text = scrubbed.output.read_text(encoding="utf-8")
+    assert str(home) not in text and "~/team" in text
+    assert scrubbed.home_paths >= 2  # the input and the draft prompt that quotes it
+
+
+def test_a_workflow_outside_the_repository_of_the_copy_is_warned_about(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outside = make_project(tmp_path / "outside")
+    monkeypatch.chdir(outside)
+    _, path = start(outside, max_turns=3)
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    result = share(path, repo / "run.md")
+    assert any("outside the repository" in w for w in result.warnings)
+    assert os.path.exists(repo / "run.md")
