@@ -74,8 +74,8 @@ def _env_value(env: Mapping[str, str], name: str) -> str | None:
 def _missing_key(var: str, label: str, how: str) -> ProviderSetupError:
     return ProviderSetupError(
         f"no API key for {label}: the environment variable {var} is not set.",
-        hint=f"Set it ({how}) and run again; flow reads keys only from the environment and "
-        "never writes them to the progress file.",
+        hint=f"Set {var} to {how} and run again; flow reads keys only from the environment "
+        "and never writes them to the progress file.",
     )
 
 
@@ -131,7 +131,9 @@ def resolve_endpoint(settings: ProviderSettings, env: Mapping[str, str] | None =
         var = key_env_override.strip()
         key = _env_value(env, var)
         if key is None:
-            raise _missing_key(var, "this endpoint", "the workflow names it in `api_key_env`")
+            raise _missing_key(
+                var, "this endpoint", "the endpoint's key (`api_key_env` names this variable)"
+            )
     else:
         var, key = "", None
 
