@@ -129,12 +129,15 @@ _SHAPES: tuple[tuple[str, _Mode, str], ...] = (
     (
         "url password",
         "keep",
-        r"(?P<keep>://[^\s/:@'\"]{1,256}:)(?!\[REDACTED\])[^\s/@'\"]{1,256}(?=@)",
+        r"(?P<keep>://[^\s/:@'\"]{1,256}:)"
+        # Not a placeholder: ``user:password@``, ``user:$PASS@``, ``user:<token>@``, ``***``.
+        r"(?!(?:[Pp]ass(?:word|wd)?|PASS(?:WORD|WD)?|secret|token|pwd)@)(?![$<{%*\[])"
+        r"[^\s/@'\"]{1,256}(?=@)",
     ),
     # ``API_KEY=value``, ``export DB_PASSWORD='value'``, ``"GITHUB_TOKEN": "value"``: an
     # upper-case secret-looking name (checked after) assigned a literal token-like value. Code
     # that assigns a call, an expression or a ``$VAR`` is left alone (the value must end at a
-    # delimiter), and so are values of only digits.
+    # delimiter), and so are values without both letters and digits.
     (
         "assignment",
         "assign",
@@ -142,7 +145,9 @@ _SHAPES: tuple[tuple[str, _Mode, str], ...] = (
         # The name must end right before: cheap fixed-width look-behinds reject ``key: v``
         # and ``x = y`` without a call into Python for each candidate.
         r"(?:(?<=[A-Z0-9_].)|(?<=[A-Z0-9_][\"' ].)|(?<=[A-Z0-9_][\"'] .))"
-        r"[ \t]?[\"']?)(?![0-9]+(?:[\s'\",;]|$))"
+        r"[ \t]?[\"']?)"
+        # Letters and digits both: ``"no-key-required"`` or ``"password"`` are words.
+        r"(?=[^\s'\",;]*[0-9])(?=[^\s'\",;]*[A-Za-z])"
         r"[A-Za-z0-9_\-+/=.~!%^*]{8,}(?=[\s'\",;]|$)",
     ),
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -106,6 +107,12 @@ UNCHANGED = [
     ("lowercase yaml", "api_key: abcdefgh12345678\npassword: hunter2hunter2"),
     ("redacted already", "API_KEY=[REDACTED:API_KEY] and Bearer [REDACTED]"),
     ("tokenizers", "TOKENIZERS_PARALLELISM=false PRIMARY_COLOR=deepskyblue"),
+    ("word constants", 'NO_KEY = "no-key-required"\nPASSWORD_FIELD = "password"\nAPI_KEY=changeme'),
+    ("dates", "TOKEN_EXPIRES: 2026-01-02"),
+    (
+        "url placeholders",
+        "scheme://user:password@host, https://u:$TOKEN@h, https://u:<token>@h, ftp://a:***@b",
+    ),
     ("header prose", "Use the api-key: header. Monkey: bananas-and-more"),
 ]
 
@@ -268,3 +275,19 @@ def test_redacting_twice_changes_nothing_more(pieces: list[str]) -> None:
     redactor = Redactor.from_environment(SECRETS)
     once, _ = redactor.redact("".join(pieces))
     assert redactor.redact(once) == (once, 0)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+REAL_FILES = sorted(
+    [*(ROOT / "promptflow_resume").rglob("*.py"), *(ROOT / "workflows").glob("*.prompt.md")]
+)
+
+
+@pytest.mark.parametrize("path", REAL_FILES, ids=[str(p.relative_to(ROOT)) for p in REAL_FILES])
+def test_real_source_and_prompt_files_have_nothing_redacted(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    redacted, _ = Redactor().redact(text)
+    changed = [
+        (a, b) for a, b in zip(text.splitlines(), redacted.splitlines(), strict=True) if a != b
+    ]
+    assert changed == []
