@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from promptflow_resume.errors import EXIT_INVALID_FILE, WorkflowError
 from promptflow_resume.workflow import check_workflow, load_workflow, parse_workflow
@@ -121,3 +123,75 @@ def test_more_errors(text: str, words: str) -> None:
         parse_workflow(text, path="w.prompt.md")
     assert words in info.value.message
     assert info.value.line is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("---\na: " + "[" * 200 + "]" * 200 + "\n---\nHi.\n", "more than 32 levels deep"),
+        ("---\ntemperature: .nan\n---\nHi.\n", "must be a finite number"),
+        ("---\ninputs:\n  n: {type: number, default: .inf}\n---\n${input:n}\n", "finite number"),
+        ("---\ncommands:\n  a: null\n---\nHi.\n", "must be a mapping, not null."),
+        ("---\n!!python/object/apply:os.system [echo hi]\n---\nHi.\n", "is not allowed"),
+        ("---\na: !!python/object/apply:os.system [echo hi]\n---\nHi.\n", "is not allowed"),
+        ("---\n!custom key: 1\n---\nHi.\n", "the YAML tag `!custom` is not allowed"),
+        ("---\na: b\x07c\n---\nHi.\n", "the character U+0007"),
+        ("Hi\x00there.\n", "NUL character"),
+    ],
+)
+def test_hostile_or_odd_front_matter_is_an_error_not_a_crash(text: str, words: str) -> None:
+    with pytest.raises(WorkflowError) as info:
+        parse_workflow(text, path="w.prompt.md")
+    assert words in info.value.message
+
+
+def test_anchors_and_merge_keys_work() -> None:
+    wf = parse_workflow(
+        "---\nx-base: &b {max_turns: 3}\nbudget:\n  <<: *b\n  max_cost_usd: 1\n---\nHi.\n",
+        path="w.prompt.md",
+    )
+    assert (wf.budget.max_turns, wf.budget.max_cost_usd) == (3, 1.0)
+
+
+def test_empty_sections_are_allowed() -> None:
+    wf = parse_workflow(
+        "---\ninputs:\ncommands:\nbudget:\nretry:\nparams:\n---\nHi.\n", path="w.prompt.md"
+    )
+    assert wf.inputs == {} and wf.commands == {} and wf.params == {}
+    assert wf.diagnostics == ()
+
+
+SEEDS = sorted((INVALID.parent).rglob("*.prompt.md")) + sorted(
+    (INVALID.parent.parent.parent.parent / "workflows").glob("*.prompt.md")
+)
+NOISE = st.sampled_from([*"-:#>`{}$[]\n\r\t '\"*&!|%@,.0123456789axyz", "\u00e9", "\x00", "\x07"])
+
+
+@given(
+    seed=st.sampled_from(SEEDS),
+    edits=st.lists(
+        st.tuples(st.sampled_from(["put", "insert", "delete", "cut"]), st.floats(0, 1), NOISE),
+        min_size=1,
+        max_size=6,
+    ),
+)
+@settings(max_examples=150, deadline=None)
+def test_mutated_workflows_load_or_fail_with_a_position(
+    seed: Path, edits: list[tuple[str, float, str]]
+) -> None:
+    text = seed.read_bytes().decode("utf-8", "replace")
+    for op, where, char in edits:
+        at = int(where * len(text))
+        if op == "put":
+            text = text[:at] + char + text[at + 1 :]
+        elif op == "insert":
+            text = text[:at] + char * 2 + text[at:]
+        elif op == "delete":
+            text = text[:at] + text[at + 7 :]
+        else:
+            text = text[:at]
+    try:
+        parse_workflow(text, path="m.prompt.md")
+    except WorkflowError as error:
+        assert error.path == "m.prompt.md"
+        assert error.line is not None or error.field is not None

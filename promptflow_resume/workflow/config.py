@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -50,9 +51,9 @@ def build_config(data: dict[str, Any], pos: YamlPositions, col: Collector, bad: 
         cfg.model = data["model"]
     cfg.params = _build_params(data, pos, col, bad)
     if usable("budget"):
-        cfg.budget = _build_budget(data["budget"], pos, col)
+        cfg.budget = _build_budget(data["budget"] or {}, pos, col)
     if usable("retry"):
-        cfg.retry = _build_retry(data["retry"], pos, col)
+        cfg.retry = _build_retry(data["retry"] or {}, pos, col)
     if "tools" in data and "tools" not in bad:
         cfg.tools_listed = True
         broken = data.get("commands") if isinstance(data.get("commands"), dict) else {}
@@ -131,6 +132,11 @@ def _build_params(
                     at_key=True,
                 )
             params[key] = data[key]
+    for key, value in params.items():
+        # YAML reads .nan and .inf as floats; no provider accepts them.
+        if isinstance(value, float) and not math.isfinite(value):
+            where = (key,) if key in data else ("params", key)
+            _err(col, pos, where, f"must be a finite number (got {value}).", "params")
     return params
 
 

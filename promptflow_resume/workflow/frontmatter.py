@@ -9,13 +9,21 @@ that clash) is checked by the builders in this package.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 from .. import yamlio
 from .diagnostics import Collector, did_you_mean
-from .source import FieldPath, Source, YamlPositions, collect_positions, field_path
+from .source import (
+    MAX_DEPTH,
+    FieldPath,
+    Source,
+    YamlPositions,
+    collect_positions,
+    field_path,
+)
 from .values import type_name
 
 #: Keys editors use that change nothing flow does (and no hash).
@@ -41,6 +49,12 @@ KNOWN_KEYS: tuple[str, ...] = (
     "commands",
     "budget",
     "retry",
+)
+
+
+#: Characters YAML refuses (the YAML 1.1 printable set, as PyYAML checks it).
+_NON_PRINTABLE = re.compile(
+    "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 )
 
 
@@ -70,8 +84,31 @@ def read_front_matter(src: Source, col: Collector) -> tuple[dict[str, Any], Yaml
         return {}, YamlPositions()
     text = src.front_matter_text
     offset = src.front_matter_line - 1
+    bad_char = _NON_PRINTABLE.search(text)
+    if bad_char:
+        # PyYAML refuses these without a line number; name the position ourselves.
+        before = text[: bad_char.start()]
+        col.error(
+            f"the front matter contains the character U+{ord(bad_char.group()):04X}, "
+            "which YAML does not allow; delete it.",
+            line=src.front_matter_line + before.count("\n"),
+            column=bad_char.start() - (before.rfind("\n") + 1) + 1,
+            code="yaml",
+        )
+        return None
     try:
         node = yamlio.compose(text, path=src.path, line_offset=offset)
+        positions = collect_positions(node, first_line=src.front_matter_line)
+        if positions.unknown_tags:
+            _, line, column, tag = positions.unknown_tags[0]
+            col.error(
+                f"the YAML tag `{tag}` is not allowed: flow reads plain YAML values only "
+                "(no tags that build objects); remove the tag.",
+                line=line,
+                column=column,
+                code="yaml",
+            )
+            return None
         data = yamlio.load(text, path=src.path, line_offset=offset) if node is not None else None
     except yamlio.YamlError as error:
         col.error(
@@ -89,7 +126,15 @@ def read_front_matter(src: Source, col: Collector) -> tuple[dict[str, Any], Yaml
             code="yaml",
         )
         return None
-    positions = collect_positions(node, first_line=src.front_matter_line)
+    if positions.depth > MAX_DEPTH:
+        line, column = positions.deepest
+        col.error(
+            f"the front matter nests more than {MAX_DEPTH} levels deep; flatten it.",
+            line=line,
+            column=column,
+            code="yaml",
+        )
+        return None
     if data is None:
         return {}, positions
     if not isinstance(data, dict):
@@ -185,7 +230,8 @@ def _describe(error: Any, path: FieldPath) -> list[tuple[str, FieldPath, bool]]:
         expected = error.validator_value
         names = expected if isinstance(expected, list) else [expected]
         shown = " or ".join(_article(_JSON_TYPES.get(str(n), str(n))) for n in names)
-        return [(f"must be {shown}, not {type_name(value)} {_short(value)}.", path, False)]
+        got = type_name(value) + ("" if value is None else f" {_short(value)}")
+        return [(f"must be {shown}, not {got}.", path, False)]
     if kind == "enum":
         options = ", ".join(str(v) for v in error.validator_value)
         return [(f"must be one of: {options} (got {_short(value)}).", path, False)]

@@ -144,6 +144,16 @@ def _analyze(text: str, path: str) -> tuple[Workflow | None, Collector]:
             code="front-matter",
         )
         return None, col
+    nul = text.find("\x00")
+    if nul >= 0:
+        line, column = LineIndex(text).position(nul)
+        col.error(
+            "the file contains a NUL character, so it is not a text file; delete it.",
+            line=line,
+            column=column,
+            code="io",
+        )
+        return None, col
     read = read_front_matter(src, col)
     if read is None:
         return None, col

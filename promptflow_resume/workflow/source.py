@@ -26,7 +26,16 @@ MAX_WORKFLOW_BYTES = 1024 * 1024
 
 BOM = "\ufeff"
 
+#: Front matter nested deeper than this is refused: nothing flow reads goes beyond a few
+#: levels, and very deep values would exhaust the stack of whatever walks them later.
+MAX_DEPTH = 32
+
 FieldPath = tuple[str | int, ...]
+
+#: Tags the safe YAML loader builds; any other tag is an error we can place in the file.
+_SAFE_TAGS = frozenset(t for t in yaml.SafeLoader.yaml_constructors if t is not None) | {
+    "tag:yaml.org,2002:merge"
+}
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
@@ -96,7 +105,12 @@ class YamlPositions:
     keys: dict[FieldPath, tuple[int, int]] = field(default_factory=dict)
     duplicates: list[tuple[FieldPath, int, int]] = field(default_factory=list)
     non_string_keys: list[tuple[FieldPath, int, int]] = field(default_factory=list)
+    #: Values with a tag the safe loader cannot build (``!!python/object``, ``!custom``).
+    unknown_tags: list[tuple[FieldPath, int, int, str]] = field(default_factory=list)
     recursive: list[tuple[FieldPath, int, int]] = field(default_factory=list)
+    #: The deepest nesting seen (0 for a scalar document), and where it is.
+    depth: int = 0
+    deepest: tuple[int, int] = (1, 1)
 
     def value(self, path: FieldPath) -> tuple[int | None, int | None]:
         """Position of the value at ``path``, or of its nearest known parent."""
@@ -135,6 +149,12 @@ def collect_positions(node: yaml.Node | None, *, first_line: int) -> YamlPositio
     while stack:
         current, path, ancestors = stack.pop()
         found.values.setdefault(path, mark(current))
+        if len(path) > found.depth:
+            found.depth, found.deepest = len(path), mark(current)
+        if len(path) > MAX_DEPTH:
+            continue
+        if current.tag not in _SAFE_TAGS:
+            found.unknown_tags.append((path, *mark(current), current.tag))
         if id(current) in ancestors:
             found.recursive.append((path, *mark(current)))
             continue
@@ -142,6 +162,9 @@ def collect_positions(node: yaml.Node | None, *, first_line: int) -> YamlPositio
         if isinstance(current, yaml.MappingNode):
             seen: set[str] = set()
             for key_node, value_node in current.value:
+                if key_node.tag not in _SAFE_TAGS:
+                    found.unknown_tags.append((path, *mark(key_node), key_node.tag))
+                    continue
                 if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(
                     (":int", ":bool", ":null", ":float")
                 ):

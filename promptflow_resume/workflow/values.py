@@ -115,6 +115,8 @@ def coerce_value(value: Any, type_: str) -> Any:
         raise ValueError(f"an integer, not {type_name(value)} {value!r}")
     if type_ == "number":
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"a finite number, not {value!r}")
             return value
         raise ValueError(f"a number, not {type_name(value)} {value!r}")
     if type_ == "boolean":
