@@ -12,7 +12,7 @@ from promptflow_resume.errors import InputError, RunLockedError
 from promptflow_resume.progress import ProgressStore, load_progress
 from promptflow_resume.progress.model import StepState
 from promptflow_resume.sharing import rewind, rewind_run
-from tests.test_share_support import conversation, make_project, resume, snapshot, start
+from tests.test_share_support import STEPS, conversation, make_project, resume, snapshot, start
 
 
 @pytest.fixture
@@ -113,3 +113,19 @@ def test_a_step_after_an_unfinished_one_is_refused(project: Path) -> None:
     with pytest.raises(InputError, match="earlier step 'draft' is running"):
         rewind(path, "report")
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_whatever_the_step_nothing_is_lost_and_the_resume_ends_the_same(
+    project: Path, step: str
+) -> None:
+    original, path = start(project)
+    result = rewind(path, step)
+    run, _ = load_progress(path)
+    archived = json.loads((path.parent / str(result.archive)).read_text(encoding="utf-8"))
+    assert [asdict(e) for e in run.transcript] + archived == [
+        asdict(e) for e in original.transcript
+    ]
+    if step == "inspect":
+        (project / "counter.txt").unlink()  # its bump runs again: undo the first one
+    assert conversation(resume(path, project)) == conversation(original)

@@ -9,7 +9,8 @@ import pytest
 
 from promptflow_resume import yamlio
 from promptflow_resume.errors import InputError
-from promptflow_resume.progress import load_progress, validate_file
+from promptflow_resume.progress import ProgressStore, journal_path, load_progress, validate_file
+from promptflow_resume.progress.model import Entry
 from promptflow_resume.sharing import share
 from tests.test_share_support import (
     clone,
@@ -191,3 +192,20 @@ def test_a_workflow_outside_the_repository_of_the_copy_is_warned_about(
     result = share(path, repo / "run.md")
     assert any("outside the repository" in w for w in result.warnings)
     assert os.path.exists(repo / "run.md")
+
+
+def test_a_crashed_run_is_shared_with_the_events_its_journal_holds(project: Path) -> None:
+    _, path = start(project, max_turns=3)
+    store, run, _ = ProgressStore.open(path)
+    entry = Entry(id=run.next_entry_id(), role="assistant", content="Drafting now.", step="draft")
+    run.transcript.append(entry)
+    store.save(run, [entry])
+    store.close()  # no checkpoint: as if the process died after the journal append
+    assert journal_path(path).exists()
+    journal = journal_path(path).read_bytes()
+
+    result = share(path, project / "shared.md")
+    copy, _ = load_progress(result.output)
+    assert copy.transcript[-1].content == "Drafting now."
+    assert not journal_path(result.output).exists()
+    assert journal_path(path).read_bytes() == journal  # the original's journal is left as is

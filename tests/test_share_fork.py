@@ -11,7 +11,7 @@ from promptflow_resume.errors import InputError
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.model import StepState
 from promptflow_resume.sharing import fork
-from tests.test_share_support import conversation, make_project, resume, snapshot, start
+from tests.test_share_support import STEPS, conversation, make_project, resume, snapshot, start
 
 
 @pytest.fixture
@@ -103,3 +103,19 @@ def test_an_existing_target_is_refused(project: Path) -> None:
     with pytest.raises(InputError, match="already exists"):
         fork(path, "draft", target)
     assert target.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_fork_at_any_step_is_a_prefix_of_the_original_and_finishes_like_it(
+    project: Path, step: str
+) -> None:
+    original, path = start(project)
+    result = fork(path, step)
+    forked, _ = load_progress(result.output)
+    cut = next(e.id for e in original.transcript if e.step == step)
+    assert [e.content for e in forked.transcript] == [
+        e.content for e in original.transcript[: cut - 1]
+    ]
+    if step == "inspect":
+        (project / "counter.txt").unlink()  # its bump runs again: undo the first one
+    assert conversation(resume(result.output, project)) == conversation(original)

@@ -19,8 +19,12 @@ def _size(n: int) -> str:
     return f"{value:.1f} TB"  # pragma: no cover - the loop returns at GB
 
 
-def _time(text: str | None) -> str:
-    return text.replace("T", " ").removesuffix("Z") if text else "…"
+def _time(text: str | None, since: str | None = None) -> str:
+    """``2026-11-21 23:25:29``; only the time when ``since`` is on the same day."""
+    if not text:
+        return "…"
+    shown = text.replace("T", " ").removesuffix("Z")
+    return shown[11:] if since and since[:10] == text[:10] else shown
 
 
 @app.command("share")
@@ -151,7 +155,8 @@ def log_command(
     for a in log.attempts:
         took = f" ({a.seconds}s)" if a.seconds is not None else " (not ended)"
         why = f" — {a.reason}" if a.reason else ""
-        out(f"#{a.n}  {_time(a.started)} → {_time(a.ended)}{took}  {a.status or '?'}{why}")
+        span = f"{_time(a.started)} → {_time(a.ended, a.started)}{took}"
+        out(f"#{a.n}  {span}  {a.status or '?'}{why}")
         u = a.usage
         out(
             f"    {u.turns} turns · {u.input_tokens:,} in / {u.output_tokens:,} out tokens"

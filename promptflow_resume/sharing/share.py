@@ -182,14 +182,18 @@ def _check_target(output: Path, source: Path, force: bool) -> None:
             shutil.rmtree(folder)
 
 
-def _header(result: ShareResult, output: Path) -> str:
+def _header(result: ShareResult, output: Path, status: str) -> str:
     root = git_root(output.parent)
     shown = output.name if root is None else relative_path(output, root)
     lines = [
         f"Shared copy of run {result.run_id}, written by `flow share` on {now_iso()}.",
         "Secrets were redacted again and paths are relative to this file"
         + (f"; large outputs are in {folder_name(output)}/ beside it." if result.bundled else "."),
-        f"To continue the run: flow resume {shown}"
+        (
+            f"The run is completed; to try a step again: flow fork {shown} --at STEP"
+            if status == "completed"
+            else f"To continue the run: flow resume {shown}"
+        )
         + (" (from the repository root)." if root is not None else "."),
         "This header is dropped the next time flow saves the file.",
     ]
@@ -264,7 +268,7 @@ def share(
             run.redactions.count += scrub.count
             run.redactions.where += [w for w in scrub.where if w not in run.redactions.where]
         keep = edited_digests(source, report)
-        text = render_copy(run, path=output, keep=keep, header=_header(result, output))
+        text = render_copy(run, path=output, keep=keep, header=_header(result, output, run.status))
         atomic_write(output, text.encode("utf-8", "surrogatepass"))
         load_progress(output)  # the copy must load as it stands, sidecars included
     except BaseException:
