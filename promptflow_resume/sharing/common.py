@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from ..errors import InputError
-from ..progress import lock_path
+from ..progress import lock_path, owner_path
 from ..progress.model import Entry, Run, StepState, Usage
 
 #: Step statuses after which a run has a checkpoint at the start of the next step.
@@ -122,12 +122,17 @@ def parse_age(text: str, *, option: str = "--older-than") -> timedelta:
 
 
 def is_live(progress: Path) -> bool:
-    """True when a flow process holds the run's lock right now (never creates a lock file)."""
+    """True when a flow process holds the run's lock right now (never creates a lock file).
+
+    Only a run with an owner file is probed: a live writer writes one as it takes the lock
+    and removes it on exit, so a finished run is never locked, even for an instant, by a probe
+    that a ``flow resume`` starting at that moment would trip over.
+    """
     from filelock import FileLock, Timeout
 
     lock_file = lock_path(progress)
-    if not lock_file.exists():
-        return False  # a live owner holds the lock file open, so it exists
+    if not lock_file.exists() or not owner_path(progress).exists():
+        return False
     lock = FileLock(str(lock_file), thread_local=False, blocking=False)
     try:
         lock.acquire()
