@@ -350,3 +350,11 @@ def test_load_error_names_position_and_counts_the_rest() -> None:
     assert (error.path, error.line, error.column) == ("t.prompt.md", 2, 5)
     assert "1 more problem" in str(error) and "flow check t.prompt.md" in str(error)
     assert str(error).startswith("t.prompt.md:2:5: ")
+
+
+def test_plain_copilot_prompt_with_a_selection() -> None:
+    wf = load_workflow(FIXTURES / "copilot-plain.prompt.md")
+    assert wf.front_matter == {} and [s.id for s in wf.steps] == ["main"]
+    (warning,) = wf.diagnostics
+    assert (warning.code, warning.line, warning.column) == ("editor-variable", 3, 1)
+    assert "--input selection=TEXT" in warning.message

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..errors import FileNotFoundFlowError, InputError, WorkflowError
+from ..tools.names import BUILTIN_TOOLS
 from .body import ID_PATTERN, ParsedBody, RawStep, parse_body, slugify
 from .commands import check_argument, command_definition
 from .config import Config, build_config, resolve_tool
@@ -360,7 +361,7 @@ def _resolve_step_tools(
     for name, line, column in names:
         kind, targets = resolve_tool(name, cfg.commands)
         if kind == "unknown":
-            known = [*cfg.commands, *("read_file", "write_file", "list_files", "search_files")]
+            known = [*cfg.commands, *BUILTIN_TOOLS]
             col.error(
                 f"the step names the tool `{name}`, which is neither a declared command nor a "
                 f"built-in{did_you_mean(name, known)}; declare it under `commands:` or use one "
@@ -482,7 +483,7 @@ def _check_variables(
             if token.name in SELECTION_VARIABLES:
                 col.warning(
                     f"`{token.text}` is an editor selection, which a terminal does not have; "
-                    "`flow run` needs it given with --selection TEXT.",
+                    "write ${input:selection} instead and pass --input selection=TEXT.",
                     line=line,
                     column=column,
                     code="editor-variable",

@@ -112,7 +112,7 @@ def _variable_records(wf: Workflow) -> list[dict[str, Any]]:
         elif v.name in FILE_VARIABLES:
             resolves = "needs --file PATH"
         else:
-            resolves = "needs --selection TEXT"
+            resolves = "no value in a terminal"
         records.append(
             {
                 "text": v.text,
