@@ -168,3 +168,10 @@ def test_installed_flow_check_runs_as_a_subprocess() -> None:
     plans = json.loads(result.stdout)["workflows"]
     assert {p["path"] for p in plans} == set(EXAMPLES)
     assert all(p["warnings"] == 0 for p in plans)
+
+
+def test_a_folder_checks_the_workflows_in_it(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--json", "workflows")
+    assert code == 0
+    paths = [p["path"] for p in json.loads(out)["workflows"]]
+    assert paths == EXAMPLES

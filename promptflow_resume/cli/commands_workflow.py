@@ -20,14 +20,20 @@ from .app import app, out, print_json
 @app.command("check")
 def check(
     workflows: list[Path] = typer.Argument(
-        ..., metavar="WORKFLOW...", help="Workflow files (*.prompt.md) to check."
+        ..., metavar="WORKFLOW...", help="Workflow files (*.prompt.md), or folders holding them."
     ),
     json_output: bool = typer.Option(False, "--json", help="Print the plans as JSON."),
 ) -> None:
     """Check workflow files and print each one's plan: steps, inputs, variables, tools, problems."""
     plans = []
     code = EXIT_OK
-    for path in workflows:
+    # A folder stands for the workflow files directly in it.
+    paths = [
+        found
+        for given in workflows
+        for found in (sorted(given.glob("*.prompt.md")) or [given] if given.is_dir() else [given])
+    ]
+    for path in paths:
         try:
             workflow, diagnostics = check_workflow(path)
         except FileNotFoundFlowError as error:

@@ -87,7 +87,15 @@ def _read(path: Path) -> tuple[str, Diagnostic | None]:
             where,
             code="io",
         )
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return "", Diagnostic(
+            "error",
+            f"cannot read the file: {exc.strerror or exc}; check its permissions.",
+            where,
+            code="io",
+        )
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError as exc:
