@@ -70,7 +70,7 @@ class InstantModel:
         usage = ReplyUsage(input_tokens=1000, output_tokens=80)
         if done >= self.turns:
             return Reply(content="All done.", usage=usage)
-        call = ToolCall(id=f"call-{done}", name="probe", arguments='{"n": %d}' % done)
+        call = ToolCall(id=f"call-{done}", name="probe", arguments=f'{{"n": {done}}}')
         return Reply(content=REPLY, tool_calls=(call,), usage=usage)
 
 
@@ -179,7 +179,9 @@ def main() -> None:
     parser.add_argument("--peer-max", type=int, default=1000, help="Largest run given to peers.")
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(dir=ROOT / "bench" if os.access(ROOT / "bench", os.W_OK) else None) as tmp:
+    with tempfile.TemporaryDirectory(
+        dir=ROOT / "bench" if os.access(ROOT / "bench", os.W_OK) else None
+    ) as tmp:
         floor = fsync_floor(Path(tmp))
     print(f"fsync floor (append 1.3 KiB + fsync, median): {floor * 1000:.3f} ms\n")
     header = (

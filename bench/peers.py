@@ -40,7 +40,10 @@ def langgraph_turns(turns: int, folder: Path) -> float:
     from langgraph.graph import END, START, StateGraph
 
     def model(state: State) -> dict[str, Any]:
-        return {"messages": [{"role": "assistant", "content": REPLY, "tool": "t"}], "turn": state["turn"] + 1}
+        return {
+            "messages": [{"role": "assistant", "content": REPLY, "tool": "t"}],
+            "turn": state["turn"] + 1,
+        }
 
     def tool(state: State) -> dict[str, Any]:
         return {"messages": [{"role": "tool", "content": RESULT}]}

@@ -167,7 +167,11 @@ def _make_provider(
 
 
 def _engine_options(
-    workspace: Path, reporter: Reporter | None, redactor: Redactor, limits: Limits, file: Path | None
+    workspace: Path,
+    reporter: Reporter | None,
+    redactor: Redactor,
+    limits: Limits,
+    file: Path | None,
 ) -> EngineOptions:
     return EngineOptions(
         workspace=workspace,
@@ -187,7 +191,12 @@ def prepare_inputs(
     """Typed input values from ``--inputs FILE`` and ``--input k=v`` (the latter wins)."""
     merged: dict[str, str] = {}
     if inputs_file is not None:
-        merged.update({k: v if isinstance(v, str) else _as_text(v) for k, v in load_inputs_file(inputs_file).items()})
+        merged.update(
+            {
+                k: v if isinstance(v, str) else _as_text(v)
+                for k, v in load_inputs_file(inputs_file).items()
+            }
+        )
     merged.update(given)
     return resolve_inputs(workflow, merged, ask=ask)
 
@@ -465,7 +474,11 @@ class StatusReport:
             "attempts": len(run.attempts),
             "last_error": None
             if run.last_error is None
-            else {"type": run.last_error.type, "message": run.last_error.message, "at": run.last_error.at},
+            else {
+                "type": run.last_error.type,
+                "message": run.last_error.message,
+                "at": run.last_error.at,
+            },
             "workflow_error": self.workflow_error,
             "estimated_input_tokens": plan.estimated_input_tokens if plan else None,
         }

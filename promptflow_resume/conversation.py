@@ -25,7 +25,9 @@ def to_messages(entries: Sequence[Entry]) -> tuple[Message, ...]:
     def flush() -> None:
         nonlocal assistant, pending_calls
         if assistant is not None:
-            messages.append(Message("assistant", assistant.content, tool_calls=tuple(pending_calls)))
+            messages.append(
+                Message("assistant", assistant.content, tool_calls=tuple(pending_calls))
+            )
         assistant, pending_calls = None, []
 
     for entry in entries:
@@ -112,7 +114,9 @@ class MessageLog:
 
     def messages(self, entries: Sequence[Entry]) -> tuple[Message, ...]:
         """The provider messages for ``entries`` (which must extend the previous call's)."""
-        if self._count > len(entries) or (self._count and entries[self._count - 1] is not self._last):
+        if self._count > len(entries) or (
+            self._count and entries[self._count - 1] is not self._last
+        ):
             self._done, self._count, self._last = [], 0, None
         split = None
         for index in range(len(entries) - 1, self._count - 1, -1):

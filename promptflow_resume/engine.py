@@ -43,8 +43,7 @@ from .workflow.model import Step, Workflow
 
 #: How the model is told that a tool is not available (a hand-edited or hostile transcript).
 _UNKNOWN_TOOL = (
-    "error: the tool {name!r} is not available in this workflow; "
-    "tools you may call here: {names}."
+    "error: the tool {name!r} is not available in this workflow; tools you may call here: {names}."
 )
 
 
@@ -194,7 +193,11 @@ class Engine:
         if step.kind == "command":
             self._settle_tool_calls(step)
             result = next(
-                (e for e in reversed(step_entries(run.transcript, step.id)) if e.role == "tool_result"),
+                (
+                    e
+                    for e in reversed(step_entries(run.transcript, step.id))
+                    if e.role == "tool_result"
+                ),
                 None,
             )
             self._complete_step(step, state, result)
@@ -210,7 +213,11 @@ class Engine:
                 return
             if step.max_turns is not None and state.turns >= step.max_turns:
                 last = next(
-                    (e for e in reversed(step_entries(run.transcript, step.id)) if e.role == "assistant"),
+                    (
+                        e
+                        for e in reversed(step_entries(run.transcript, step.id))
+                        if e.role == "assistant"
+                    ),
                     None,
                 )
                 self.reporter.notice(
@@ -231,7 +238,13 @@ class Engine:
                 step_outputs=self._step_outputs(),
                 editor=self.options.editor,
             )
-            self._append([self._entry("user", f"{question.rstrip()}{ANSWER_MARK}{ANSWER_PLACEHOLDER}", step.id)])
+            self._append(
+                [
+                    self._entry(
+                        "user", f"{question.rstrip()}{ANSWER_MARK}{ANSWER_PLACEHOLDER}", step.id
+                    )
+                ]
+            )
             raise _Stop("awaiting_input", awaiting_reason(step.id))
         entry = mine[0]
         answer = human_answer(entry.content)
@@ -368,7 +381,8 @@ class Engine:
             raise NeedsReviewError(
                 f"tool call {call.call_id} ({name}) was started before the run stopped and its "
                 "result was not recorded.",
-                hint="Resume with --rerun-unsafe to run it again, or write its result into the file.",
+                hint="Resume with --rerun-unsafe to run it again, "
+                "or write its result into the file.",
             )
         if tool is None:
             names = ", ".join(sorted(self.tools)) or "none"
@@ -410,7 +424,9 @@ class Engine:
         try:
             return tool.run(arguments, ctx)
         except Exception as error:  # a tool's bug is the model's error result, not a crash
-            return ToolResult(f"error: the tool failed: {type(error).__name__}: {error}", is_error=True)
+            return ToolResult(
+                f"error: the tool failed: {type(error).__name__}: {error}", is_error=True
+            )
 
     def _result_entry(self, step: Step, call: Entry, result: ToolResult) -> Entry:
         entry = self._entry(
@@ -474,7 +490,8 @@ class Engine:
                 raise _Stop(
                     "budget_exhausted",
                     f"cost budget: ${usage.cost_usd:.4f} spent of ${float(max_cost):.2f}, and the "
-                    f"next call may cost ${estimate:.4f}; resume with a larger --max-cost to continue",
+                    f"next call may cost ${estimate:.4f}; "
+                    "resume with a larger --max-cost to continue",
                 )
 
     # --- bookkeeping ----------------------------------------------------------------------
@@ -531,9 +548,8 @@ class Engine:
     def _set_status(self, status: str, reason: str | None) -> None:
         self.run.status = status  # type: ignore[assignment]
         self.run.reason = reason
-        if status in ("completed", "running"):
-            if status == "completed":
-                self.run.last_error = None
+        if status == "completed":
+            self.run.last_error = None
         self._save()
 
     def _record_error(self, error: Exception, kind: str) -> None:

@@ -34,7 +34,7 @@ EXIT_INTERRUPTED = 130
 
 
 class FlowError(Exception):
-    """Base of every error a user can cause; the CLI prints ``str(err)`` and exits with ``exit_code``."""
+    """Base of every error a user can cause; the CLI prints it and exits with ``exit_code``."""
 
     exit_code: int = EXIT_INVALID_FILE
 
@@ -120,7 +120,7 @@ class SidecarError(InvalidFileError):
 
 
 class DigestError(InvalidFileError):
-    """The transcript digests recorded in a progress file do not add up (corruption, not an edit)."""
+    """Recorded transcript digests do not add up: corruption, not a hand edit."""
 
 
 class WorkflowError(InvalidFileError):

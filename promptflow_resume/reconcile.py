@@ -145,7 +145,10 @@ def plan_resume(
     def status(sid: str) -> str:
         return run.steps.get(sid, StepState()).status
 
-    first_open = next((i for i, sid in enumerate(order) if status(sid) not in ("completed", "skipped")), len(order))
+    first_open = next(
+        (i for i, sid in enumerate(order) if status(sid) not in ("completed", "skipped")),
+        len(order),
+    )
     resume_index = first_open
     reset_reason: str | None = None
     if run.cursor.step in order and order.index(run.cursor.step) < first_open:
@@ -162,10 +165,10 @@ def plan_resume(
 
     # A changed step that only sent its prompt so far sends the new prompt instead.
     for change in changes:
-        if change.kind == "changed" and not change.started:
-            if any(e.step == change.step_id for e in run.transcript):
-                reset.add(change.step_id)
-                reset_reason = reset_reason or f"step {change.step_id!r} changed before its first reply"
+        prompted = any(e.step == change.step_id for e in run.transcript)
+        if change.kind == "changed" and not change.started and prompted:
+            reset.add(change.step_id)
+            reset_reason = reset_reason or f"step {change.step_id!r} changed before its first reply"
 
     if hard:
         names = ", ".join(c.step_id for c in hard)

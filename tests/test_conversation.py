@@ -17,18 +17,35 @@ from promptflow_resume.providers.base import Message, ToolCall
 
 def entries(*specs: tuple[str, str]) -> list[Entry]:
     return [
-        Entry(id=i, role=role, content=content, step="s", call_id=f"c{i}" if "tool" in role else None, tool="t" if "tool" in role else None)  # type: ignore[arg-type]
+        Entry(
+            id=i,
+            role=role,
+            content=content,
+            step="s",
+            call_id=f"c{i}" if "tool" in role else None,
+            tool="t" if "tool" in role else None,
+        )  # type: ignore[arg-type]
         for i, (role, content) in enumerate(specs, start=1)
     ]
 
 
 def test_tool_calls_fold_into_their_assistant_message() -> None:
-    log = entries(("system", "be brief"), ("user", "go"), ("assistant", "calling"), ("tool_call", "{}"), ("tool_call", '{"a": 1}'))
+    log = entries(
+        ("system", "be brief"),
+        ("user", "go"),
+        ("assistant", "calling"),
+        ("tool_call", "{}"),
+        ("tool_call", '{"a": 1}'),
+    )
     log.append(Entry(id=6, role="tool_result", content="out", step="s", call_id="c4", tool="t"))
     assert to_messages(log) == (
         Message("system", "be brief"),
         Message("user", "go"),
-        Message("assistant", "calling", tool_calls=(ToolCall("c4", "t", "{}"), ToolCall("c5", "t", '{"a": 1}'))),
+        Message(
+            "assistant",
+            "calling",
+            tool_calls=(ToolCall("c4", "t", "{}"), ToolCall("c5", "t", '{"a": 1}')),
+        ),
         Message("tool", "out", tool_call_id="c4", name="t"),
     )
     assert [e.id for e in unanswered_calls(log)] == [5]
@@ -41,7 +58,9 @@ def test_notes_are_marked_for_replay() -> None:
 
 def test_final_answer_is_a_reply_without_tool_calls() -> None:
     assert final_answer(entries(("user", "go"), ("assistant", "done")), "s") is not None
-    assert final_answer(entries(("user", "go"), ("assistant", "x"), ("tool_call", "{}")), "s") is None
+    assert (
+        final_answer(entries(("user", "go"), ("assistant", "x"), ("tool_call", "{}")), "s") is None
+    )
     assert final_answer(entries(("user", "go")), "s") is None
     assert final_answer(entries(("user", "go"), ("assistant", "done")), "other") is None
 

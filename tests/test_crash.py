@@ -39,11 +39,21 @@ def _fresh(where: Path) -> Path:
     return where
 
 
-RUN = ("run", "counter.prompt.md", "--recording", "counter.script.yaml", "--progress", "run/progress.md", "--new")
+RUN = (
+    "run",
+    "counter.prompt.md",
+    "--recording",
+    "counter.script.yaml",
+    "--progress",
+    "run/progress.md",
+    "--new",
+)
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, str | None, str | None, str]]:
+def reference(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> list[tuple[str, str | None, str | None, str]]:
     where = _fresh(tmp_path_factory.mktemp("reference") / "p")
     result = flow(*RUN, cwd=where)
     assert result.returncode == 0, result.stderr
@@ -81,13 +91,21 @@ def test_sigkill_at_each_point_then_resume(
                 break
             assert result.returncode == 8, result.stderr  # needs review, nothing else
             run, _ = load_progress(progress)
-            recorded = sum(1 for e in run.transcript if e.role == "tool_result" and e.tool == "bump" and e.content != PLACEHOLDER_RESULT)
+            recorded = sum(
+                1
+                for e in run.transcript
+                if e.role == "tool_result" and e.tool == "bump" and e.content != PLACEHOLDER_RESULT
+            )
             if _bump_count(where) > recorded:
                 # The command did run before the crash: write its real result into the file
                 # (what it printed, which is what the uninterrupted run recorded for it).
-                real = [c for role, _, tool, c in reference if role == "tool_result" and tool == "bump"]
+                real = [
+                    c for role, _, tool, c in reference if role == "tool_result" and tool == "bump"
+                ]
                 text = progress.read_text(encoding="utf-8")
-                progress.write_text(text.replace(PLACEHOLDER_RESULT, real[recorded]), encoding="utf-8")
+                progress.write_text(
+                    text.replace(PLACEHOLDER_RESULT, real[recorded]), encoding="utf-8"
+                )
             else:
                 result = flow("resume", "run/progress.md", "--rerun-unsafe", cwd=where)
                 if result.returncode == 0:

@@ -95,11 +95,13 @@ def test_the_budget_stops_a_run_and_a_raised_limit_resumes_it(project: Path) -> 
 
 def _stop_with_call_in_flight(project: Path, tool: str = "bump") -> Path:
     """A run stopped as if killed while ``tool`` (a call of the second reply) was running."""
-    run, path = start(project, limits=Limits(max_turns=2))
+    _, path = start(project, limits=Limits(max_turns=2))
     store, loaded, _ = ProgressStore.open(path)
     try:
         call = next(e for e in loaded.transcript[5:] if e.role == "tool_call" and e.tool == tool)
-        result = next(e for e in loaded.transcript if e.role == "tool_result" and e.call_id == call.call_id)
+        result = next(
+            e for e in loaded.transcript if e.role == "tool_result" and e.call_id == call.call_id
+        )
         # Drop this call's result and everything after it; record the call as in flight.
         del loaded.transcript[result.id - 1 :]
         from promptflow_resume.progress.model import InFlight
@@ -176,7 +178,7 @@ def test_an_edited_message_is_what_the_model_sees_next(project: Path) -> None:
 
 
 def test_a_change_to_a_step_not_started_is_taken(project: Path) -> None:
-    run, path = start(project, limits=Limits(max_turns=3))
+    _, path = start(project, limits=Limits(max_turns=3))
     workflow = project / "counter.prompt.md"
     workflow.write_text(
         workflow.read_text().replace("Write a short report", "Write a one-line report"),
@@ -190,7 +192,7 @@ def test_a_change_to_a_step_not_started_is_taken(project: Path) -> None:
 
 
 def test_a_change_to_a_completed_step_needs_a_decision(project: Path) -> None:
-    run, path = start(project, limits=Limits(max_turns=3))
+    _, path = start(project, limits=Limits(max_turns=3))
     before = path.read_bytes()
     workflow = project / "counter.prompt.md"
     workflow.write_text(
@@ -206,7 +208,7 @@ def test_a_change_to_a_completed_step_needs_a_decision(project: Path) -> None:
 
 
 def test_rerun_changed_reruns_from_the_first_changed_step(project: Path) -> None:
-    run, path = start(project, limits=Limits(max_turns=3))
+    _, path = start(project, limits=Limits(max_turns=3))
     workflow = project / "counter.prompt.md"
     workflow.write_text(
         workflow.read_text().replace("Bump the counter twice", "Bump the counter twice, carefully"),
@@ -221,7 +223,7 @@ def test_rerun_changed_reruns_from_the_first_changed_step(project: Path) -> None
 
 
 def test_a_step_set_back_to_pending_by_hand_runs_again(project: Path) -> None:
-    run, path = start(project)
+    _, path = start(project)
     text = path.read_text(encoding="utf-8")
     store, loaded, _ = ProgressStore.open(path)
     try:
@@ -238,7 +240,7 @@ def test_a_step_set_back_to_pending_by_hand_runs_again(project: Path) -> None:
 
 
 def test_a_second_writer_is_refused_with_the_owner_named(project: Path) -> None:
-    run, path = start(project, limits=Limits(max_turns=1))
+    _, path = start(project, limits=Limits(max_turns=1))
     store, _, _ = ProgressStore.open(path)
     try:
         with pytest.raises(RunLockedError, match=r"pid"):

@@ -29,7 +29,7 @@ def test_the_quick_start_installs_runs_an_example_and_tests() -> None:
 
 def test_the_example_runs_end_to_end_offline(tmp_path: Path) -> None:
     _, example, _ = quick_start()
-    args = shlex.split(example)[1:] + ["--progress", str(tmp_path / "progress.md")]
+    args = [*shlex.split(example)[1:], "--progress", str(tmp_path / "progress.md")]
     result = flow(*args, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("completed: 2/2 steps")

@@ -13,7 +13,6 @@ import sys
 import click
 
 from ..errors import EXIT_BUG, EXIT_INTERRUPTED, FlowError
-from .app import app, err, print_json
 
 # Importing a command module registers its commands on ``app``.
 from . import (  # noqa: F401
@@ -23,6 +22,7 @@ from . import (  # noqa: F401
     commands_share,  # share, fork, rewind, log, clean
     commands_workflow,  # check
 )
+from .app import app, err, print_json
 
 __all__ = ["app", "main"]
 

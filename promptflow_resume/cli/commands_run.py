@@ -192,7 +192,9 @@ def run_command(
     provider: str | None = typer.Option(
         None, "--provider", "-p", help="Model provider: openai, anthropic, replay, echo, scripted."
     ),
-    model: str | None = typer.Option(None, "--model", "-m", help="Model id (overrides the workflow's)."),
+    model: str | None = typer.Option(
+        None, "--model", "-m", help="Model id (overrides the workflow's)."
+    ),
     base_url: str | None = typer.Option(
         None, "--base-url", help="OpenAI-compatible endpoint (Ollama, vLLM, LM Studio, ...)."
     ),
@@ -205,9 +207,15 @@ def run_command(
     progress: Path | None = typer.Option(
         None, "--progress", help="Where to write progress.md (default .flow/runs/<run-id>/)."
     ),
-    max_cost: float | None = typer.Option(None, "--max-cost", help="Stop before spending more USD."),
-    max_tokens: int | None = typer.Option(None, "--max-tokens", help="Stop after this many tokens."),
-    max_turns: int | None = typer.Option(None, "--max-turns", help="Stop after this many model turns."),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", help="Stop before spending more USD."
+    ),
+    max_tokens: int | None = typer.Option(
+        None, "--max-tokens", help="Stop after this many tokens."
+    ),
+    max_turns: int | None = typer.Option(
+        None, "--max-turns", help="Stop after this many model turns."
+    ),
     timeout: str | None = typer.Option(
         None, "--timeout", help="Wall-clock limit for this attempt: 90s, 10m, 1h30m."
     ),
@@ -215,7 +223,9 @@ def run_command(
     new: bool = typer.Option(
         False, "--new", "-N", help="Start fresh without looking for similar incomplete runs."
     ),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Accept the best similar run without asking."),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Accept the best similar run without asking."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Say more about what happens."),
 ) -> int:
@@ -305,10 +315,14 @@ def _offer_similar(
 def _confirm_change(plan: ResumePlan) -> Choices | None:
     changed = ", ".join(c.step_id for c in plan.changes if c.started)
     err(f"flow: the workflow changed in steps that already ran: {changed}.")
-    answer = typer.prompt(
-        "Re-run from the first changed step [r], keep completed results [k], or abort [a]?",
-        default="a",
-    ).strip().lower()
+    answer = (
+        typer.prompt(
+            "Re-run from the first changed step [r], keep completed results [k], or abort [a]?",
+            default="a",
+        )
+        .strip()
+        .lower()
+    )
     if answer.startswith("r"):
         return Choices(rerun_changed=True)
     if answer.startswith("k"):
@@ -323,13 +337,17 @@ def resume_command(
         [], "--set", help="Override an input for the rest of the run: name=value (repeatable)."
     ),
     plan_only: bool = typer.Option(
-        False, "--plan", help="Show what would be reused and re-run, then exit without a model call."
+        False,
+        "--plan",
+        help="Show what would be reused and re-run, then exit without a model call.",
     ),
     rerun_changed: bool = typer.Option(
         False, "--rerun-changed", help="Workflow changed: re-run from the first changed step."
     ),
     keep_completed: bool = typer.Option(
-        False, "--keep-completed", help="Workflow changed: keep recorded results, new text for the rest."
+        False,
+        "--keep-completed",
+        help="Workflow changed: keep recorded results, new text for the rest.",
     ),
     rerun_unsafe: bool = typer.Option(
         False, "--rerun-unsafe", help="Run again a non-idempotent tool call that was in flight."
@@ -408,15 +426,19 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
     if data["workflow_error"]:
         out(f"workflow {data['workflow_error']}")
     elif data["workflow_changed"]:
-        changed = ", ".join(
-            f"{c['step']} ({c['kind']}{', started' if c['started'] else ''})"
-            for c in data["changed_steps"]
-        ) or "no step changed (shared parts only)"
+        changed = (
+            ", ".join(
+                f"{c['step']} ({c['kind']}{', started' if c['started'] else ''})"
+                for c in data["changed_steps"]
+            )
+            or "no step changed (shared parts only)"
+        )
         out(f"workflow changed since the checkpoint: {changed}")
     else:
         out("workflow unchanged since the checkpoint")
     if data["edited_entries"]:
-        out(f"edited   transcript entries edited by hand: {', '.join(map(str, data['edited_entries']))}")
+        edited = ", ".join(map(str, data["edited_entries"]))
+        out(f"edited   transcript entries edited by hand: {edited}")
     for warning in data["warnings"]:
         out(f"warning  {warning}")
     if run.status == "completed" and not data["reset_steps"]:
@@ -429,7 +451,8 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
             out(f"         tool calls run again (idempotent): {', '.join(data['retry_tools'])}")
         if plan and status.plan is not None:
             p = status.plan
-            out(f"         reused: {', '.join(p.reuse) or 'nothing'}; to run: {', '.join(p.rerun) or 'nothing'}")
+            reused, to_run = ", ".join(p.reuse) or "nothing", ", ".join(p.rerun) or "nothing"
+            out(f"         reused: {reused}; to run: {to_run}")
             out(f"         next request ≈ {data['estimated_input_tokens']:,} input tokens")
     else:
         out(f"resume   blocked: {data['blocked']}")
