@@ -29,7 +29,6 @@ are transient, and how to read ``Retry-After``.
 
 from __future__ import annotations
 
-import email.utils
 import math
 import random
 import time
@@ -184,6 +183,8 @@ def parse_retry_after(
     try:
         seconds = float(raw)
     except ValueError:
+        import email.utils  # only for the rare date form; it costs ~6 ms to import
+
         try:
             when = email.utils.parsedate_to_datetime(raw)
         except (TypeError, ValueError, IndexError):
