@@ -40,9 +40,9 @@ class _Str(str):
 
 
 def _represent_str(dumper: Any, data: str) -> yaml.ScalarNode:
-    if "\n" in data and not any(ch in data for ch in "\r\t") and not data.endswith(" "):
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data)
+    style = "|" if "\n" in data and not any(c in data for c in "\r\t") and data[-1:] != " " else None
+    node: yaml.ScalarNode = dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+    return node
 
 
 class _FlowDumper(_Dumper):  # type: ignore[misc,valid-type]
