@@ -29,9 +29,13 @@ def _time(text: str | None, since: str | None = None) -> str:
 
 @app.command("share")
 def share_command(
-    progress: Path = typer.Argument(..., help="The run's progress.md."),
+    progress: Path = typer.Argument(..., metavar="PROGRESS", help="The run's progress.md."),
     output: Path | None = typer.Option(
-        None, "--output", "-o", help="Where to write the copy (a .md file or a folder)."
+        None,
+        "--output",
+        "-o",
+        metavar="OUT",
+        help="Where to write the copy (a .md file or a folder).",
     ),
     force: bool = typer.Option(False, "--force", help="Replace an existing copy at OUT."),
     scrub_home: bool = typer.Option(
@@ -68,10 +72,16 @@ def share_command(
 
 @app.command("fork")
 def fork_command(
-    progress: Path = typer.Argument(..., help="The run's progress.md."),
-    at: str = typer.Option(..., "--at", help="The step to start from (id or number)."),
+    progress: Path = typer.Argument(..., metavar="PROGRESS", help="The run's progress.md."),
+    at: str = typer.Option(
+        ..., "--at", metavar="STEP", help="The step to start from (id or number)."
+    ),
     output: Path | None = typer.Option(
-        None, "--output", "-o", help="Where to write the new run (default: beside the original)."
+        None,
+        "--output",
+        "-o",
+        metavar="NEW",
+        help="Where to write the new run (default: beside the original).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
 ) -> int:
@@ -99,8 +109,10 @@ def fork_command(
 
 @app.command("rewind")
 def rewind_command(
-    progress: Path = typer.Argument(..., help="The run's progress.md."),
-    to: str = typer.Option(..., "--to", help="The step to go back to (id or number)."),
+    progress: Path = typer.Argument(..., metavar="PROGRESS", help="The run's progress.md."),
+    to: str = typer.Option(
+        ..., "--to", metavar="STEP", help="The step to go back to (id or number)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
 ) -> int:
     """Move a run back to the start of a step, in place, keeping a backup of the file.
@@ -131,7 +143,7 @@ def rewind_command(
 
 @app.command("log")
 def log_command(
-    progress: Path = typer.Argument(..., help="The run's progress.md."),
+    progress: Path = typer.Argument(..., metavar="PROGRESS", help="The run's progress.md."),
     as_json: bool = typer.Option(False, "--json", help="Print the history as JSON."),
 ) -> int:
     """The attempt history: each attempt's start, end, status, reason, usage and notes,
@@ -179,12 +191,20 @@ def log_command(
 
 @app.command("clean")
 def clean_command(
-    folder: Path | None = typer.Argument(None, help="Where to look for runs (default .flow/runs)."),
+    folder: Path | None = typer.Argument(
+        None, metavar="DIR", help="Where to look for runs (default .flow/runs)."
+    ),
     older_than: str = typer.Option(
-        "30d", "--older-than", help="Only runs not updated for this long: 30d, 12h, 2w, 0."
+        "30d",
+        "--older-than",
+        metavar="AGE",
+        help="Only runs not updated for this long: 30d, 12h, 2w, 0.",
     ),
     status: list[str] = typer.Option(
-        ["completed"], "--status", help="Only runs with this status (repeatable; 'all' for any)."
+        ["completed"],
+        "--status",
+        metavar="STATUS",
+        help="Only runs with this status (repeatable; 'all' for any).",
     ),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Only list what would be deleted."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
