@@ -234,7 +234,7 @@ def _parse_marker(sc: _Scanner, pos: int, line: str) -> tuple[Entry, str]:
             raise sc.fail(
                 ProgressFormatError, pos, f"unknown flag {key!r} on this flow:entry line."
             )
-        value = unquote(value)
+        value = unquote(value, errors="surrogatepass")
         if key == "step":
             entry.step = value
         elif key == "call":

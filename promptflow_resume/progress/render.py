@@ -112,7 +112,7 @@ def fence_block(content: str, info: str) -> str:
 
 def marker_value(value: str) -> str:
     """A field value as written inside an entry marker (no spaces, no ``--``, no ``>``)."""
-    encoded = quote(value, safe=_MARKER_SAFE + "-")
+    encoded = quote(value.encode("utf-8", "surrogatepass"), safe=_MARKER_SAFE + "-")
     while "--" in encoded:
         encoded = encoded.replace("--", "-%2D")
     return encoded
@@ -265,6 +265,10 @@ def _metadata(run: Run) -> str:
 def _configuration(run: Run) -> str:
     rows = [("Provider", cell(run.config.provider))]
     rows.append(("Model", cell(run.config.model) if run.config.model else "_default_"))
+    if run.config.base_url:
+        rows.append(("Base URL", cell(run.config.base_url)))
+    if run.config.recording:
+        rows.append(("Recording", cell(run.config.recording)))
     for key, value in run.config.params.items():
         rows.append((f"param {cell(str(key))}", cell(_number(value))))
     for key, value in run.config.budget.items():
@@ -334,9 +338,31 @@ def conversation_preamble(empty: bool) -> str:
     return f"{CONVERSATION_HEADING}\n\n" + (f"{EMPTY_CONVERSATION}\n\n" if empty else "")
 
 
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return re.sub("[\ud800-\udfff]", "\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    return value
+
+
 def render_document(run: Run, fm: dict[str, Any], digests: list[str]) -> str:
     """The whole file for ``run`` given its front matter dict and entry digests."""
-    parts = ["---\n", yamlio.dump(fm), "---\n\n"]
+    try:
+        fm_text = yamlio.dump(fm)
+    except UnicodeEncodeError:
+        # A lone surrogate in a front matter string (say, a provider's error message) cannot
+        # be written as UTF-8 YAML; the transcript keeps such text exactly, the front matter
+        # gets U+FFFD instead.
+        fm_text = yamlio.dump(_without_surrogates(fm))
+    if fm_text.endswith("\n...\n"):
+        # PyYAML ends a document holding a keep-chomped block scalar (``|+``) with ``...``;
+        # GitHub would take that line as the end of the front matter. The last key is always
+        # ``transcript``, so the marker is redundant here.
+        fm_text = fm_text[:-4]
+    parts = ["---\n", fm_text, "---\n\n"]
     parts.append(_section("metadata", _metadata(run)))
     parts.append(_section("configuration", _configuration(run)))
     parts.append(f"<!-- flow:section conversation ({SECTION_NOTES['conversation']}) -->\n")
