@@ -37,6 +37,7 @@ from .progress import ProgressStore
 from .progress.model import Attempt, Entry, ErrorInfo, InFlight, Run, StepState, Usage
 from .providers.base import Provider, Reply, Request, ToolSpec
 from .redact import Redactor
+from .tools import offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
 from .workflow import context_prompt, step_prompt
 from .workflow.model import Step, Workflow
@@ -360,8 +361,11 @@ class Engine:
         return cost_usd(reply.model or self.run.config.model, reply.usage) or 0.0
 
     def _tool_specs(self, step: Step) -> tuple[ToolSpec, ...]:
-        names = step.tools if step.tools is not None else tuple(self.tools)
-        return tuple(self.tools[name].spec for name in names if name in self.tools)
+        return tuple(self.tools[name].spec for name in self._offered(step) if name in self.tools)
+
+    def _offered(self, step: Step) -> tuple[str, ...]:
+        """Tools the model may call in ``step``: its own list, else the workflow's ``tools``."""
+        return offered_tool_names(self.workflow, step)
 
     # --- tool calls -----------------------------------------------------------------------
 
@@ -373,8 +377,8 @@ class Engine:
     def _run_tool(self, step: Step, call: Entry) -> None:
         run = self.run
         name = call.tool or ""
-        allowed = step.tools if step.tools is not None else tuple(self.tools)
-        tool = self.tools.get(name) if name in allowed or step.kind == "command" else None
+        allowed = step.kind == "command" or name in self._offered(step)
+        tool = self.tools.get(name) if allowed else None
         if any(f.call_id == call.call_id for f in run.in_flight):
             # Reconcile decides about calls that were in flight when the run stopped; reaching
             # one here means it was neither cleared nor answered.
@@ -385,7 +389,7 @@ class Engine:
                 "or write its result into the file.",
             )
         if tool is None:
-            names = ", ".join(sorted(self.tools)) or "none"
+            names = ", ".join(sorted(self._offered(step))) or "none"
             result = ToolResult(_UNKNOWN_TOOL.format(name=name, names=names), is_error=True)
         else:
             self._check_deadline()
@@ -438,8 +442,9 @@ class Engine:
             is_error=result.is_error,
         )
         if result.data is not None:
-            data, _ = self.options.redactor.redact(result.data.decode("utf-8", "replace"))
-            raw = data.encode("utf-8") if _is_text(result.data) else result.data
+            raw, count = self.options.redactor.redact_bytes(result.data)
+            if count:
+                self._count_redactions(count, f"sidecar of entry {entry.id or 'new'}")
             rel, digest = self.store.write_sidecar(f"{call.call_id}-{call.tool}", raw)
             entry.sidecar, entry.sidecar_sha256, entry.sidecar_bytes = rel, digest, len(raw)
         return entry
@@ -508,11 +513,13 @@ class Engine:
         text, count = self.options.redactor.redact(content)
         entry = Entry(id=0, role=role, content=text, step=step, **extra)  # type: ignore[arg-type]
         if count:
-            self.run.redactions.count += count
-            entry_note = f"{role} in step {step}" if step else role
-            if entry_note not in self.run.redactions.where:
-                self.run.redactions.where.append(entry_note)
+            self._count_redactions(count, f"{role} in step {step}" if step else role)
         return entry
+
+    def _count_redactions(self, count: int, where: str) -> None:
+        self.run.redactions.count += count
+        if where not in self.run.redactions.where:
+            self.run.redactions.where.append(where)
 
     def _append(self, entries: list[Entry], *, durable: bool = True) -> None:
         """Give entries their ids and add them to the transcript; save unless ``durable`` is
@@ -566,17 +573,6 @@ class Engine:
         self._attempt.ended = now_iso()
         self._attempt.status = self.run.status
         self._attempt.reason = self.run.reason
-
-
-def _is_text(data: bytes) -> bool:
-    """True for bytes that are UTF-8 text (redaction applies to them; binary is kept as is)."""
-    if b"\x00" in data:
-        return False
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 _HANDLED = ("SIGINT", "SIGTERM", "SIGHUP")
