@@ -1,3 +1,213 @@
-"""Commands registered on the flow app (filled in by their module's owner)."""
+"""``flow list`` (runs as a table) and ``flow detect`` (what ``flow run`` would offer)."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from .app import app, out, print_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..detect import Detection, RunSummary
+
+
+def _console() -> Console:
+    """A rich console on stdout; wide enough for paths when output goes to a file or pipe."""
+    from rich.console import Console
+
+    console = Console(highlight=False, soft_wrap=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=160, no_color=True)
+    return console
+
+
+@app.command("list")
+def list_command(
+    dirs: list[Path] = typer.Argument(
+        None,
+        help="Folders (or progress files) to list; default: .flow/runs of this directory.",
+        show_default=False,
+        metavar="DIR",
+    ),
+    all_: bool = typer.Option(False, "--all", "-a", help="Include completed runs."),
+    status: str | None = typer.Option(
+        None,
+        "--status",
+        "-s",
+        help="Only runs with this status (e.g. interrupted, failed).",
+        metavar="STATUS",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the runs as JSON."),
+) -> int:
+    """List runs, unfinished ones first: id, workflow, status, steps, cost, last update, path."""
+    from ..detect import list_runs
+
+    runs = list_runs(dirs or (), include_completed=all_, status=status)
+    if as_json:
+        print_json([summary.to_dict() for summary in runs])
+        return 0
+    if not runs:
+        where = ", ".join(str(d) for d in dirs) if dirs else ".flow/runs"
+        more = "" if all_ or status else " unfinished"
+        hint = "" if all_ or status else " (--all includes completed runs)"
+        out(f"No{more} runs in {where}{hint}.")
+        return 0
+    _print_runs(runs)
+    return 0
+
+
+def _status_cell(summary: RunSummary) -> str:
+    from ..detect.prompt import status_text
+
+    if summary.status == "running":
+        state = "owner alive" if summary.owner_alive else "owner gone, resumable"
+        return f"running ({state})"
+    if summary.error:
+        return f"invalid ({summary.error})"
+    return status_text(summary.status, summary.reason)
+
+
+def _print_runs(runs: list[RunSummary]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from ..detect.prompt import display_path, format_age, format_cost, progress_bar
+
+    console = _console()
+    unicode = _unicode_ok(console)
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name, justify in (
+        ("id", "left"),
+        ("workflow", "left"),
+        ("status", "left"),
+        ("steps", "left"),
+        ("cost", "right"),
+        ("updated", "left"),
+        ("path", "left"),
+    ):
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for s in runs:
+        steps = f"{s.steps_done}/{s.steps_total} " + progress_bar(
+            s.steps_done, s.steps_total, unicode=unicode
+        )
+        style = "dim" if s.status == "completed" else ("red" if s.error else "")
+        table.add_row(
+            Text(s.run_id),
+            Text(s.workflow_name or s.workflow_path or "?"),
+            Text(_status_cell(s)),
+            Text(steps),
+            Text(format_cost(s.cost_usd)),
+            Text(format_age(s.updated)),
+            Text(display_path(s.path)),
+            style=style,
+        )
+    console.print(table)
+
+
+def _unicode_ok(console: Console) -> bool:
+    try:
+        "█░".encode(console.encoding or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+@app.command("detect")
+def detect_command(
+    workflow: Path = typer.Argument(
+        ..., help="The workflow file (*.prompt.md).", metavar="WORKFLOW"
+    ),
+    input_: list[str] = typer.Option(
+        [],
+        "--input",
+        "-i",
+        help="An input value: name=value (repeatable), as for flow run.",
+        metavar="NAME=VALUE",
+    ),
+    inputs_file: Path | None = typer.Option(
+        None, "--inputs", help="A YAML file of input values, as for flow run.", metavar="FILE"
+    ),
+    dirs: list[Path] = typer.Option(
+        [],
+        "--dir",
+        help="Also look in this folder (repeatable); .flow/runs always.",
+        metavar="DIR",
+    ),
+    time_limit: float = typer.Option(
+        0.2,
+        "--time-limit",
+        help="Seconds the check may take, as in flow run; 0 for no limit.",
+        metavar="SECONDS",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> int:
+    """Show what `flow run WORKFLOW` would offer to resume, with scores and matched keywords."""
+    from ..api import prepare_inputs
+    from ..detect import detect
+    from ..workflow import load_workflow
+    from .commands_run import parse_assignments
+
+    wf = load_workflow(workflow)
+    values = prepare_inputs(wf, parse_assignments(input_, "--input"), inputs_file, None)
+    detection = detect(wf, values, folders=dirs, time_limit=time_limit or None)
+    if as_json:
+        print_json({**detection.to_dict(), "would": _would(detection)})
+        return 0
+    _print_detection(detection)
+    return 0
+
+
+def _would(detection: Detection) -> str:
+    """What ``flow run`` does with this detection, in a few words."""
+    if detection.skipped_reason:
+        return "start fresh (check skipped)"
+    if detection.exact is not None:
+        return f"resume {detection.exact.run_id} without asking (identical run)"
+    count = len(detection.candidates)
+    if count == 0:
+        return "start fresh (no similar unfinished run)"
+    if count == 1:
+        return "ask: Resume it? [Y/n]"
+    return "ask which of the listed runs to resume, or start fresh"
+
+
+def _print_detection(detection: Detection) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from ..detect.prompt import display_path, format_age, format_cost, progress_bar
+
+    console = _console()
+    console.print(Text("keywords: " + (", ".join(detection.keywords) or "(none)")))
+    if detection.skipped_reason:
+        console.print(Text(f"check skipped: {detection.skipped_reason}"))
+    elif detection.candidates:
+        unicode = _unicode_ok(console)
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for name in ("#", "id", "score", "similar", "recency", "matched", "status", "steps"):
+            table.add_column(name, overflow="fold")
+        for name in ("cost", "updated", "path"):
+            table.add_column(name, overflow="fold")
+        for number, c in enumerate(detection.candidates, start=1):
+            table.add_row(
+                Text(str(number)),
+                Text(c.run_id + (" (exact)" if c.exact else "")),
+                Text(f"{c.score:.2f}"),
+                Text(f"{c.similarity:.2f}"),
+                Text(f"{c.recency:.2f}"),
+                Text(", ".join(c.matched) or "-"),
+                Text(c.status),
+                Text(
+                    f"{c.steps_done}/{c.steps_total} "
+                    + progress_bar(c.steps_done, c.steps_total, unicode=unicode)
+                ),
+                Text(format_cost(c.cost_usd)),
+                Text(format_age(c.updated)),
+                Text(display_path(c.path)),
+            )
+        console.print(table)
+    console.print(Text(f"flow run would {_would(detection)}. ({detection.elapsed_ms:.0f} ms)"))

@@ -16,7 +16,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,10 +25,17 @@ from typing import Any
 from ..errors import FileNotFoundFlowError, InputError
 from ..progress.model import RESUMABLE_STATUSES, RUN_STATUSES
 from ..workflow.model import Workflow
-from .index import Budget, Gathered, gather, sources_for
+from .index import Budget, Gathered, gather, light_row, sources_for
 from .keywords import keywords_for
-from .score import MAX_CANDIDATES, THRESHOLD, jaccard, parse_time, recency_factor, score
-from .summary import INVALID, Reader, RunSummary, canonical_json, iso_utc
+from .score import (
+    MAX_CANDIDATES,
+    RECENCY_BUCKETS,
+    RECENCY_FLOOR,
+    THRESHOLD,
+    parse_time,
+    recency_factor,
+)
+from .summary import INVALID, Reader, RunSummary, canonical_json, iso_utc, owner_alive
 
 #: The check's time limit when ``flow run`` looks for similar runs (seconds).
 DEFAULT_TIME_LIMIT = 0.2
@@ -103,12 +110,123 @@ class Detection:
         }
 
 
-def _moment(summary: RunSummary) -> datetime:
+def _moment(updated: str | None, mtime_ns: int) -> datetime:
     """When a run was last updated: its ``updated`` field, else the file's mtime."""
-    moment = parse_time(summary.updated)
+    moment = parse_time(updated)
     if moment is None:
-        moment = datetime.fromtimestamp(summary.mtime_ns / 1e9, tz=timezone.utc)
+        moment = datetime.fromtimestamp(mtime_ns / 1e9, tz=timezone.utc)
     return moment
+
+
+class _RecencyClock:
+    """Recency factors for one ``now``; canonical ``...Z`` times compare as strings (fast)."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+        # (oldest time still in the bucket, factor), newest bucket first
+        self.edges = [(iso_utc(now - limit), factor) for limit, factor in RECENCY_BUCKETS]
+
+    def __call__(self, updated: str | None, mtime_ns: int) -> float:
+        if updated is not None and len(updated) == 20 and updated[-1] == "Z":
+            for edge, factor in self.edges:
+                if updated >= edge:
+                    return factor
+            return RECENCY_FLOOR
+        return recency_factor(self.now - _moment(updated, mtime_ns))
+
+
+@dataclass(frozen=True)
+class _Scored:
+    path: str
+    value: float
+    similarity: float
+    recency: float
+    moment: datetime
+    shared: tuple[str, ...]
+    exact: bool
+
+
+def _score_rows(
+    rows: Iterable[tuple[Any, ...]],
+    keywords: Sequence[str],
+    workflow_hash: str,
+    inputs_json: str,
+    now: datetime,
+    alive: Callable[[str], bool],
+) -> list[_Scored]:
+    """Score light rows (``LIGHT_COLUMNS``); keep exact matches and scores >= THRESHOLD."""
+    new = frozenset(keywords)
+    kept: list[_Scored] = []
+    recency_of = _RecencyClock(now)
+    for path, mtime_ns, status, updated, wf_hash, inputs, stored_text in rows:
+        exact = wf_hash == workflow_hash and inputs == inputs_json
+        stored = stored_text.split() if stored_text else []
+        shared = new.intersection(stored)
+        if not shared and not exact:
+            continue  # the common case, decided without parsing a date
+        similarity = len(shared) / (len(new) + len(stored) - len(shared)) if shared else 0.0
+        if similarity < THRESHOLD and not exact:
+            continue  # recency can only lower it
+        recency = recency_of(updated, mtime_ns)
+        value = similarity * recency
+        if value < THRESHOLD and not exact:
+            continue
+        if status == "running" and alive(path):
+            continue  # a live process owns it: not resumable
+        moment = _moment(updated, mtime_ns)
+        kept.append(_Scored(path, value, similarity, recency, moment, tuple(sorted(shared)), exact))
+    return kept
+
+
+def _choose_scored(scored: list[_Scored]) -> tuple[list[_Scored], _Scored | None]:
+    """Best first (score, then most recent, then path); the newest exact match leads."""
+    exacts = [s for s in scored if s.exact]
+    exact = max(exacts, key=lambda s: (s.moment, s.path)) if exacts else None
+    ranked = sorted(
+        (s for s in scored if s.value >= THRESHOLD and s is not exact),
+        key=lambda s: (-s.value, -s.moment.timestamp(), s.path),
+    )
+    if exact is not None:
+        ranked.insert(0, exact)
+    return ranked[:MAX_CANDIDATES], exact
+
+
+def _candidate(summary: RunSummary, scored: _Scored) -> Candidate:
+    return Candidate(
+        path=summary.path,
+        run_id=summary.run_id,
+        status=summary.status,
+        reason=summary.reason,
+        steps_done=summary.steps_done,
+        steps_total=summary.steps_total,
+        cost_usd=summary.cost_usd,
+        updated=summary.updated or iso_utc(scored.moment),
+        description=summary.description,
+        score=round(scored.value, 4),
+        matched=scored.shared,
+        exact=scored.exact,
+        workflow_name=summary.workflow_name,
+        similarity=scored.similarity,
+        recency=scored.recency,
+    )
+
+
+def _rank_light(
+    rows: Iterable[tuple[Any, ...]],
+    keywords: Sequence[str],
+    *,
+    workflow_hash: str,
+    inputs_json: str,
+    now: datetime,
+    full: Callable[[Sequence[str]], Mapping[str, RunSummary]],
+    alive: Callable[[str], bool],
+) -> tuple[tuple[Candidate, ...], Candidate | None]:
+    scored = _score_rows(rows, keywords, workflow_hash, inputs_json, now, alive)
+    best, exact = _choose_scored(scored)
+    summaries = full([s.path for s in best])
+    candidates = tuple(_candidate(summaries[s.path], s) for s in best if s.path in summaries)
+    chosen = next((c for c in candidates if exact is not None and str(c.path) == exact.path), None)
+    return candidates, chosen
 
 
 def rank(
@@ -119,49 +237,21 @@ def rank(
     inputs_json: str,
     now: datetime,
 ) -> tuple[tuple[Candidate, ...], Candidate | None]:
-    """Score resumable ``summaries`` against a new run; return (candidates, exact match)."""
-    new = frozenset(keywords)
-    exacts: list[tuple[float, Candidate]] = []
-    scored: list[tuple[float, float, str, Candidate]] = []
-    for summary in summaries:
-        if not summary.resumable:
-            continue
-        moment = _moment(summary)
-        age = now - moment
-        stored = frozenset(summary.keywords)
-        is_exact = summary.workflow_hash == workflow_hash and summary.inputs_json == inputs_json
-        value = score(new, stored, age)
-        if value < THRESHOLD and not is_exact:
-            continue
-        shared = new & stored
-        candidate = Candidate(
-            path=summary.path,
-            run_id=summary.run_id,
-            status=summary.status,
-            reason=summary.reason,
-            steps_done=summary.steps_done,
-            steps_total=summary.steps_total,
-            cost_usd=summary.cost_usd,
-            updated=summary.updated or iso_utc(moment),
-            description=summary.description,
-            score=round(value, 4),
-            matched=tuple(sorted(shared)),
-            exact=is_exact,
-            workflow_name=summary.workflow_name,
-            similarity=jaccard(new, stored),
-            recency=recency_factor(age),
-        )
-        if is_exact:
-            exacts.append((moment.timestamp(), candidate))
-        if value >= THRESHOLD:
-            scored.append((-value, -moment.timestamp(), str(summary.path), candidate))
-    # The most recently updated identical run is the one resumed; it always comes first.
-    exact = max(exacts, key=lambda item: (item[0], str(item[1].path)))[1] if exacts else None
-    scored.sort(key=lambda item: item[:3])
-    best = [item[3] for item in scored if item[3] is not exact]
-    if exact is not None:
-        best.insert(0, exact)
-    return tuple(best[:MAX_CANDIDATES]), exact
+    """Score resumable ``summaries`` against a new run; return (candidates, exact match).
+
+    A ``running`` summary counts only when ``owner_alive`` is False.
+    """
+    usable = [s for s in summaries if s.resumable]
+    by_path = {str(s.path): s for s in usable}
+    return _rank_light(
+        [light_row(s) for s in usable],
+        keywords,
+        workflow_hash=workflow_hash,
+        inputs_json=inputs_json,
+        now=now,
+        full=lambda paths: {p: by_path[p] for p in paths},
+        alive=lambda path: False,
+    )
 
 
 def _root(root: Path | None) -> Path:
@@ -184,6 +274,7 @@ def _detect_now(
         statuses=RESUMABLE_STATUSES,
         budget=budget,
         reader=reader,
+        light=True,
     )
     elapsed = (time.perf_counter() - started) * 1000
     if not found.complete:
@@ -196,12 +287,14 @@ def _detect_now(
     moment = now or datetime.now(timezone.utc)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    candidates, exact = rank(
-        found.summaries,
+    candidates, exact = _rank_light(
+        found.rows,
         keywords,
         workflow_hash=workflow.hash,
         inputs_json=canonical_json(dict(inputs)),
         now=moment,
+        full=found.full,
+        alive=lambda path: owner_alive(Path(path)),
     )
     elapsed = (time.perf_counter() - started) * 1000
     detection = Detection(candidates, exact, elapsed, None, tuple(keywords))
@@ -311,7 +404,8 @@ def list_runs(
     found.flush()
 
     def order(summary: RunSummary) -> tuple[bool, float, str]:
-        return (summary.status == "completed", -_moment(summary).timestamp(), str(summary.path))
+        moment = _moment(summary.updated, summary.mtime_ns)
+        return (summary.status == "completed", -moment.timestamp(), str(summary.path))
 
     return sorted(found.summaries, key=order)
 

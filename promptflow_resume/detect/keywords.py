@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -39,6 +39,8 @@ class Vocabulary:
     synonyms: Mapping[str, str]
     #: Short hash of the vocabulary: stored runs indexed with another vocabulary are re-read.
     version: str
+    #: stored keyword -> its normalized form (None: dropped); stored keywords repeat a lot.
+    cache: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
 
 
 def parse_vocabulary(text: str, *, source: str = "keywords.yaml") -> Vocabulary:
@@ -131,9 +133,22 @@ def words(text: str, vocab: Vocabulary | None = None) -> list[str]:
 
 def normalize_words(text: str | Iterable[str], vocab: Vocabulary | None = None) -> list[str]:
     """Sorted, distinct keywords of a text or of a list of words (e.g. keywords from a file)."""
-    if not isinstance(text, str):
-        text = " ".join(str(item) for item in text)
-    return sorted(set(words(text, vocab)))
+    voc = vocab or vocabulary()
+    if isinstance(text, str):
+        return sorted(set(words(text, voc)))
+    found: set[str] = set()
+    for item in text:
+        item = str(item)
+        if item in voc.cache:
+            word = voc.cache[item]
+            if word is not None:
+                found.add(word)
+            continue
+        several = words(item, voc)
+        if len(several) <= 1 and len(voc.cache) < 65536:
+            voc.cache[item] = several[0] if several else None
+        found.update(several)
+    return sorted(found)
 
 
 def _input_texts(value: Any) -> Iterable[str]:

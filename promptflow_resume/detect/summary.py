@@ -1,9 +1,7 @@
 """What the detector and ``flow list`` know about one progress file, read from its front matter.
 
 Only the front matter is read (the body can be megabytes), and of it only the keys a summary
-needs: a text-level pass drops the blocks we never look at (attempt history, transcript
-digests, step hashes) before ``yamlio.load`` parses the rest. That keeps a cold scan of
-10,000 files near one second::
+needs, by the fast scanner in ``scan`` (the YAML loader reads whatever the scanner does not)::
 
     summary = read_summary(Path(".flow/runs/r1/progress.md"))
     summary.status, summary.steps_done, summary.steps_total
@@ -24,6 +22,7 @@ from .. import yamlio
 from ..errors import FlowError
 from ..progress.model import RESUMABLE_STATUSES, RUN_STATUSES
 from .keywords import Vocabulary, normalize_words
+from .scan import Spec, Unsupported, scan
 
 #: Front matter larger than this is not a checkpoint we wrote; the file is listed as invalid.
 MAX_FRONT_MATTER = 1024 * 1024
@@ -161,12 +160,10 @@ def _closing_line(data: bytes, pos: int, eof: bool) -> int | None:
     return None
 
 
-# --- keeping only the keys a summary needs --------------------------------------------------
+# --- the keys a summary needs --------------------------------------------------------------
 
-# True: keep the whole value; a dict: keep the key and, of its children, those named (``*``
-# matches any child). Anything we cannot follow line by line is kept whole.
-_Spec = Mapping[str, Any]
-_WANTED: _Spec = {
+#: What ``scan`` keeps of the front matter (see ``scan.Spec``); everything else is skipped.
+WANTED: Spec = {
     "flow_progress": True,
     "run_id": True,
     "status": True,
@@ -180,80 +177,6 @@ _WANTED: _Spec = {
     "usage": {"cost_usd": True},
     "keywords": True,
 }
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
-
-
-def _is_noise(line: str) -> bool:
-    stripped = line.strip()
-    return not stripped or stripped.startswith("#")
-
-
-def _key_of(line: str) -> tuple[str, str] | None:
-    """``(key, rest)`` for a simple ``key: rest`` line; None for anything else."""
-    body = line.lstrip(" ")
-    if body.startswith(("- ", "-\t", "? ", "[", "{", "&", "*", "!", "|", ">", "%", "@", "`")):
-        return None
-    if body[:1] in ("'", '"'):
-        quote = body[0]
-        close = body.find(quote, 1)
-        if close < 0 or body[close + 1 : close + 2] != ":":
-            return None
-        key, rest = body[1:close], body[close + 2 :]
-    else:
-        colon = body.find(":")
-        while colon >= 0 and colon + 1 < len(body) and body[colon + 1] not in " \t":
-            colon = body.find(":", colon + 1)
-        if colon <= 0:
-            return None
-        key, rest = body[:colon], body[colon + 1 :]
-    if rest and rest[0] not in " \t":
-        return None
-    return key.strip(), rest.strip()
-
-
-def _prune(lines: list[str], start: int, end: int, spec: _Spec, out: list[str]) -> None:
-    """Append to ``out`` the lines of the mapping ``lines[start:end]`` that ``spec`` keeps."""
-    i = start
-    while i < end:
-        line = lines[i]
-        if _is_noise(line):
-            i += 1
-            continue
-        level = _indent(line)
-        parsed = _key_of(line)
-        # The child block ends at the next line indented at most this much; a "- " item at the
-        # same indent still belongs to it (YAML allows sequences flush with their key).
-        j = i + 1
-        while j < end:
-            nxt = lines[j]
-            if not _is_noise(nxt):
-                lvl = _indent(nxt)
-                if lvl < level or (lvl == level and not nxt.lstrip(" ").startswith("-")):
-                    break
-            j += 1
-        if parsed is None:
-            out.extend(lines[i:j])  # not a simple key line: keep it whole, let YAML decide
-            i = j
-            continue
-        key, rest = parsed
-        rule = spec.get(key, spec.get("*", False))
-        if rule is True or (isinstance(rule, Mapping) and rest and not rest.startswith("#")):
-            out.extend(lines[i:j])
-        elif isinstance(rule, Mapping):
-            out.append(line)
-            _prune(lines, i + 1, j, rule, out)
-        i = j
-
-
-def reduce_front_matter(text: str) -> str:
-    """The front matter with only the keys a summary reads (valid YAML if the input was)."""
-    lines = text.split("\n")
-    out: list[str] = []
-    _prune(lines, 0, len(lines), _WANTED, out)
-    return "\n".join(out) + "\n"
 
 
 # --- from parsed front matter to a summary --------------------------------------------------
@@ -371,19 +294,17 @@ def invalid_summary(path: Path, error: str) -> RunSummary:
 
 def parse_summary(text: str, path: Path, vocab: Vocabulary | None = None) -> RunSummary | None:
     """Summary of front matter ``text``: None if not a progress file, raise UnreadableProgress."""
+    data: Any
     try:
-        data = yamlio.load(reduce_front_matter(text), path=path)
-    except FlowError:
-        data = None
-    if not isinstance(data, Mapping):
-        # The reduction can only lose information we do not need, but an alias defined in a
-        # dropped block would dangle: parse the whole text before calling the file broken.
+        data = scan(text, WANTED)
+    except Unsupported:
+        # Not the plain style flow writes (a hand edit, say): the YAML loader reads anything.
         try:
             data = yamlio.load(text, path=path)
         except FlowError as error:
             raise UnreadableProgress(str(error.message).rstrip(".")) from None
         if not isinstance(data, Mapping):
-            raise UnreadableProgress("front matter is not a mapping")
+            raise UnreadableProgress("front matter is not a mapping") from None
     return summary_from_data(data, path, vocab)
 
 
