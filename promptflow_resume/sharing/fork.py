@@ -9,6 +9,7 @@ relative to the fork, its run id, the step). The original is only read, never wr
 from __future__ import annotations
 
 import copy
+import dataclasses
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -69,14 +70,17 @@ def forked_run(run: Run, step: str, *, run_id: str, parent_path: str) -> Run:
     index = order.index(step)
     later = order[index:]
     cut = first_entry_of(run, later)
-    fork = copy.deepcopy(run)
+    # Copy everything but the transcript deeply, and only the entries the fork keeps.
+    fork = copy.deepcopy(dataclasses.replace(run, transcript=[]))
+    fork.transcript = [
+        copy.copy(e) for e in (run.transcript if cut is None else run.transcript[: cut - 1])
+    ]
     now = now_iso()
     fork.run_id = run_id
     fork.status = "paused"
     fork.reason = f"forked from run {run.run_id} at step {step}; resume to continue"
     fork.created = fork.updated = now
     if cut is not None:
-        del fork.transcript[cut - 1 :]
         fork.in_flight = [f for f in fork.in_flight if f.entry < cut]
     for sid in later:
         fork.steps[sid] = StepState()

@@ -19,7 +19,6 @@ request.
 from __future__ import annotations
 
 import contextlib
-import copy
 import re
 import shutil
 import socket
@@ -210,10 +209,10 @@ def share(
 ) -> ShareResult:
     """Write a pull-request-safe copy of the run at ``path``; see the module docstring."""
     source = Path(path)
-    original, report = load_progress(source)
-    output = Path(out) if out is not None else default_share_path(original)
+    run, report = load_progress(source)  # a fresh object: changed in place, never saved back
+    output = Path(out) if out is not None else default_share_path(run)
     if output.is_dir():
-        output = output / f"{original.run_id}.md"
+        output = output / f"{run.run_id}.md"
     if not output.name.endswith(".md"):
         raise InputError(
             f"the shared copy must be a Markdown file ending in .md; got {output.name!r}.",
@@ -223,7 +222,6 @@ def share(
     _check_target(output, source, force)
     output.parent.mkdir(parents=True, exist_ok=True)
 
-    run = copy.deepcopy(original)
     run.journal_seq = 0
     src_dir, out_dir = source.parent, output.parent
     result = ShareResult(
