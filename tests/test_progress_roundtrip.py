@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from promptflow_resume.progress import parse, render
+from promptflow_resume.progress.digest import entry_digest
 from promptflow_resume.progress.examples import example_run, synthetic_run
 from promptflow_resume.progress.model import (
     ROLES,
@@ -27,7 +28,6 @@ from promptflow_resume.progress.model import (
     Usage,
     WorkflowRef,
 )
-from promptflow_resume.progress.digest import entry_digest
 from promptflow_resume.progress.render import entry_marker, raw_ok
 
 # Pieces that have broken Markdown-based formats: structure lines, our own markers, line

@@ -71,7 +71,8 @@ def check_link(rel: str, stem: str) -> str | None:
 
 
 def _safe_name(hint: str) -> str:
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", hint).strip(".-_")[:100]
+    name = re.sub(r"[^A-Za-z0-9._-]+|\.{2,}", "-", hint)
+    name = re.sub(r"-{2,}", "-", name).strip(".-_")[:100]
     return name or "output.bin"
 
 
