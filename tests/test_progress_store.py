@@ -93,7 +93,7 @@ def test_a_lock_left_by_a_killed_process_is_taken_over(tmp_path: Path) -> None:
     assert proc.returncode == -9
     stale = json.loads(owner_path(path).read_text(encoding="utf-8"))
     assert stale["pid"] != os.getpid()  # the dead writer's owner file is still there
-    store, run, _ = ProgressStore.open(path)
+    store, _run_again, _ = ProgressStore.open(path)
     assert json.loads(owner_path(path).read_text(encoding="utf-8"))["pid"] == os.getpid()
     store.close()
 
