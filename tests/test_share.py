@@ -209,3 +209,25 @@ def test_a_crashed_run_is_shared_with_the_events_its_journal_holds(project: Path
     assert copy.transcript[-1].content == "Drafting now."
     assert not journal_path(result.output).exists()
     assert journal_path(path).read_bytes() == journal  # the original's journal is left as is
+
+
+def test_archived_entries_travel_with_the_copy_and_the_history_points_at_them(
+    project: Path,
+) -> None:
+    _, path = start(project)
+    text = path.read_text(encoding="utf-8")
+    path.write_text(
+        text.replace("  report:\n    status: completed", "  report:\n    status: pending", 1),
+        encoding="utf-8",
+    )
+    resume(path, project)  # re-runs report; its old entries are archived by the resume
+    archives = sorted((path.parent / "progress.files").glob("archive-attempt-*"))
+    assert len(archives) == 1
+
+    result = share(path, project / "shared" / "run.md")
+    copied = project / "shared" / "run.files" / archives[0].name
+    assert copied.read_bytes() == archives[0].read_bytes()
+    run, _ = load_progress(result.output)
+    notes = [n for a in run.attempts for n in a.notes if "archived to" in n]
+    assert notes and all(f"run.files/{archives[0].name}" in n for n in notes)
+    assert "progress.files" not in result.output.read_text(encoding="utf-8")
