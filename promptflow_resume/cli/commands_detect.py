@@ -16,12 +16,13 @@ if TYPE_CHECKING:
 
 
 def _console() -> Console:
-    """A rich console on stdout; wide enough for paths when output goes to a file or pipe."""
+    """A rich console on stdout; lines are never folded when output goes to a file or pipe."""
     from rich.console import Console
 
     console = Console(highlight=False, soft_wrap=False)
     if not console.is_terminal:
-        console = Console(highlight=False, width=160, no_color=True)
+        # A file or pipe has no width: never fold a line (scripts grep these).
+        console = Console(highlight=False, width=100_000, no_color=True)
     return console
 
 
