@@ -176,3 +176,36 @@ def test_installed_flow_list(workdir: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert [r["run_id"] for r in json.loads(done.stdout)] == ["r1"]
+
+
+def flow(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "promptflow_resume", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.e2e
+def test_flow_run_resumes_an_identical_run_and_new_starts_fresh(workdir: Path) -> None:
+    path = write_workflow(workdir)
+    first = flow("run", str(path), "-p", "echo", "--max-turns", "1")
+    assert first.returncode == 1, first.stderr  # stopped: turn budget used up
+    (stopped,) = json.loads(flow("list", "--json").stdout)
+    assert stopped["status"] == "budget_exhausted"
+
+    again = flow("run", str(path), "-p", "echo", "--max-turns", "1")
+    assert f"resuming identical incomplete run {stopped['run_id']}" in again.stderr
+    assert "--new" in again.stderr
+    assert [r["run_id"] for r in json.loads(flow("list", "--all", "--json").stdout)] == [
+        stopped["run_id"]
+    ]
+
+    fresh = flow("run", str(path), "-p", "echo", "--new")
+    assert fresh.returncode == 0, fresh.stderr
+    assert "resuming" not in fresh.stderr
+    listed = json.loads(flow("list", "--all", "--json").stdout)
+    assert len(listed) == 2 and listed[-1]["status"] == "completed"

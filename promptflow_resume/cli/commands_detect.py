@@ -61,15 +61,20 @@ def list_command(
     return 0
 
 
+#: Longer reasons are cut in the table so one long message does not push the paths away.
+_REASON_WIDTH = 48
+
+
 def _status_cell(summary: RunSummary) -> str:
     from ..detect.prompt import status_text
 
     if summary.status == "running":
         state = "owner alive" if summary.owner_alive else "owner gone, resumable"
         return f"running ({state})"
-    if summary.error:
-        return f"invalid ({summary.error})"
-    return status_text(summary.status, summary.reason)
+    reason = summary.error or summary.reason
+    if reason and len(reason) > _REASON_WIDTH:
+        reason = reason[: _REASON_WIDTH - 1].rstrip() + "…"  # --json has the whole text
+    return status_text(summary.status, reason)
 
 
 def _print_runs(runs: list[RunSummary]) -> None:

@@ -603,10 +603,11 @@ def gather(
             for stamp in changed:
                 budget.check()
                 path, size, mtime_ns = stamp
-                summary = read_summary(Path(path), reader=reader, vocab=voc)
+                summary = read_summary(
+                    Path(path), reader=reader, vocab=voc, size=size, mtime_ns=mtime_ns
+                )
                 if summary is not None:
-                    summary = replace(derive(summary), size=size, mtime_ns=mtime_ns)
-                    fresh[path] = summary
+                    summary = fresh[path] = derive(summary)
                 pending.store.append((stamp, summary))
             result.fresh.update(fresh)
             matches = [s for s in fresh.values() if wanted is None or s.status in wanted]

@@ -13,7 +13,7 @@ import json
 import os
 import socket
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from .scan import Spec, Unsupported, scan
 
 #: Front matter larger than this is not a checkpoint we wrote; the file is listed as invalid.
 MAX_FRONT_MATTER = 1024 * 1024
-_FIRST_READ = 64 * 1024
+_FIRST_READ = 16 * 1024  # front matter is usually 1-4 KiB; the body is never needed
 
 #: The status a summary gets when its file cannot be read as a progress file.
 INVALID = "invalid"
@@ -231,7 +231,12 @@ def _json_default(value: Any) -> Any:
 
 
 def summary_from_data(
-    data: Mapping[str, Any], path: Path, vocab: Vocabulary | None = None
+    data: Mapping[str, Any],
+    path: Path,
+    vocab: Vocabulary | None = None,
+    *,
+    size: int = 0,
+    mtime_ns: int = 0,
 ) -> RunSummary | None:
     """Summary of parsed front matter; None when it has no ``flow_progress`` (not a run)."""
     if "flow_progress" not in data:
@@ -277,6 +282,8 @@ def summary_from_data(
         updated=_text(data.get("updated")),
         keywords=keywords,
         inputs_json=canonical_json(inputs if isinstance(inputs, Mapping) else {}),
+        size=size,
+        mtime_ns=mtime_ns,
     )
 
 
@@ -292,7 +299,9 @@ def invalid_summary(path: Path, error: str) -> RunSummary:
     return RunSummary(path=path, run_id=default_run_id(path), status=INVALID, error=error)
 
 
-def parse_summary(text: str, path: Path, vocab: Vocabulary | None = None) -> RunSummary | None:
+def parse_summary(
+    text: str, path: Path, vocab: Vocabulary | None = None, *, size: int = 0, mtime_ns: int = 0
+) -> RunSummary | None:
     """Summary of front matter ``text``: None if not a progress file, raise UnreadableProgress."""
     data: Any
     try:
@@ -305,20 +314,25 @@ def parse_summary(text: str, path: Path, vocab: Vocabulary | None = None) -> Run
             raise UnreadableProgress(str(error.message).rstrip(".")) from None
         if not isinstance(data, Mapping):
             raise UnreadableProgress("front matter is not a mapping") from None
-    return summary_from_data(data, path, vocab)
+    return summary_from_data(data, path, vocab, size=size, mtime_ns=mtime_ns)
 
 
 def read_summary(
-    path: Path, *, reader: Reader | None = None, vocab: Vocabulary | None = None
+    path: Path,
+    *,
+    reader: Reader | None = None,
+    vocab: Vocabulary | None = None,
+    size: int = 0,
+    mtime_ns: int = 0,
 ) -> RunSummary | None:
     """Summary of the progress file at ``path``; None if it is not one, ``invalid`` if broken."""
     try:
         text = (reader or read_front_matter)(path)
         if text is None:
             return None
-        return parse_summary(text, path, vocab)
+        return parse_summary(text, path, vocab, size=size, mtime_ns=mtime_ns)
     except UnreadableProgress as error:
-        return invalid_summary(path, str(error))
+        return replace(invalid_summary(path, str(error)), size=size, mtime_ns=mtime_ns)
 
 
 # --- owners of running runs -----------------------------------------------------------------
