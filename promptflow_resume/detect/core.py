@@ -331,7 +331,7 @@ def detect(
             box["detection"], found = _detect_now(
                 workflow, inputs, folders, base, now, budget, reader, started
             )
-        except BaseException as error:  # reported as a skip: the check must never stop a run
+        except Exception as error:  # reported as a skip: the check must never stop a run
             box["error"] = error
         finally:
             finished.set()
@@ -357,14 +357,14 @@ def detect(
                     f"{limit * 1000:.0f} ms; starting fresh"
                 ),
             )
-    if "error" in box:
-        error = box["error"]
+    detection: Detection | None = box.get("detection")
+    if detection is None:
+        error = box.get("error")
         elapsed = (time.perf_counter() - started) * 1000
         return Detection(
             elapsed_ms=elapsed,
             skipped_reason=f"the similar-run check failed: {type(error).__name__}: {error}",
         )
-    detection: Detection = box["detection"]
     return detection
 
 
@@ -376,9 +376,11 @@ def list_runs(
     status: str | None = None,
     reader: Reader | None = None,
 ) -> list[RunSummary]:
-    """Summaries of the runs in ``folders`` (default ``<root>/.flow/runs``): unfinished first,
-    then most recently updated first. Completed runs only with ``include_completed`` or
-    ``status="completed"``. Files that cannot be read are listed with status ``invalid``."""
+    """Summaries of the runs in ``folders`` (default ``<root>/.flow/runs``), unfinished first.
+
+    Then most recently updated first. Completed runs only with ``include_completed`` or
+    ``status="completed"``. Files that cannot be read are listed with status ``invalid``.
+    """
     base = _root(root)
     known = (*RUN_STATUSES, INVALID)
     if status is not None and status not in known:

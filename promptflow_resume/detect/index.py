@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..progress.model import RESUMABLE_STATUSES
 from .keywords import Vocabulary, keywords_for, vocabulary
@@ -36,7 +36,7 @@ INDEX_NAME = ".index.sqlite"
 SCHEMA_VERSION = 2
 #: How deep below a plain folder (not a runs folder) progress files are looked for.
 TREE_DEPTH = 3
-#: Folders never searched: version control, dependencies, caches.
+#: Folders never searched, besides hidden ones (.git, .venv): dependencies, caches, builds.
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages", "dist", "build"})
 
 _COLUMNS = (
@@ -117,7 +117,8 @@ class Source:
     """A place to look for progress files, and the index file that caches it (None: memory)."""
 
     folder: Path
-    kind: str  # "runs" (<id>/progress.md), "tree" (searched TREE_DEPTH deep) or "file"
+    #: "runs": ``<id>/progress.md``; "tree": searched TREE_DEPTH deep; "file": one file.
+    kind: Literal["runs", "tree", "file"]
     index: Path | None
     #: Every path this source can find starts with this string.
     prefix: str = field(init=False, compare=False)

@@ -76,11 +76,6 @@ class RunSummary:
             return self.owner_alive is False
         return self.status in RESUMABLE_STATUSES
 
-    @property
-    def incomplete(self) -> bool:
-        """True for every run that has not completed (including invalid files)."""
-        return self.status != "completed"
-
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form for ``--json`` output."""
         return {
