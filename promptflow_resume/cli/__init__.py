@@ -11,6 +11,7 @@ import os
 import sys
 
 import click
+import typer
 
 from ..errors import EXIT_BUG, EXIT_INTERRUPTED, FlowError
 
@@ -49,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as error:
         error.show()
         return error.exit_code
+    except typer.TyperException as error:  # typer's vendored click raises its own usage errors
+        show = getattr(error, "show", None)
+        if callable(show):
+            show()
+        return int(getattr(error, "exit_code", 2))
     except KeyboardInterrupt:
         err("interrupted.")
         return EXIT_INTERRUPTED
