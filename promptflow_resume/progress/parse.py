@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import yaml
+
 from .. import yamlio
 from ..errors import DigestError, ProgressFormatError, UnsupportedVersionError
 from .digest import Chain, entry_digest
@@ -140,6 +142,45 @@ def _migrate(
     return data, body
 
 
+#: Values a front matter may expand to once aliases are followed; flow writes no aliases, so
+#: only a hand edit can have any, and a few are fine.
+MAX_EXPANDED_NODES = 100_000
+
+
+def _refuse_alias_bombs(source: str, path: str) -> None:
+    """Refuse YAML whose aliases expand to a huge structure, before anything walks it."""
+    root = yamlio.compose(source, path=path, line_offset=1)
+    if root is None:
+        return
+    sizes: dict[int, int] = {}
+    # Iterative post-order walk: each node's expanded size is computed once, so shared
+    # (aliased) nodes cost nothing extra to measure however often they are referenced.
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        if done:
+            sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) for c in children)
+            if sizes[id(node)] > MAX_EXPANDED_NODES:
+                raise yamlio.YamlError(
+                    "the front matter uses YAML aliases that expand to more than "
+                    f"{MAX_EXPANDED_NODES:,} values; this looks like an alias bomb and is refused.",
+                    path=path,
+                    line=node.start_mark.line + 2,
+                    column=node.start_mark.column + 1,
+                    hint="Write the values out instead of using anchors (&) and aliases (*).",
+                )
+            continue
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+
+
 def _front_matter(sc: _Scanner) -> tuple[dict[str, Any], str, int]:
     """The front matter dict, its text, and where the body starts."""
     text = sc.text
@@ -168,6 +209,8 @@ def _front_matter(sc: _Scanner) -> tuple[dict[str, Any], str, int]:
         else:
             raise sc.truncated("its front matter never ends (no closing `---` line)")
     source = text[4 : end + 1]
+    if "*" in source:
+        _refuse_alias_bombs(source, sc.path)
     data = yamlio.load(source, path=sc.path, line_offset=1)
     if not isinstance(data, dict):
         raise ProgressFormatError(
@@ -381,6 +424,26 @@ def _entry(sc: _Scanner, pos: int, report: LoadReport) -> tuple[Entry, str, int]
     return entry, digest, nxt
 
 
+def _check_swallowed(sc: _Scanner, transcript: list[Entry], next_pos: int) -> None:
+    """Name an unclosed fence when the entry before a gap in the ids holds the missing marker."""
+    if not transcript:
+        return
+    missing = f"<!-- flow:entry {len(transcript) + 1} "
+    previous = transcript[-1]
+    if previous.content.startswith(missing) or ("\n" + missing) in previous.content:
+        start = sc.text.rfind(f"\n<!-- flow:entry {previous.id} ", 0, next_pos) + 1
+        fence = sc.text.find("\n```", start) + 1
+        raise ProgressFormatError(
+            f"the fence of entry {previous.id} opened on line {sc.line_of(fence)} is not closed "
+            f"before entry {len(transcript) + 1}, so it swallows that entry (its closing fence "
+            "was deleted or shortened).",
+            path=sc.path,
+            line=sc.line_of(fence),
+            column=1,
+            hint=_FIX_BODY,
+        )
+
+
 def _section_marker(sc: _Scanner, pos: int) -> tuple[str, str | None, int]:
     line, after = sc.line_at(pos)
     match = _SECTION_RE.fullmatch(line)
@@ -435,6 +498,7 @@ def _body(sc: _Scanner, start: int, run: Run, report: LoadReport) -> list[str]:
         marker_pos = pos
         entry, digest, pos = _entry(sc, pos, report)
         if entry.id != len(transcript) + 1:
+            _check_swallowed(sc, transcript, marker_pos)
             raise DigestError(
                 f"entry ids must count up from 1 in order; expected entry {len(transcript) + 1} "
                 f"here but found entry {entry.id}: entries were deleted, duplicated or moved.",
