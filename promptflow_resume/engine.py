@@ -39,7 +39,8 @@ from .providers.base import Provider, Reply, Request, ToolSpec
 from .redact import Redactor
 from .tools import offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
-from .workflow import context_prompt, step_prompt
+from .tools.commands import command_output
+from .workflow import context_prompt, step_command_args, step_prompt
 from .workflow.model import Step, Workflow
 
 #: How the model is told that a tool is not available (a hand-edited or hostile transcript).
@@ -162,6 +163,13 @@ class Engine:
         except NeedsReviewError as error:
             self._record_error(error, type(error).__name__)
             self._set_status("needs_review", error.message)
+        except Exception as error:
+            # A user error met mid-run (a bad input value for a command step, ...) or a bug:
+            # the run is checkpointed as failed, resumable once fixed, and the error goes on
+            # to the caller, which reports it.
+            self._record_error(error, type(error).__name__)
+            self._set_status("failed", str(error).splitlines()[0][:200] if str(error) else None)
+            raise
         finally:
             self._end_attempt()
             # The fold must happen even when a second signal arrives: ignore them meanwhile.
@@ -257,7 +265,14 @@ class Engine:
         """The entries that start a step: its prompt, or for a command step the call itself."""
         run = self.run
         if step.kind == "command":
-            arguments = json.dumps(step.command_args, sort_keys=True, ensure_ascii=False)
+            values = step_command_args(
+                self.workflow,
+                step,
+                inputs=run.inputs,
+                step_outputs=self._step_outputs(),
+                editor=self.options.editor,
+            )
+            arguments = json.dumps(values, sort_keys=True, ensure_ascii=False)
             return [
                 self._entry(
                     "tool_call",
@@ -303,7 +318,7 @@ class Engine:
             model=run.config.model,
             params=dict(run.config.params),
         )
-        self.reporter.model_call(step.id, state.turns + 1)
+        self.reporter.model_call(step.id, state.turns + 1, request)
         reply = self._call_model(request)
         faults.point("engine.model_replied")
 
@@ -544,12 +559,13 @@ class Engine:
         self._unsaved.clear()
 
     def _step_outputs(self) -> dict[str, str]:
+        """``${step:id}`` values: a step's final answer, or for a command step its stdout."""
         outputs: dict[str, str] = {}
         for step_id, state in self.run.steps.items():
-            if state.output_entry is not None:
-                entry = self.run.entry(state.output_entry)
-                if entry is not None:
-                    outputs[step_id] = entry.content
+            entry = self.run.entry(state.output_entry) if state.output_entry else None
+            if entry is not None:
+                is_command = entry.role == "tool_result"
+                outputs[step_id] = command_output(entry.content) if is_command else entry.content
         return outputs
 
     def _set_status(self, status: str, reason: str | None) -> None:

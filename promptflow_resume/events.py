@@ -7,6 +7,7 @@ override what you need.
 from __future__ import annotations
 
 from .progress.model import Usage
+from .providers.base import Request
 
 
 class Reporter:
@@ -21,8 +22,8 @@ class Reporter:
     def step_finished(self, step_id: str, status: str) -> None:
         """A step ended."""
 
-    def model_call(self, step_id: str, turn: int) -> None:
-        """A model request is about to be sent."""
+    def model_call(self, step_id: str, turn: int, request: Request) -> None:
+        """A model request is about to be sent (``request`` is exactly what the provider gets)."""
 
     def text(self, delta: str) -> None:
         """Reply text as it arrives (streaming providers)."""

@@ -40,7 +40,8 @@ class _Str(str):
 
 
 def _represent_str(dumper: Any, data: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in data and not any(c in data for c in "\r\t") and data[-1:] != " " else None
+    block = "\n" in data and not any(c in data for c in "\r\t") and data[-1:] != " "
+    style = "|" if block else None
     node: yaml.ScalarNode = dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
     return node
 

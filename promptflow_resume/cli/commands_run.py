@@ -12,6 +12,7 @@ import typer
 from ..errors import InputError
 from ..events import Reporter
 from ..progress.model import Run, Usage
+from ..providers.base import Request
 from ..reconcile import Choices, ResumePlan
 from .app import app, err, out, print_json
 
@@ -50,9 +51,11 @@ def _stdin_is_terminal() -> bool:
 class ConsoleReporter(Reporter):
     """Live progress on a terminal (stderr): step i of n, a spinner, tokens and cost."""
 
-    def __init__(self, *, live: bool, verbose: bool = False) -> None:
+    def __init__(self, *, live: bool, verbose: bool = False, show_requests: bool = False) -> None:
         self.live = live
         self.verbose = verbose
+        #: Print every request in full (the ``echo`` dry run shows what would be sent).
+        self.show_requests = show_requests
         self._status: Any = None
         self._step = ""
         self._usage = Usage()
@@ -89,7 +92,11 @@ class ConsoleReporter(Reporter):
             self._print(f"▶ {self._step}")
         self._show("starting")
 
-    def model_call(self, step_id: str, turn: int) -> None:
+    def model_call(self, step_id: str, turn: int, request: Request) -> None:
+        if self.show_requests:
+            from ..providers.echo import format_request
+
+            self._print(f"--- request: step {step_id}, turn {turn} ---\n{format_request(request)}")
         self._show(f"waiting for the model (turn {turn})")
 
     def model_reply(self, step_id: str, usage: Usage, run_usage: Usage) -> None:
@@ -244,7 +251,8 @@ def run_command(
     values = prepare_inputs(wf, parse_assignments(input_, "--input"), inputs_file, ask)
     limits = Limits(max_cost, max_tokens, max_turns, parse_duration(timeout))
     live = sys.stderr.isatty() and not as_json
-    reporter = ConsoleReporter(live=live, verbose=verbose)
+    dry_run = (provider or wf.provider) == "echo"
+    reporter = ConsoleReporter(live=live, verbose=verbose, show_requests=dry_run and not as_json)
 
     if not new and progress is None:
         chosen = _offer_similar(wf, values, interactive=interactive, yes=yes, verbose=verbose)

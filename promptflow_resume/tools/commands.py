@@ -344,6 +344,21 @@ def format_result(outcome: ProcessOutcome, *, max_output: int) -> ToolResult:
     return ToolResult(content=content, is_error=failed, exit_code=outcome.returncode, data=data)
 
 
+def command_output(content: str) -> str:
+    """What a successful command printed on stdout, read back from its result ``content``;
+    anything else (a failure, a timeout, stderr only) is the whole result text.
+
+    A command step's output (``${step:id}``) is this, so that a later prompt gets ``495``
+    rather than the result's layout around it.
+    """
+    prefix = "exit code: 0\n--- stdout ---\n"
+    if not content.startswith(prefix):
+        return content
+    stdout = content[len(prefix) :]
+    cut = stdout.rfind("\n--- stderr ---\n")
+    return (stdout[:cut] if cut >= 0 else stdout).rstrip("\n")
+
+
 def _header(outcome: ProcessOutcome) -> list[str]:
     lines = []
     if outcome.timed_out:
