@@ -263,3 +263,83 @@ def test_secrets_never_reach_the_files(project: Path, monkeypatch: pytest.Monkey
         if file.is_file():
             assert secret.encode() not in file.read_bytes(), file
     assert run.redactions.count >= 2
+
+
+HUMAN = """---
+description: Ask a person, then act on the answer
+provider: scripted
+commands:
+  version:
+    description: Print the version
+    argv: ["echo", "1.4.2"]
+    idempotent: true
+---
+## Step 1: Version
+> run: version
+
+## Step 2: Approve
+> kind: human
+
+Version ${step:version} is ready. Should it be released?
+
+## Step 3: Announce
+Announce the release of ${step:version} if it was approved.
+"""
+
+
+def test_a_human_step_waits_for_an_answer_written_in_the_file(workdir: Path) -> None:
+    (workdir / "h.prompt.md").write_text(HUMAN, encoding="utf-8")
+    # Reply 0 stands for the command step: the conversation shows its call as an assistant turn.
+    (workdir / "h.yaml").write_text('replies: ["-", "Announced 1.4.2."]\n', encoding="utf-8")
+    outcome = start_run(
+        workdir / "h.prompt.md",
+        recording=workdir / "h.yaml",
+        progress=workdir / "r" / "progress.md",
+    )
+    assert outcome.run.status == "awaiting_input" and outcome.exit_code == 11
+    question = outcome.run.transcript[-1]
+    assert question.role == "user" and "Version 1.4.2 is ready." in question.content
+
+    again = resume_run(outcome.path)  # nobody answered yet: it stops at the same place
+    assert again.run.status == "awaiting_input"
+    assert sum(e.step == "approve" for e in again.run.transcript) == 1
+
+    path = outcome.path
+    text = path.read_text(encoding="utf-8")
+    from promptflow_resume.engine import ANSWER_PLACEHOLDER
+
+    path.write_text(text.replace(ANSWER_PLACEHOLDER, "Yes, ship it."), encoding="utf-8")
+    done = resume_run(path)
+    assert done.run.status == "completed"
+    announce = next(e for e in done.run.transcript if e.role == "user" and e.step == "announce")
+    assert "Announce the release of 1.4.2" in announce.content
+    answer = done.run.entry(done.run.steps["approve"].output_entry or 0)
+    assert answer is not None and answer.content.endswith("Yes, ship it.")
+
+
+def test_transient_errors_are_retried_and_noted(project: Path) -> None:
+    script = project / "counter.script.yaml"
+    script.write_text(
+        script.read_text() + "failures:\n  0: {transient: true, status: 503, retry_after: 0}\n",
+        encoding="utf-8",
+    )
+    run, _ = start(project)
+    assert run.status == "completed"
+    assert any("retry 1" in note for note in run.attempts[0].notes)
+
+
+def test_a_permanent_error_fails_the_run_and_resume_continues(project: Path) -> None:
+    script = project / "counter.script.yaml"
+    script.write_text(
+        script.read_text()
+        + "failures:\n  2: {transient: false, status: 401, message: bad key}\nstate: s.json\n",
+        encoding="utf-8",
+    )
+    run, path = start(project)
+    assert run.status == "failed" and run.last_error is not None
+    assert "bad key" in run.last_error.message
+    assert counter_lines(project) == 2
+    outcome = resume_run(path)
+    assert outcome.run.status == "completed"
+    assert counter_lines(project) == 2  # the tool calls before the failure were not repeated
+    assert [a.status for a in outcome.run.attempts] == ["failed", "completed"]
