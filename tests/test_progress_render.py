@@ -1,0 +1,120 @@
+"""What a rendered progress file looks like: a reviewed snapshot, and the choice of content form."""
+
+from __future__ import annotations
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+from promptflow_resume.progress import parse, render
+from promptflow_resume.progress.examples import example_run
+from promptflow_resume.progress.model import Entry, Run
+
+
+class MarkdownSnapshot(SingleFileSnapshotExtension):
+    """One readable ``.md`` file per snapshot, so a reviewer sees the rendered progress file."""
+
+    file_extension = "md"
+    _write_mode = WriteMode.TEXT
+
+
+@pytest.fixture
+def md_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
+    return snapshot.use_extension(MarkdownSnapshot)
+
+
+def test_example_progress_file(md_snapshot: SnapshotAssertion) -> None:
+    assert render(example_run()) == md_snapshot
+
+
+def _one(content: str, role: str = "assistant", **extra: object) -> str:
+    run: Run = example_run()
+    run.in_flight = []
+    run.transcript = [Entry(1, role, content, step="s", **extra)]  # type: ignore[arg-type]
+    text = render(run)
+    assert parse(text)[0] == run
+    start = text.index("### 1 ·")
+    return text[start : text.index("<!-- flow:section state")]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("Plain prose stays readable.", "### 1 · assistant · s\n\nPlain prose stays readable.\n\n"),
+        (
+            "A list:\n\n- one\n- two *emphasis* and `code`",
+            "### 1 · assistant · s\n\nA list:\n\n- one\n- two *emphasis* and `code`\n\n",
+        ),
+        ("# Title\nbody", "### 1 · assistant · s\n\n```markdown\n# Title\nbody\n```\n\n"),
+        ("a\n---\nb", "### 1 · assistant · s\n\n```markdown\na\n---\nb\n```\n\n"),
+        ("<details>x</details>", "### 1 · assistant · s\n\n```markdown\n<details>x</details>\n```\n\n"),  # noqa: E501
+        ("trailing space ", "### 1 · assistant · s\n\n```markdown\ntrailing space \n```\n\n"),
+        ("\nleading blank", "### 1 · assistant · s\n\n```markdown\n\nleading blank\n```\n\n"),
+        ("tab\there", "### 1 · assistant · s\n\n```markdown\ntab\there\n```\n\n"),
+        ("", "### 1 · assistant · s\n\n```markdown\n```\n\n"),
+        (
+            "x\n```py\ncode\n````\n",
+            "### 1 · assistant · s\n\n`````markdown\nx\n```py\ncode\n````\n\n`````\n\n",
+        ),
+        (
+            "windows\r\nline\x07",
+            '### 1 · assistant · s\n\n```flow-escaped\n"windows\\r\\n"\n"line\\u0007"\n```\n\n',
+        ),
+        ("lone \ud800 surrogate", '### 1 · assistant · s\n\n```flow-escaped\n"lone \\ud800 surrogate"\n```\n\n'),  # noqa: E501
+    ],
+    ids=[
+        "prose", "markdown-list", "heading", "rule", "html", "trailing-space", "leading-blank",
+        "tab", "empty", "fences", "control-chars", "surrogate",
+    ],
+)  # fmt: skip
+def test_each_message_gets_the_most_readable_exact_form(content: str, expected: str) -> None:
+    assert _one(content) == expected
+
+
+def test_tool_calls_show_the_tool_and_json_arguments() -> None:
+    text = _one('{"path": "README.md"}', "tool_call", call_id="call_1", tool="read_file")
+    assert text == (
+        "### 1 · tool call · s\n\nCall `call_1` to `read_file` with these arguments:\n\n"
+        '```json\n{"path": "README.md"}\n```\n\n'
+    )
+
+
+def test_tool_results_show_output_error_flag_and_sidecar_link() -> None:
+    text = _one(
+        "no such file",
+        "tool_result",
+        call_id="call_1",
+        tool="read_file",
+        is_error=True,
+        sidecar="progress.files/call_1-read_file.txt",
+        sidecar_sha256="sha256:" + "a" * 64,
+        sidecar_bytes=123456,
+    )
+    assert text == (
+        "### 1 · tool result · s\n\nResult of `read_file` for call `call_1` · **error** · full "
+        "output in [progress.files/call_1-read_file.txt](progress.files/call_1-read_file.txt) "
+        "(123,456 bytes); the text below is a preview:\n\n```text\nno such file\n```\n\n"
+    )
+
+
+def test_front_matter_leaves_out_empty_optional_keys() -> None:
+    run = example_run()
+    run.reason = None
+    run.in_flight = []
+    run.attempts = []
+    run.last_error = None
+    run.keywords = []
+    run.inputs = {}
+    text = render(run)
+    front = text[: text.index("\n---\n")]
+    for key in (
+        "reason:",
+        "in_flight:",
+        "attempts:",
+        "last_error:",
+        "keywords:",
+        "inputs:",
+        "parent:",
+    ):
+        assert f"\n{key}" not in front
+    assert parse(text)[0] == run
