@@ -401,6 +401,7 @@ class ProgressStore:
         self.path = path
         self._lock = lock
         self._journal_fd: int | None = None
+        self._journal_size = 0
         self._seq = 0
         self._count = 0
         self._chain = Chain()
@@ -548,7 +549,8 @@ class ProgressStore:
         jpath = journal_path(self.path)
         if self._journal_fd is None:
             fd = os.open(jpath, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            if os.fstat(fd).st_size == 0:
+            self._journal_size = os.fstat(fd).st_size
+            if self._journal_size == 0:
                 header = json.dumps({"flow_journal": JOURNAL_VERSION, "run_id": run_id}) + "\n"
                 data = header.encode("ascii") + data
                 new_file = True
@@ -558,15 +560,15 @@ class ProgressStore:
         else:
             new_file = False
         fd = self._journal_fd
-        before = os.fstat(fd).st_size
         faults.point("store.journal_before_append")
         try:
             _write_all(fd, data)
         except BaseException:
             # Leave no partial line behind for the next append to glue onto.
             with contextlib.suppress(OSError):
-                os.ftruncate(fd, before)
+                os.ftruncate(fd, self._journal_size)
             raise
+        self._journal_size += len(data)
         faults.point("store.journal_after_append")
         os.fsync(fd)
         if new_file:

@@ -1,0 +1,138 @@
+"""Benchmark of the progress file: load, render, fold, and the per-event cost against the floor.
+
+Runs of 10 to 10,000 transcript entries (300-byte model replies, 1 KiB tool results). The floor
+is what any durable per-event write costs on this machine: append 1.3 KiB to a file and fsync,
+measured in the same run and folder. Goals: per-event ``save`` within 3x of that floor at every
+size, and ``load_progress`` of a 10,000-entry run under 300 ms.
+
+    python bench/progress_bench.py            # full table
+    python bench/progress_bench.py --quick    # fewer repeats
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from promptflow_resume.progress import ProgressStore, load_progress, render, validate_file
+from promptflow_resume.progress.examples import synthetic_run
+from promptflow_resume.progress.model import Entry, Run
+
+SIZES = (10, 100, 1_000, 10_000)
+
+
+def _median_ms(fn: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def _events(run: Run, n: int) -> list[Entry]:
+    """The next ``n`` entries of a run like the synthetic one (reply, call, result, ...)."""
+    template = synthetic_run(3)
+    out = []
+    for i in range(n):
+        base = template.transcript[i % 3]
+        out.append(
+            Entry(
+                len(run.transcript) + i + 1,
+                base.role,
+                base.content,
+                step="report",
+                call_id=base.call_id,
+                tool=base.tool,
+            )
+        )
+    return out
+
+
+def save_and_floor_ms(store: ProgressStore, run: Run, events: int) -> tuple[float, float]:
+    """Median cost of one ``save`` (a new entry + the front matter state, fsync'd) and of the
+    floor (append 1.3 KiB + fsync to a file in the same folder), measured alternately so both
+    see the same disk and the same load."""
+    path = store.path.parent / "floor.bin"
+    data = b"x" * 1331 + b"\n"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    saves, floors = [], []
+    try:
+        for entry in _events(run, events):
+            start = time.perf_counter()
+            os.write(fd, data)
+            os.fsync(fd)
+            floors.append(time.perf_counter() - start)
+            run.transcript.append(entry)
+            run.usage.turns += 1
+            start = time.perf_counter()
+            store.save(run, [entry])
+            saves.append(time.perf_counter() - start)
+    finally:
+        os.close(fd)
+        path.unlink()
+    return statistics.median(saves) * 1000, statistics.median(floors) * 1000
+
+
+def bench(size: int, folder: Path, repeats: int, events: int) -> dict[str, float]:
+    run = synthetic_run(size)
+    path = folder / f"r{size}" / "progress.md"
+    store = ProgressStore.create(path, run)
+    row: dict[str, float] = {"entries": size, "bytes": path.stat().st_size}
+    row["load"] = _median_ms(lambda: load_progress(path), repeats)
+    row["validate"] = _median_ms(lambda: validate_file(path), repeats)
+    row["render"] = _median_ms(lambda: render(run), repeats)
+    row["fold"] = _median_ms(lambda: store.checkpoint(run), repeats)
+    row["save"], row["floor"] = save_and_floor_ms(store, run, events)
+    store.checkpoint(run)
+    store.close()
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="where to write (default: a temp dir)"
+    )
+    args = parser.parse_args(argv)
+    repeats, events = (3, 100) if args.quick else (7, 500)
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        rows = [bench(size, Path(tmp), repeats, events) for size in SIZES]
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; medians in ms")
+    print()
+    head = (
+        "| entries | file size | load_progress | validate_file | render | fold (render + "
+        "atomic write) | save per event | floor (append 1.3 KiB + fsync) | save / floor |"
+    )
+    print(head)
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {int(r['entries']):,} | {r['bytes'] / 1e6:.2f} MB | {r['load']:.1f} | "
+            f"{r['validate']:.1f} | {r['render']:.1f} | {r['fold']:.1f} | {r['save']:.3f} | "
+            f"{r['floor']:.3f} | {r['save'] / r['floor']:.2f}x |"
+        )
+    big = rows[-1]
+    worst = max(r["save"] / r["floor"] for r in rows)
+    print()
+    print(
+        f"goal: save within 3x of the floor at every size: worst {worst:.2f}x -> "
+        f"{'met' if worst <= 3 else 'MISSED'}"
+    )
+    print(
+        f"goal: load_progress of {int(big['entries']):,} entries under 300 ms: "
+        f"{big['load']:.0f} ms -> "
+        f"{'met' if big['load'] < 300 else 'MISSED'}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
