@@ -315,9 +315,17 @@ def _offer_similar(
         detection,
         interactive=interactive,
         assume_yes=yes,
+        read=_ask_on_stderr,
         write=lambda text: err(text),
     )
     return chosen.path if chosen is not None else None
+
+
+def _ask_on_stderr(prompt: str) -> str:
+    """Ask on stderr, where the list of matches went, so stdout stays clean for scripts."""
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    return input()
 
 
 def _confirm_change(plan: ResumePlan) -> Choices | None:
