@@ -398,6 +398,10 @@ def resume_run(
         except NeedsReviewError:
             store.checkpoint(run)
             raise
+        if plan.answered_tools:
+            # Entries changed in place (a hand-written result is no longer an error): the
+            # journal only appends, so fold now.
+            store.checkpoint(run)
         notes += _apply_set(run, wf, set_values or {})
         if report.edited_entries:
             notes.append("entries edited by hand: " + ", ".join(map(str, report.edited_entries)))
