@@ -231,3 +231,49 @@ def test_archived_entries_travel_with_the_copy_and_the_history_points_at_them(
     notes = [n for a in run.attempts for n in a.notes if "archived to" in n]
     assert notes and all(f"run.files/{archives[0].name}" in n for n in notes)
     assert "progress.files" not in result.output.read_text(encoding="utf-8")
+
+
+HUMAN_WORKFLOW = """\
+---
+description: Summarize a plan and ask for approval
+provider: echo
+---
+You are careful.
+
+## Step 1: Summarize
+Summarize the plan.
+
+## Step 2: Approve
+> kind: human
+
+Does the summary match what you expected? Answer yes or no, with a reason.
+"""
+
+
+def test_a_question_is_answered_in_the_shared_copy_and_the_clone_resumes_with_it(
+    workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from promptflow_resume.api import resume_run, start_run
+    from promptflow_resume.engine import ANSWER_PLACEHOLDER
+
+    project = workdir / "repo"
+    project.mkdir()
+    (project / "approve.prompt.md").write_text(HUMAN_WORKFLOW, encoding="utf-8")
+    stopped = start_run(project / "approve.prompt.md", progress=project / "run" / "progress.md")
+    assert stopped.run.status == "awaiting_input"
+    copy = share(stopped.path, project / "review" / "approval.md").output
+
+    # The reviewer answers in the pull request; a fresh clone resumes the shared copy.
+    elsewhere = clone(project, tmp_path / "clone")
+    answered = elsewhere / "review" / "approval.md"
+    again = resume_run(answered, workspace=elsewhere)
+    assert again.run.status == "awaiting_input"  # no answer yet: it stops at the same place
+    text = answered.read_text(encoding="utf-8")
+    answered.write_text(text.replace(ANSWER_PLACEHOLDER, "Yes, it matches."), encoding="utf-8")
+    monkeypatch.chdir(elsewhere)
+    done = resume_run(answered, workspace=elsewhere).run
+
+    assert done.status == "completed"
+    output = done.entry(done.steps["approve"].output_entry or 0)
+    assert output is not None and output.content.endswith("Answer: Yes, it matches.")
+    assert ANSWER_PLACEHOLDER in copy.read_text(encoding="utf-8")  # the committed copy as shared
