@@ -364,6 +364,23 @@ def validate_file(path: str | Path) -> LoadReport:
 # --- the writer ------------------------------------------------------------------------------
 
 
+def _read_owner(path: Path, wait: float = 1.0) -> dict[str, Any]:
+    """The lock owner's pid, host and start time. A process that has just taken the lock
+    writes them a moment later, so a missing or half-written file is read again for a while."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            with open(owner_path(path), encoding="utf-8", newline="") as handle:
+                owner = json.load(handle)
+            if isinstance(owner, dict):
+                return owner
+        except (OSError, ValueError):
+            pass
+        if time.monotonic() >= deadline:
+            return {}
+        time.sleep(0.02)
+
+
 def _acquire(path: Path) -> Any:
     from filelock import FileLock, Timeout
 
@@ -371,12 +388,7 @@ def _acquire(path: Path) -> Any:
     try:
         lock.acquire()
     except Timeout:
-        owner: dict[str, Any] = {}
-        try:
-            with open(owner_path(path), encoding="utf-8", newline="") as handle:
-                owner = json.load(handle)
-        except (OSError, ValueError):
-            pass
+        owner = _read_owner(path)
         who = (
             f"pid {owner.get('pid', '?')} on {owner.get('host', '?')}, "
             f"since {owner.get('since', '?')}"
