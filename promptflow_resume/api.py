@@ -453,7 +453,10 @@ class StatusReport:
             "steps_total": total,
             "steps_done": done,
             "percent": round(100 * done / total) if total else 100,
-            "can_resume": bool(plan and plan.can_resume) and run.status != "completed",
+            # A completed run can resume only when a person set a step back (reset steps).
+            "can_resume": bool(
+                plan and plan.can_resume and (run.status != "completed" or plan.reset)
+            ),
             "resume_from": plan.resume_from if plan else None,
             "blocked": plan.blocked if plan else self.workflow_error,
             "retry_tools": [f.call_id for f in plan.retry_tools] if plan else [],

@@ -57,10 +57,7 @@ ANSWER_PLACEHOLDER = "WRITE YOUR ANSWER HERE, then run flow resume"
 
 def awaiting_reason(step_id: str) -> str:
     """The status reason of a run waiting for a person's answer."""
-    return (
-        f"step {step_id!r} waits for a person's answer: replace {ANSWER_PLACEHOLDER!r} "
-        "in the progress file with the answer"
-    )
+    return f"step {step_id!r} waits for a person's answer, to be written in the progress file"
 
 
 def human_answer(content: str) -> str | None:

@@ -268,7 +268,9 @@ def apply_plan(
     if plan.archive_from is not None:
         moved = [e for e in run.transcript if e.id >= plan.archive_from]
         payload = json.dumps([asdict(e) for e in moved], ensure_ascii=False, indent=1)
-        rel, _digest = archive(f"archive-attempt-{len(run.attempts) + 1}", payload.encode("utf-8"))
+        rel, _digest = archive(
+            f"archive-attempt-{len(run.attempts) + 1}.json", payload.encode("utf-8")
+        )
         del run.transcript[plan.archive_from - 1 :]
         notes.append(
             f"entries {moved[0].id}-{moved[-1].id} archived to {rel}: {plan.reset_reason}"

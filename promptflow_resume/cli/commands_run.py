@@ -179,11 +179,14 @@ def _placeholder_location(path: Path) -> str:
     from ..engine import ANSWER_PLACEHOLDER
 
     try:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if ANSWER_PLACEHOLDER in line:
-                return f"{path}:{number}"
+        lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:
-        pass
+        return str(path)
+    # Skip the front matter: the answer goes into the transcript entry in the body.
+    closing = next((i for i, line in enumerate(lines[1:], start=1) if line == "---"), 0)
+    for number, line in enumerate(lines[closing + 1 :], start=closing + 2):
+        if ANSWER_PLACEHOLDER in line:
+            return f"{path}:{number} (replace {ANSWER_PLACEHOLDER!r})"
     return str(path)
 
 
