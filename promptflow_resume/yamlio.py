@@ -29,6 +29,10 @@ except ImportError:  # pragma: no cover - depends on how PyYAML was built
 
 #: More alias references than this in one document is treated as an attack, not a checkpoint.
 MAX_ALIASES = 100
+#: Collections nested deeper than this are refused before anything is built. No file flow reads
+#: needs more than a few levels, and libyaml's composer recurses in C: a document nested some
+#: 50,000 levels deep (100 KB of ``[``) would crash the process instead of raising an error.
+MAX_DEPTH = 32
 
 
 class YamlError(InvalidFileError):
@@ -72,8 +76,33 @@ def _count_aliases(node: yaml.Node, seen: set[int], budget: list[int]) -> None:
                 stack.append(value)
 
 
+def _check_depth(text: str, path: str | Path | None, line_offset: int) -> None:
+    """Refuse nesting deeper than ``MAX_DEPTH``, found by streaming parser events (no stack)."""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            kind = type(event)
+            if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                depth += 1
+                if depth > MAX_DEPTH:
+                    mark = event.start_mark
+                    raise YamlError(
+                        f"the YAML nests collections more than {MAX_DEPTH} levels deep; "
+                        "this is refused rather than read.",
+                        path=path,
+                        line=mark.line + 1 + line_offset if mark else None,
+                        column=mark.column + 1 if mark else None,
+                        hint="Flatten the structure; flow's own files nest a few levels at most.",
+                    )
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                depth -= 1
+    except yaml.YAMLError:
+        return  # a syntax error: the load that follows reports it with its position
+
+
 def compose(text: str, *, path: str | Path | None = None, line_offset: int = 0) -> yaml.Node | None:
-    """Compose ``text`` into a node graph (with marks), refusing alias bombs."""
+    """Compose ``text`` into a node graph (with marks), refusing alias bombs and deep nesting."""
+    _check_depth(text, path, line_offset)
     try:
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as err:
@@ -100,7 +129,55 @@ def compose(text: str, *, path: str | Path | None = None, line_offset: int = 0) 
                 path=path,
                 hint="Write the values out instead of using anchors and aliases.",
             ) from None
+        _check_graph(node, path, line_offset)
     return node
+
+
+def _check_graph(root: yaml.Node, path: str | Path | None, line_offset: int) -> None:
+    """Refuse a value that refers to itself (``&a [*a]``) and aliases that nest too deeply.
+
+    Text nesting is checked before composing; aliases can still stack shallow pieces into a
+    deep value, and a value that contains itself can never be written as JSON or walked.
+    """
+    depth: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        if done:
+            on_path.discard(id(node))
+            depth[id(node)] = 1 + max((depth.get(id(c), 0) for c in children), default=0)
+            if depth[id(node)] > MAX_DEPTH:
+                raise YamlError(
+                    f"the YAML's aliases build a value nested more than {MAX_DEPTH} levels "
+                    "deep; this is refused rather than read.",
+                    path=path,
+                    line=node.start_mark.line + 1 + line_offset,
+                    column=node.start_mark.column + 1,
+                    hint="Write the values out instead of using anchors (&) and aliases (*).",
+                )
+            continue
+        if id(node) in depth or not children:
+            continue
+        on_path.add(id(node))
+        stack.append((node, True))
+        for child in children:
+            if id(child) in on_path:
+                raise YamlError(
+                    "the YAML has a value that refers to itself (an alias inside its own "
+                    "anchor); it cannot be read.",
+                    path=path,
+                    line=child.start_mark.line + 1 + line_offset,
+                    column=child.start_mark.column + 1,
+                    hint="Remove the alias, or write the values out.",
+                )
+            if id(child) not in depth:
+                stack.append((child, False))
 
 
 def load(text: str, *, path: str | Path | None = None, line_offset: int = 0) -> Any:
@@ -117,6 +194,7 @@ def load(text: str, *, path: str | Path | None = None, line_offset: int = 0) -> 
             raise YamlError(f"invalid YAML: {err}.", path=path) from None
         finally:
             loader.dispose()
+    _check_depth(text, path, line_offset)
     try:
         return yaml.load(text, Loader=_Loader)
     except yaml.MarkedYAMLError as err:
