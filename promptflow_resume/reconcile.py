@@ -86,6 +86,9 @@ class ResumePlan:
     #: In-flight calls whose placeholder result a person overwrote: the edit is the result.
     answered_tools: list[InFlight] = field(default_factory=list)
     edited_entries: list[int] = field(default_factory=list)
+    #: A step whose prompt was sent but never answered: it is written again from the current
+    #: workflow and inputs (edited inputs and ``--set`` apply to it), unless edited by hand.
+    reprompt: str | None = None
     estimated_input_tokens: int = 0
 
     def to_dict(self) -> dict[str, object]:
@@ -198,6 +201,21 @@ def plan_resume(
     if reset:
         plan.archive_from = _first_entry_of(run, reset)
     plan.resume_from = order[resume_index] if resume_index < len(order) else None
+    if plan.resume_from is not None and plan.resume_from not in reset:
+        mine = [e for e in run.transcript if e.step == plan.resume_from]
+        step = workflow.step(plan.resume_from)
+        unanswered = all(e.role in ("user", "note") for e in mine)
+        untouched = not any(e.id in report.edited_entries for e in mine)
+        tail = bool(mine) and mine[-1] is run.transcript[-1]
+        if (
+            step is not None
+            and step.kind == "prompt"
+            and mine
+            and unanswered
+            and untouched
+            and tail
+        ):
+            plan.reprompt = plan.resume_from
     plan.reuse = [sid for sid in order if status(sid) == "completed" and sid not in reset]
     plan.rerun = [sid for sid in order if sid not in plan.reuse and status(sid) != "skipped"]
 
@@ -280,6 +298,10 @@ def apply_plan(
         run.in_flight = [f for f in run.in_flight if f.entry < plan.archive_from]
     for sid in plan.reset:
         run.steps[sid] = StepState()
+    if plan.reprompt is not None:
+        # Only the step's own prompt (and notes) are dropped; they are derived, not recorded work.
+        while run.transcript and run.transcript[-1].step == plan.reprompt:
+            run.transcript.pop()
 
     # The workflow as it is now defines the steps and their hashes from here on.
     old_states = run.steps

@@ -343,3 +343,52 @@ def test_a_permanent_error_fails_the_run_and_resume_continues(project: Path) -> 
     assert outcome.run.status == "completed"
     assert counter_lines(project) == 2  # the tool calls before the failure were not repeated
     assert [a.status for a in outcome.run.attempts] == ["failed", "completed"]
+
+
+def _edit_front_matter(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    head, sep, body = text.partition("\n---\n")
+    assert old in head, f"{old!r} not in the front matter"
+    path.write_text(head.replace(old, new, 1) + sep + body, encoding="utf-8")
+
+
+def test_an_input_edited_in_the_front_matter_is_used_by_later_steps(project: Path) -> None:
+    _, path = start(project, limits=Limits(max_turns=3))
+    _edit_front_matter(path, "audience: the team", "audience: the release board")
+    outcome = resume_run(path, limits=Limits(max_turns=10))
+    prompt = next(e for e in outcome.run.transcript if e.role == "user" and e.step == "report")
+    assert "for the release board" in prompt.content
+
+
+def test_set_overrides_an_input_and_is_recorded(project: Path) -> None:
+    _, path = start(project, limits=Limits(max_turns=3))
+    outcome = resume_run(path, set_values={"audience": "auditors"}, limits=Limits(max_turns=10))
+    prompt = next(e for e in outcome.run.transcript if e.role == "user" and e.step == "report")
+    assert "for auditors" in prompt.content
+    assert "--set audience" in outcome.run.attempts[-1].notes
+
+
+def test_a_cursor_moved_back_by_hand_reruns_from_there(project: Path) -> None:
+    _, path = start(project)
+    _edit_front_matter(path, "index: 2", "index: 1\n  step: inspect")
+    status = run_status(path)
+    assert status.plan is not None and status.plan.reset == ["inspect", "report"]
+    outcome = resume_run(path, choices=Choices(rerun_unsafe=True))
+    assert outcome.run.status == "completed"
+    assert counter_lines(project) == 4  # the bumps of the re-run step ran again, as asked for
+    assert sum(e.role == "user" and e.step == "inspect" for e in outcome.run.transcript) == 1
+    assert list((path.parent / "progress.files").glob("archive-attempt-*.json"))
+
+
+def test_the_time_limit_stops_a_run_as_timeout(workdir: Path) -> None:
+    for name in ("slow.prompt.md", "slow.script.yaml"):
+        shutil.copy(FIXTURES / name, workdir / name)
+    outcome = start_run(
+        workdir / "slow.prompt.md",
+        recording=workdir / "slow.script.yaml",
+        progress=workdir / "t" / "progress.md",
+        limits=Limits(timeout=0.5),
+    )
+    assert outcome.run.status == "timeout" and outcome.exit_code == 1
+    resumed = resume_run(outcome.path)
+    assert resumed.run.status == "completed"
