@@ -471,13 +471,7 @@ class StatusReport:
             else [],
             "edited_entries": list(self.load.edited_entries),
             "warnings": list(self.load.warnings),
-            "usage": {
-                "input_tokens": run.usage.input_tokens,
-                "output_tokens": run.usage.output_tokens,
-                "cached_tokens": run.usage.cached_tokens,
-                "cost_usd": run.usage.cost_usd,
-                "turns": run.usage.turns,
-            },
+            "usage": run.usage.to_dict(),
             "attempts": len(run.attempts),
             "last_error": None
             if run.last_error is None

@@ -299,7 +299,10 @@ class Engine:
         self.run.cursor.index = min(index + 1, len(self.workflow.steps))
         self.reporter.step_finished(step.id, "completed")
         faults.point("engine.step_completed")
-        self._fold()
+        if following is not None:
+            self._fold()
+        else:
+            self._save()  # the last step: the run's own end folds right after
 
     # --- model turns ----------------------------------------------------------------------
 
@@ -479,20 +482,17 @@ class Engine:
         self._check_deadline()
         budget = self.run.config.budget
         usage = self.run.usage
-        max_turns = budget.get("max_turns")
-        if max_turns is not None and usage.turns >= int(max_turns):
-            raise _Stop(
-                "budget_exhausted",
-                f"turn budget used: {usage.turns} of {max_turns} turns; "
-                "resume with a larger --max-turns to continue",
-            )
-        max_tokens = budget.get("max_tokens")
-        if max_tokens is not None and usage.total_tokens >= int(max_tokens):
-            raise _Stop(
-                "budget_exhausted",
-                f"token budget used: {usage.total_tokens} of {max_tokens} tokens; "
-                "resume with a larger --max-tokens to continue",
-            )
+        for key, used, unit, option in (
+            ("max_turns", usage.turns, "turns", "--max-turns"),
+            ("max_tokens", usage.total_tokens, "tokens", "--max-tokens"),
+        ):
+            limit = budget.get(key)
+            if limit is not None and used >= int(limit):
+                raise _Stop(
+                    "budget_exhausted",
+                    f"{unit[:-1]} budget used: {used} of {limit} {unit}; "
+                    f"resume with a larger {option} to continue",
+                )
         max_cost = budget.get("max_cost_usd")
         if max_cost is not None:
             from .providers.pricing import estimate_request_cost

@@ -132,13 +132,7 @@ def _summary(run: Run, path: Path) -> dict[str, Any]:
         "steps_done": done,
         "steps_total": len(run.steps),
         "step": run.cursor.step,
-        "usage": {
-            "input_tokens": run.usage.input_tokens,
-            "output_tokens": run.usage.output_tokens,
-            "cached_tokens": run.usage.cached_tokens,
-            "cost_usd": run.usage.cost_usd,
-            "turns": run.usage.turns,
-        },
+        "usage": run.usage.to_dict(),
         "last_error": run.last_error.message if run.last_error else None,
     }
 

@@ -69,6 +69,16 @@ class Usage:
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
+    def to_dict(self) -> dict[str, int | float]:
+        """The JSON form used by ``--json`` outputs."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cached_tokens": self.cached_tokens,
+            "cost_usd": self.cost_usd,
+            "turns": self.turns,
+        }
+
 
 @dataclass
 class Entry:
