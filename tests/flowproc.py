@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from promptflow_resume.progress import load_progress
@@ -31,6 +32,24 @@ def flow(
         text=True,
         timeout=timeout,
     )
+
+
+def start_flow(*args: str, cwd: Path, wait_for: Path | None = None) -> subprocess.Popen[str]:
+    """Start ``flow ARGS`` in the background; with ``wait_for``, return once that file exists."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "promptflow_resume", *args],
+        cwd=cwd,
+        env=flow_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    if wait_for is not None:
+        deadline = time.monotonic() + 30
+        while not wait_for.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+    return proc
 
 
 def transcript(path: Path) -> list[tuple[str, str | None, str | None, str]]:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.flowproc import flow, flow_env, transcript
+from tests.flowproc import flow, start_flow, transcript
 
 FIXTURES = Path(__file__).parent / "fixtures" / "engine"
 
@@ -34,23 +32,7 @@ def test_concurrent_resumes_run_exactly_once(workdir: Path, processes: int) -> N
     assert first.returncode == 1 and "budget_exhausted" in first.stderr
 
     procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "promptflow_resume",
-                "resume",
-                "run/progress.md",
-                "--max-turns",
-                "10",
-            ],
-            cwd=workdir,
-            env=flow_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        start_flow("resume", "run/progress.md", "--max-turns", "10", cwd=workdir)
         for _ in range(processes)
     ]
     results = [(p.wait(timeout=120), *p.communicate()) for p in procs]

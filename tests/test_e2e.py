@@ -5,13 +5,12 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.flowproc import flow, flow_env, transcript
+from tests.flowproc import flow, start_flow, transcript
 
 FIXTURES = Path(__file__).parent / "fixtures" / "engine"
 
@@ -49,19 +48,8 @@ def test_ctrl_c_then_resume_gives_the_uninterrupted_transcript(workdir: Path) ->
     reference = flow(*_run_args("slow", "ref/progress.md"), cwd=workdir)
     assert reference.returncode == 0, reference.stderr
 
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "promptflow_resume", *_run_args("slow", "cut/progress.md")],
-        cwd=workdir,
-        env=flow_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     progress = workdir / "cut" / "progress.md"
-    deadline = time.monotonic() + 30
-    while not progress.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    proc = start_flow(*_run_args("slow", "cut/progress.md"), cwd=workdir, wait_for=progress)
     time.sleep(0.7)  # inside the first nap
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
@@ -81,19 +69,8 @@ def test_ctrl_c_then_resume_gives_the_uninterrupted_transcript(workdir: Path) ->
 
 def test_sigterm_checkpoints_interrupted(workdir: Path) -> None:
     _copy(workdir, "slow.prompt.md", "slow.script.yaml")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "promptflow_resume", *_run_args("slow", "t/progress.md")],
-        cwd=workdir,
-        env=flow_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     progress = workdir / "t" / "progress.md"
-    deadline = time.monotonic() + 30
-    while not progress.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    proc = start_flow(*_run_args("slow", "t/progress.md"), cwd=workdir, wait_for=progress)
     time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=30)
