@@ -30,6 +30,7 @@ EXIT_NEEDS_REVIEW = 8
 EXIT_INPUT = 9
 EXIT_PROVIDER = 10
 EXIT_AWAITING_INPUT = 11
+EXIT_STORAGE = 12
 EXIT_INTERRUPTED = 130
 
 
@@ -125,6 +126,13 @@ class DigestError(InvalidFileError):
 
 class WorkflowError(InvalidFileError):
     """A workflow file (``*.prompt.md``) cannot be loaded or fails its checks."""
+
+
+class StorageError(FlowError):
+    """A run's files cannot be written or read: disk full, file size limit, read-only folder,
+    no permission. What was written before stays intact; the run resumes once that is fixed."""
+
+    exit_code = EXIT_STORAGE
 
 
 class FileNotFoundFlowError(FlowError):

@@ -19,6 +19,7 @@ crash. Readers (``load_progress``, ``validate_file``) never modify anything::
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import socket
@@ -29,7 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .. import faults
+from .. import faults, yamlio
 from ..errors import (
     DigestError,
     FileNotFoundFlowError,
@@ -37,6 +38,7 @@ from ..errors import (
     ProgressFormatError,
     RunLockedError,
     SidecarError,
+    StorageError,
 )
 from .digest import Chain, entry_digest
 from .frontmatter import front_matter, run_from_valid
@@ -90,6 +92,35 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+_WHY = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EFBIG: "the file size limit was reached",
+    errno.EROFS: "the folder is on a read-only file system",
+    errno.EACCES: "permission was denied",
+    errno.EPERM: "the operation was not permitted",
+    errno.EIO: "the disk reported an input/output error",
+}
+
+
+def storage_error(
+    error: OSError, path: Path, doing: str, *, resumable: bool = True
+) -> StorageError:
+    """A one-paragraph ``StorageError`` for an OSError met while ``doing`` something to ``path``."""
+    why = _WHY.get(error.errno or 0) or error.strerror or str(error)
+    if resumable:
+        hint = (
+            "Nothing already written was lost: the file holds the last checkpoint. Free some "
+            "space or make the folder writable, then continue with `flow resume "
+            f"{path}`."
+        )
+    else:
+        hint = "Nothing was changed. Free some space or make the folder writable, then run again."
+    return StorageError(
+        f"could not {doing}: {why} ({error.strerror or error}).", path=path, hint=hint
+    )
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so a reader sees the old or the new file, never a mix."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -141,8 +172,11 @@ def read_text(path: str | Path, *, what: str = "progress file") -> str:
                 "files, so its progress files stay far below this size."
             ),
         )
-    with open(p, "rb") as handle:
-        data = handle.read(MAX_FILE_BYTES + 1)
+    try:
+        with open(p, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        raise storage_error(error, p, f"read the {what}", resumable=False) from None
     if b"\0" in data[:_BINARY_PROBE] or b"\0" in data:
         offset = data.index(b"\0")
         raise ProgressFormatError(
@@ -218,6 +252,19 @@ def _journal_error(path: Path, line: int | None, message: str) -> ProgressFormat
     )
 
 
+def _nested_deeper_than(value: Any, limit: int) -> bool:
+    """True when lists and dicts in ``value`` nest more than ``limit`` levels (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, (dict, list)):
+            if depth >= limit:
+                return True
+            items = current.values() if isinstance(current, dict) else current
+            stack.extend((item, depth + 1) for item in items)
+    return False
+
+
 def read_journal(path: Path, run_id: str, report: LoadReport) -> list[_Event]:
     """The complete events of the journal at ``path`` (a torn last line is skipped)."""
     text = read_text(path, what="journal")
@@ -245,10 +292,18 @@ def read_journal(path: Path, run_id: str, report: LoadReport) -> list[_Event]:
         try:
             data = json.loads(line)
             event = _Event(int(data["seq"]), dict(data["fm"]), list(data["entries"]), number)
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise _journal_error(
                 path, number, "this journal line is damaged (not a complete event)."
             ) from None
+        if _nested_deeper_than(data, yamlio.MAX_DEPTH + 1):  # + 1: the event wraps "fm"
+            # Deep values would fail later, when the checkpoint is written as YAML.
+            raise _journal_error(
+                path,
+                number,
+                f"this journal line nests values more than {yamlio.MAX_DEPTH} levels deep; "
+                "flow never writes such an event.",
+            )
         if events and event.seq != events[-1].seq + 1:
             raise _journal_error(
                 path,
@@ -403,6 +458,10 @@ def _acquire(path: Path) -> Any:
                 "host) and run this again. A process that died releases the lock by itself."
             ),
         ) from None
+    except OSError as error:
+        # Checked after Timeout, which is an OSError too. The lock file lives beside the
+        # progress file: a folder that cannot be written cannot hold a live run either.
+        raise storage_error(error, path, "take the run's lock", resumable=False) from None
     return lock
 
 
@@ -432,7 +491,10 @@ class ProgressStore:
                 path=p,
                 hint="Resume it with `flow resume`, or choose another path with --progress.",
             )
-        p.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise storage_error(error, p, "create the run's folder", resumable=False) from None
         lock = _acquire(p)
         store = cls(p, lock)
         try:
@@ -443,7 +505,16 @@ class ProgressStore:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(journal_path(p))
             run.journal_seq = 0
-            store.checkpoint(run)
+            try:
+                store.checkpoint(run)
+            except StorageError as error:
+                # No checkpoint exists yet, so there is nothing to resume.
+                raise StorageError(
+                    error.message,
+                    path=p,
+                    hint="Nothing was written. Free some space or make the folder writable, "
+                    "then run again.",
+                ) from None
         except BaseException:
             store.close()
             raise
@@ -506,12 +577,19 @@ class ProgressStore:
         info = {"pid": os.getpid(), "host": socket.gethostname(), "since": _now()}
         target = owner_path(self.path)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            _write_all(fd, (json.dumps(info) + "\n").encode())
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                _write_all(fd, (json.dumps(info) + "\n").encode())
+            finally:
+                os.close(fd)
+            os.replace(tmp, target)
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise storage_error(
+                error, self.path, "record the run's owner", resumable=False
+            ) from None
 
     def _clean_leftovers(self) -> None:
         """Remove temp files a crashed writer left (safe: we hold the lock)."""
@@ -558,6 +636,12 @@ class ProgressStore:
         self._chain = chain
 
     def _append(self, data: bytes, run_id: str) -> None:
+        try:
+            self._append_raw(data, run_id)
+        except OSError as error:
+            raise storage_error(error, self.path, "append an event to the run's journal") from None
+
+    def _append_raw(self, data: bytes, run_id: str) -> None:
         jpath = journal_path(self.path)
         if self._journal_fd is None:
             fd = os.open(jpath, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -575,14 +659,18 @@ class ProgressStore:
         faults.point("store.journal_before_append")
         try:
             _write_all(fd, data)
+            faults.point("store.journal_after_append")
+            os.fsync(fd)
         except BaseException:
-            # Leave no partial line behind for the next append to glue onto.
+            # Leave no partial or unconfirmed line behind for the next append to glue onto
+            # (a failed fsync may have kept some of it); a new journal gets its header again.
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, self._journal_size)
+            if new_file:
+                self._journal_fd = None
+                os.close(fd)
             raise
         self._journal_size += len(data)
-        faults.point("store.journal_after_append")
-        os.fsync(fd)
         if new_file:
             _fsync_dir(self.path.parent)  # the journal's name must survive a power cut too
         faults.point("store.journal_after_fsync")
@@ -616,7 +704,10 @@ class ProgressStore:
                         "above 64 KiB)."
                     ),
                 )
-            atomic_write(self.path, data)
+            try:
+                atomic_write(self.path, data)
+            except OSError as error:
+                raise storage_error(error, self.path, "write the checkpoint") from None
             self._last_text = text
         faults.point("store.checkpoint_before_journal_remove")
         if self._journal_fd is not None:
@@ -624,8 +715,12 @@ class ProgressStore:
             self._journal_fd = None
         # No folder fsync after the unlink: a journal that reappears after a power cut holds
         # only events the file already has (seq <= the file's), and is ignored.
-        with contextlib.suppress(FileNotFoundError):
+        try:
             os.unlink(journal_path(self.path))
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            raise storage_error(error, self.path, "remove the folded journal") from None
         self._count = len(run.transcript)
         self._chain = chain
 
@@ -634,7 +729,10 @@ class ProgressStore:
     def write_sidecar(self, name_hint: str, data: bytes) -> tuple[str, str]:
         """Store ``data`` in the sidecar folder; return (link relative to the file, sha256)."""
         self._check_open()
-        return write_sidecar(self.path, name_hint, data)
+        try:
+            return write_sidecar(self.path, name_hint, data)
+        except OSError as error:
+            raise storage_error(error, self.path, "write a sidecar file") from None
 
     def read_sidecar(self, entry: Entry) -> bytes:
         """The bytes of ``entry``'s sidecar, verified against its recorded hash."""
