@@ -348,9 +348,12 @@ class Engine:
         from .providers.retry import RetryEvent, call_with_retry
 
         def on_retry(event: RetryEvent) -> None:
-            self._attempt.notes.append(
-                f"retry {event.attempt} after {event.delay:.1f}s: {event.error.message}"
+            # Provider messages can quote the key that was refused: redact before recording.
+            note = self._redacted(
+                f"retry {event.attempt} after {event.delay:.1f}s: {event.error.message}",
+                "attempt notes",
             )
+            self._attempt.notes.append(note)
             self.reporter.retry(event.attempt, event.delay, event.error.message)
 
         try:
@@ -392,8 +395,15 @@ class Engine:
     def _run_tool(self, step: Step, call: Entry) -> None:
         run = self.run
         name = call.tool or ""
+        # A command step runs its workflow's command only (raises when the file says otherwise).
+        command_args = self._command_step_arguments(step, call) if step.kind == "command" else None
         allowed = step.kind == "command" or name in self._offered(step)
         tool = self.tools.get(name) if allowed else None
+        if tool is None:
+            self.reporter.notice(
+                f"entry {call.id} calls the tool {name!r}, which step {step.id} does not offer; "
+                "it was not run, and the model is told so."
+            )
         if any(f.call_id == call.call_id for f in run.in_flight):
             # Reconcile decides about calls that were in flight when the run stopped; reaching
             # one here means it was neither cleared nor answered.
@@ -409,10 +419,13 @@ class Engine:
         else:
             self._check_deadline()
             try:
-                arguments = json.loads(call.content or "{}")
+                if command_args is not None:
+                    arguments = command_args
+                else:
+                    arguments = json.loads(call.content or "{}")
                 if not isinstance(arguments, dict):
                     raise ValueError("arguments must be a JSON object")
-            except ValueError as error:
+            except (ValueError, RecursionError) as error:
                 result = ToolResult(f"error: invalid tool arguments: {error}", is_error=True)
             else:
                 run.in_flight.append(
@@ -437,6 +450,37 @@ class Engine:
         faults.point("engine.tool_result_recorded")
         first_line = entry.content.strip().splitlines()[0] if entry.content.strip() else ""
         self.reporter.tool_finished(name, entry.is_error, first_line[:120])
+
+    def _command_step_arguments(self, step: Step, call: Entry) -> dict[str, Any]:
+        """What a command step's recorded call runs with: always the workflow's ``run:`` line.
+
+        The call was recorded from that line; one that names another command or other
+        arguments was changed in the file, and a progress file must not decide what runs.
+        """
+        values = step_command_args(
+            self.workflow,
+            step,
+            inputs=self.run.inputs,
+            step_outputs=self._step_outputs(),
+            editor=self.options.editor,
+        )
+        expected = json.dumps(values, sort_keys=True, ensure_ascii=False)
+        recorded = call.content
+        if call.tool != step.command or recorded not in (
+            expected,
+            self.options.redactor.redact(expected)[0],
+        ):
+            raise NeedsReviewError(
+                f"command step {step.id!r} runs `{step.command}` with the arguments of its "
+                f"`run:` line ({expected}), but its recorded call (entry {call.id}) is "
+                f"`{call.tool}` with {recorded[:200]}: the progress file does not match the "
+                "workflow, so nothing was run.",
+                hint=(
+                    "Restore that entry from version control, or set the step back to pending "
+                    f"(steps.{step.id}.status: pending) to run the workflow's command afresh."
+                ),
+            )
+        return values
 
     def _invoke(self, tool: Tool, arguments: dict[str, Any]) -> ToolResult:
         ctx = ToolContext(workspace=self.options.workspace, env=dict(os.environ))
@@ -573,9 +617,17 @@ class Engine:
         self._save()
 
     def _record_error(self, error: Exception, kind: str) -> None:
+        message = self._redacted(str(error), "last error")
         self.run.last_error = ErrorInfo(
-            type=kind, message=str(error), at=now_iso(), step=self.run.cursor.step
+            type=kind, message=message, at=now_iso(), step=self.run.cursor.step
         )
+
+    def _redacted(self, text: str, where: str) -> str:
+        """``text`` with secrets replaced, counted in the run's redactions under ``where``."""
+        clean, count = self.options.redactor.redact(text)
+        if count:
+            self._count_redactions(count, where)
+        return clean
 
     def _begin_attempt(self) -> Attempt:
         attempt = Attempt(n=len(self.run.attempts) + 1, started=now_iso())
