@@ -311,7 +311,8 @@ def start_run(
         recording=recording,
         limits=limits,
         redactor=redactor,
-        keywords=keywords_for(wf, values),
+        # From the redacted values: keywords are words of the inputs, and a token is a word.
+        keywords=keywords_for(wf, redactor.redact_value(dict(values))[0]),
     )
     root = Path(workspace) if workspace is not None else Path.cwd()
     provider_obj = _make_provider(run, path, stream=stream, record=record, redactor=redactor)
@@ -338,6 +339,23 @@ def _workflow_for(run: Run, progress_path: Path, override: str | Path | None) ->
             hint="Pass the workflow with --workflow PATH, or restore the file.",
         )
     return load_workflow(path)
+
+
+def outside_workspace(run: Run, progress_path: Path, workspace: Path) -> str | None:
+    """A warning when the workflow a progress file names lies outside the workspace.
+
+    A shared progress file chooses the workflow that runs (and so its commands); one that
+    leads out of the folder being worked on is worth a second look before it runs.
+    """
+    target = (progress_path.parent / run.workflow.path).resolve()
+    root = workspace.resolve()
+    if target == root or root in target.parents:
+        return None
+    return (
+        f"the run's workflow ({run.workflow.path}, from $.workflow.path of {progress_path}) is "
+        f"{target}, outside the working folder {root}; check that it is the workflow you mean "
+        "to run, or pass --workflow PATH."
+    )
 
 
 def _apply_set(run: Run, workflow: Workflow, assignments: Mapping[str, str]) -> list[str]:
@@ -383,6 +401,7 @@ def resume_run(
     try:
         wf = _workflow_for(run, path, workflow_path)
         root = Path(workspace) if workspace is not None else Path.cwd()
+        outside = None if workflow_path is not None else outside_workspace(run, path, root)
         tools = build_tools(wf, root)
         plan = plan_resume(run, wf, report, tools, choices)
         if plan.decision == "ask" and confirm_change is not None:
@@ -403,6 +422,8 @@ def resume_run(
             # journal only appends, so fold now.
             store.checkpoint(run)
         notes += _apply_set(run, wf, set_values or {})
+        if outside:
+            notes.append(outside)
         if report.edited_entries:
             notes.append("entries edited by hand: " + ", ".join(map(str, report.edited_entries)))
         if provider is not None:
@@ -501,7 +522,11 @@ def run_status(
     problem: str | None = None
     try:
         wf = _workflow_for(run, path, workflow_path)
-        tools: dict[str, Tool] = build_tools(wf, Path(workspace) if workspace else Path.cwd())
+        root = Path(workspace) if workspace else Path.cwd()
+        outside = None if workflow_path is not None else outside_workspace(run, path, root)
+        if outside:
+            report.warnings.append(outside)
+        tools: dict[str, Tool] = build_tools(wf, root)
         plan = plan_resume(run, wf, report, tools, choices)
     except FlowError as error:
         problem = str(error)
