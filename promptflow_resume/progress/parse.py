@@ -333,7 +333,7 @@ def _fenced(
         for offset, line in enumerate(body.split("\n") if body else []):
             try:
                 piece = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # deep nesting: not a string literal either
                 piece = None
             if not isinstance(piece, str):
                 raise ProgressFormatError(

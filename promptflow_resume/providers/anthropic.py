@@ -108,7 +108,7 @@ def _tool_input(arguments: str) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {"_arguments": arguments}
     return value if isinstance(value, dict) else {"_arguments": value}
 

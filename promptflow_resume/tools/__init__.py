@@ -97,7 +97,7 @@ def call_tool(
     if isinstance(arguments, str):
         try:
             parsed = json.loads(arguments) if arguments.strip() else {}
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             return error_result(f"the arguments are not valid JSON ({exc}); send a JSON object")
     else:
         parsed = dict(arguments)
