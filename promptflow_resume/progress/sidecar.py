@@ -11,6 +11,7 @@ symlink) is refused::
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -113,8 +114,13 @@ def write_sidecar(progress: Path, name_hint: str, data: bytes) -> tuple[str, str
             while view:
                 view = view[os.write(fd, view) :]
             os.fsync(fd)
-        finally:
+        except BaseException:
+            # A full disk must not leave half a sidecar behind.
             os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        os.close(fd)
         os.replace(tmp, target)
         _fsync_dir(folder)
         if created:
