@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from .cli import _console_script
 
-from .cli import main
-
-sys.exit(main())
+_console_script()

@@ -39,7 +39,7 @@ from .providers.base import Provider, Reply, Request, ToolSpec
 from .redact import Redactor
 from .tools import offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
-from .tools.commands import command_output
+from .tools.commands import command_output, stop_running_commands
 from .workflow import context_prompt, step_command_args, step_prompt
 from .workflow.model import Step, Workflow
 
@@ -657,6 +657,7 @@ def _signals_raise_interrupted() -> Iterator[None]:
 
     def handler(signum: int, frame: FrameType | None) -> None:
         if received:
+            stop_running_commands()
             os._exit(130)
         received.append(signum)
         raise Interrupted(signum)
@@ -679,6 +680,7 @@ def _signals_force_exit() -> Iterator[None]:
         return
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        stop_running_commands()
         os._exit(130)
 
     previous = {name: signal.getsignal(getattr(signal, name)) for name in _HANDLED}

@@ -8,6 +8,7 @@ Ctrl-C exits 130; anything else is a bug: a short message and exit 3 (set
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import click
@@ -69,4 +70,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _console_script() -> None:
-    sys.exit(main())
+    # As a process of its own, SIGTERM and SIGHUP stop any command the way Ctrl-C does
+    # (exit 130, "interrupted"), also outside a run, where the engine has its own handlers.
+    for name in ("SIGTERM", "SIGHUP"):
+        signal.signal(getattr(signal, name), signal.default_int_handler)
+    code = main()
+    # Everything is saved and said: a signal now must not turn the exit into a death by
+    # signal (Python resets handlers to the default during shutdown, but not ignored ones).
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
+    sys.exit(code)

@@ -236,6 +236,17 @@ class ProcessOutcome:
     stopped_leftovers: bool = False
 
 
+#: Process groups of the commands running now, so that an immediate exit (a second Ctrl-C)
+#: can take them down too instead of leaving them to run on unobserved.
+_RUNNING: set[int] = set()
+
+
+def stop_running_commands() -> None:
+    """SIGKILL the group of every command still running (call before ``os._exit``)."""
+    for pgid in list(_RUNNING):
+        _signal_group(pgid, signal.SIGKILL)
+
+
 def run_process(
     argv: list[str], *, cwd: Path, env: Mapping[str, str], timeout: float | None
 ) -> ProcessOutcome:
@@ -251,6 +262,7 @@ def run_process(
         start_new_session=True,
         close_fds=True,
     )
+    _RUNNING.add(proc.pid)
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Capture(proc.stdout), _Capture(proc.stderr)
     timed_out = stopped_leftovers = False
@@ -269,6 +281,7 @@ def run_process(
         if proc.poll() is None:  # interrupted (Ctrl-C) while waiting: take the group down
             _stop_group(proc, force=True)
             proc.wait()
+        _RUNNING.discard(proc.pid)
     return ProcessOutcome(
         argv=tuple(argv),
         stdout=out.data(),
