@@ -358,6 +358,46 @@ def outside_workspace(run: Run, progress_path: Path, workspace: Path) -> str | N
     )
 
 
+#: Endpoints a key may be sent to whatever file named them: the providers' own hosts.
+_PROVIDER_HOSTS = ("api.openai.com", "api.anthropic.com", "models.github.ai")
+_PROVIDER_DOMAINS = (".openai.azure.com", ".cognitiveservices.azure.com")
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
+#: Variables in which the person running flow names an endpoint themselves.
+_BASE_URL_VARIABLES = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "AZURE_OPENAI_ENDPOINT")
+
+
+def check_recorded_endpoint(run: Run, progress_path: Path) -> None:
+    """Refuse to send requests, and so an API key, to an endpoint a progress file chose.
+
+    ``config.base_url`` is written by ``flow run --base-url``; a progress file received from
+    someone else could name any server. A preset name, a provider's own host, this machine and
+    the URL in ``OPENAI_BASE_URL``/``ANTHROPIC_BASE_URL`` are accepted; anything else must be
+    confirmed with ``--base-url``.
+    """
+    from urllib.parse import urlsplit
+
+    url = run.config.base_url
+    if not url or run.config.provider not in ("openai", "anthropic"):
+        return
+    if url.strip().lower() in ("openai", "github", "ollama", "azure"):
+        return
+    host = (urlsplit(url.strip()).hostname or "").lower()
+    if host in _PROVIDER_HOSTS or host.endswith(_PROVIDER_DOMAINS) or host in _LOOPBACK:
+        return
+    chosen_here = (os.environ.get(name, "").strip().rstrip("/") for name in _BASE_URL_VARIABLES)
+    if url.strip().rstrip("/") in chosen_here:
+        return
+    raise InputError(
+        f"this run sends its model requests to {url}, an endpoint recorded in the progress "
+        "file; flow does not send requests (and your API key) to a server that a progress file "
+        "chose.",
+        path=progress_path,
+        field="$.config.base_url",
+        hint=f"If you trust that server, resume with --base-url {url} (or set it in "
+        "OPENAI_BASE_URL / ANTHROPIC_BASE_URL); otherwise pass the endpoint you use.",
+    )
+
+
 def _apply_set(run: Run, workflow: Workflow, assignments: Mapping[str, str]) -> list[str]:
     """``--set name=value``: override variables for the rest of the run."""
     notes: list[str] = []
@@ -432,6 +472,8 @@ def resume_run(
             run.config.model = model
         if base_url is not None:
             run.config.base_url = base_url
+        else:
+            check_recorded_endpoint(run, path)
         run.config.budget = limits.apply(run.config.budget)
         redactor = Redactor.from_environment()
         provider_obj = _make_provider(run, path, stream=stream, record=record, redactor=redactor)
