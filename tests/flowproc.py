@@ -11,10 +11,15 @@ from pathlib import Path
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.model import Run
 
+#: The checkout these tests belong to: subprocesses import flow from here, not from wherever
+#: an editable install of another checkout happens to point.
+REPO = Path(__file__).resolve().parent.parent
+
 
 def flow_env(**extra: str) -> dict[str, str]:
     """The environment for a ``flow`` subprocess: the test's, without crash hooks, plus extra."""
     env = {k: v for k, v in os.environ.items() if k != "FLOW_CRASH_AT"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     env.update(extra)
     return env
 
