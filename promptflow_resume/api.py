@@ -143,15 +143,22 @@ def _budget_dict(workflow: Workflow) -> dict[str, Any]:
 
 
 def _make_provider(
-    run: Run, progress_path: Path, *, stream: bool, record: bool, redactor: Redactor
+    run: Run,
+    progress_path: Path,
+    *,
+    stream: bool,
+    record: bool,
+    redactor: Redactor,
+    base_url: str | None = None,
 ) -> Provider:
+    """The run's provider; ``base_url`` is the endpoint as given (the file keeps it redacted)."""
     config = run.config
     recording = str(progress_path.parent / config.recording) if config.recording else None
     redact = lambda text: redactor.redact(text)[0]  # noqa: E731
     settings = ProviderSettings(
         name=config.provider,
         model=config.model,
-        base_url=config.base_url,
+        base_url=base_url or config.base_url,
         stream=stream,
         recording=recording,
         # replay compares requests as they were recorded: redacted.
@@ -223,6 +230,8 @@ def new_run(
     """The checkpoint of a run that has not started yet."""
     redactor = redactor or Redactor.from_environment()
     clean_inputs, redacted = redactor.redact_value(dict(inputs))
+    # A password in the endpoint (https://user:pass@host) must not reach the file either.
+    clean_url, url_redacted = redactor.redact(base_url) if base_url else (None, 0)
     created = now_iso()
     run = Run(
         run_id=_run_id_for(progress_path, workflow),
@@ -241,7 +250,7 @@ def new_run(
             model=model or workflow.model,
             params=dict(workflow.params),
             budget=limits.apply(_budget_dict(workflow)),
-            base_url=base_url,
+            base_url=clean_url,
             recording=_relative(Path(recording), progress_path.parent) if recording else None,
         ),
         cursor=Cursor(
@@ -256,6 +265,9 @@ def new_run(
     if redacted:
         run.redactions.count += redacted
         run.redactions.where.append("inputs")
+    if url_redacted:
+        run.redactions.count += url_redacted
+        run.redactions.where.append("config.base_url")
     return run
 
 
@@ -315,7 +327,9 @@ def start_run(
         keywords=keywords_for(wf, redactor.redact_value(dict(values))[0]),
     )
     root = Path(workspace) if workspace is not None else Path.cwd()
-    provider_obj = _make_provider(run, path, stream=stream, record=record, redactor=redactor)
+    provider_obj = _make_provider(
+        run, path, stream=stream, record=record, redactor=redactor, base_url=base_url
+    )
     tools = build_tools(wf, root)
     store = ProgressStore.create(path, run)
     try:
@@ -471,12 +485,17 @@ def resume_run(
         if model is not None:
             run.config.model = model
         if base_url is not None:
-            run.config.base_url = base_url
+            run.config.base_url, hidden = Redactor.from_environment().redact(base_url)
+            if hidden and "config.base_url" not in run.redactions.where:
+                run.redactions.count += hidden
+                run.redactions.where.append("config.base_url")
         else:
             check_recorded_endpoint(run, path)
         run.config.budget = limits.apply(run.config.budget)
         redactor = Redactor.from_environment()
-        provider_obj = _make_provider(run, path, stream=stream, record=record, redactor=redactor)
+        provider_obj = _make_provider(
+            run, path, stream=stream, record=record, redactor=redactor, base_url=base_url
+        )
         options = _engine_options(root, reporter, redactor, limits, Path(file) if file else None)
         note_run = replace(run, status=stopped_status, reason=stopped_reason)
         options.resume_note = resume_note(note_run, plan, wf)

@@ -503,7 +503,7 @@ class Engine:
         if result.data is not None:
             raw, count = self.options.redactor.redact_bytes(result.data)
             if count:
-                self._count_redactions(count, f"sidecar of entry {entry.id or 'new'}")
+                self._count_redactions(count, f"sidecar in step {step.id}")
             rel, digest = self.store.write_sidecar(f"{call.call_id}-{call.tool}", raw)
             entry.sidecar, entry.sidecar_sha256, entry.sidecar_bytes = rel, digest, len(raw)
         return entry
