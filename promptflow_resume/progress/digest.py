@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
+from json.encoder import encode_basestring_ascii
 
 from .model import Entry
 
@@ -24,27 +25,62 @@ ENTRY_DIGEST_HEX = 16
 _CHAIN_PREFIX = b"flow-transcript-v1\n"
 
 
-def entry_digest(entry: Entry) -> str:
-    """A 16-hex-digit digest of every field of ``entry`` (content included)."""
-    head = json.dumps(
+#: The string escaper ``json.dumps(..., ensure_ascii=True)`` itself uses (the C one).
+_quote = encode_basestring_ascii
+_sha256 = hashlib.sha256
+
+
+def _head(entry: Entry) -> str:
+    """The JSON head line hashed before an entry's content.
+
+    It equals ``json.dumps([id, role, step, call_id, tool, is_error, sidecar, sidecar_sha256,
+    sidecar_bytes], ensure_ascii=True, separators=(",", ":"))``, built without the encoder's
+    per-call set-up when every field has the type a parsed entry has; anything else (say, a
+    value replayed from a hand-made journal) goes through ``json.dumps`` itself.
+    """
+    e = entry
+    size = e.sidecar_bytes
+    if (
+        type(e.id) is int
+        and type(e.role) is str
+        and (size is None or type(size) is int)
+        and (e.is_error is True or e.is_error is False)
+    ):
+        try:
+            return (
+                f"[{e.id},{_quote(e.role)},"
+                f"{'null' if e.step is None else _quote(e.step)},"
+                f"{'null' if e.call_id is None else _quote(e.call_id)},"
+                f"{'null' if e.tool is None else _quote(e.tool)},"
+                f"{'true' if e.is_error else 'false'},"
+                f"{'null' if e.sidecar is None else _quote(e.sidecar)},"
+                f"{'null' if e.sidecar_sha256 is None else _quote(e.sidecar_sha256)},"
+                f"{'null' if size is None else size}]"
+            )
+        except TypeError:  # a field that is not a string: let json.dumps decide
+            pass
+    return json.dumps(
         [
-            entry.id,
-            entry.role,
-            entry.step,
-            entry.call_id,
-            entry.tool,
-            entry.is_error,
-            entry.sidecar,
-            entry.sidecar_sha256,
-            entry.sidecar_bytes,
+            e.id,
+            e.role,
+            e.step,
+            e.call_id,
+            e.tool,
+            e.is_error,
+            e.sidecar,
+            e.sidecar_sha256,
+            e.sidecar_bytes,
         ],
         ensure_ascii=True,
         separators=(",", ":"),
     )
+
+
+def entry_digest(entry: Entry) -> str:
+    """A 16-hex-digit digest of every field of ``entry`` (content included)."""
     # The head is one line of ASCII JSON, so head + newline + content cannot be ambiguous;
     # surrogatepass lets a lone surrogate from a provider be hashed rather than crash.
-    h = hashlib.sha256(head.encode("ascii"))
-    h.update(b"\n")
+    h = _sha256(f"{_head(entry)}\n".encode("ascii"))
     h.update(entry.content.encode("utf-8", "surrogatepass"))
     return h.hexdigest()[:ENTRY_DIGEST_HEX]
 
@@ -54,9 +90,10 @@ class Chain:
 
     def __init__(self, pairs: Iterable[tuple[int, str]] = ()) -> None:
         self._hash = hashlib.sha256(_CHAIN_PREFIX)
-        self.count = 0
-        for entry_id, digest in pairs:
-            self.add(entry_id, digest)
+        # One update of the joined lines hashes exactly what one update per pair would.
+        lines = [f"{entry_id} {digest}\n" for entry_id, digest in pairs]
+        self._hash.update("".join(lines).encode("ascii", "replace"))
+        self.count = len(lines)
 
     def add(self, entry_id: int, digest: str) -> None:
         """Append one entry's digest."""
