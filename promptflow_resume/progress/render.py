@@ -19,6 +19,7 @@ content in one of three forms, chosen per entry:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -69,6 +70,9 @@ _BACKTICKS = re.compile(r"`+")
 _DISPLAY_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]+")
 # Marker values keep these characters as they are; everything else is percent-encoded.
 _MARKER_SAFE = "_.:/~+@,"
+# A value made only of characters ``quote`` keeps (letters, digits, "-" and the safe ones)
+# is written as it is, unless it holds "--".
+_MARKER_PLAIN = re.compile(r"[A-Za-z0-9_.:/~+@,\-]*")
 
 
 def needs_escape(content: str) -> bool:
@@ -103,7 +107,7 @@ def fence_block(content: str, info: str) -> str:
         info = ESCAPED_INFO
     else:
         body = content
-    longest = max((len(m) for m in _BACKTICKS.findall(body)), default=0)
+    longest = max(map(len, _BACKTICKS.findall(body))) if "`" in body else 0
     fence = "`" * max(3, longest + 1)
     if not body:
         return f"{fence}{info}\n{fence}"
@@ -112,6 +116,8 @@ def fence_block(content: str, info: str) -> str:
 
 def marker_value(value: str) -> str:
     """A field value as written inside an entry marker (no spaces, no ``--``, no ``>``)."""
+    if _MARKER_PLAIN.fullmatch(value) and "--" not in value:
+        return value  # what quote() returns for it, without its per-call set-up
     encoded = quote(value.encode("utf-8", "surrogatepass"), safe=_MARKER_SAFE + "-")
     while "--" in encoded:
         encoded = encoded.replace("--", "-%2D")
@@ -120,23 +126,22 @@ def marker_value(value: str) -> str:
 
 def entry_marker(entry: Entry, digest: str) -> str:
     """The ``<!-- flow:entry ... -->`` line that carries an entry's fields and digest."""
-    parts = [f"<!-- flow:entry {entry.id} {entry.role}"]
+    fields = ""
     if entry.step is not None:
-        parts.append(f"step={marker_value(entry.step)}")
+        fields += f" step={marker_value(entry.step)}"
     if entry.call_id is not None:
-        parts.append(f"call={marker_value(entry.call_id)}")
+        fields += f" call={marker_value(entry.call_id)}"
     if entry.tool is not None:
-        parts.append(f"tool={marker_value(entry.tool)}")
+        fields += f" tool={marker_value(entry.tool)}"
     if entry.is_error:
-        parts.append("error")
+        fields += " error"
     if entry.sidecar is not None:
-        parts.append(f"sidecar={marker_value(entry.sidecar)}")
+        fields += f" sidecar={marker_value(entry.sidecar)}"
     if entry.sidecar_sha256 is not None:
-        parts.append(f"sha256={marker_value(entry.sidecar_sha256)}")
+        fields += f" sha256={marker_value(entry.sidecar_sha256)}"
     if entry.sidecar_bytes is not None:
-        parts.append(f"bytes={entry.sidecar_bytes}")
-    parts.append(f"d={digest} -->")
-    return " ".join(parts)
+        fields += f" bytes={entry.sidecar_bytes}"
+    return f"<!-- flow:entry {entry.id} {entry.role}{fields} d={digest} -->"
 
 
 def one_line(text: str, limit: int = 160) -> str:
@@ -151,6 +156,16 @@ def _html(text: str) -> str:
 
 def code(text: str, limit: int = 160) -> str:
     """``text`` as an inline code span that survives any backticks inside."""
+    if (
+        0 < len(text) <= limit
+        and "`" not in text
+        and text.isprintable()
+        and text[0] != " "
+        and text[-1] != " "
+    ):
+        # Printable text has no controls, and the only printable whitespace is " ", so
+        # one_line() would return it unchanged and one backtick suffices.
+        return f"`{text}`"
     flat = one_line(text, limit)
     longest = max((len(m) for m in _BACKTICKS.findall(flat)), default=0)
     ticks = "`" * (longest + 1)
@@ -163,13 +178,16 @@ def cell(text: str, limit: int = 160) -> str:
     return _html(one_line(text, limit)).replace("|", "\\|")
 
 
+@functools.lru_cache(maxsize=1024)
+def _heading_label(role: str, step: str | None) -> str:
+    # Runs use a handful of roles and steps: compute each label once, not once per entry.
+    label = ROLE_LABELS.get(role, role)
+    return label if step is None else f"{label} · {_html(one_line(step, 80))}"
+
+
 def heading(entry: Entry) -> str:
     """The heading line of an entry: ``### 12 · assistant · inspect``."""
-    label = ROLE_LABELS.get(entry.role, entry.role)
-    text = f"### {entry.id} · {label}"
-    if entry.step is not None:
-        text += f" · {_html(one_line(entry.step, 80))}"
-    return text
+    return f"### {entry.id} · {_heading_label(entry.role, entry.step)}"
 
 
 def tool_line(entry: Entry) -> str:
@@ -194,18 +212,16 @@ def tool_line(entry: Entry) -> str:
 
 def entry_block(entry: Entry, digest: str) -> str:
     """One transcript entry as written in the body (ends with a blank line)."""
-    lines = [entry_marker(entry, digest), heading(entry), ""]
-    if entry.role in TOOL_ROLES:
-        lines += [
-            tool_line(entry),
-            "",
-            fence_block(entry.content, "json" if entry.role == "tool_call" else "text"),
-        ]
-    elif raw_ok(entry.content):
-        lines.append(entry.content)
+    role = entry.role
+    content = entry.content
+    if role in TOOL_ROLES:
+        info = "json" if role == "tool_call" else "text"
+        text = f"{tool_line(entry)}\n\n{fence_block(content, info)}"
+    elif raw_ok(content):
+        text = content
     else:
-        lines.append(fence_block(entry.content, "markdown"))
-    return "\n".join(lines) + "\n\n"
+        text = fence_block(content, "markdown")
+    return f"{entry_marker(entry, digest)}\n{heading(entry)}\n\n{text}\n\n"
 
 
 def _number(value: Any) -> str:
