@@ -76,6 +76,35 @@ def _count_aliases(node: yaml.Node, seen: set[int], budget: list[int]) -> None:
                 stack.append(value)
 
 
+def _error(err: yaml.YAMLError, text: str, path: str | Path | None, line_offset: int) -> YamlError:
+    """One positioned, one-line ``YamlError`` for any error PyYAML raises on ``text``."""
+    hint = "Fix the YAML syntax at that position (check indentation and quoting)."
+    if isinstance(err, yaml.MarkedYAMLError):
+        mark = err.problem_mark or err.context_mark
+        return YamlError(
+            f"invalid YAML: {err.problem or err.context or 'syntax error'}.",
+            path=path,
+            line=mark.line + 1 + line_offset if mark else None,
+            column=mark.column + 1 if mark else None,
+            hint=hint,
+        )
+    if isinstance(err, yaml.reader.ReaderError):
+        # A character YAML does not allow (a control character). libyaml reports a byte
+        # offset, the Python reader a character offset; the reader stops at the first such
+        # character, so its first occurrence is the place either way.
+        code = err.character if isinstance(err.character, int) else ord(str(err.character)[:1])
+        at = max(text.find(chr(code)), 0)
+        before = text[:at]
+        return YamlError(
+            f"invalid YAML: the character U+{code:04X} is not allowed in YAML.",
+            path=path,
+            line=before.count("\n") + 1 + line_offset,
+            column=at - (before.rfind("\n") + 1) + 1,
+            hint="Remove that character, or write it as an escape inside double quotes.",
+        )
+    return YamlError(f"invalid YAML: {' '.join(str(err).split())}.", path=path, hint=hint)
+
+
 def _check_depth(text: str, path: str | Path | None, line_offset: int) -> None:
     """Refuse nesting deeper than ``MAX_DEPTH``, found by streaming parser events (no stack)."""
     depth = 0
@@ -105,20 +134,8 @@ def compose(text: str, *, path: str | Path | None = None, line_offset: int = 0) 
     _check_depth(text, path, line_offset)
     try:
         node = yaml.compose(text, Loader=_Loader)
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        line = mark.line + 1 + line_offset if mark else None
-        column = mark.column + 1 if mark else None
-        problem = err.problem or err.context or "invalid YAML"
-        raise YamlError(
-            f"invalid YAML: {problem}.",
-            path=path,
-            line=line,
-            column=column,
-            hint="Fix the YAML syntax at that position (check indentation and quoting).",
-        ) from None
     except yaml.YAMLError as err:
-        raise YamlError(f"invalid YAML: {err}.", path=path) from None
+        raise _error(err, text, path, line_offset) from None
     if node is not None:
         try:
             _count_aliases(node, set(), [MAX_ALIASES])
@@ -191,23 +208,14 @@ def load(text: str, *, path: str | Path | None = None, line_offset: int = 0) -> 
         try:
             return loader.construct_document(node)
         except yaml.YAMLError as err:
-            raise YamlError(f"invalid YAML: {err}.", path=path) from None
+            raise _error(err, text, path, line_offset) from None
         finally:
             loader.dispose()
     _check_depth(text, path, line_offset)
     try:
         return yaml.load(text, Loader=_Loader)
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        raise YamlError(
-            f"invalid YAML: {err.problem or err.context or 'syntax error'}.",
-            path=path,
-            line=mark.line + 1 + line_offset if mark else None,
-            column=mark.column + 1 if mark else None,
-            hint="Fix the YAML syntax at that position (check indentation and quoting).",
-        ) from None
     except yaml.YAMLError as err:
-        raise YamlError(f"invalid YAML: {err}.", path=path) from None
+        raise _error(err, text, path, line_offset) from None
 
 
 def dump(data: Any) -> str:
