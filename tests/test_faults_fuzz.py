@@ -1,0 +1,304 @@
+"""Fuzzing: mutated progress files, journals and workflows load or fail with a positioned error.
+
+Seeds are real files (golden fixtures, a finished run, a run a crash left with a journal, the
+shipped workflows). Each example applies a few mutations — byte flips, truncation, duplicated
+and deleted lines, random unicode, random YAML values, random Markdown structure — and then:
+
+- loading gives a run (or workflow), or raises a ``FlowError`` naming the file and, when the
+  problem is in its text, the line; never any other exception;
+- a failed load leaves every byte of the file (and its journal) as it was.
+
+The default run tries a few hundred mutations; ``FLOW_SLOW=1 python -m pytest -m slow
+tests/test_faults_fuzz.py`` tries tens of thousands. ``fuzz/`` has a coverage-guided target.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from promptflow_resume.errors import FlowError
+from promptflow_resume.progress import journal_path, load_progress
+from promptflow_resume.workflow import check_workflow, load_workflow
+from tests.test_faults_support import ENGINE, REPO, copy_fixtures, flow, flow_env
+
+SLOW = bool(os.environ.get("FLOW_SLOW"))
+slow = pytest.mark.skipif(not SLOW, reason="long fuzz run: set FLOW_SLOW=1 (and -m slow)")
+QUICK = settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+LONG = settings(
+    max_examples=20_000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+#: FlowErrors that are about the file as a whole, so they carry no line.
+WHOLE_FILE = ("the file is empty", "is a folder", "MB, over the")
+
+# --- seeds -----------------------------------------------------------------------------------
+
+
+def _progress_seeds() -> dict[str, tuple[bytes, bytes | None]]:
+    """name -> (progress bytes, journal bytes or None)."""
+    seeds: dict[str, tuple[bytes, bytes | None]] = {}
+    valid = REPO / "tests" / "fixtures" / "progress" / "valid"
+    for path in sorted(valid.glob("*.md")):
+        if not (path.parent / (path.name[:-3] + ".files")).exists():  # sidecars: not copied
+            seeds[path.name] = (path.read_bytes(), None)
+    with tempfile.TemporaryDirectory() as tmp:
+        where = copy_fixtures(Path(tmp), "counter.prompt.md", "counter.script.yaml")
+        base = ("run", "counter.prompt.md", "--recording", "counter.script.yaml", "--new")
+        done = flow(*base, "--progress", "done/progress.md", cwd=where)
+        assert done.returncode == 0, done.stderr
+        seeds["finished"] = ((where / "done" / "progress.md").read_bytes(), None)
+        crashed = flow(
+            *base,
+            "--progress",
+            "cut/progress.md",
+            cwd=where,
+            env=flow_env(FLOW_CRASH_AT="store.journal_after_fsync:5"),
+        )
+        assert crashed.returncode == -9, crashed.stderr
+        cut = where / "cut" / "progress.md"
+        seeds["crashed"] = (cut.read_bytes(), journal_path(cut).read_bytes())
+    return seeds
+
+
+PROGRESS_SEEDS = _progress_seeds()
+WORKFLOW_SEEDS = {
+    p.name: p.read_bytes()
+    for p in sorted(
+        [
+            *(REPO / "workflows").glob("*.prompt.md"),
+            *(REPO / "tests/fixtures/workflows").glob("*.md"),
+        ]
+    )
+}
+WORKFLOW_SEEDS["counter"] = (ENGINE / "counter.prompt.md").read_bytes()
+
+# --- mutations -------------------------------------------------------------------------------
+
+YAML_VALUES = st.one_of(
+    st.sampled_from(
+        [
+            "",
+            "~",
+            "null",
+            "[]",
+            "{}",
+            "-1",
+            "1e999",
+            ".nan",
+            "!!binary aGk=",
+            "!!python/object/apply:os.system ['true']",
+            "&a [*a]",
+            "*nope",
+            "'unterminated",
+            '"\\x00"',
+            "{a: [b, {c: d}]}",
+            "2026-13-45T99:99:99Z",
+            "|\n  block",
+            "? complex\n: key",
+            "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+        ]
+    ),
+    st.text(max_size=30),
+)
+MARKDOWN_LINES = st.one_of(
+    st.sampled_from(
+        [
+            "---",
+            "...",
+            "```",
+            "````text",
+            "```flow-escaped",
+            "## Step 1: Injected",
+            "# heading",
+            "<!-- flow:entry 1 user d=0000000000000000 -->",
+            "<!-- flow:entry 99 tool_call step=x call=c tool=t d=ffffffffffffffff -->",
+            "<!-- flow:section conversation -->",
+            "<!-- flow:end seq=1 -->",
+            "<!-- flow:",
+            '"\\ud800"',
+            "> tools: none",
+            "${input:x}",
+            "\t\x0b\x0c\r",
+        ]
+    ),
+    st.text(max_size=40),
+)
+
+
+#: One edit: (kind, where in the file as a fraction, payload). Plain data, so that a failing
+#: example prints readably.
+Edit = tuple[str, float, bytes]
+KINDS = ("flip", "truncate", "duplicate", "delete", "unicode", "yaml", "markdown")
+
+
+@st.composite
+def mutation(draw: st.DrawFn) -> Edit:
+    """One random edit of a file's bytes."""
+    kind = draw(st.sampled_from(KINDS))
+    where = draw(st.floats(min_value=0.0, max_value=1.0, exclude_max=True))
+    payload = b""
+    if kind == "flip":
+        payload = bytes([draw(st.integers(0, 255))])
+    elif kind == "unicode":
+        payload = draw(st.text(min_size=1, max_size=8)).encode("utf-8", "surrogatepass")
+    elif kind == "yaml":
+        payload = draw(YAML_VALUES).encode("utf-8", "surrogatepass")
+    elif kind == "markdown":
+        payload = draw(MARKDOWN_LINES).encode("utf-8", "surrogatepass")
+    return kind, where, payload
+
+
+def mutate(data: bytes, edit: Edit) -> bytes:
+    """Apply one edit."""
+    kind, where, payload = edit
+    at = int(where * len(data))
+    if kind == "flip":
+        return data[:at] + payload + data[at + 1 :]
+    if kind == "truncate":
+        return data[:at]
+    if kind == "unicode":
+        return data[:at] + payload + data[at:]
+    lines = data.split(b"\n")
+    i = int(where * len(lines))
+    if kind == "duplicate":
+        lines.insert(i, lines[i])
+    elif kind == "delete":
+        del lines[i]
+    elif kind == "yaml":
+        keyed = [n for n, line in enumerate(lines) if b": " in line or line.endswith(b":")]
+        if keyed:
+            n = keyed[int(where * len(keyed))]
+            lines[n] = lines[n].split(b":", 1)[0] + b": " + payload
+    else:
+        lines.insert(int(where * (len(lines) + 1)), payload)
+    return b"\n".join(lines)
+
+
+MUTATIONS = st.lists(mutation(), min_size=1, max_size=4)
+
+
+def _apply(data: bytes, edits: list[Edit]) -> bytes:
+    for edit in edits:
+        data = mutate(data, edit)
+    return data
+
+
+# --- the property ----------------------------------------------------------------------------
+
+
+def _check_error(error: FlowError, path: Path) -> None:
+    assert error.path is not None, f"no file named: {error}"
+    assert str(error) and "Traceback" not in str(error)
+    if error.line is None:
+        assert any(words in error.message for words in WHOLE_FILE) or error.field, (
+            f"no position: {error}"
+        )
+
+
+def check_progress(seed: str, edits: list[Edit], in_journal: bool) -> None:
+    progress, journal = PROGRESS_SEEDS[seed]
+    if in_journal:
+        if journal is None:
+            return
+        journal = _apply(journal, edits)
+    else:
+        progress = _apply(progress, edits)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "progress.md"
+        path.write_bytes(progress)
+        if journal is not None:
+            journal_path(path).write_bytes(journal)
+        try:
+            load_progress(path)
+        except FlowError as error:
+            _check_error(error, path)
+        assert path.read_bytes() == progress, "a load changed the progress file"
+        if journal is not None:
+            assert journal_path(path).read_bytes() == journal, "a load changed the journal"
+        assert sorted(os.listdir(tmp)) == sorted(
+            ["progress.md"] + (["progress.md.journal"] if journal is not None else [])
+        ), "a load wrote a file"
+
+
+def check_workflow_text(seed: str, edits: list[Edit]) -> None:
+    data = _apply(WORKFLOW_SEEDS[seed], edits)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "w.prompt.md"
+        path.write_bytes(data)
+        try:
+            load_workflow(path)
+        except FlowError as error:
+            _check_error(error, path)
+        _, diagnostics = check_workflow(path)  # never raises for content
+        for diagnostic in diagnostics:
+            assert diagnostic.line is not None or diagnostic.severity != "error"
+        assert path.read_bytes() == data
+
+
+PROGRESS_NAMES = st.sampled_from(sorted(PROGRESS_SEEDS))
+WORKFLOW_NAMES = st.sampled_from(sorted(WORKFLOW_SEEDS))
+
+
+@QUICK
+@given(seed=PROGRESS_NAMES, edits=MUTATIONS)
+def test_mutated_progress_files_load_or_fail_with_a_position(seed: str, edits: list[Edit]) -> None:
+    check_progress(seed, edits, in_journal=False)
+
+
+@QUICK
+@given(edits=MUTATIONS)
+def test_mutated_journals_load_or_fail_with_a_position(
+    edits: list[Edit],
+) -> None:
+    check_progress("crashed", edits, in_journal=True)
+
+
+@QUICK
+@given(seed=WORKFLOW_NAMES, edits=MUTATIONS)
+def test_mutated_workflows_load_or_fail_with_a_position(seed: str, edits: list[Edit]) -> None:
+    check_workflow_text(seed, edits)
+
+
+@pytest.mark.slow
+@slow
+@LONG
+@given(seed=PROGRESS_NAMES, edits=MUTATIONS, in_journal=st.booleans())
+def test_long_fuzz_of_progress_files_and_journals(
+    seed: str, edits: list[Edit], in_journal: bool
+) -> None:
+    check_progress(seed, edits, in_journal)
+
+
+@pytest.mark.slow
+@slow
+@LONG
+@given(seed=WORKFLOW_NAMES, edits=MUTATIONS)
+def test_long_fuzz_of_workflows(seed: str, edits: list[Edit]) -> None:
+    check_workflow_text(seed, edits)
+
+
+def test_the_seeds_load_unmutated() -> None:
+    # A seed that does not load would make every mutation of it a trivial failure.
+    for progress, journal in PROGRESS_SEEDS.values():
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "progress.md"
+            path.write_bytes(progress)
+            if journal is not None:
+                journal_path(path).write_bytes(journal)
+            load_progress(path)
+    for data in WORKFLOW_SEEDS.values():
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "w.prompt.md").write_bytes(data)
+            load_workflow(Path(tmp) / "w.prompt.md")
