@@ -148,13 +148,29 @@ def load_inputs_file(path: str | Path) -> dict[str, Any]:
         raise InputError(
             "the inputs file is not UTF-8 text.", path=str(file), hint="Save it as UTF-8."
         ) from None
+    except OSError as exc:  # a folder, no permission
+        raise InputError(
+            f"the inputs file cannot be read ({exc.strerror or exc}).",
+            path=str(file),
+            hint="Pass a readable YAML or JSON file to --inputs.",
+        ) from None
     if file.suffix.lower() == ".json":
         try:
             data = json.loads(text) if text.strip() else {}
+            too_deep = _deeper_than(data, yamlio.MAX_DEPTH)
         except json.JSONDecodeError as exc:
             raise InputError(
                 f"invalid JSON: {exc.msg}.", path=str(file), line=exc.lineno, column=exc.colno
             ) from None
+        except RecursionError:  # nested past what the JSON reader can follow
+            too_deep = True
+        if too_deep:
+            # The same limit as YAML files (yamlio): values this deep are not inputs.
+            raise InputError(
+                f"the JSON nests values more than {yamlio.MAX_DEPTH} levels deep.",
+                path=str(file),
+                hint="Flatten the values; inputs are strings, numbers, booleans and lists.",
+            )
     else:
         data = yamlio.load(text, path=str(file)) if text.strip() else {}
     if data is None:
@@ -166,3 +182,17 @@ def load_inputs_file(path: str | Path) -> dict[str, Any]:
             hint="Write one `name: value` line per input.",
         )
     return data
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """True when lists and mappings in ``value`` nest more than ``limit`` levels."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, (dict, list)):
+            if depth > limit:
+                return True
+            stack.extend(
+                (v, depth + 1) for v in (current.values() if isinstance(current, dict) else current)
+            )
+    return False
