@@ -105,6 +105,52 @@ def _error(err: yaml.YAMLError, text: str, path: str | Path | None, line_offset:
     return YamlError(f"invalid YAML: {' '.join(str(err).split())}.", path=path, hint=hint)
 
 
+#: What PyYAML's constructors raise for a scalar that does not fit its type (``2026-13-45``,
+#: ``!!int foo``, ``!!bool maybe``): not YAMLError, so it would escape as a crash.
+_CONSTRUCT_ERRORS = (ValueError, TypeError, KeyError, AttributeError, OverflowError)
+
+
+def _bad_value(err: Exception, text: str, path: str | Path | None, line_offset: int) -> YamlError:
+    """A ``YamlError`` at the first scalar whose typed value cannot be built."""
+    bad: yaml.ScalarNode | None = None
+    try:
+        root = yaml.compose(text, Loader=_Loader)
+    except yaml.YAMLError:
+        root = None
+    loader = _Loader("")
+    try:
+        stack: list[yaml.Node] = [root] if root is not None else []
+        seen: set[int] = set()
+        while stack and bad is None:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, yaml.ScalarNode):
+                try:
+                    loader.construct_object(node, deep=True)
+                except Exception:  # any failure marks the value we look for
+                    bad = node
+            elif isinstance(node, yaml.SequenceNode):
+                stack.extend(reversed(node.value))
+            elif isinstance(node, yaml.MappingNode):
+                for key, value in reversed(node.value):
+                    stack.extend((value, key))
+    finally:
+        loader.dispose()
+    detail = f" ({err})" if isinstance(err, (ValueError, OverflowError)) else ""
+    if bad is None:
+        return YamlError(f"invalid YAML: a value cannot be read as its type{detail}.", path=path)
+    kind = str(bad.tag).rpartition(":")[2]
+    return YamlError(
+        f"invalid YAML: `{bad.value}` is not a valid {kind}{detail}.",
+        path=path,
+        line=bad.start_mark.line + 1 + line_offset,
+        column=bad.start_mark.column + 1,
+        hint="Correct the value, or quote it to keep it as text.",
+    )
+
+
 def _check_depth(text: str, path: str | Path | None, line_offset: int) -> None:
     """Refuse nesting deeper than ``MAX_DEPTH``, found by streaming parser events (no stack)."""
     depth = 0
@@ -209,6 +255,8 @@ def load(text: str, *, path: str | Path | None = None, line_offset: int = 0) -> 
             return loader.construct_document(node)
         except yaml.YAMLError as err:
             raise _error(err, text, path, line_offset) from None
+        except _CONSTRUCT_ERRORS as err:
+            raise _bad_value(err, text, path, line_offset) from None
         finally:
             loader.dispose()
     _check_depth(text, path, line_offset)
@@ -216,6 +264,8 @@ def load(text: str, *, path: str | Path | None = None, line_offset: int = 0) -> 
         return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as err:
         raise _error(err, text, path, line_offset) from None
+    except _CONSTRUCT_ERRORS as err:
+        raise _bad_value(err, text, path, line_offset) from None
 
 
 def dump(data: Any) -> str:
