@@ -22,8 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from promptflow_resume.detect import list_runs
 from promptflow_resume.errors import FlowError
 from promptflow_resume.progress import journal_path, load_progress
+from promptflow_resume.progress.model import RUN_STATUSES
 from promptflow_resume.workflow import check_workflow, load_workflow
 from tests.test_faults_support import ENGINE, REPO, copy_fixtures, flow, flow_env
 
@@ -40,6 +42,7 @@ LONG = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
+STATUSES = (*RUN_STATUSES, "invalid")
 #: FlowErrors that are about the file as a whole, so they carry no line.
 WHOLE_FILE = ("the file is empty", "is a folder", "MB, over the")
 
@@ -105,6 +108,11 @@ YAML_VALUES = st.one_of(
             '"\\x00"',
             "{a: [b, {c: d}]}",
             "2026-13-45T99:99:99Z",
+            "0000-01-01",
+            "!!int foo",
+            "!!bool maybe",
+            "!!timestamp soon",
+            "!!float .",
             "|\n  block",
             "? complex\n: key",
             "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
@@ -247,6 +255,20 @@ def check_workflow_text(seed: str, edits: list[Edit]) -> None:
         assert path.read_bytes() == data
 
 
+def check_listing(seed: str, edits: list[Edit]) -> None:
+    """``flow list`` (and so the similar-run check) reads any file without raising."""
+    progress = _apply(PROGRESS_SEEDS[seed][0], edits)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / ".flow" / "runs" / "r1"
+        folder.mkdir(parents=True)
+        (folder / "progress.md").write_bytes(progress)
+        rows = list_runs([Path(tmp) / ".flow" / "runs"], root=Path(tmp), include_completed=True)
+        assert len(rows) <= 1
+        for row in rows:
+            assert row.status in STATUSES, row.status
+        assert (folder / "progress.md").read_bytes() == progress
+
+
 PROGRESS_NAMES = st.sampled_from(sorted(PROGRESS_SEEDS))
 WORKFLOW_NAMES = st.sampled_from(sorted(WORKFLOW_SEEDS))
 
@@ -266,6 +288,12 @@ def test_mutated_journals_load_or_fail_with_a_position(
 
 
 @QUICK
+@given(seed=PROGRESS_NAMES, edits=MUTATIONS)
+def test_mutated_progress_files_are_listed_without_a_crash(seed: str, edits: list[Edit]) -> None:
+    check_listing(seed, edits)
+
+
+@QUICK
 @given(seed=WORKFLOW_NAMES, edits=MUTATIONS)
 def test_mutated_workflows_load_or_fail_with_a_position(seed: str, edits: list[Edit]) -> None:
     check_workflow_text(seed, edits)
@@ -279,6 +307,14 @@ def test_long_fuzz_of_progress_files_and_journals(
     seed: str, edits: list[Edit], in_journal: bool
 ) -> None:
     check_progress(seed, edits, in_journal)
+
+
+@pytest.mark.slow
+@slow
+@LONG
+@given(seed=PROGRESS_NAMES, edits=MUTATIONS)
+def test_long_fuzz_of_listing(seed: str, edits: list[Edit]) -> None:
+    check_listing(seed, edits)
 
 
 @pytest.mark.slow
