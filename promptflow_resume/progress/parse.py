@@ -1,8 +1,11 @@
 """Reading ``progress.md`` text back into a ``Run``: front matter, then a line scanner for the body.
 
 The scanner looks only for our own markers (``<!-- flow:... -->`` lines at the start of a
-line) and for the fences it wrote, using ``str.find`` rather than a Markdown parser: a
-10,000-entry file is scanned in milliseconds. Everything positioned names ``path:line:col``::
+line) and for the fences it wrote, never parsing Markdown. An entry exactly as ``render`` wrote
+it is read with one pattern match and its digest computed on the spot; any other entry (a hand
+edit, damage) is read line by line, which gives the same result for the entries the pattern
+matches. Line numbers are counted only for a warning or an error, and everything positioned
+names ``path:line:col``::
 
     run, report = parse(text, path="progress.md")
     report.edited_entries      # ids of entries changed by hand (their edits are in ``run``)
@@ -10,6 +13,7 @@ line) and for the fences it wrote, using ``str.find`` rather than a Markdown par
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -22,7 +26,7 @@ import yaml
 
 from .. import yamlio
 from ..errors import DigestError, ProgressFormatError, UnsupportedVersionError
-from .digest import Chain, entry_digest
+from .digest import ENTRY_DIGEST_HEX, Chain, entry_digest
 from .frontmatter import normalize_yaml_values, run_from_valid
 from .model import FORMAT_VERSION, ROLES, Entry, LoadReport, Run
 from .render import (
@@ -46,6 +50,33 @@ _ENTRY_RE = re.compile(r"<!-- flow:entry ([0-9]+) ([a-z_]+)((?: [^ ]+)*?) d=([0-
 _SECTION_RE = re.compile(r"<!-- flow:section ([a-z]+)(?: d=([0-9a-f]{16}))?(?: .*)? -->")
 _END_RE = re.compile(r"<!-- flow:end seq=([0-9]+) -->")
 _FENCE_OPEN = re.compile(r"(`{3,})([^`]*)")
+# Characters a marker value keeps unencoded (``render.marker_value``); \w is [A-Za-z0-9_].
+_PLAIN = r"[\w.:/~+@,-]"
+# Every character str.strip() removes (str.isspace): a line of only these is blank.
+_SPACE = "\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+# The common entry exactly as ``render`` writes it, read by ``_quick_entries`` without the
+# line-by-line work of ``_entry``: the marker with its fields in render's order, holding only
+# characters render never encodes (at most 80 of them where the heading or the line above a
+# tool's fence repeats a value, which then appears there unchanged); the heading generated from
+# it; one blank line; for a tool call or result, the line above its fence generated from it
+# (no sidecar) and a blank line; then a ``` fence whose closing line is the first line that
+# starts with its backticks, followed by a blank line and the next marker; or, for a message,
+# Markdown that starts with neither space, backtick nor "<". Everything else (a hand edit, an
+# encoded value, an escaped fence, a damaged file) is read by ``_entry``, which gives the same
+# result for the entries this matches, and positioned errors and warnings for the rest.
+_QUICK_ENTRY = re.compile(
+    r"<!-- flow:entry ([1-9][0-9]*) "
+    r"(?:(tool_call)|(tool_result)|(system|user|assistant)|(note))"  # groups 2-5
+    rf"(?: step=({_PLAIN}{{1,80}}))?(?: call=({_PLAIN}{{1,80}}))?"  # 6, 7
+    rf"(?: tool=({_PLAIN}{{1,80}}))?( error)?(?: sidecar=({_PLAIN}+))?"  # 8, 9, 10
+    rf"(?: sha256=({_PLAIN}+))?(?: bytes=(0|[1-9][0-9]*))? d=([0-9a-f]{{16}}) -->\n"  # 11-13
+    r"### \1 · (?(2)tool call|(?(3)tool result|(?(4)\4|note from flow)))(?(6) · \6)\n\n"
+    r"(?(2)Call `\7` to `\8` with these arguments:\n\n)"
+    r"(?(3)Result of `\8` for call `\7`(?(9) · \*\*error\*\*)(?(10)(?!)):\n\n)"
+    r"(?:(`{3,})(?:text|json|markdown)\n((?:(?!\14)[^\n]*\n)*)\14\n\n(?=<!-- flow:)"  # 14, 15
+    rf"|(?(4)|(?(5)|(?!)))(?=[^`<{_SPACE}]))",
+    re.ASCII,
+)
 _OUR_INFOS = frozenset({"text", "json", "markdown", ESCAPED_INFO})
 _FIX_BODY = (
     "Restore the file from version control, or undo the edit around that line; "
@@ -61,6 +92,8 @@ class Parsed:
     report: LoadReport
     #: Per-entry digests as written in the file (what the front matter's root chains over).
     stored_digests: list[str] = field(default_factory=list)
+    #: Per-entry digests of the entries as read (``entry_digest``; differ where edited).
+    actual_digests: list[str] = field(default_factory=list)
 
 
 class _Scanner:
@@ -184,7 +217,7 @@ def _refuse_alias_bombs(source: str, path: str) -> None:
 def _front_matter(sc: _Scanner) -> tuple[dict[str, Any], str, int]:
     """The front matter dict, its text, and where the body starts."""
     text = sc.text
-    if not text.strip():
+    if not text or text.isspace():  # not text.strip(): that copies a large file
         raise ProgressFormatError(
             "the file is empty.",
             path=sc.path,
@@ -277,7 +310,15 @@ def _parse_marker(sc: _Scanner, pos: int, line: str) -> tuple[Entry, str]:
             raise sc.fail(
                 ProgressFormatError, pos, f"unknown flag {key!r} on this flow:entry line."
             )
-        value = unquote(value, errors="surrogatepass")
+        try:
+            value = unquote(value, errors="surrogatepass")
+        except UnicodeDecodeError:
+            raise sc.fail(
+                ProgressFormatError,
+                pos,
+                f"the field {token!r} on this flow:entry line is not percent-encoded UTF-8 "
+                "(a %XX sequence was cut or changed).",
+            ) from None
         if key == "step":
             entry.step = value
         elif key == "call":
@@ -350,6 +391,83 @@ def _fenced(
             pieces.append(piece)
         body = "".join(pieces)
     return body, after
+
+
+def _quick_entries(
+    text: str, pos: int, transcript: list[Entry], digests: list[str], actual: list[str | None]
+) -> int:
+    """Read entries from ``pos`` for as long as they match ``_QUICK_ENTRY`` and continue the
+    ids; append them, their stored digests and their actual digests (``entry_digest`` of
+    each); return where ``_entry`` must take over."""
+    match = _QUICK_ENTRY.match
+    sha256 = hashlib.sha256
+    hex_digits = ENTRY_DIGEST_HEX
+    mark = "\n" + _MARK
+    expected = len(transcript) + 1
+    while True:
+        found = match(text, pos)
+        if found is None:
+            return pos
+        (
+            number,
+            called,
+            result,
+            message,
+            note,
+            step,
+            call,
+            tool,
+            error,
+            sidecar,
+            sha,
+            size,
+            digest,
+            ticks,
+            fenced,
+        ) = found.groups()
+        if int(number) != expected:
+            return pos
+        role = called or result or message or note
+        if ticks is not None:
+            content = fenced[:-1]
+            end = found.end()
+        else:
+            start = found.end()
+            end = text.find(mark, start)
+            if end == -1:
+                return pos
+            content = text[start:end].strip()
+            end += 1
+        transcript.append(
+            Entry(
+                expected,
+                role,  # type: ignore[arg-type]  # one of ROLES: the pattern allows no other
+                content,
+                step,
+                call,
+                tool,
+                error is not None,
+                sidecar,
+                sha,
+                None if size is None else int(size),
+            )
+        )
+        digests.append(digest)
+        # entry_digest(entry) spelled out: every value here is plain ASCII, which JSON writes
+        # as it is between quotes, and the numbers are as JSON writes them (no leading 0).
+        s_step = "null" if step is None else f'"{step}"'
+        s_call = "null" if call is None else f'"{call}"'
+        s_tool = "null" if tool is None else f'"{tool}"'
+        s_car = "null" if sidecar is None else f'"{sidecar}"'
+        s_sha = "null" if sha is None else f'"{sha}"'
+        s_err = "false" if error is None else "true"
+        data = (
+            f'[{number},"{role}",{s_step},{s_call},{s_tool},{s_err},{s_car},{s_sha},'
+            f"{size or 'null'}]\n{content}"
+        )
+        actual.append(sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:hex_digits])
+        pos = end
+        expected += 1
 
 
 def _entry(sc: _Scanner, pos: int, report: LoadReport) -> tuple[Entry, str, int]:
@@ -464,8 +582,11 @@ def _check_generated(
         )
 
 
-def _body(sc: _Scanner, start: int, run: Run, report: LoadReport) -> list[str]:
-    """Scan the body from ``start``; fill ``run.transcript``; return the stored digests."""
+def _body(
+    sc: _Scanner, start: int, run: Run, report: LoadReport
+) -> tuple[list[str], list[str | None]]:
+    """Scan the body from ``start``; fill ``run.transcript``; return the stored digests and
+    the actual ones known so far (None where ``_verify`` must compute them)."""
     text = sc.text
     pos = sc.next_marker(start)
     if pos == -1:
@@ -493,8 +614,12 @@ def _body(sc: _Scanner, start: int, run: Run, report: LoadReport) -> list[str]:
             "entry was edited; it is not part of any entry, so the edit has no effect."
         )
     digests: list[str] = []
+    actual: list[str | None] = []
     transcript = run.transcript
-    while text.startswith("<!-- flow:entry ", pos):
+    while True:
+        pos = _quick_entries(text, pos, transcript, digests, actual)
+        if not text.startswith("<!-- flow:entry ", pos):
+            break
         marker_pos = pos
         entry, digest, pos = _entry(sc, pos, report)
         if entry.id != len(transcript) + 1:
@@ -512,6 +637,7 @@ def _body(sc: _Scanner, start: int, run: Run, report: LoadReport) -> list[str]:
             )
         transcript.append(entry)
         digests.append(digest)
+        actual.append(None)
     # Generated sections after the conversation, then the end marker.
     while not text.startswith("<!-- flow:end", pos):
         name, recorded, after = _section_marker(sc, pos)
@@ -534,7 +660,7 @@ def _body(sc: _Scanner, start: int, run: Run, report: LoadReport) -> list[str]:
             "message of the conversation instead).",
         )
     run.journal_seq = int(match.group(1))
-    return digests
+    return digests, actual
 
 
 def _locate_entries(sc: _Scanner, ids: list[int]) -> dict[int, int]:
@@ -549,10 +675,21 @@ def _locate_entries(sc: _Scanner, ids: list[int]) -> dict[int, int]:
 
 
 def _verify(
-    sc: _Scanner, fm: dict[str, Any], source: str, run: Run, digests: list[str], report: LoadReport
-) -> None:
+    sc: _Scanner,
+    fm: dict[str, Any],
+    source: str,
+    run: Run,
+    digests: list[str],
+    known: list[str | None],
+    report: LoadReport,
+) -> list[str]:
+    """Check the transcript against its digests and the front matter; report hand edits;
+    return the actual digest of every entry."""
     recorded = fm["transcript"]
-    edited = [e.id for e, d in zip(run.transcript, digests, strict=True) if entry_digest(e) != d]
+    actual = [
+        entry_digest(e) if a is None else a for e, a in zip(run.transcript, known, strict=True)
+    ]
+    edited = [e.id for e, a, d in zip(run.transcript, actual, digests, strict=True) if a != d]
     count = len(run.transcript)
     fm_line = re.search(r"^transcript\s*:", source, re.MULTILINE)
     fm_lineno = source.count("\n", 0, fm_line.start()) + 2 if fm_line else None
@@ -625,6 +762,7 @@ def _verify(
                         "restore the flow:entry line."
                     ),
                 )
+    return actual
 
 
 def normalize_text(text: str) -> str:
@@ -642,17 +780,17 @@ def parse_document(text: str, *, path: str | Path = "progress.md") -> Parsed:
     sc = _Scanner(normalize_text(text), where)
     data, source, body_start = _front_matter(sc)
     version = _check_version(data, source, where)
-    body = sc.text[body_start:]
     if version != FORMAT_VERSION:
+        body = sc.text[body_start:]
         data, body = _migrate(data, body, version, where, _version_line(source))
         sc = _Scanner(sc.text[:body_start] + body, where)
     data = normalize_yaml_values(data)
     validate_front_matter(data, path=where, source=source, line_offset=1)
     run = run_from_valid(data)
     report = LoadReport()
-    digests = _body(sc, body_start, run, report)
-    _verify(sc, data, source, run, digests, report)
-    return Parsed(run=run, report=report, stored_digests=digests)
+    digests, known = _body(sc, body_start, run, report)
+    actual = _verify(sc, data, source, run, digests, known, report)
+    return Parsed(run=run, report=report, stored_digests=digests, actual_digests=actual)
 
 
 def parse(text: str, *, path: str | Path = "progress.md") -> tuple[Run, LoadReport]:
