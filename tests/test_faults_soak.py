@@ -2,9 +2,9 @@
 
 ``fixtures/hostile/soak.prompt.md`` has four steps; each model turn calls the non-idempotent
 ``log`` (appends its number to ``log.txt``), every fifth turn also the idempotent ``stamp``.
-The run is killed again and again: at a random named crash point on a random pass (per-event
-points every 10-40 events, fold points on one of the first folds), or from outside after a
-random delay. After every kill the file loads and ``log.txt`` has no number twice; a
+The run is killed again and again, every attempt: at a random named crash point on a random
+pass (per-event points every 10-40 events, fold points on the first or second fold), or from
+outside after a random delay. After every kill the file loads and ``log.txt`` has no number twice; a
 needs-review stop is settled as a person would (the number is in ``log.txt``: write the real
 result; it is not: ``--rerun-unsafe``). In the end the transcript equals an uninterrupted run's
 and ``log.txt`` holds every number exactly once, in order.
@@ -97,17 +97,18 @@ def soak(
         args = ("resume", "run/progress.md") if progress.exists() else (*RUN, "--new")
         if unsafe:
             args, unsafe = (*args, "--rerun-unsafe"), False
+        # Every attempt has its kill scheduled; the run completes when fewer events are left.
         how = rng.random()
-        if how < 0.6:
+        if how < 0.65:
             point = rng.choice(per_event)
             env = flow_env(FLOW_CRASH_AT=f"{point}:{rng.randint(*every)}")
-        elif how < 0.75:
-            env = flow_env(FLOW_CRASH_AT=f"{rng.choice(per_fold)}:{rng.randint(1, 3)}")
+        elif how < 0.75:  # a resume folds the journal a crash left, at once: pass 1 is there
+            env = flow_env(FLOW_CRASH_AT=f"{rng.choice(per_fold)}:{rng.randint(1, 2)}")
         else:
             env = flow_env()
-        if how >= 0.85:  # killed from outside at a random moment
+        if how >= 0.75:  # killed from outside at a random moment (start-up takes ~0.3 s)
             proc = spawn(*args, cwd=where, env=env)
-            time.sleep(rng.uniform(0.05, 1.5))
+            time.sleep(rng.uniform(0.2, 0.9))
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 counts["killed from outside"] += 1
