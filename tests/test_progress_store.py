@@ -380,3 +380,19 @@ def test_a_sidecar_reached_through_a_symlink_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SidecarError, match="symlink"):
         load_progress(path)
     assert entry.sidecar == rel
+
+
+def test_a_fold_after_entries_changed_in_place_writes_their_new_text(tmp_path: Path) -> None:
+    path = tmp_path / "progress.md"
+    run = synthetic_run(9)
+    with ProgressStore.create(path, run) as store:
+        store.checkpoint(run)  # a second fold reuses what the first one rendered
+        assert path.read_text(encoding="utf-8") == render(run)
+        run.transcript[3].content = "A reply rewritten in place."
+        run.transcript[5].is_error = True
+        run.transcript[8].step = "inspect"
+        store.checkpoint(run)
+    assert path.read_text(encoding="utf-8") == render(run)
+    loaded, report = load_progress(path)
+    assert loaded.transcript == run.transcript
+    assert report.edited_entries == []

@@ -364,8 +364,11 @@ def _without_surrogates(value: Any) -> Any:
     return value
 
 
-def render_document(run: Run, fm: dict[str, Any], digests: list[str]) -> str:
-    """The whole file for ``run`` given its front matter dict and entry digests."""
+def render_document(
+    run: Run, fm: dict[str, Any], digests: list[str], *, blocks: list[str] | None = None
+) -> str:
+    """The whole file for ``run`` given its front matter dict and entry digests (and, when
+    the caller has them, the entries' ``entry_block`` texts)."""
     try:
         fm_text = yamlio.dump(fm)
     except UnicodeEncodeError:
@@ -383,7 +386,9 @@ def render_document(run: Run, fm: dict[str, Any], digests: list[str]) -> str:
     parts.append(_section("configuration", _configuration(run)))
     parts.append(f"<!-- flow:section conversation ({SECTION_NOTES['conversation']}) -->\n")
     parts.append(conversation_preamble(not run.transcript))
-    parts.extend(entry_block(e, d) for e, d in zip(run.transcript, digests, strict=True))
+    if blocks is None:
+        blocks = [entry_block(e, d) for e, d in zip(run.transcript, digests, strict=True)]
+    parts.extend(blocks)
     parts.append(_section("state", _state(run)))
     parts.append(f"<!-- flow:end seq={run.journal_seq} -->\n")
     return "".join(parts)

@@ -44,7 +44,7 @@ from .digest import Chain, entry_digest
 from .frontmatter import front_matter, run_from_valid
 from .model import Entry, LoadReport, Run
 from .parse import normalize_text, parse_document
-from .render import render_document
+from .render import entry_block, render_document
 from .schema import validate_front_matter
 from .sidecar import read_checked, write_sidecar
 
@@ -477,6 +477,8 @@ class ProgressStore:
         self._count = 0
         self._chain = Chain()
         self._last_text: str | None = None
+        #: Digest and rendered block of each entry as of the last fold, by the entry's fields.
+        self._rendered: dict[tuple[Any, ...], tuple[str, str]] = {}
         self._closed = False
 
     # -- lifecycle --
@@ -678,7 +680,7 @@ class ProgressStore:
     def checkpoint(self, run: Run) -> None:
         """Fold: rewrite progress.md atomically with the run as it is now; drop the journal."""
         self._check_open()
-        digests = [entry_digest(e) for e in run.transcript]
+        digests, blocks = self._render_entries(run.transcript)
         chain = Chain(zip((e.id for e in run.transcript), digests, strict=True))
         run.journal_seq = self._seq
         fm = front_matter(run, entries=len(run.transcript), digest=chain.root())
@@ -687,7 +689,7 @@ class ProgressStore:
             path=self.path,
             context="refusing to write an invalid checkpoint (a bug in the caller): ",
         )
-        text = render_document(run, fm, digests)
+        text = render_document(run, fm, digests, blocks=blocks)
         if (
             text != self._last_text
             or self._journal_fd is not None
@@ -723,6 +725,39 @@ class ProgressStore:
             raise storage_error(error, self.path, "remove the folded journal") from None
         self._count = len(run.transcript)
         self._chain = chain
+
+    def _render_entries(self, transcript: list[Entry]) -> tuple[list[str], list[str]]:
+        """Each entry's digest and ``entry_block``, reusing those of the entries unchanged since
+        the last fold: a long run folds at every step boundary, and re-rendering thousands of
+        entries that did not change would make each fold cost as much as the first."""
+        known = self._rendered
+        fresh: dict[tuple[Any, ...], tuple[str, str]] = {}
+        digests: list[str] = []
+        blocks: list[str] = []
+        for e in transcript:
+            # Every field the digest and the block depend on, so an entry changed in place
+            # (an accepted hand edit, say) misses and is rendered again.
+            key = (
+                e.id,
+                e.role,
+                e.content,
+                e.step,
+                e.call_id,
+                e.tool,
+                e.is_error,
+                e.sidecar,
+                e.sidecar_sha256,
+                e.sidecar_bytes,
+            )
+            done = known.get(key)
+            if done is None:
+                digest = entry_digest(e)
+                done = (digest, entry_block(e, digest))
+            fresh[key] = done
+            digests.append(done[0])
+            blocks.append(done[1])
+        self._rendered = fresh
+        return digests, blocks
 
     # -- sidecars --
 
