@@ -90,7 +90,7 @@ def test_concurrent_runs_and_listing_do_not_interfere(tmp_path: Path) -> None:
     assert len(ids) == 8
 
     listed = _rows(flow("list", "--all", "--json", cwd=tmp_path))
-    assert sorted(r["run_id"] for r in listed) == sorted(ids)
+    assert sorted(str(r["run_id"]) for r in listed) == sorted(ids)
     assert {r["status"] for r in listed} == {"completed"}
     (tmp_path / ".flow" / "runs" / ".index.sqlite").unlink()  # a cache: a fresh scan agrees
     fresh = _rows(flow("list", "--all", "--json", cwd=tmp_path))

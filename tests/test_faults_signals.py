@@ -14,6 +14,7 @@ import random
 import signal
 import subprocess
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,7 @@ def _after(proc: subprocess.Popen[str], where: Path, reference: Transcript) -> s
     run, _ = load_progress(progress)  # previous or next checkpoint, never a torn one
     assert run.status in ("interrupted", "running"), run.status
     for pid in (int(p) for p in (where / "naps.pid").read_text().split()):
-        wait_for(lambda pid=pid: _gone(pid), timeout=10)  # SIGKILL lands asynchronously
+        wait_for(partial(_gone, pid), timeout=10)  # SIGKILL lands asynchronously
     resumed = flow("resume", "run/progress.md", cwd=where)
     assert resumed.returncode == 0, resumed.stderr
     assert transcript(progress) == reference
