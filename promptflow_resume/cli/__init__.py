@@ -7,6 +7,7 @@ Ctrl-C exits 130; anything else is a bug: a short message and exit 3 (set
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
@@ -15,23 +16,45 @@ import click
 import typer
 
 from ..errors import EXIT_BUG, EXIT_INTERRUPTED, FlowError
-
-# Importing a command module registers its commands on ``app``.
-from . import (  # noqa: F401
-    commands_detect,  # list, detect
-    commands_progress,  # validate, schema
-    commands_run,  # run, resume, status
-    commands_share,  # share, fork, rewind, log, clean
-    commands_workflow,  # check
-)
 from .app import app, err, print_json
 
-__all__ = ["app", "main"]
+__all__ = ["COMMAND_MODULES", "app", "main", "register_commands"]
+
+#: Which module registers each command. Importing a command module registers its commands on
+#: ``app``; ``main`` imports only the one a command line needs, so ``flow resume`` does not pay
+#: for the imports of ``flow list`` or ``flow share``.
+COMMAND_MODULES: dict[str, str] = {
+    "run": "commands_run",
+    "resume": "commands_run",
+    "status": "commands_run",
+    "check": "commands_workflow",
+    "validate": "commands_progress",
+    "schema": "commands_progress",
+    "list": "commands_detect",
+    "detect": "commands_detect",
+    "share": "commands_share",
+    "fork": "commands_share",
+    "rewind": "commands_share",
+    "log": "commands_share",
+    "clean": "commands_share",
+}
+
+
+def register_commands(args: list[str] | None = None) -> None:
+    """Register the command ``args`` names, or every command (for help and unknown names)."""
+    name = next((a for a in args or () if not a.startswith("-")), None)
+    if name in COMMAND_MODULES:
+        wanted = [COMMAND_MODULES[name]]
+    else:  # in the order `flow --help` lists them
+        wanted = list(dict.fromkeys(COMMAND_MODULES.values()))
+    for module in wanted:
+        importlib.import_module(f"{__name__}.{module}")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``flow`` console script; returns the process exit code."""
     args = sys.argv[1:] if argv is None else argv
+    register_commands(args)
     want_json = "--json" in args
     try:
         result = app(args=args, prog_name="flow", standalone_mode=False)
