@@ -269,6 +269,20 @@ def test_a_blank_line_before_a_fence_is_skipped_either_way(blank: str) -> None:
     assert quick[2].edited_entries == []
 
 
+def test_an_empty_fence_is_closed_by_the_line_after_it() -> None:
+    run = small_run()
+    run.transcript[1].content = ""  # the tool call: an empty ```json fence
+    run.transcript[2] = Entry(3, "assistant", "Some text.", step="inspect")
+    # A hand edit leaves a lone fence line at the end of the next message.
+    text = render(run).replace("Some text.\n", "Some text.\n```\n", 1)
+    quick, slow = both_ways(text)
+    assert quick == slow
+    assert quick[0] == "ok"
+    assert quick[1].transcript[1].content == ""
+    assert quick[1].transcript[2].content == "Some text.\n```"
+    assert quick[2].edited_entries == [3]
+
+
 def test_the_quick_reader_knows_every_character_strip_removes() -> None:
     blank = re.compile(f"[{parse_module._SPACE}]")
     differ = [

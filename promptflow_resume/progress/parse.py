@@ -60,8 +60,9 @@ _SPACE = "\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 # tool's fence repeats a value, which then appears there unchanged); the heading generated from
 # it; one blank line; for a tool call or result, the line above its fence generated from it
 # (no sidecar) and a blank line; then a ``` fence whose closing line is the first line that
-# starts with its backticks, followed by a blank line and the next marker; or, for a message,
-# Markdown that starts with neither space, backtick nor "<". Everything else (a hand edit, an
+# starts with its backticks (found with str.find, faster than a pattern), followed by a blank
+# line and the next marker; or, for a message, Markdown that starts with neither space,
+# backtick nor "<". Everything else (a hand edit, an
 # encoded value, an escaped fence, a damaged file) is read by ``_entry``, which gives the same
 # result for the entries this matches, and positioned errors and warnings for the rest.
 _QUICK_ENTRY = re.compile(
@@ -70,11 +71,12 @@ _QUICK_ENTRY = re.compile(
     rf"(?: step=({_PLAIN}{{1,80}}))?(?: call=({_PLAIN}{{1,80}}))?"  # 6, 7
     rf"(?: tool=({_PLAIN}{{1,80}}))?( error)?(?: sidecar=({_PLAIN}+))?"  # 8, 9, 10
     rf"(?: sha256=({_PLAIN}+))?(?: bytes=(0|[1-9][0-9]*))? d=([0-9a-f]{{16}}) -->\n"  # 11-13
-    r"### \1 · (?(2)tool call|(?(3)tool result|(?(4)\4|note from flow)))(?(6) · \6)\n\n"
-    r"(?(2)Call `\7` to `\8` with these arguments:\n\n)"
-    r"(?(3)Result of `\8` for call `\7`(?(9) · \*\*error\*\*)(?(10)(?!)):\n\n)"
-    r"(?:(`{3,})(?:text|json|markdown)\n((?:(?!\14)[^\n]*\n)*)\14\n\n(?=<!-- flow:)"  # 14, 15
-    rf"|(?(4)|(?(5)|(?!)))(?=[^`<{_SPACE}]))",
+    r"### \1 · (?(2)tool call|(?(3)tool result|(?(4)\4|note from flow)))(?(6) · \6)\n"
+    r"(?(2)\nCall `\7` to `\8` with these arguments:\n)"
+    r"(?(3)\nResult of `\8` for call `\7`(?(9) · \*\*error\*\*)(?(10)(?!)):\n)"
+    # 14: a newline and the fence's backticks (_quick_entries finds the content and the close)
+    r"(?:(\n`{3,})(?:text|json|markdown)\n"
+    rf"|\n(?(4)|(?(5)|(?!)))(?=[^`<{_SPACE}]))",
     re.ASCII,
 )
 _OUR_INFOS = frozenset({"text", "json", "markdown", ESCAPED_INFO})
@@ -403,6 +405,7 @@ def _quick_entries(
     sha256 = hashlib.sha256
     hex_digits = ENTRY_DIGEST_HEX
     mark = "\n" + _MARK
+    after_close = "\n\n" + _MARK
     expected = len(transcript) + 1
     while True:
         found = match(text, pos)
@@ -422,17 +425,21 @@ def _quick_entries(
             sha,
             size,
             digest,
-            ticks,
-            fenced,
+            fence,
         ) = found.groups()
         if int(number) != expected:
             return pos
         role = called or result or message or note
-        if ticks is not None:
-            content = fenced[:-1]
-            end = found.end()
+        start = found.end()
+        if fence is not None:
+            # The first line from here that starts with the fence's backticks must close it:
+            # exactly those backticks, a blank line, the next marker.
+            close = text.find(fence, start - 1)
+            end = close + len(fence) + 2
+            if close == -1 or not text.startswith(after_close, end - 2):
+                return pos
+            content = text[start:close]
         else:
-            start = found.end()
             end = text.find(mark, start)
             if end == -1:
                 return pos
