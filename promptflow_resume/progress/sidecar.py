@@ -18,6 +18,7 @@ import re
 import stat
 from pathlib import Path
 
+from .. import faults
 from .model import Entry
 
 #: Tool outputs larger than this (bytes) belong in a sidecar file, not in the transcript.
@@ -121,7 +122,9 @@ def write_sidecar(progress: Path, name_hint: str, data: bytes) -> tuple[str, str
                 os.unlink(tmp)
             raise
         os.close(fd)
+        faults.point("sidecar.after_temp")
         os.replace(tmp, target)
+        faults.point("sidecar.after_rename")
         _fsync_dir(folder)
         if created:
             _fsync_dir(folder.parent)

@@ -46,7 +46,7 @@ from .model import Entry, LoadReport, Run
 from .parse import normalize_text, parse_document
 from .render import entry_block, render_document
 from .schema import validate_front_matter
-from .sidecar import read_checked, write_sidecar
+from .sidecar import folder_name, read_checked, write_sidecar
 
 #: Progress files (and journals) larger than this are refused unread: a run keeps large
 #: outputs in sidecar files, so a file this big is not one we wrote, or is a runaway.
@@ -599,6 +599,15 @@ class ProgressStore:
         with contextlib.suppress(OSError):
             for item in self.path.parent.iterdir():
                 if item.name.startswith(prefix) and item.name.endswith(".tmp"):
+                    item.unlink()
+        # Half-written sidecars (``.<name>.<pid>.tmp``) left in the sidecar folder; never
+        # through a symlink, which could point anywhere.
+        sidecars = self.path.parent / folder_name(self.path)
+        if sidecars.is_symlink():
+            return
+        with contextlib.suppress(OSError):
+            for item in sidecars.iterdir():
+                if item.name.startswith(".") and item.name.endswith(".tmp"):
                     item.unlink()
 
     def _check_open(self) -> None:
