@@ -47,8 +47,8 @@ RUN = (
 )
 
 #: File size limits (bytes) that stop the counter run at different writes: the first
-#: checkpoint, an early fold, a fold at the step boundary, a journal append near the end.
-LIMITS = (1_000, 3_300, 5_000, 6_000)
+#: checkpoint, an early fold, a journal append near the end (the slow sweep tries them all).
+LIMITS = (1_000, 3_300, 6_000)
 #: The slow sweep: every 100 bytes across the whole run.
 SWEEP = tuple(range(1_000, 9_000, 100))
 
@@ -138,7 +138,7 @@ def test_a_sidecar_that_does_not_fit_stops_the_run(tmp_path: Path) -> None:
     assert [e.sidecar for e in run.transcript if e.sidecar]  # the output went to its sidecar
 
 
-@pytest.mark.parametrize("free_pages", [1, 3])
+@pytest.mark.parametrize("free_pages", [2])
 def test_a_full_disk_stops_the_run_and_it_resumes_once_space_is_back(
     free_pages: int, reference: Transcript, tmp_path: Path
 ) -> None:

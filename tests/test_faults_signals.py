@@ -119,7 +119,7 @@ def test_ctrl_c_on_a_terminal_reaches_the_whole_group(
     assert "Progress saved" in stderr
 
 
-@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("seed", [0])
 def test_a_storm_of_signals_at_random_moments(
     tmp_path: Path, reference: Transcript, seed: int
 ) -> None:
