@@ -96,6 +96,8 @@ class Parsed:
     stored_digests: list[str] = field(default_factory=list)
     #: Per-entry digests of the entries as read (``entry_digest``; differ where edited).
     actual_digests: list[str] = field(default_factory=list)
+    #: The chain over ``stored_digests`` (its root is the front matter's transcript digest).
+    chain: Chain = field(default_factory=Chain)
 
 
 class _Scanner:
@@ -689,9 +691,9 @@ def _verify(
     digests: list[str],
     known: list[str | None],
     report: LoadReport,
-) -> list[str]:
+) -> tuple[list[str], Chain]:
     """Check the transcript against its digests and the front matter; report hand edits;
-    return the actual digest of every entry."""
+    return the actual digest of every entry and the chain over the stored ones."""
     recorded = fm["transcript"]
     actual = [
         entry_digest(e) if a is None else a for e, a in zip(run.transcript, known, strict=True)
@@ -769,7 +771,7 @@ def _verify(
                         "restore the flow:entry line."
                     ),
                 )
-    return actual
+    return actual, chain
 
 
 def normalize_text(text: str) -> str:
@@ -796,8 +798,8 @@ def parse_document(text: str, *, path: str | Path = "progress.md") -> Parsed:
     run = run_from_valid(data)
     report = LoadReport()
     digests, known = _body(sc, body_start, run, report)
-    actual = _verify(sc, data, source, run, digests, known, report)
-    return Parsed(run=run, report=report, stored_digests=digests, actual_digests=actual)
+    actual, chain = _verify(sc, data, source, run, digests, known, report)
+    return Parsed(run, report, stored_digests=digests, actual_digests=actual, chain=chain)
 
 
 def parse(text: str, *, path: str | Path = "progress.md") -> tuple[Run, LoadReport]:

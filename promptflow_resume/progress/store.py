@@ -373,16 +373,19 @@ def _locate(text: str, entry_id: int) -> int | None:
     return None if found == -1 else text.count("\n", 0, found) + 2
 
 
-def _load(path: Path, *, verify_sidecars: bool = True) -> tuple[Run, LoadReport, list[str], bool]:
-    """Load + replay; returns run, report, stored digests and whether a journal exists."""
+def _load(path: Path, *, verify_sidecars: bool = True) -> tuple[Run, LoadReport, Chain, bool]:
+    """Load + replay; returns run, report, the chain over the stored digests and whether a
+    journal exists."""
     text = read_text(path)
     parsed = parse_document(text, path=path)
-    run, report, digests = parsed.run, parsed.report, parsed.stored_digests
+    run, report, digests, chain = parsed.run, parsed.report, parsed.stored_digests, parsed.chain
     jpath = journal_path(path)
     has_journal = jpath.exists()
     if has_journal:
         events = read_journal(jpath, run.run_id, report)
         run = replay(run, digests, events, jpath, report)
+        if report.replayed_events:
+            chain = Chain(zip((e.id for e in run.transcript), digests, strict=True))
     if verify_sidecars:
         body = normalize_text(text)
         for entry in run.transcript:
@@ -402,7 +405,7 @@ def _load(path: Path, *, verify_sidecars: bool = True) -> tuple[Run, LoadReport,
                         "otherwise."
                     ),
                 )
-    return run, report, digests, has_journal
+    return run, report, chain, has_journal
 
 
 def load_progress(path: str | Path) -> tuple[Run, LoadReport]:
@@ -533,10 +536,10 @@ class ProgressStore:
         try:
             store._write_owner()
             store._clean_leftovers()
-            run, report, digests, has_journal = _load(p)
+            run, report, chain, has_journal = _load(p)
             store._seq = run.journal_seq
             store._count = len(run.transcript)
-            store._chain = Chain(zip((e.id for e in run.transcript), digests, strict=True))
+            store._chain = chain
             if report.replayed_events:
                 # Fold what the crash left in the journal so the file shows it again.
                 store.checkpoint(run)
