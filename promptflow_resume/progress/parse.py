@@ -62,9 +62,9 @@ _SPACE = "\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 # (no sidecar) and a blank line; then a ``` fence whose closing line is the first line that
 # starts with its backticks (found with str.find, faster than a pattern), followed by a blank
 # line and the next marker; or, for a message, Markdown that starts with neither space,
-# backtick nor "<". Everything else (a hand edit, an
-# encoded value, an escaped fence, a damaged file) is read by ``_entry``, which gives the same
-# result for the entries this matches, and positioned errors and warnings for the rest.
+# backtick nor "<". Everything else (a hand edit, an encoded value, an escaped fence, a damaged
+# file) is read by ``_entry``, which gives the same result for the entries this matches, and
+# positioned errors and warnings for the rest.
 _QUICK_ENTRY = re.compile(
     r"<!-- flow:entry ([1-9][0-9]*) "
     r"(?:(tool_call)|(tool_result)|(system|user|assistant)|(note))"  # groups 2-5
