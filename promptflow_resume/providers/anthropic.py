@@ -25,13 +25,8 @@ from typing import Any
 from ..errors import ProviderError, ProviderSetupError
 from .base import Message, ProviderSettings, Reply, ReplyUsage, Request, ToolCall, ToolSpec
 from .pricing import DEFAULT_MAX_OUTPUT_TOKENS
-from .retry import (
-    CallbackFailed,
-    connection_failure,
-    guard_callback,
-    http_failure,
-    is_transport_error,
-)
+from .retry import connection_failure, guard_callback, http_failure
+from .sdkcall import call_sdk, map_sdk_error, read_stream
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 
@@ -379,60 +374,39 @@ class AnthropicProvider:
             kwargs["tools"] = to_anthropic_tools(request.tools)
         if extra_body:
             kwargs["extra_body"] = extra_body
-        try:
+
+        def attempt() -> Reply:
             if not self.settings.stream:
                 return _reply_from_message(self._client.messages.create(**kwargs), model)
             stream = self._client.messages.create(stream=True, **kwargs)
             assembler = _StreamAssembler(guard_callback(on_text))
-            try:
-                for event in stream:
-                    assembler.feed(event)
-            finally:
-                stream.close()
+            read_stream(stream, assembler.feed)
             if not assembler.stopped:
                 raise connection_failure(
                     "Anthropic", "the streamed reply ended before it was complete."
                 )
             return assembler.reply(model)
-        except ProviderError:
-            raise
-        except CallbackFailed as failed:
-            raise failed.original from None
-        except Exception as exc:
-            mapped = self._map_error(exc, model)
-            if mapped is None:
-                raise
-            raise mapped from exc
+
+        return call_sdk(attempt, lambda exc: self._map_error(exc, model))
 
     def _map_error(self, exc: Exception, model: str) -> ProviderError | None:
         """The ``ProviderError`` for an SDK or network failure; None for anything else (a bug)."""
-        sdk = self._sdk
-        if isinstance(exc, sdk.APITimeoutError):
-            return connection_failure(
-                "Anthropic", f"no answer within {self.settings.timeout:g} s (request timed out)."
-            )
-        if isinstance(exc, sdk.APIConnectionError):
-            cause = exc.__cause__ or exc.__context__
-            why = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
-            return connection_failure(
-                "Anthropic", f"could not connect or the connection dropped{why}."
-            )
-        if isinstance(exc, sdk.APIStatusError):
+
+        def api_error(exc: Any) -> ProviderError:
             message, etype = _error_fields(exc.body, exc.message)
-            # An error event inside a stream arrives on a response whose status was 200.
-            status = exc.status_code if exc.status_code >= 400 else None
-            return http_failure(
-                provider="Anthropic",
-                status=status,
-                message=message,
-                headers=dict(exc.response.headers),
-                error_type=etype,
-                key_env=self.credentials.key_env,
-                model=model,
-                base_url=self.credentials.base_url,
-            )
-        if isinstance(exc, sdk.APIError):
-            message, etype = _error_fields(exc.body, exc.message)
+            if isinstance(exc, self._sdk.APIStatusError):
+                # An error event inside a stream arrives on a response whose status was 200.
+                status = exc.status_code if exc.status_code >= 400 else None
+                return http_failure(
+                    provider="Anthropic",
+                    status=status,
+                    message=message,
+                    headers=dict(exc.response.headers),
+                    error_type=etype,
+                    key_env=self.credentials.key_env,
+                    model=model,
+                    base_url=self.credentials.base_url,
+                )
             return http_failure(
                 provider="Anthropic",
                 status=None,
@@ -441,9 +415,11 @@ class AnthropicProvider:
                 key_env=self.credentials.key_env,
                 model=model,
             )
-        if is_transport_error(exc):
-            return connection_failure(
-                "Anthropic",
-                f"the connection dropped while reading the reply ({type(exc).__name__}).",
-            )
-        return None
+
+        return map_sdk_error(
+            exc,
+            sdk=self._sdk,
+            label="Anthropic",
+            timeout=self.settings.timeout,
+            api_error=api_error,
+        )

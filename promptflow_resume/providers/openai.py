@@ -27,13 +27,8 @@ from urllib.parse import urlsplit
 
 from ..errors import ProviderError, ProviderSetupError
 from .base import Message, ProviderSettings, Reply, ReplyUsage, Request, ToolCall, ToolSpec
-from .retry import (
-    CallbackFailed,
-    connection_failure,
-    guard_callback,
-    http_failure,
-    is_transport_error,
-)
+from .retry import connection_failure, guard_callback, http_failure
+from .sdkcall import call_sdk, map_sdk_error, read_stream
 
 OPENAI_URL = "https://api.openai.com/v1"
 GITHUB_MODELS_URL = "https://models.github.ai/inference"
@@ -428,7 +423,8 @@ class OpenAIProvider:
         # it would first be walked against the SDK's typed-dict declarations, which costs
         # about 0.2 ms per message (0.2 s per call at 1,000 messages) on plain JSON like ours.
         kwargs: dict[str, Any] = {"model": model, "messages": [], "extra_body": body}
-        try:
+
+        def attempt() -> Reply:
             if not self.settings.stream:
                 completion = self._client.chat.completions.create(**kwargs)
                 return _reply_from_completion(completion, model, self.endpoint.label)
@@ -436,11 +432,7 @@ class OpenAIProvider:
                 stream=True, stream_options={"include_usage": True}, **kwargs
             )
             assembler = _StreamAssembler(guard_callback(on_text))
-            try:
-                for chunk in stream:
-                    assembler.feed(chunk)
-            finally:
-                stream.close()
+            read_stream(stream, assembler.feed)
             if assembler.finish_reason is None:
                 raise connection_failure(
                     self.endpoint.label,
@@ -448,44 +440,28 @@ class OpenAIProvider:
                     url=None,
                 )
             return assembler.reply(model)
-        except ProviderError:
-            raise
-        except CallbackFailed as failed:
-            raise failed.original from None
-        except Exception as exc:
-            mapped = self._map_error(exc, model)
-            if mapped is None:
-                raise
-            raise mapped from exc
+
+        return call_sdk(attempt, lambda exc: self._map_error(exc, model))
 
     def _map_error(self, exc: Exception, model: str) -> ProviderError | None:
         """The ``ProviderError`` for an SDK or network failure; None for anything else (a bug)."""
-        sdk = self._sdk
         label = self.endpoint.label
-        if isinstance(exc, sdk.APITimeoutError):
-            return connection_failure(
-                label, f"no answer within {self.settings.timeout:g} s (request timed out)."
-            )
-        if isinstance(exc, sdk.APIConnectionError):
-            cause = exc.__cause__ or exc.__context__
-            why = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
-            return connection_failure(label, f"could not connect or the connection dropped{why}.")
-        if isinstance(exc, sdk.APIStatusError):
+
+        def api_error(exc: Any) -> ProviderError:
             message, etype, code = _error_fields(exc.body, exc.message)
-            return http_failure(
-                provider=label,
-                status=exc.status_code,
-                message=message,
-                headers=dict(exc.response.headers),
-                error_type=etype,
-                error_code=code,
-                key_env=self.endpoint.key_env,
-                model=model,
-                base_url=self.endpoint.base_url,
-            )
-        if isinstance(exc, sdk.APIError):
+            if isinstance(exc, self._sdk.APIStatusError):
+                return http_failure(
+                    provider=label,
+                    status=exc.status_code,
+                    message=message,
+                    headers=dict(exc.response.headers),
+                    error_type=etype,
+                    error_code=code,
+                    key_env=self.endpoint.key_env,
+                    model=model,
+                    base_url=self.endpoint.base_url,
+                )
             # An error event inside a stream: no HTTP status of its own.
-            message, etype, code = _error_fields(exc.body, exc.message)
             return http_failure(
                 provider=label,
                 status=None,
@@ -495,8 +471,7 @@ class OpenAIProvider:
                 key_env=self.endpoint.key_env,
                 model=model,
             )
-        if is_transport_error(exc):
-            return connection_failure(
-                label, f"the connection dropped while reading the reply ({type(exc).__name__})."
-            )
-        return None
+
+        return map_sdk_error(
+            exc, sdk=self._sdk, label=label, timeout=self.settings.timeout, api_error=api_error
+        )
