@@ -25,7 +25,7 @@ from promptflow_resume.providers.base import (
 )
 from promptflow_resume.providers.pricing import DEFAULT_MAX_OUTPUT_TOKENS, cost_usd
 from promptflow_resume.providers.retry import RetryEvent, call_with_retry
-from promptflow_resume.workflow.model import RetryPolicy
+from tests.provider_support import FAST, PROXY_ENV_VARS, Sleeps, ask
 from tests.providers_server import (
     Canned,
     ModelServer,
@@ -41,12 +41,7 @@ ENV_VARS = (
     "ANTHROPIC_BASE_URL",
     "ANTHROPIC_PROFILE",
     "ANTHROPIC_CUSTOM_HEADERS",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "all_proxy",
+    *PROXY_ENV_VARS,
 )
 KEY = "sk-ant-test-key"
 TOOLS = (
@@ -57,7 +52,6 @@ TOOLS = (
     ),
     ToolSpec("list_dir", "List a folder", {}),
 )
-FAST = RetryPolicy(max_attempts=3, initial_delay=0.5, max_delay=30.0, jitter=0)
 
 
 @pytest.fixture(autouse=True)
@@ -85,24 +79,12 @@ def provider(server: ModelServer, **kw: Any) -> AnthropicProvider:
     return AnthropicProvider(settings)
 
 
-def ask(text: str = "hi", **kw: Any) -> Request:
-    return Request(messages=(Message("user", text),), **kw)
-
-
 def sent_key(headers: dict[str, str]) -> str | None:
     """The key as the SDK sends it (``x-api-key``, or a bearer token in newer versions)."""
     if "x-api-key" in headers:
         return headers["x-api-key"]
     auth = headers.get("authorization", "")
     return auth.removeprefix("Bearer ") if auth else None
-
-
-class Sleeps:
-    def __init__(self) -> None:
-        self.calls: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.calls.append(seconds)
 
 
 # --- set-up -------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from promptflow_resume.providers.openai import (
     resolve_endpoint,
 )
 from promptflow_resume.providers.retry import RetryEvent, call_with_retry
-from promptflow_resume.workflow.model import RetryPolicy
+from tests.provider_support import FAST, PROXY_ENV_VARS, Sleeps, ask
 from tests.providers_server import (
     Canned,
     ModelServer,
@@ -52,12 +52,7 @@ ENV_VARS = (
     "AZURE_OPENAI_ENDPOINT",
     "AZURE_OPENAI_AD_TOKEN",
     "OLLAMA_HOST",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "all_proxy",
+    *PROXY_ENV_VARS,
 )
 
 TOOLS = (
@@ -68,7 +63,6 @@ TOOLS = (
     ),
     ToolSpec("list_dir", "List a folder", {"type": "object", "properties": {}}),
 )
-FAST = RetryPolicy(max_attempts=3, initial_delay=0.5, max_delay=30.0, jitter=0)
 
 
 @pytest.fixture(autouse=True)
@@ -93,18 +87,6 @@ def provider(server: ModelServer, **kw: Any) -> OpenAIProvider:
         **kw,
     )
     return OpenAIProvider(settings)
-
-
-def ask(text: str = "hi", **kw: Any) -> Request:
-    return Request(messages=(Message("user", text),), **kw)
-
-
-class Sleeps:
-    def __init__(self) -> None:
-        self.calls: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.calls.append(seconds)
 
 
 # --- set-up -------------------------------------------------------------------------------
