@@ -11,7 +11,6 @@ symlink) is refused::
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
@@ -19,6 +18,7 @@ import stat
 from pathlib import Path
 
 from .. import faults
+from .durable import fsync_dir, write_temp
 from .model import Entry
 
 #: Tool outputs larger than this (bytes) belong in a sidecar file, not in the transcript.
@@ -78,14 +78,6 @@ def _safe_name(hint: str) -> str:
     return name or "output.bin"
 
 
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_sidecar(progress: Path, name_hint: str, data: bytes) -> tuple[str, str]:
     """Write ``data`` durably into the sidecar folder; return (relative link, sha256 digest)."""
     folder = progress.parent / folder_name(progress)
@@ -109,25 +101,13 @@ def write_sidecar(progress: Path, name_hint: str, data: bytes) -> tuple[str, str
                 pass
             continue
         tmp = folder / f".{name}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        except BaseException:
-            # A full disk must not leave half a sidecar behind.
-            os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        os.close(fd)
+        write_temp(tmp, data)  # a full disk leaves no half sidecar behind
         faults.point("sidecar.after_temp")
         os.replace(tmp, target)
         faults.point("sidecar.after_rename")
-        _fsync_dir(folder)
+        fsync_dir(folder)
         if created:
-            _fsync_dir(folder.parent)
+            fsync_dir(folder.parent)
         return f"{folder.name}/{name}", digest
     raise OSError(f"no free sidecar name for {name_hint!r} in {folder}")
 

@@ -41,6 +41,7 @@ from ..errors import (
     StorageError,
 )
 from .digest import Chain, entry_digest
+from .durable import fsync_dir, write_all, write_temp
 from .frontmatter import front_matter, run_from_valid
 from .model import Entry, LoadReport, Run
 from .parse import normalize_text, parse_document
@@ -78,20 +79,6 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 _WHY = {
     errno.ENOSPC: "the disk is full",
     errno.EDQUOT: "the disk quota is used up",
@@ -125,21 +112,11 @@ def atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so a reader sees the old or the new file, never a mix."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     faults.point("store.checkpoint_before_temp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        _write_all(fd, data)
-        faults.point("store.checkpoint_after_temp")
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    os.close(fd)
+    write_temp(tmp, data, after_write=lambda: faults.point("store.checkpoint_after_temp"))
     faults.point("store.checkpoint_after_fsync")
     os.replace(tmp, path)
     faults.point("store.checkpoint_after_rename")
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     faults.point("store.checkpoint_after_dir_fsync")
 
 
@@ -585,7 +562,7 @@ class ProgressStore:
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             try:
-                _write_all(fd, (json.dumps(info) + "\n").encode())
+                write_all(fd, (json.dumps(info) + "\n").encode())
             finally:
                 os.close(fd)
             os.replace(tmp, target)
@@ -672,7 +649,7 @@ class ProgressStore:
         fd = self._journal_fd
         faults.point("store.journal_before_append")
         try:
-            _write_all(fd, data)
+            write_all(fd, data)
             faults.point("store.journal_after_append")
             os.fsync(fd)
         except BaseException:
@@ -686,7 +663,7 @@ class ProgressStore:
             raise
         self._journal_size += len(data)
         if new_file:
-            _fsync_dir(self.path.parent)  # the journal's name must survive a power cut too
+            fsync_dir(self.path.parent)  # the journal's name must survive a power cut too
         faults.point("store.journal_after_fsync")
 
     def checkpoint(self, run: Run) -> None:
