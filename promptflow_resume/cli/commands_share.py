@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from .app import app, err, out, print_json
+
+#: The PROGRESS argument of every command here that works on one run.
+ProgressArg = Annotated[Path, typer.Argument(metavar="PROGRESS", help="The run's progress.md.")]
+#: ``--json`` of the commands that print a summary of what they wrote.
+SummaryJson = Annotated[bool, typer.Option("--json", help="Print a machine-readable summary.")]
 
 
 def _size(n: int) -> str:
@@ -29,7 +35,7 @@ def _time(text: str | None, since: str | None = None) -> str:
 
 @app.command("share")
 def share_command(
-    progress: Path = typer.Argument(..., metavar="PROGRESS", help="The run's progress.md."),
+    progress: ProgressArg,
     output: Path | None = typer.Option(
         None,
         "--output",
@@ -41,7 +47,7 @@ def share_command(
     scrub_home: bool = typer.Option(
         False, "--scrub-home", help="Also replace your home folder's path with ~ in the text."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
+    as_json: SummaryJson = False,
 ) -> int:
     """Write a copy of a run that is safe to commit to a pull request and resume elsewhere.
 
@@ -72,7 +78,7 @@ def share_command(
 
 @app.command("fork")
 def fork_command(
-    progress: Path = typer.Argument(..., metavar="PROGRESS", help="The run's progress.md."),
+    progress: ProgressArg,
     at: str = typer.Option(
         ..., "--at", metavar="STEP", help="The step to start from (id or number)."
     ),
@@ -83,7 +89,7 @@ def fork_command(
         metavar="NEW",
         help="Where to write the new run (default: beside the original).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
+    as_json: SummaryJson = False,
 ) -> int:
     """Start a new run from the checkpoint at the start of a step; the original is unchanged.
 
@@ -109,11 +115,11 @@ def fork_command(
 
 @app.command("rewind")
 def rewind_command(
-    progress: Path = typer.Argument(..., metavar="PROGRESS", help="The run's progress.md."),
+    progress: ProgressArg,
     to: str = typer.Option(
         ..., "--to", metavar="STEP", help="The step to go back to (id or number)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
+    as_json: SummaryJson = False,
 ) -> int:
     """Move a run back to the start of a step, in place, keeping a backup of the file.
 
@@ -143,7 +149,7 @@ def rewind_command(
 
 @app.command("log")
 def log_command(
-    progress: Path = typer.Argument(..., metavar="PROGRESS", help="The run's progress.md."),
+    progress: ProgressArg,
     as_json: bool = typer.Option(False, "--json", help="Print the history as JSON."),
 ) -> int:
     """The attempt history: each attempt's start, end, status, reason, usage and notes,
