@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from promptflow_resume.progress import load_progress
@@ -14,6 +15,9 @@ from promptflow_resume.progress.model import Run
 #: The checkout these tests belong to: subprocesses import flow from here, not from wherever
 #: an editable install of another checkout happens to point.
 REPO = Path(__file__).resolve().parent.parent
+
+#: A run's transcript as (role, step, tool, content) rows.
+Transcript = list[tuple[str, str | None, str | None, str]]
 
 
 def flow_env(**extra: str) -> dict[str, str]:
@@ -25,7 +29,11 @@ def flow_env(**extra: str) -> dict[str, str]:
 
 
 def flow(
-    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60
+    *args: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``flow ARGS`` to completion (stdin closed) and capture its output."""
     return subprocess.run(
@@ -36,20 +44,29 @@ def flow(
         capture_output=True,
         text=True,
         timeout=timeout,
+        preexec_fn=preexec_fn,
+    )
+
+
+def spawn(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, session: bool = False
+) -> subprocess.Popen[str]:
+    """Start ``flow ARGS`` in the background (``session``: as the leader of its own group)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "promptflow_resume", *args],
+        cwd=cwd,
+        env=env or flow_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=session,
     )
 
 
 def start_flow(*args: str, cwd: Path, wait_for: Path | None = None) -> subprocess.Popen[str]:
     """Start ``flow ARGS`` in the background; with ``wait_for``, return once that file exists."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "promptflow_resume", *args],
-        cwd=cwd,
-        env=flow_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = spawn(*args, cwd=cwd)
     if wait_for is not None:
         deadline = time.monotonic() + 30
         while not wait_for.exists() and time.monotonic() < deadline and proc.poll() is None:
@@ -57,7 +74,7 @@ def start_flow(*args: str, cwd: Path, wait_for: Path | None = None) -> subproces
     return proc
 
 
-def transcript(path: Path) -> list[tuple[str, str | None, str | None, str]]:
+def transcript(path: Path) -> Transcript:
     """A run's transcript as (role, step, tool, content), without flow's own notes."""
     run: Run = load_progress(path)[0]
     return [(e.role, e.step, e.tool, e.content) for e in run.transcript if e.role != "note"]

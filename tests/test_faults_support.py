@@ -24,22 +24,15 @@ import pytest
 
 from promptflow_resume.progress import load_progress
 from promptflow_resume.reconcile import PLACEHOLDER_RESULT
+from tests import flowproc
+from tests.flowproc import REPO as REPO
+from tests.flowproc import Transcript as Transcript
+from tests.flowproc import flow_env as flow_env
+from tests.flowproc import spawn as spawn
+from tests.flowproc import transcript as transcript
 
-REPO = Path(__file__).resolve().parent.parent
 ENGINE = REPO / "tests" / "fixtures" / "engine"
 HOSTILE = REPO / "tests" / "fixtures" / "hostile"
-
-Transcript = list[tuple[str, str | None, str | None, str]]
-
-
-def flow_env(**extra: str) -> dict[str, str]:
-    """The test's environment for a ``flow`` subprocess: no crash hook, this checkout first."""
-    env = {k: v for k, v in os.environ.items() if k != "FLOW_CRASH_AT"}
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p
-    )
-    env.update(extra)
-    return env
 
 
 def flow(
@@ -49,17 +42,8 @@ def flow(
     timeout: float = 120,
     preexec_fn: Callable[[], None] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``flow ARGS`` to completion with stdin closed; capture its output."""
-    return subprocess.run(
-        [sys.executable, "-m", "promptflow_resume", *args],
-        cwd=cwd,
-        env=env or flow_env(),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        preexec_fn=preexec_fn,
-    )
+    """``flowproc.flow`` with the longer default timeout the fault tests need."""
+    return flowproc.flow(*args, cwd=cwd, env=env, timeout=timeout, preexec_fn=preexec_fn)
 
 
 def flow_here(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -79,22 +63,6 @@ def flow_here(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     finally:
         os.chdir(before)
     return subprocess.CompletedProcess(["flow", *args], code, out.getvalue(), err.getvalue())
-
-
-def spawn(
-    *args: str, cwd: Path, env: dict[str, str] | None = None, session: bool = False
-) -> subprocess.Popen[str]:
-    """Start ``flow ARGS`` in the background (``session``: as the leader of its own group)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "promptflow_resume", *args],
-        cwd=cwd,
-        env=env or flow_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=session,
-    )
 
 
 def copy_fixtures(where: Path, *names: str, source: Path = ENGINE) -> Path:
@@ -117,12 +85,6 @@ def snapshot(folder: Path) -> dict[str, bytes]:
         and not p.is_symlink()
         and not (p.name.endswith(".lock") and p.stat().st_size == 0)
     }
-
-
-def transcript(path: Path) -> Transcript:
-    """A run's transcript as (role, step, tool, content), without flow's own notes."""
-    run = load_progress(path)[0]
-    return [(e.role, e.step, e.tool, e.content) for e in run.transcript if e.role != "note"]
 
 
 def assert_clean_error(result: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
