@@ -1,10 +1,11 @@
-"""The quick transcript reader agrees with the line-by-line one, and the digests with their
+"""The quick transcript readers agree with the line-by-line one, and the digests with their
 definition.
 
 ``parse`` reads each entry written exactly as ``render`` writes it with one pattern match
 (``_quick_entries``), and everything else (hand edits, encoded values, escaped fences,
-damage) line by line (``_entry``). These tests parse the same text both ways, on files flow
-writes and on files edited at random, and require the same run, report, digests or error.
+damage) line by line (``_entry``); ``parse_pristine`` reads a file flow wrote from its bytes
+and declines any other. These tests parse the same text every way, on files flow writes and on
+files edited at random, and require the same run, report, digests or error.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -23,12 +25,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from promptflow_resume.errors import FlowError
-from promptflow_resume.progress import render
-from promptflow_resume.progress.digest import Chain, entry_digest
+from promptflow_resume.errors import FlowError, ProgressFormatError
+from promptflow_resume.progress import load_progress, render
+from promptflow_resume.progress.digest import Chain, entry_digest, transcript_digest
 from promptflow_resume.progress.examples import example_run, synthetic_run
 from promptflow_resume.progress.model import ROLES, Entry, Run
-from promptflow_resume.progress.parse import parse_document
+from promptflow_resume.progress.parse import parse_bytes, parse_document
 from promptflow_resume.progress.render import marker_value
 
 # The package exports a function named ``parse`` that hides the module of the same name.
@@ -101,10 +103,22 @@ def outcome(text: str) -> tuple[Any, ...]:
     return ("ok", parsed.run, parsed.report, parsed.stored_digests, parsed.actual_digests)
 
 
+def outcome_of_bytes(data: bytes) -> tuple[Any, ...]:
+    """``outcome`` for ``parse_bytes``."""
+    try:
+        parsed = parse_bytes(data, path="run/progress.md")
+    except FlowError as error:
+        return ("error", type(error).__name__, str(error))
+    return ("ok", parsed.run, parsed.report, parsed.stored_digests, parsed.actual_digests)
+
+
 def both_ways(text: str) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The outcome with the quick reader and without; reading the file's bytes must give the
+    same as the quick reader."""
     quick = outcome(text)
     with line_by_line():
         slow = outcome(text)
+    assert outcome_of_bytes(text.encode("utf-8")) == quick
     return quick, slow
 
 
@@ -152,6 +166,11 @@ def test_a_file_flow_writes_is_read_without_the_line_by_line_reader(
     assert parsed.run.transcript == run.transcript
     assert slow_reads == []
     assert parsed.actual_digests == [entry_digest(e) for e in run.transcript]
+    from_bytes = parse_bytes(text.encode("utf-8"), path="run/progress.md")
+    assert slow_reads == []
+    assert from_bytes.run == parsed.run
+    assert from_bytes.actual_digests == parsed.actual_digests
+    assert from_bytes.chain.root() == transcript_digest(run.transcript)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -192,13 +211,14 @@ def small_run() -> Run:
     run = synthetic_run(6)
     run.transcript[2].is_error = True
     last = run.transcript[5]
-    last.sidecar, last.sidecar_sha256, last.sidecar_bytes = "progress.files/o.txt", "ab" * 32, 7
+    last.sidecar, last.sidecar_sha256 = "progress.files/o.txt", "ab" * 32
+    last.sidecar_bytes = 70_000
     return run
 
 
 SIDECAR_LINE = (
     "Result of `read_file` for call `call_5` · full output in "
-    "[progress.files/o.txt](progress.files/o.txt) (7 bytes); the text below is a preview:"
+    "[progress.files/o.txt](progress.files/o.txt) (70,000 bytes); the text below is a preview:"
 )
 
 
@@ -211,6 +231,8 @@ SIDECAR_LINE = (
         ("Call `call_2` to", "Call `call_9` to", "line above the fence of entry 2"),
         ("`call_2` · **error**:", "`call_2`:", "line above the fence of entry 3"),
         (SIDECAR_LINE, "Result of `read_file` for call `call_5`:", "fence of entry 6"),
+        ("(70,000 bytes)", "(70000 bytes)", "fence of entry 6"),
+        ("(70,000 bytes)", "(size ?)", "fence of entry 6"),
         ("step=inspect d=", "step=%69nspect d=", None),
         ("```text\nsrc/", "```text\nSRC/", "entry 3 (tool result, step inspect) was edited"),
         ("The build passed", "The build failed", "entry 1 (assistant, step inspect) was edited"),
@@ -239,6 +261,16 @@ def test_edits_the_quick_reader_hands_over_are_reported(
         ("```\n\n<!-- flow:entry 4 ", "```\n\nstray\n<!-- flow:entry 4 ", "belongs to no entry"),
         ("tool_call step=report", "tool_call step=report bogus", "unknown flag"),
         ("tool_call step=report", "tool_call step=r%C3port", "not percent-encoded UTF-8"),
+        (
+            "\n<!-- flow:entry 1 ",
+            "\n<!-- flow:section extra -->\n<!-- flow:entry 1 ",
+            "expected a `<!-- flow:section",
+        ),
+        (
+            f"\n  digest: {transcript_digest(small_run().transcript)}\n",
+            f"\n  digest: sha256:{'0' * 64}\n",
+            "do not add up",
+        ),
     ],
 )
 def test_damage_gives_the_same_positioned_error_either_way(
@@ -281,6 +313,53 @@ def test_an_empty_fence_is_closed_by_the_line_after_it() -> None:
     assert quick[1].transcript[1].content == ""
     assert quick[1].transcript[2].content == "Some text.\n```"
     assert quick[2].edited_entries == [3]
+
+
+def test_a_file_flow_writes_is_never_decoded_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = render(small_run())
+    expected = parse_document(data, path="run/progress.md")
+    decoded: list[int] = []
+    str_reads: list[int] = []
+    real_quick = parse_module._quick_entries
+
+    def counting(text: str, pos: int, *rest: Any) -> int:
+        str_reads.append(pos)
+        return real_quick(text, pos, *rest)
+
+    def decode(raw: bytes) -> str:
+        decoded.append(len(raw))
+        return raw.decode("utf-8")
+
+    monkeypatch.setattr(parse_module, "_quick_entries", counting)
+    parsed = parse_bytes(data.encode("utf-8"), path="run/progress.md", decode=decode)
+    assert parsed.run == expected.run
+    assert parsed.actual_digests == expected.actual_digests
+    assert decoded == []
+    assert str_reads == []
+    # An edited entry: the text is decoded whole once, to name the edit's line.
+    edited = data.replace("The build passed", "The build failed", 1).encode("utf-8")
+    parsed = parse_bytes(edited, path="run/progress.md", decode=decode)
+    assert decoded == [len(edited)]
+    assert parsed.report.edited_entries == [1]
+
+
+@pytest.mark.parametrize(
+    ("near", "line_of"),
+    [("src/module_0003.py", "src/module_0003.py"), ("## Execution state", "## Execution state")],
+)
+def test_a_byte_that_is_not_utf8_is_named_where_it_is(
+    tmp_path: Path, near: str, line_of: str
+) -> None:
+    text = render(small_run())
+    at = text.index(near)
+    data = text.encode("utf-8")
+    where = len(text[:at].encode("utf-8"))
+    path = tmp_path / "progress.md"
+    path.write_bytes(data[:where] + b"\xff" + data[where + 1 :])
+    with pytest.raises(ProgressFormatError, match="not UTF-8") as caught:
+        load_progress(path)
+    assert caught.value.line == text[:at].count("\n") + 1
+    assert caught.value.column == 1
 
 
 def test_the_quick_reader_knows_every_character_strip_removes() -> None:

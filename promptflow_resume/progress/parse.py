@@ -25,7 +25,7 @@ from urllib.parse import unquote
 import yaml
 
 from .. import yamlio
-from ..errors import DigestError, ProgressFormatError, UnsupportedVersionError
+from ..errors import DigestError, FlowError, ProgressFormatError, UnsupportedVersionError
 from .digest import ENTRY_DIGEST_HEX, Chain, entry_digest
 from .frontmatter import normalize_yaml_values, run_from_valid
 from .model import FORMAT_VERSION, ROLES, Entry, LoadReport, Run
@@ -52,6 +52,8 @@ _END_RE = re.compile(r"<!-- flow:end seq=([0-9]+) -->")
 _FENCE_OPEN = re.compile(r"(`{3,})([^`]*)")
 # Characters a marker value keeps unencoded (``render.marker_value``); \w is [A-Za-z0-9_].
 _PLAIN = r"[\w.:/~+@,-]"
+# Those a sidecar's link keeps unencoded too (``render.tool_line``).
+_LINK = r"[\w./~-]"
 # Every character str.strip() removes (str.isspace): a line of only these is blank.
 _SPACE = "\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 # The common entry exactly as ``render`` writes it, read by ``_quick_entries`` without the
@@ -59,26 +61,38 @@ _SPACE = "\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 # characters render never encodes (at most 80 of them where the heading or the line above a
 # tool's fence repeats a value, which then appears there unchanged); the heading generated from
 # it; one blank line; for a tool call or result, the line above its fence generated from it
-# (no sidecar) and a blank line; then a ``` fence whose closing line is the first line that
+# and a blank line; then a ``` fence whose closing line is the first line that
 # starts with its backticks (found with str.find, faster than a pattern), followed by a blank
 # line and the next marker; or, for a message, Markdown that starts with neither space,
 # backtick nor "<". Everything else (a hand edit, an encoded value, an escaped fence, a damaged
 # file) is read by ``_entry``, which gives the same result for the entries this matches, and
 # positioned errors and warnings for the rest.
-_QUICK_ENTRY = re.compile(
-    r"<!-- flow:entry ([1-9][0-9]*) "
-    r"(?:(tool_call)|(tool_result)|(system|user|assistant)|(note))"  # groups 2-5
-    rf"(?: step=({_PLAIN}{{1,80}}))?(?: call=({_PLAIN}{{1,80}}))?"  # 6, 7
-    rf"(?: tool=({_PLAIN}{{1,80}}))?( error)?(?: sidecar=({_PLAIN}+))?"  # 8, 9, 10
-    rf"(?: sha256=({_PLAIN}+))?(?: bytes=(0|[1-9][0-9]*))? d=([0-9a-f]{{16}}) -->\n"  # 11-13
-    r"### \1 · (?(2)tool call|(?(3)tool result|(?(4)\4|note from flow)))(?(6) · \6)\n"
-    r"(?(2)\nCall `\7` to `\8` with these arguments:\n)"
-    r"(?(3)\nResult of `\8` for call `\7`(?(9) · \*\*error\*\*)(?(10)(?!)):\n)"
-    # 14: a newline and the fence's backticks (_quick_entries finds the content and the close)
-    r"(?:(\n`{3,})(?:text|json|markdown)\n"
-    rf"|\n(?(4)|(?(5)|(?!)))(?=[^`<{_SPACE}]))",
-    re.ASCII,
-)
+
+
+def _quick_pattern(raw_start: str) -> str:
+    """The text of ``_QUICK_ENTRY``; ``raw_start`` is the class of a message's first character."""
+    return (
+        r"<!-- flow:entry ([1-9][0-9]*) "
+        r"(?:(tool_call)|(tool_result)|(system|user|assistant)|(note))"  # groups 2-5
+        rf"(?: step=({_PLAIN}{{1,80}}))?(?: call=({_PLAIN}{{1,80}}))?"  # 6, 7
+        rf"(?: tool=({_PLAIN}{{1,80}}))?( error)?(?: sidecar=({_LINK}{{1,120}}))?"  # 8, 9, 10
+        rf"(?: sha256=({_PLAIN}+))?(?: bytes=(0|[1-9][0-9]*))? d=([0-9a-f]{{16}}) -->\n"  # 11-13
+        r"### \1 · (?(2)tool call|(?(3)tool result|(?(4)\4|note from flow)))(?(6) · \6)\n"
+        r"(?(2)\nCall `\7` to `\8` with these arguments:\n)"
+        r"(?(3)\nResult of `\8` for call `\7`(?(9) · \*\*error\*\*)"
+        r"(?(10) · full output in \[\10\]\(\10\) \(([0-9,]+ bytes|size \?)\)"  # 14
+        r"; the text below is a preview):\n)"
+        # 15: a newline and the fence's backticks (the reader finds the content and the close)
+        r"(?:(\n`{3,})(?:text|json|markdown)\n"
+        rf"|\n(?(4)|(?(5)|(?!)))(?={raw_start}))"
+    )
+
+
+_QUICK_ENTRY = re.compile(_quick_pattern(f"[^`<{_SPACE}]"), re.ASCII)
+# The same over a file's UTF-8 bytes. A byte class cannot name the multi-byte spaces, so a
+# message's first character is checked for them once decoded.
+_QUICK_ENTRY_BYTES = re.compile(_quick_pattern(r"[^`<\t-\r\x1c- ]").encode("utf-8"), re.ASCII)
+_ROLE_OF = {role.encode("ascii"): role for role in ROLES}
 _OUR_INFOS = frozenset({"text", "json", "markdown", ESCAPED_INFO})
 _FIX_BODY = (
     "Restore the file from version control, or undo the edit around that line; "
@@ -427,10 +441,13 @@ def _quick_entries(
             sha,
             size,
             digest,
+            shown,
             fence,
         ) = found.groups()
         if int(number) != expected:
             return pos
+        if shown is not None and shown != (f"{int(size):,} bytes" if size else "size ?"):
+            return pos  # the sidecar's size above the fence was edited
         role = called or result or message or note
         start = found.end()
         if fence is not None:
@@ -475,6 +492,100 @@ def _quick_entries(
             f"{size or 'null'}]\n{content}"
         )
         actual.append(sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:hex_digits])
+        pos = end
+        expected += 1
+
+
+def _quick_entries_bytes(
+    data: bytes, pos: int, transcript: list[Entry], digests: list[str], actual: list[str | None]
+) -> int:
+    """``_quick_entries`` over a file's bytes: the content is hashed as it is in the file and
+    decoded once, entry by entry; returns where the entries stop matching (or a content is not
+    UTF-8, or a message starts with a space)."""
+    match = _QUICK_ENTRY_BYTES.match
+    roles = _ROLE_OF
+    sha256 = hashlib.sha256
+    hex_digits = ENTRY_DIGEST_HEX
+    mark = b"\n<!-- flow:"
+    after_close = b"\n\n<!-- flow:"
+    expected = len(transcript) + 1
+    while True:
+        found = match(data, pos)
+        if found is None:
+            return pos
+        (
+            number,
+            called,
+            result,
+            message,
+            note,
+            step,
+            call,
+            tool,
+            error,
+            sidecar,
+            sha,
+            size,
+            digest,
+            shown,
+            fence,
+        ) = found.groups()
+        if int(number) != expected:
+            return pos
+        if shown is not None and shown != (f"{int(size):,} bytes".encode() if size else b"size ?"):
+            return pos
+        role = called or result or message or note
+        start = found.end()
+        try:
+            if fence is not None:
+                close = data.find(fence, start - 1)
+                end = close + len(fence) + 2
+                if close == -1 or not data.startswith(after_close, end - 2):
+                    return pos
+                raw = data[start:close]
+                content = raw.decode("utf-8")
+            else:
+                end = data.find(mark, start)
+                if end == -1:
+                    return pos
+                content = data[start:end].decode("utf-8")
+                if content[0].isspace():
+                    return pos
+                content = content.strip()
+                raw = content.encode("utf-8")
+                end += 1
+        except UnicodeDecodeError:
+            return pos
+        # entry_digest(entry) spelled out, as in _quick_entries.
+        head = b'[%s,"%s",%s,%s,%s,%s,%s,%s,%s]\n' % (
+            number,
+            role,
+            b"null" if step is None else b'"%s"' % step,
+            b"null" if call is None else b'"%s"' % call,
+            b"null" if tool is None else b'"%s"' % tool,
+            b"false" if error is None else b"true",
+            b"null" if sidecar is None else b'"%s"' % sidecar,
+            b"null" if sha is None else b'"%s"' % sha,
+            size or b"null",
+        )
+        h = sha256(head)
+        h.update(raw)
+        actual.append(h.hexdigest()[:hex_digits])
+        digests.append(digest.decode("ascii"))
+        transcript.append(
+            Entry(
+                expected,
+                roles[role],  # type: ignore[arg-type]  # one of ROLES
+                content,
+                None if step is None else step.decode("ascii"),
+                None if call is None else call.decode("ascii"),
+                None if tool is None else tool.decode("ascii"),
+                error is not None,
+                None if sidecar is None else sidecar.decode("ascii"),
+                None if sha is None else sha.decode("ascii"),
+                None if size is None else int(size),
+            )
+        )
         pos = end
         expected += 1
 
@@ -591,11 +702,9 @@ def _check_generated(
         )
 
 
-def _body(
-    sc: _Scanner, start: int, run: Run, report: LoadReport
-) -> tuple[list[str], list[str | None]]:
-    """Scan the body from ``start``; fill ``run.transcript``; return the stored digests and
-    the actual ones known so far (None where ``_verify`` must compute them)."""
+def _conversation_start(sc: _Scanner, start: int, report: LoadReport) -> int:
+    """Read the generated sections from ``start`` up to the conversation; return where its
+    first entry (or whatever follows its heading) starts."""
     text = sc.text
     pos = sc.next_marker(start)
     if pos == -1:
@@ -604,7 +713,6 @@ def _body(
         report.warnings.append(
             f"{sc.path}:{sc.line_of(start)}: text before the first section is ignored."
         )
-    # Generated sections before the conversation.
     while True:
         name, recorded, after = _section_marker(sc, pos)
         if name == "conversation":
@@ -622,32 +730,12 @@ def _body(
             f"{sc.path}:{sc.line_of(after)}: text between the Conversation heading and the first "
             "entry was edited; it is not part of any entry, so the edit has no effect."
         )
-    digests: list[str] = []
-    actual: list[str | None] = []
-    transcript = run.transcript
-    while True:
-        pos = _quick_entries(text, pos, transcript, digests, actual)
-        if not text.startswith("<!-- flow:entry ", pos):
-            break
-        marker_pos = pos
-        entry, digest, pos = _entry(sc, pos, report)
-        if entry.id != len(transcript) + 1:
-            _check_swallowed(sc, transcript, marker_pos)
-            raise DigestError(
-                f"entry ids must count up from 1 in order; expected entry {len(transcript) + 1} "
-                f"here but found entry {entry.id}: entries were deleted, duplicated or moved.",
-                path=sc.path,
-                line=sc.line_of(marker_pos),
-                column=1,
-                hint=(
-                    "Restore the file from version control; to drop the end of a run use "
-                    "`flow rewind`."
-                ),
-            )
-        transcript.append(entry)
-        digests.append(digest)
-        actual.append(None)
-    # Generated sections after the conversation, then the end marker.
+    return pos
+
+
+def _conversation_end(sc: _Scanner, pos: int, run: Run, report: LoadReport) -> None:
+    """Read the generated sections after the conversation, from ``pos``, and the end marker."""
+    text = sc.text
     while not text.startswith("<!-- flow:end", pos):
         name, recorded, after = _section_marker(sc, pos)
         nxt = sc.next_marker(after)
@@ -669,7 +757,54 @@ def _body(
             "message of the conversation instead).",
         )
     run.journal_seq = int(match.group(1))
+
+
+def _body(
+    sc: _Scanner, start: int, run: Run, report: LoadReport
+) -> tuple[list[str], list[str | None]]:
+    """Scan the body from ``start``; fill ``run.transcript``; return the stored digests and
+    the actual ones known so far (None where ``_verify`` must compute them)."""
+    pos = _conversation_start(sc, start, report)
+    digests: list[str] = []
+    actual: list[str | None] = []
+    pos = _entries(sc, pos, run.transcript, digests, actual, report)
+    _conversation_end(sc, pos, run, report)
     return digests, actual
+
+
+def _entries(
+    sc: _Scanner,
+    pos: int,
+    transcript: list[Entry],
+    digests: list[str],
+    actual: list[str | None],
+    report: LoadReport,
+) -> int:
+    """Read the entries from ``pos`` on, appending to ``transcript``, ``digests`` (as stored)
+    and ``actual`` (None where not computed yet); return where the conversation ends."""
+    text = sc.text
+    while True:
+        pos = _quick_entries(text, pos, transcript, digests, actual)
+        if not text.startswith("<!-- flow:entry ", pos):
+            return pos
+        marker_pos = pos
+        entry, digest, pos = _entry(sc, pos, report)
+        if entry.id != len(transcript) + 1:
+            _check_swallowed(sc, transcript, marker_pos)
+            raise DigestError(
+                f"entry ids must count up from 1 in order; expected entry {len(transcript) + 1} "
+                f"here but found entry {entry.id}: entries were deleted, duplicated or moved.",
+                path=sc.path,
+                line=sc.line_of(marker_pos),
+                column=1,
+                hint=(
+                    "Restore the file from version control; to drop the end of a run use "
+                    "`flow rewind`."
+                ),
+            )
+        transcript.append(entry)
+        digests.append(digest)
+        actual.append(None)
 
 
 def _locate_entries(sc: _Scanner, ids: list[int]) -> dict[int, int]:
@@ -802,6 +937,84 @@ def parse_document(text: str, *, path: str | Path = "progress.md") -> Parsed:
     return Parsed(run, report, stored_digests=digests, actual_digests=actual, chain=chain)
 
 
+def parse_bytes(
+    data: bytes,
+    *,
+    path: str | Path = "progress.md",
+    decode: Callable[[bytes], str] | None = None,
+) -> Parsed:
+    """Parse the bytes of a progress file: the result of ``parse_document(decode(data))``
+    (``decode`` defaults to strict UTF-8; the store's names the position of a bad byte).
+
+    The entries of a file as flow wrote it are read straight from the bytes, hashed as they
+    are and decoded one by one, so a long file is never decoded whole. The text is decoded
+    whole, and read as ``parse_document`` reads it, from the first thing that is not as flow
+    wrote it (a hand edit, damage), so every warning and error names its place in the file.
+    """
+    where = str(path)
+
+    def whole() -> _Scanner:
+        return _Scanner(decode(data) if decode is not None else data.decode("utf-8"), where)
+
+    first = data.find(b"\n<!-- flow:entry ") + 1
+    if not data.startswith(b"---\n") or first == 0:
+        # Not a file flow wrote as it is (a byte order mark, CRLF line ends, no entries ...).
+        return parse_document(whole().text, path=path)
+    try:
+        # Everything up to the first entry's marker, decoded, is the start of the text
+        # parse_document reads: the same positions, the same results.
+        head = _Scanner(data[: first + len(b"<!-- flow:entry ")].decode("utf-8"), where)
+        fm, source, body_start = _front_matter(head)
+        if _check_version(fm, source, where) != FORMAT_VERSION:
+            return parse_document(whole().text, path=path)
+        fm = normalize_yaml_values(fm)
+        validate_front_matter(fm, path=where, source=source, line_offset=1)
+        run = run_from_valid(fm)
+        report = LoadReport()
+        at = _conversation_start(head, body_start, report)  # counts characters, not bytes
+    except (FlowError, UnicodeDecodeError):
+        # Reported with its place in the whole file (the front matter might even run past
+        # this start).
+        return parse_document(whole().text, path=path)
+    if at != len(head.text) - len("<!-- flow:entry "):
+        return parse_document(whole().text, path=path)
+    digests: list[str] = []
+    actual: list[str | None] = []
+    end = _quick_entries_bytes(data, first, run.transcript, digests, actual)
+    read_to_end = False
+    if not data.startswith(b"<!-- flow:entry ", end):
+        # The sections after the conversation, read on their own (their positions would be
+        # wrong in a warning or an error, so those are left to the whole text).
+        try:
+            tail_report = LoadReport()
+            _conversation_end(_Scanner(data[end:].decode("utf-8"), where), 0, run, tail_report)
+            read_to_end = not tail_report.warnings
+        except (FlowError, UnicodeDecodeError):
+            pass
+    sc: _Scanner | None = None
+    if not read_to_end:
+        # From ``end`` on, read the whole text as parse_document does.
+        sc = whole()
+        pos = len(data[:end].decode("utf-8"))
+        pos = _entries(sc, pos, run.transcript, digests, actual, report)
+        _conversation_end(sc, pos, run, report)
+    recorded = fm["transcript"]
+    chain = Chain(zip((e.id for e in run.transcript), digests, strict=True))
+    stem = Path(where).name.removesuffix(".md")
+    if (
+        sc is None
+        and actual == digests
+        and recorded["entries"] == len(run.transcript)
+        and recorded["digest"] == chain.root()
+        and not any(e.sidecar is not None and check_link(e.sidecar, stem) for e in run.transcript)
+    ):
+        known = [a for a in actual if a is not None]
+        return Parsed(run, report, stored_digests=digests, actual_digests=known, chain=chain)
+    # Edits or damage: _verify reports them with their places in the whole file.
+    checked, chain = _verify(sc or whole(), fm, source, run, digests, actual, report)
+    return Parsed(run, report, stored_digests=digests, actual_digests=checked, chain=chain)
+
+
 def parse(text: str, *, path: str | Path = "progress.md") -> tuple[Run, LoadReport]:
     """Parse progress-file ``text`` into a ``Run`` (with transcript) and a ``LoadReport``.
 
@@ -813,4 +1026,4 @@ def parse(text: str, *, path: str | Path = "progress.md") -> tuple[Run, LoadRepo
     return parsed.run, parsed.report
 
 
-__all__ = ["MIGRATIONS", "Migration", "Parsed", "parse", "parse_document"]
+__all__ = ["MIGRATIONS", "Migration", "Parsed", "parse", "parse_bytes", "parse_document"]

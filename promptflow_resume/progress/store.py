@@ -44,7 +44,7 @@ from .digest import Chain, entry_digest
 from .durable import fsync_dir, write_all, write_temp
 from .frontmatter import front_matter, run_from_valid
 from .model import Entry, LoadReport, Run
-from .parse import normalize_text, parse_document
+from .parse import parse_bytes
 from .render import entry_block, render_document
 from .schema import validate_front_matter
 from .sidecar import folder_name, read_checked, write_sidecar
@@ -125,6 +125,11 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 def read_text(path: str | Path, *, what: str = "progress file") -> str:
     """The decoded text of ``path`` after the size, binary and encoding checks."""
+    return decode_text(read_bytes(path, what=what), path, what=what)
+
+
+def read_bytes(path: str | Path, *, what: str = "progress file") -> bytes:
+    """The bytes of ``path`` after the size and binary checks."""
     p = Path(path)
     try:
         size = p.stat().st_size
@@ -166,6 +171,12 @@ def read_text(path: str | Path, *, what: str = "progress file") -> str:
                 "if it was damaged."
             ),
         )
+    return data
+
+
+def decode_text(data: bytes, path: str | Path, *, what: str = "progress file") -> str:
+    """``data`` decoded as UTF-8; a positioned error for a file that is not."""
+    p = Path(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -344,17 +355,17 @@ def replay(
     return result
 
 
-def _locate(text: str, entry_id: int) -> int | None:
-    marker = f"\n<!-- flow:entry {entry_id} "
-    found = text.find(marker)
-    return None if found == -1 else text.count("\n", 0, found) + 2
+def _locate(data: bytes, entry_id: int) -> int | None:
+    marker = b"\n<!-- flow:entry %d " % entry_id
+    found = data.find(marker)
+    return None if found == -1 else data.count(b"\n", 0, found) + 2
 
 
 def _load(path: Path, *, verify_sidecars: bool = True) -> tuple[Run, LoadReport, Chain, bool]:
     """Load + replay; returns run, report, the chain over the stored digests and whether a
     journal exists."""
-    text = read_text(path)
-    parsed = parse_document(text, path=path)
+    data = read_bytes(path)
+    parsed = parse_bytes(data, path=path, decode=lambda raw: decode_text(raw, path))
     run, report, digests, chain = parsed.run, parsed.report, parsed.stored_digests, parsed.chain
     jpath = journal_path(path)
     has_journal = jpath.exists()
@@ -364,7 +375,6 @@ def _load(path: Path, *, verify_sidecars: bool = True) -> tuple[Run, LoadReport,
         if report.replayed_events:
             chain = Chain(zip((e.id for e in run.transcript), digests, strict=True))
     if verify_sidecars:
-        body = normalize_text(text)
         for entry in run.transcript:
             if entry.sidecar is None:
                 continue
@@ -374,7 +384,7 @@ def _load(path: Path, *, verify_sidecars: bool = True) -> tuple[Run, LoadReport,
                     f"entry {entry.id} keeps its full output in the sidecar {entry.sidecar}, "
                     f"which {problem}.",
                     path=path,
-                    line=_locate(body, entry.id),
+                    line=_locate(data, entry.id),
                     column=1,
                     hint=(
                         f"Restore {entry.sidecar} from version control or a backup (sidecar "
