@@ -508,6 +508,8 @@ def _quick_entries_bytes(
     hex_digits = ENTRY_DIGEST_HEX
     mark = b"\n<!-- flow:"
     after_close = b"\n\n<!-- flow:"
+    heads: dict[tuple[bytes | bool | None, ...], bytes] = {}
+    names: dict[bytes, str] = {}
     expected = len(transcript) + 1
     while True:
         found = match(data, pos)
@@ -556,19 +558,23 @@ def _quick_entries_bytes(
                 end += 1
         except UnicodeDecodeError:
             return pos
-        # entry_digest(entry) spelled out, as in _quick_entries.
-        head = b'[%s,"%s",%s,%s,%s,%s,%s,%s,%s]\n' % (
-            number,
-            role,
-            b"null" if step is None else b'"%s"' % step,
-            b"null" if call is None else b'"%s"' % call,
-            b"null" if tool is None else b'"%s"' % tool,
-            b"false" if error is None else b"true",
-            b"null" if sidecar is None else b'"%s"' % sidecar,
-            b"null" if sha is None else b'"%s"' % sha,
-            size or b"null",
-        )
-        h = sha256(head)
+        # entry_digest(entry) spelled out, as in _quick_entries: a run repeats a few shapes
+        # of head (role, step, tool ...), each made once; only the id and call vary. The
+        # values it is made of hold no "%" (the pattern allows none), so it formats safely.
+        shape = (role, step, call is None, tool, error, sidecar, sha, size)
+        head = heads.get(shape)
+        if head is None:
+            head = heads[shape] = b'[%%s,"%s",%s,%s,%s,%s,%s,%s,%s]\n' % (
+                role,
+                b"null" if step is None else b'"%s"' % step,
+                b"null" if call is None else b'"%s"',
+                b"null" if tool is None else b'"%s"' % tool,
+                b"false" if error is None else b"true",
+                b"null" if sidecar is None else b'"%s"' % sidecar,
+                b"null" if sha is None else b'"%s"' % sha,
+                size or b"null",
+            )
+        h = sha256(head % ((number,) if call is None else (number, call)))
         h.update(raw)
         actual.append(h.hexdigest()[:hex_digits])
         digests.append(digest.decode("ascii"))
@@ -577,9 +583,9 @@ def _quick_entries_bytes(
                 expected,
                 roles[role],  # type: ignore[arg-type]  # one of ROLES
                 content,
-                None if step is None else step.decode("ascii"),
+                None if step is None else names.get(step) or names.setdefault(step, step.decode()),
                 None if call is None else call.decode("ascii"),
-                None if tool is None else tool.decode("ascii"),
+                None if tool is None else names.get(tool) or names.setdefault(tool, tool.decode()),
                 error is not None,
                 None if sidecar is None else sidecar.decode("ascii"),
                 None if sha is None else sha.decode("ascii"),
