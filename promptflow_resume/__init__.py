@@ -2,10 +2,46 @@
 
 The library API (the ``flow`` command is a thin layer over it)::
 
-    from promptflow_resume import load_progress
-    run, report = load_progress("progress.md")
+    from promptflow_resume import start_run, resume_run, run_status, load_progress
+
+    outcome = start_run("workflows/triage-todos.prompt.md", provider="echo")
+    run, report = load_progress(outcome.path)
+    print(run.status, report.edited_entries)
+
+Names are imported on first use, so ``import promptflow_resume`` (and ``flow --help``) stays
+cheap.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+
+#: Public name -> module that defines it.
+_EXPORTS: dict[str, str] = {
+    "start_run": "api",
+    "resume_run": "api",
+    "run_status": "api",
+    "Limits": "api",
+    "Outcome": "api",
+    "Choices": "reconcile",
+    "load_progress": "progress",
+    "ProgressStore": "progress",
+    "load_workflow": "workflow",
+    "list_runs": "detect",
+    "share_run": "sharing",
+    "fork_run": "sharing",
+    "rewind_run": "sharing",
+    "FlowError": "errors",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'promptflow_resume' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
