@@ -47,8 +47,16 @@ from promptflow_resume.workflow import load_workflow  # noqa: E402
 REPLY = "The next step is to look at the build output once more, " * 5  # ~300 bytes
 RESULT = "line of tool output with some detail in it .....\n" * 21  # ~1 KiB
 
+# ``probe`` is declared so that the workflow offers it; the engine is handed the instant
+# in-process tool under that name (the declared argv never runs).
 WORKFLOW = """---
 description: Benchmark loop
+commands:
+  probe:
+    description: Look at something
+    argv: ["true"]
+    idempotent: true
+tools: [probe]
 ---
 You are a benchmark.
 
@@ -124,6 +132,9 @@ def flow_turns(turns: int, folder: Path) -> tuple[float, Path]:
         store.close()
     elapsed = time.perf_counter() - start
     assert run.status == "completed", (run.status, run.reason)
+    # Every turn must have run the tool (an unknown-tool error result would skip its writes).
+    results = [e for e in run.transcript if e.role == "tool_result"]
+    assert len(results) == turns and not any(e.is_error for e in results)
     return elapsed, progress
 
 
