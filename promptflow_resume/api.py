@@ -12,6 +12,7 @@ them directly::
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -196,22 +197,9 @@ def prepare_inputs(
     ask: Callable[[InputDecl], str] | None,
 ) -> dict[str, Any]:
     """Typed input values from ``--inputs FILE`` and ``--input k=v`` (the latter wins)."""
-    merged: dict[str, str] = {}
-    if inputs_file is not None:
-        merged.update(
-            {
-                k: v if isinstance(v, str) else _as_text(v)
-                for k, v in load_inputs_file(inputs_file).items()
-            }
-        )
+    merged = _stringify(load_inputs_file(inputs_file)) if inputs_file is not None else {}
     merged.update(given)
     return resolve_inputs(workflow, merged, ask=ask)
-
-
-def _as_text(value: Any) -> str:
-    import json
-
-    return value if isinstance(value, str) else json.dumps(value)
 
 
 def new_run(
@@ -427,7 +415,8 @@ def _apply_set(run: Run, workflow: Workflow, assignments: Mapping[str, str]) -> 
 
 
 def _stringify(values: Mapping[str, Any]) -> dict[str, str]:
-    return {k: v if isinstance(v, str) else _as_text(v) for k, v in values.items()}
+    """Input values as the text ``--input`` would give (JSON for non-strings)."""
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
 
 
 def resume_run(

@@ -22,7 +22,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -644,50 +644,44 @@ _HANDLED = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
 @contextmanager
-def _signals_raise_interrupted() -> Iterator[None]:
+def _signals_handled_by(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """Route SIGINT, SIGTERM and SIGHUP to ``handler`` (main thread only), then restore."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {name: signal.getsignal(getattr(signal, name)) for name in _HANDLED}
+    for name in _HANDLED:
+        signal.signal(getattr(signal, name), handler)
+    try:
+        yield
+    finally:
+        for name, old in previous.items():
+            signal.signal(getattr(signal, name), old)
+
+
+def _exit_now(signum: int, frame: FrameType | None) -> None:
+    """Stop running commands and exit 130 at once (every write is atomic or journaled)."""
+    stop_running_commands()
+    os._exit(130)
+
+
+def _signals_raise_interrupted() -> AbstractContextManager[None]:
     """Turn the first SIGINT/SIGTERM/SIGHUP into ``Interrupted``; a second one exits at once.
 
     The second signal can exit hard because every write is atomic or journaled: the file on
     disk is always the previous or the next checkpoint.
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     received: list[int] = []
 
     def handler(signum: int, frame: FrameType | None) -> None:
         if received:
-            stop_running_commands()
-            os._exit(130)
+            _exit_now(signum, frame)
         received.append(signum)
         raise Interrupted(signum)
 
-    previous = {name: signal.getsignal(getattr(signal, name)) for name in _HANDLED}
-    for name in _HANDLED:
-        signal.signal(getattr(signal, name), handler)
-    try:
-        yield
-    finally:
-        for name, old in previous.items():
-            signal.signal(getattr(signal, name), old)
+    return _signals_handled_by(handler)
 
 
-@contextmanager
-def _signals_force_exit() -> Iterator[None]:
+def _signals_force_exit() -> AbstractContextManager[None]:
     """While the final checkpoint is written, any signal exits at once (the write is atomic)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        stop_running_commands()
-        os._exit(130)
-
-    previous = {name: signal.getsignal(getattr(signal, name)) for name in _HANDLED}
-    for name in _HANDLED:
-        signal.signal(getattr(signal, name), handler)
-    try:
-        yield
-    finally:
-        for name, old in previous.items():
-            signal.signal(getattr(signal, name), old)
+    return _signals_handled_by(_exit_now)
