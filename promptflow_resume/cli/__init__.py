@@ -12,7 +12,6 @@ import os
 import signal
 import sys
 
-import click
 import typer
 
 from ..errors import EXIT_BUG, EXIT_INTERRUPTED, FlowError
@@ -66,15 +65,12 @@ def main(argv: list[str] | None = None) -> int:
             print_json(error.to_dict())
         err(f"error: {error}")
         return error.exit_code
-    except click.exceptions.Exit as exit_:
+    except typer.Exit as exit_:
         return exit_.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         err("aborted.")
         return EXIT_INTERRUPTED
-    except click.ClickException as error:
-        error.show()
-        return error.exit_code
-    except typer.TyperException as error:  # typer's vendored click raises its own usage errors
+    except typer.TyperException as error:  # usage errors of typer's own (vendored) click
         show = getattr(error, "show", None)
         if callable(show):
             show()
