@@ -14,11 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +46,7 @@ from .providers import create_provider
 from .providers.base import Provider, ProviderSettings
 from .reconcile import Choices, ResumePlan, apply_plan, plan_resume, resume_note
 from .redact import Redactor
+from .runids import is_generated, new_run_id
 from .tools import build_tools
 from .tools.base import Tool
 from .workflow import editor_variables, load_inputs_file, load_workflow, resolve_inputs
@@ -104,24 +102,10 @@ def exit_code_for(run: Run) -> int:
     return _EXIT_BY_STATUS.get(run.status, EXIT_RUN_INCOMPLETE)
 
 
-def _slug(text: str) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return slug[:40].strip("-") or "run"
-
-
-def new_run_id(workflow: Workflow) -> str:
-    """A sortable, readable, unique run id: ``20261121-232529-release-notes-3fa2``."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    return f"{stamp}-{_slug(workflow.name)}-{secrets.token_hex(2)}"
-
-
-_RUN_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,127}")
-
-
 def _run_id_for(progress_path: Path, workflow: Workflow) -> str:
-    """The run's folder name when it is a valid run id (the default layout), else a new id."""
+    """The folder's name in the default layout (``.flow/runs/<run-id>/``), else a new id."""
     folder = progress_path.parent.name
-    return folder if _RUN_ID.fullmatch(folder) else new_run_id(workflow)
+    return folder if is_generated(folder) else new_run_id(workflow.name)
 
 
 def _relative(target: Path, start: Path) -> str:
@@ -261,7 +245,7 @@ def new_run(
 
 def default_progress_path(workflow: Workflow, root: Path | None = None) -> Path:
     """``.flow/runs/<run-id>/progress.md`` under ``root`` (the working directory)."""
-    return (root or Path.cwd()) / RUNS_DIR / new_run_id(workflow) / "progress.md"
+    return (root or Path.cwd()) / RUNS_DIR / new_run_id(workflow.name) / "progress.md"
 
 
 def start_run(

@@ -15,6 +15,7 @@ Exit codes are part of the documented interface (``docs/spec.md``, "Exit codes")
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 # Exit codes. 0 = success, 1 = the run ended without completing (failed, budget, timeout),
 # 2 = usage error (typer's own), 3 = internal bug; the rest name a class of user error.
@@ -109,7 +110,31 @@ class ProgressFormatError(InvalidFileError):
 
 
 class ProgressSchemaError(InvalidFileError):
-    """A progress file's front matter parses but violates ``schemas/progress.schema.json``."""
+    """A progress file's front matter parses but violates ``schemas/progress.schema.json``.
+
+    The error itself names the first problem (by position in the file); ``problems`` holds
+    every one, first included, for ``flow validate`` to list.
+    """
+
+    def __init__(
+        self, message: str, *, problems: list[FlowError] | None = None, **where: Any
+    ) -> None:
+        super().__init__(message, **where)
+        self.problems: list[FlowError] = list(problems or [])
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``--json`` form, with every problem."""
+        data = super().to_dict()
+        data["problems"] = [
+            {
+                "message": p.message,
+                "line": p.line,
+                "column": p.column,
+                "field": p.field,
+            }
+            for p in self.problems
+        ]
+        return data
 
 
 class UnsupportedVersionError(InvalidFileError):

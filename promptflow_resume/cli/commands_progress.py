@@ -29,7 +29,7 @@ def validate(
             code = code or error.exit_code
             results.append({"path": str(path), "valid": False, "error": error.to_dict()})
             if not json_output:
-                err(f"error: {error}")
+                _print_error(path, error)
             continue
         results.append(
             {
@@ -54,6 +54,19 @@ def validate(
         print_json(results)
     if code:
         raise typer.Exit(code)
+
+
+def _print_error(path: Path, error: FlowError) -> None:
+    """One paragraph, or for several schema problems a list of them all and the hint once."""
+    problems = getattr(error, "problems", [])
+    if len(problems) < 2:
+        err(f"error: {error}")
+        return
+    err(f"error: {path}: {len(problems)} problems in the front matter:")
+    for problem in problems:
+        err(f"  - {problem}")
+    if error.hint:
+        err(error.hint)
 
 
 @app.command("schema")

@@ -36,12 +36,13 @@ def _time(text: str | None, since: str | None = None) -> str:
 @app.command("share")
 def share_command(
     progress: ProgressArg,
-    output: Path | None = typer.Option(
+    # Text, not Path: a trailing slash (docs/runs/) says OUT is a folder, and Path drops it.
+    output: str | None = typer.Option(
         None,
         "--output",
         "-o",
         metavar="OUT",
-        help="Where to write the copy (a .md file or a folder).",
+        help="Where to write the copy: a .md file, or a folder (created when missing).",
     ),
     force: bool = typer.Option(False, "--force", help="Replace an existing copy at OUT."),
     scrub_home: bool = typer.Option(
@@ -82,12 +83,13 @@ def fork_command(
     at: str = typer.Option(
         ..., "--at", metavar="STEP", help="The step to start from (id or number)."
     ),
-    output: Path | None = typer.Option(
+    output: str | None = typer.Option(
         None,
         "--output",
         "-o",
         metavar="NEW",
-        help="Where to write the new run (default: beside the original).",
+        help="Where to write the new run: a .md file, or a folder (created when missing); "
+        "default: beside the original.",
     ),
     as_json: SummaryJson = False,
 ) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from .. import yamlio
-from ..errors import FileNotFoundFlowError, ProgressSchemaError
+from ..errors import FileNotFoundFlowError, FlowError, ProgressSchemaError
 
 SCHEMA_NAMES = ("progress", "workflow")
 
@@ -215,16 +215,25 @@ def validate_front_matter(
         line, column = position(parts, error.validator)
         located.append((line if line is not None else 0, column or 0, parts, message, line, column))
     located.sort(key=lambda item: (item[0], item[1]))
-    _, _, parts, message, line, column = located[0]
-    more = len(located) - 1
+    problems = [
+        FlowError(context + message, path=path, line=line, column=column, field=field_path(parts))
+        for _, _, parts, message, line, column in located
+    ]
+    first = problems[0]
+    message = first.message
+    more = len(problems) - 1
     if more:
-        message += f" ({more} more problem{'s' if more > 1 else ''} after this one.)"
+        message += (
+            f" ({more} more problem{'s' if more > 1 else ''}; `flow validate {path}` lists "
+            "them all.)"
+        )
     raise ProgressSchemaError(
-        context + message,
+        message,
+        problems=problems,
         path=path,
-        line=line,
-        column=column,
-        field=field_path(parts),
+        line=first.line,
+        column=first.column,
+        field=first.field,
         hint=(
             "Fix that value in the front matter (or restore the file from version control); "
             "`flow schema progress` prints the full schema."

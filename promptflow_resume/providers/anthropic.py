@@ -23,7 +23,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ProviderError, ProviderSetupError
-from .base import Message, ProviderSettings, Reply, ReplyUsage, Request, ToolCall, ToolSpec
+from .base import (
+    Message,
+    ProviderSettings,
+    Reply,
+    ReplyUsage,
+    Request,
+    ToolCall,
+    ToolSpec,
+    require_model,
+)
 from .pricing import DEFAULT_MAX_OUTPUT_TOKENS
 from .retry import connection_failure, guard_callback, http_failure
 from .sdkcall import call_sdk, map_sdk_error, read_stream
@@ -336,6 +345,8 @@ class AnthropicProvider:
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
+        # Checked here, before a run exists, rather than at the first request.
+        require_model("anthropic", settings.model)
         self.credentials = resolve_credentials(settings)
         self._sdk = import_sdk()
         creds = self.credentials
@@ -348,13 +359,7 @@ class AnthropicProvider:
         )
 
     def _model(self, request: Request) -> str:
-        model = request.model or self.settings.model
-        if not model:
-            raise ProviderSetupError(
-                "no model named for the anthropic provider.",
-                hint="Set `model:` in the workflow's front matter or pass --model.",
-            )
-        return model
+        return require_model("anthropic", request.model or self.settings.model)
 
     def complete(self, request: Request, on_text: Callable[[str], None] | None = None) -> Reply:
         """Send one messages request; stream it when the settings ask for it."""

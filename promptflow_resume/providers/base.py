@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from ..errors import ProviderSetupError
+
 MessageRole = Literal["system", "user", "assistant", "tool"]
 
 
@@ -105,3 +107,13 @@ class Provider(Protocol):
     def complete(self, request: Request, on_text: Callable[[str], None] | None = None) -> Reply:
         """Send one request and return the whole assistant reply."""
         ...
+
+
+def require_model(provider: str, model: str | None) -> str:
+    """``model``, or the setup error a provider that needs a model name raises without one."""
+    if not model:
+        raise ProviderSetupError(
+            f"no model named for the {provider} provider.",
+            hint="Set `model:` in the workflow's front matter or pass --model.",
+        )
+    return model

@@ -26,7 +26,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ProviderError, ProviderSetupError
-from .base import Message, ProviderSettings, Reply, ReplyUsage, Request, ToolCall, ToolSpec
+from .base import (
+    Message,
+    ProviderSettings,
+    Reply,
+    ReplyUsage,
+    Request,
+    ToolCall,
+    ToolSpec,
+    require_model,
+)
 from .retry import connection_failure, guard_callback, http_failure
 from .sdkcall import call_sdk, map_sdk_error, read_stream
 
@@ -386,6 +395,8 @@ class OpenAIProvider:
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
+        # Checked here, before a run exists, rather than at the first request.
+        require_model("openai", settings.model)
         self.endpoint = resolve_endpoint(settings)
         self._sdk = import_sdk()
         self._client = self._make_client()
@@ -404,13 +415,7 @@ class OpenAIProvider:
         return self._sdk.OpenAI(base_url=ep.base_url, **common)
 
     def _model(self, request: Request) -> str:
-        model = request.model or self.settings.model
-        if not model:
-            raise ProviderSetupError(
-                "no model named for the openai provider.",
-                hint="Set `model:` in the workflow's front matter or pass --model.",
-            )
-        return model
+        return require_model("openai", request.model or self.settings.model)
 
     def complete(self, request: Request, on_text: Callable[[str], None] | None = None) -> Reply:
         """Send one chat completion request; stream it when the settings ask for it."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -92,18 +91,6 @@ def id_range(entries: list[Entry]) -> str:
     return str(first) if first == last else f"{first}-{last}"
 
 
-def slug(text: str) -> str:
-    """A run-id-safe slug of ``text`` (lower case letters, digits and dashes)."""
-    value = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return value[:40].strip("-") or "run"
-
-
-def new_run_id(name: str, now: datetime | None = None) -> str:
-    """A sortable, readable, unique run id: ``20261121-232529-release-notes-3fa2``."""
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
-    return f"{stamp}-{slug(name)}-{secrets.token_hex(2)}"
-
-
 def stamp(now: datetime | None = None) -> str:
     """A compact UTC timestamp for file names: ``20261121T232529Z``."""
     return (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
@@ -158,3 +145,16 @@ def inside(path: Path, folder: Path) -> bool:
     except ValueError:
         return False
     return True
+
+
+def output_file(out: str | Path, name: str) -> Path:
+    """Where ``-o OUT`` writes: OUT itself, or ``OUT/name`` when OUT names a folder.
+
+    A folder is one that exists, one written with a trailing slash (``docs/runs/``), or a
+    name without a suffix (``docs/runs``); a missing folder is created by the writer.
+    """
+    text = str(out)
+    path = Path(text)
+    if path.is_dir() or text.endswith(("/", os.sep)) or not path.suffix:
+        return path / name
+    return path

@@ -20,9 +20,10 @@ from ..errors import InputError
 from ..progress import ProgressStore, load_progress
 from ..progress.model import Cursor, Run, StepState
 from ..progress.sidecar import write_sidecar
+from ..runids import new_run_id
 from .common import (
     first_entry_of,
-    new_run_id,
+    output_file,
     rebase,
     relative_path,
     require_checkpoint_at,
@@ -100,9 +101,9 @@ def fork(path: str | Path, at_step: str, out: str | Path | None = None) -> ForkR
     step, index = resolve_step(run, at_step, path=source, option="--at")
     require_checkpoint_at(run, index, path=source, option="--at")
     run_id = new_run_id(run.workflow.name or Path(run.workflow.path).name.split(".")[0])
-    output = Path(out) if out is not None else default_fork_path(source, run_id)
-    if output.is_dir():
-        output = output / "progress.md"
+    output = (
+        output_file(out, "progress.md") if out is not None else default_fork_path(source, run_id)
+    )
     if not output.name.endswith(".md"):
         raise InputError(
             f"the fork must be a Markdown file ending in .md; got {output.name!r}.",

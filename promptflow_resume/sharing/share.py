@@ -33,7 +33,7 @@ from ..progress.model import Run
 from ..progress.sidecar import folder_name, is_binary, write_sidecar
 from ..progress.store import atomic_write
 from ..redact import Redactor
-from .common import git_root, inside, is_live, rebase, relative_path
+from .common import git_root, inside, is_live, output_file, rebase, relative_path
 from .files import archive_files, edited_digests, read_sidecar, render_copy, sidecar_folder
 
 
@@ -210,9 +210,7 @@ def share(
     """Write a pull-request-safe copy of the run at ``path``; see the module docstring."""
     source = Path(path)
     run, report = load_progress(source)  # a fresh object: changed in place, never saved back
-    output = Path(out) if out is not None else default_share_path(run)
-    if output.is_dir():
-        output = output / f"{run.run_id}.md"
+    output = output_file(out, f"{run.run_id}.md") if out is not None else default_share_path(run)
     if not output.name.endswith(".md"):
         raise InputError(
             f"the shared copy must be a Markdown file ending in .md; got {output.name!r}.",

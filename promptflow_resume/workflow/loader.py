@@ -112,6 +112,24 @@ def _read(path: Path) -> tuple[str, Diagnostic | None]:
         )
 
 
+def _progress_file_given(data: dict[str, Any], path: str, col: Collector) -> None:
+    """A progress file where a workflow was expected: say which command takes it."""
+    workflow = data.get("workflow")
+    source = workflow.get("path") if isinstance(workflow, dict) else None
+    again = (
+        f" To start a new run, run its workflow ({source}, relative to this file)."
+        if isinstance(source, str)
+        else ""
+    )
+    col.error(
+        "this is the progress file of a run (its front matter has `flow_progress:`), not a "
+        f"workflow. Continue the run with `flow resume {path}`.{again}",
+        line=1,
+        column=1,
+        code="progress-file",
+    )
+
+
 def _as_error(diagnostic: Diagnostic, count: int) -> WorkflowError:
     more = (
         f" ({count - 1} more problem{'s' if count > 2 else ''}; run `flow check "
@@ -167,6 +185,9 @@ def _analyze(text: str, path: str) -> tuple[Workflow | None, Collector]:
     if read is None:
         return None, col
     data, positions = read
+    if "flow_progress" in data:
+        _progress_file_given(data, path, col)
+        return None, col
     bad = validate_front_matter(data, positions, col) if data else set()
     cfg = build_config(data, positions, col, bad)
     if src.front_matter_text is not None:
