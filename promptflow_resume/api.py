@@ -46,7 +46,7 @@ from .providers import create_provider
 from .providers.base import Provider, ProviderSettings
 from .reconcile import Choices, ResumePlan, apply_plan, plan_resume, resume_note
 from .redact import Redactor
-from .runids import is_generated, new_run_id
+from .runids import id_from_folder, new_run_id
 from .tools import build_tools
 from .tools.base import Tool
 from .workflow import editor_variables, load_inputs_file, load_workflow, resolve_inputs
@@ -104,8 +104,7 @@ def exit_code_for(run: Run) -> int:
 
 def _run_id_for(progress_path: Path, workflow: Workflow) -> str:
     """The folder's name in the default layout (``.flow/runs/<run-id>/``), else a new id."""
-    folder = progress_path.parent.name
-    return folder if is_generated(folder) else new_run_id(workflow.name)
+    return id_from_folder(progress_path) or new_run_id(workflow.name)
 
 
 def _relative(target: Path, start: Path) -> str:

@@ -10,9 +10,12 @@ from __future__ import annotations
 import re
 import secrets
 from datetime import datetime, timezone
+from pathlib import Path
 
 #: The shape ``new_run_id`` gives.
 _GENERATED = re.compile(r"\d{8}-\d{6}-[a-z0-9-]{1,40}-[0-9a-f]{4}")
+#: What the progress schema accepts as a run id.
+_VALID = re.compile(r"[a-z0-9][a-z0-9-]{0,127}")
 
 
 def slug(text: str) -> str:
@@ -27,6 +30,16 @@ def new_run_id(name: str, now: datetime | None = None) -> str:
     return f"{stamp}-{slug(name)}-{secrets.token_hex(2)}"
 
 
-def is_generated(text: str) -> bool:
-    """True when ``text`` has the shape of an id ``new_run_id`` made."""
-    return _GENERATED.fullmatch(text) is not None
+def id_from_folder(progress: Path) -> str | None:
+    """The id a progress file's folder gives its run, if the folder was made for the run.
+
+    That is a folder of the default layout (``.flow/runs/<run-id>/progress.md``), or one named
+    with an id ``new_run_id`` made; any other folder (``out/``, ``ci/``) gives none.
+    """
+    folder = progress.parent
+    if _GENERATED.fullmatch(folder.name):
+        return folder.name
+    runs = folder.parent
+    if runs.name == "runs" and runs.parent.name == ".flow" and _VALID.fullmatch(folder.name):
+        return folder.name
+    return None

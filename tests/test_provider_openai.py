@@ -135,9 +135,9 @@ def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch, server: Mo
 
 
 def test_no_model_is_a_setup_error(server: ModelServer) -> None:
-    p = provider(server, model=None)
+    # Raised when the provider is made (before a run exists), not at the first request.
     with pytest.raises(ProviderSetupError, match="--model"):
-        p.complete(ask())
+        provider(server, model=None)
     assert server.requests == []
 
 

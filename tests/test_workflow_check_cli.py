@@ -52,7 +52,14 @@ def test_examples_are_clean(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0, out
     assert err == ""
     assert "warning" not in out and "error" not in out
-    assert out.count("ok: no problems found") == len(EXAMPLES)
+    # Several files: one line each and a tally (-v prints every plan).
+    assert out.splitlines()[: len(EXAMPLES)] == [
+        f"{path}: ok ({n} step{'s' if n > 1 else ''})"
+        for path, n in zip(EXAMPLES, [1, 1, 2, 3, 2], strict=True)
+    ]
+    assert out.rstrip().endswith(f"{len(EXAMPLES)} files: {len(EXAMPLES)} ok.")
+    code, out, _ = run(capsys, "-v", *EXAMPLES)
+    assert code == 0 and out.count("ok: no problems found") == len(EXAMPLES)
 
 
 def test_plan_shows_steps_inputs_variables_and_tools(capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,7 +106,17 @@ def test_errors_exit_four(capsys: pytest.CaptureFixture[str]) -> None:
         "tests/fixtures/workflows/invalid/step-ref-later.prompt.md",
     )
     assert code == 4
-    assert "ok: no problems found" in out  # the good file is still shown
+    lines = out.splitlines()
+    assert lines[0] == "workflows/explain-file.prompt.md: ok (1 step)"  # still shown
+    assert lines[1].startswith(
+        "tests/fixtures/workflows/invalid/step-ref-later.prompt.md: FAILED (2 steps; 1 error); "
+        "first: line 2: ${step:report} refers to a later step"
+    )
+    assert lines[-1] == "2 files: 1 ok, 1 with errors; 1 error (step-ref 1)."
+    code, out, _ = run(
+        capsys, "-v", "tests/fixtures/workflows/invalid/step-ref-later.prompt.md", "workflows"
+    )
+    assert code == 4 and "ok: no problems found" in out
     assert (
         "tests/fixtures/workflows/invalid/step-ref-later.prompt.md:2:34: error: "
         "${step:report} refers to a later step"
@@ -121,9 +138,35 @@ def test_missing_file_exits_five(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "workflows/explain-file.prompt.md", "workflows/nope.prompt.md")
     assert code == 5
     assert (
-        "workflows/nope.prompt.md: error: the workflow file workflows/nope.prompt.md "
-        "does not exist."
+        "workflows/nope.prompt.md: FAILED (1 error); first: the workflow file "
+        "workflows/nope.prompt.md does not exist."
     ) in out
+
+
+def test_an_empty_folder_says_it_holds_no_workflows(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run(capsys, str(tmp_path))
+    assert code == 5 and out == ""
+    assert err == f"error: no *.prompt.md files in the folder {tmp_path}.\n"
+    code, out, _ = run(capsys, "--json", str(tmp_path))
+    assert code == 5 and json.loads(out)["workflows"][0]["diagnostics"][0]["code"] == "not-found"
+
+
+def test_a_folder_of_copilot_files_says_the_builtins_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for n in range(3):
+        (tmp_path / f"a{n}.prompt.md").write_text(
+            "---\nmode: agent\ntools: ['githubRepo', 'problems', 'codebase']\n---\nDo it.\n"
+        )
+    code, out, _ = run(capsys, str(tmp_path))
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == 3 + 1 + 2  # a line per file, a blank line, the tally, the built-ins
+    assert lines[0].startswith(f"{tmp_path}/a0.prompt.md: ok (1 step; 2 warnings); first:")
+    assert lines[4] == "3 files: 0 ok, 3 with warnings; 6 warnings (unknown-tool 6)."
+    assert out.count("read_file") == 1 and lines[5].startswith("Built-in tools: read_file")
 
 
 def test_json_output_is_one_document(capsys: pytest.CaptureFixture[str]) -> None:

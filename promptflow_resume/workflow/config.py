@@ -224,7 +224,7 @@ def _resolve_tools(
             hint = did_you_mean(name, [*commands, *BUILTIN_TOOLS])
             col.warning(
                 f"tool `{name}` is neither a declared command nor a built-in tool{hint}, so it "
-                f"is not offered to the model; built-ins: {', '.join(BUILTIN_TOOLS)}.",
+                "is not offered to the model.",
                 line=line,
                 column=column,
                 field=field_path(("tools", i)),

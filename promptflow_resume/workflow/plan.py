@@ -263,3 +263,56 @@ def format_plan(plan: dict[str, Any]) -> str:
     else:
         lines.append("  ok: no problems found")
     return "\n".join(lines)
+
+
+def format_summary(plan: dict[str, Any]) -> str:
+    """One line for a file in a folder-wide ``flow check``: its verdict and first problem."""
+    counts = ", ".join(
+        x
+        for x in (
+            _count(plan["errors"], "error") if plan["errors"] else "",
+            _count(plan["warnings"], "warning") if plan["warnings"] else "",
+        )
+        if x
+    )
+    steps = f"{_count(len(plan['steps']), 'step')}" if "steps" in plan else ""
+    if not counts:
+        return f"{plan['path']}: ok ({steps})"
+    first = next(
+        (d for d in plan["diagnostics"] if d["severity"] == "error"), plan["diagnostics"][0]
+    )
+    where = f"line {first['line']}: " if first["line"] is not None else ""
+    verdict = "ok" if plan["ok"] else "FAILED"
+    detail = f"{steps}; {counts}" if steps else counts
+    return f"{plan['path']}: {verdict} ({detail}); first: {where}{first['message']}"
+
+
+def format_tally(plans: list[dict[str, Any]]) -> str:
+    """The last line of a many-file ``flow check``: files by verdict, problems by kind."""
+    failed = sum(1 for p in plans if not p["ok"])
+    warned = sum(1 for p in plans if p["ok"] and p["warnings"])
+    verdicts = [
+        f"{len(plans) - failed - warned} ok",
+        f"{warned} with warnings" if warned else "",
+        f"{failed} with errors" if failed else "",
+    ]
+    by_code: dict[str, int] = {}
+    for plan in plans:
+        for d in plan["diagnostics"]:
+            code = d["code"] or d["severity"]
+            by_code[code] = by_code.get(code, 0) + 1
+    errors = sum(p["errors"] for p in plans)
+    warnings = sum(p["warnings"] for p in plans)
+    problems = ", ".join(
+        x
+        for x in (
+            _count(errors, "error") if errors else "",
+            _count(warnings, "warning") if warnings else "",
+        )
+        if x
+    )
+    text = f"{_count(len(plans), 'file')}: " + ", ".join(v for v in verdicts if v)
+    if problems:
+        kinds = ", ".join(f"{code} {n}" for code, n in sorted(by_code.items(), key=lambda x: -x[1]))
+        text += f"; {problems} ({kinds})"
+    return text + "."

@@ -1,0 +1,127 @@
+"""What a new user meets in the first hour: setup errors, run ids, output folders, the
+wrong file given to a command, and every problem of a broken file listed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from promptflow_resume.cli import main
+from promptflow_resume.errors import EXIT_INVALID_FILE, EXIT_PROVIDER
+from promptflow_resume.progress import load_progress
+
+HELLO = (
+    "---\nname: hello\ninputs:\n  topic: {default: bees}\n---\n"
+    "# Greet\nSay hello about ${input:topic}.\n"
+)
+
+
+def flow(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def hello(workdir: Path) -> Path:
+    path = workdir / "hello.prompt.md"
+    path.write_text(HELLO, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--provider", "openai"], "no model named for the openai provider"),
+        (["--provider", "anthropic"], "no model named for the anthropic provider"),
+        (["--provider", "nope"], "unknown provider 'nope'"),
+        (["--provider", "openai", "--model", "gpt-4o-mini"], "OPENAI_API_KEY is not set"),
+    ],
+)
+def test_a_provider_setup_error_exits_10_before_any_run_exists(
+    hello: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    words: str,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    if "--model" not in args:
+        monkeypatch.setenv("OPENAI_API_KEY", "k")
+    else:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code, out, err = flow(capsys, "run", str(hello), "--new", *args)
+    assert code == EXIT_PROVIDER, err
+    assert err.startswith("error: ") and words in err and "Traceback" not in err
+    assert not (hello.parent / ".flow").exists()  # no failed run left behind
+
+
+def test_runs_written_outside_flow_runs_get_unique_ids(
+    hello: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for where in ("a/out/progress.md", "b/out/progress.md"):
+        code, _, err = flow(capsys, "run", str(hello), "--provider", "echo", "--progress", where)
+        assert code == 0, err
+    ids = {load_progress(f"{x}/out/progress.md")[0].run_id for x in "ab"}
+    assert len(ids) == 2 and "out" not in ids
+    assert all(i.endswith(tuple("0123456789abcdef")) and "-hello-" in i for i in ids)
+    code, out, _ = flow(capsys, "list", "-a", "a", "b", "--json")
+    assert code == 0 and {r["run_id"] for r in json.loads(out)} == ids
+
+
+def test_share_and_fork_create_a_missing_output_folder(
+    hello: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow(capsys, "run", str(hello), "--provider", "echo", "--progress", "run/progress.md")
+    run_id = load_progress("run/progress.md")[0].run_id
+    code, out, err = flow(capsys, "share", "run/progress.md", "-o", "docs/runs/")
+    assert code == 0, err
+    assert (hello.parent / "docs" / "runs" / f"{run_id}.md").is_file()
+    code, _, err = flow(capsys, "fork", "run/progress.md", "--at", "1", "-o", "forks")
+    assert code == 0, err
+    assert load_progress("forks/progress.md")[0].parent["run_id"] == run_id  # type: ignore[index]
+
+
+def test_a_progress_file_given_to_run_or_check_points_to_resume(
+    hello: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow(capsys, "run", str(hello), "--provider", "echo", "--progress", "run/progress.md")
+    before = Path("run/progress.md").read_bytes()
+    for command in ("run", "check"):
+        code, out, err = flow(capsys, command, "run/progress.md")
+        assert code == EXIT_INVALID_FILE
+        text = out + err
+        assert "this is the progress file of a run" in text
+        assert "flow resume run/progress.md" in text
+        assert "its workflow (../hello.prompt.md, relative to this file)" in text
+        assert "must be a mapping" not in text
+    assert Path("run/progress.md").read_bytes() == before
+
+
+def test_validate_lists_every_schema_problem(
+    hello: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow(capsys, "run", str(hello), "--provider", "echo", "--progress", "run/progress.md")
+    path = Path("run/progress.md")
+    text = path.read_text(encoding="utf-8")
+    broken = (
+        text.replace("\nstatus: completed\n", "\nstatus: bogus\n", 1)
+        .replace("\nrun_id: ", "\nrun_id: 7\nx_run_id: ", 1)
+        .replace("\n  name: hello\n", "\n  name: 5\n", 1)
+    )
+    path.write_text(broken, encoding="utf-8")
+    code, out, err = flow(capsys, "validate", str(path))
+    assert code == EXIT_INVALID_FILE and out == ""
+    lines = err.splitlines()
+    assert lines[0].startswith(f"error: {path}: ") and "problems in the front matter" in lines[0]
+    listed = [line for line in lines if line.startswith("  - ")]
+    assert len(listed) >= 4  # run_id, the unknown key, status, workflow.name
+    for field in ("$.run_id", "$.status", "$.workflow.name"):
+        assert sum(field + ":" in line for line in listed) == 1, field
+    code, out, _ = flow(capsys, "validate", "--json", str(path))
+    problems = json.loads(out)[0]["error"]["problems"]
+    assert len(problems) == len(listed)
+    assert {"$.run_id", "$.status", "$.workflow.name"} <= {p["field"] for p in problems}
+    assert path.read_text(encoding="utf-8") == broken
