@@ -52,7 +52,7 @@ def test_a_provider_setup_error_exits_10_before_any_run_exists(
         monkeypatch.setenv("OPENAI_API_KEY", "k")
     else:
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    code, out, err = flow(capsys, "run", str(hello), "--new", *args)
+    code, _, err = flow(capsys, "run", str(hello), "--new", *args)
     assert code == EXIT_PROVIDER, err
     assert err.startswith("error: ") and words in err and "Traceback" not in err
     assert not (hello.parent / ".flow").exists()  # no failed run left behind
@@ -76,7 +76,7 @@ def test_share_and_fork_create_a_missing_output_folder(
 ) -> None:
     flow(capsys, "run", str(hello), "--provider", "echo", "--progress", "run/progress.md")
     run_id = load_progress("run/progress.md")[0].run_id
-    code, out, err = flow(capsys, "share", "run/progress.md", "-o", "docs/runs/")
+    code, _, err = flow(capsys, "share", "run/progress.md", "-o", "docs/runs/")
     assert code == 0, err
     assert (hello.parent / "docs" / "runs" / f"{run_id}.md").is_file()
     code, _, err = flow(capsys, "fork", "run/progress.md", "--at", "1", "-o", "forks")
