@@ -138,6 +138,7 @@ class Engine:
     def execute(self) -> Run:
         """Run until the workflow completes or the run stops; the file is always folded."""
         run = self.run
+        self.reporter.run_started(run.usage)
         try:
             with _signals_raise_interrupted():
                 self._set_status("running", None)
@@ -449,7 +450,8 @@ class Engine:
         self._append([entry])
         faults.point("engine.tool_result_recorded")
         first_line = entry.content.strip().splitlines()[0] if entry.content.strip() else ""
-        self.reporter.tool_finished(name, entry.is_error, first_line[:120])
+        # Whole (within reason): the display fits it to its width at a word boundary.
+        self.reporter.tool_finished(name, entry.is_error, first_line[:1000])
 
     def _command_step_arguments(self, step: Step, call: Entry) -> dict[str, Any]:
         """What a command step's recorded call runs with: always the workflow's ``run:`` line.

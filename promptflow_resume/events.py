@@ -13,6 +13,9 @@ from .providers.base import Request
 class Reporter:
     """Hooks called as a run progresses; every method does nothing by default."""
 
+    def run_started(self, run_usage: Usage) -> None:
+        """The run starts or resumes; ``run_usage`` is what earlier attempts already used."""
+
     def notice(self, text: str) -> None:
         """A one-line message for the user (resume decisions, workflow changes, warnings)."""
 

@@ -24,6 +24,7 @@ The rules (docs/spec.md, "Running and resuming"):
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Literal
@@ -191,7 +192,8 @@ def plan_resume(
             plan.decision = "ask"
             plan.can_resume = False
             plan.blocked = (
-                f"the workflow changed in steps that already ran: {names}. Choose "
+                f"the workflow {os.path.normpath(workflow.path)} changed in steps that already "
+                f"ran: {names}. Choose "
                 "--rerun-changed (re-run from the first changed step) or --keep-completed "
                 "(keep recorded results, use the new text for what is left)"
             )
@@ -269,9 +271,11 @@ def apply_plan(
     """
     notes: list[str] = []
     if plan.decision == "ask":
-        raise WorkflowChangedError(
-            plan.blocked or "the workflow changed", hint="Nothing was changed in the progress file."
+        # ``blocked`` is a clause (status shows it too): end it before the hint's sentence.
+        reason = (plan.blocked or f"the workflow {os.path.normpath(workflow.path)} changed").rstrip(
+            "."
         )
+        raise WorkflowChangedError(reason + ".", hint="Nothing was changed in the progress file.")
 
     for change in plan.changes:
         if change.kind == "changed" and not change.started:

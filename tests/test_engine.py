@@ -199,9 +199,12 @@ def test_a_change_to_a_completed_step_needs_a_decision(project: Path) -> None:
         workflow.read_text().replace("Bump the counter twice", "Bump the counter once"),
         encoding="utf-8",
     )
-    with pytest.raises(WorkflowChangedError, match="inspect"):
+    with pytest.raises(WorkflowChangedError, match="inspect") as info:
         resume_run(path)
     assert path.read_bytes() == before  # nothing written
+    # The message names the workflow file, and its sentences are separate.
+    assert f"the workflow {workflow} changed in steps that already ran" in str(info.value)
+    assert "what is left). Nothing was changed in the progress file." in str(info.value)
     kept = resume_run(path, choices=Choices(keep_completed=True), limits=Limits(max_turns=10))
     assert kept.run.status == "completed"
     assert counter_lines(project) == 2

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
+import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +51,22 @@ def _stdin_is_terminal() -> bool:
     return sys.stdin is not None and sys.stdin.isatty()
 
 
+class _Countdown:
+    """A status line that counts down to a moment; rich renders it afresh at each refresh."""
+
+    def __init__(self, template: str, until: float) -> None:
+        self.template = template
+        self.until = until
+
+    def __rich__(self) -> str:
+        left = max(0.0, self.until - time.monotonic())
+        return self.template.format(left=f"{left:.0f}s")
+
+
 class ConsoleReporter(Reporter):
-    """Live progress on a terminal (stderr): step i of n, a spinner, tokens and cost."""
+    """Progress on stderr: on a terminal, a live line (step i of n, a spinner, tokens and
+    cost) and a line per step and tool; without one (CI logs), a plain line as each step
+    starts and ends, so a log shows where a run is without ``-v``."""
 
     def __init__(self, *, live: bool, verbose: bool = False, show_requests: bool = False) -> None:
         self.live = live
@@ -59,23 +76,28 @@ class ConsoleReporter(Reporter):
         self._status: Any = None
         self._step = ""
         self._usage = Usage()
+        self._step_began = (0.0, Usage())
         if live:
             from rich.console import Console
 
             self._console = Console(stderr=True)
 
-    def _show(self, what: str) -> None:
+    def _show(self, what: Any) -> None:
         if not self.live:
             return
-        text = (
-            f"{self._step} · {what} · {self._usage.total_tokens:,} tokens"
-            f" · ${self._usage.cost_usd:.4f}"
-        )
+        if not isinstance(what, str):
+            line: Any = what
+        else:
+            line = f"{self._step} · {what} · {self._usage_text(self._usage)}"
         if self._status is None:
-            self._status = self._console.status(text)
+            self._status = self._console.status(line)
             self._status.start()
         else:
-            self._status.update(text)
+            self._status.update(line)
+
+    @staticmethod
+    def _usage_text(usage: Usage) -> str:
+        return f"{usage.total_tokens:,} tokens · ${usage.cost_usd:.4f}"
 
     def _print(self, text: str) -> None:
         if self.live:
@@ -83,14 +105,42 @@ class ConsoleReporter(Reporter):
         else:
             err(text)
 
+    def _fit(self, text: str, indent: int) -> str:
+        """``text`` cut at a word boundary to fit the terminal's width (whole in a log)."""
+        if not self.live:
+            return text
+        width = max(20, self._console.width - indent)
+        return textwrap.shorten(text, width=width, placeholder=" …") if len(text) > width else text
+
+    def run_started(self, run_usage: Usage) -> None:
+        # A resumed run's totals carry on from its earlier attempts.
+        self._usage = run_usage
+
     def notice(self, text: str) -> None:
         self._print(f"flow: {text}")
 
     def step_started(self, step_id: str, title: str, index: int, total: int) -> None:
         self._step = f"step {index}/{total} {title}"
+        self._step_began = (time.monotonic(), dataclasses.replace(self._usage))
         if self.live or self.verbose:
             self._print(f"▶ {self._step}")
+        else:
+            err(f"flow: {self._step}: started")
         self._show("starting")
+
+    def step_finished(self, step_id: str, status: str) -> None:
+        began, usage = self._step_began
+        seconds = time.monotonic() - began
+        used = Usage(
+            input_tokens=self._usage.input_tokens - usage.input_tokens,
+            output_tokens=self._usage.output_tokens - usage.output_tokens,
+            cost_usd=self._usage.cost_usd - usage.cost_usd,
+        )
+        line = f"{self._step}: {status} in {seconds:.1f}s · {self._usage_text(used)}"
+        if self.live or self.verbose:
+            self._print(f"■ {line}")
+        else:
+            err(f"flow: {line}")
 
     def model_call(self, step_id: str, turn: int, request: Request) -> None:
         if self.show_requests:
@@ -106,15 +156,20 @@ class ConsoleReporter(Reporter):
     def tool_started(self, name: str, arguments: str) -> None:
         self._show(f"running {name}")
         if self.verbose:
-            self._print(f"  → {name} {arguments[:200]}")
+            self._print(self._fit(f"  → {name} {arguments}", 0))
 
     def tool_finished(self, name: str, is_error: bool, summary: str) -> None:
         if self.live or self.verbose:
             mark = "✗" if is_error else "✓"
-            self._print(f"  {mark} {name}: {summary}")
+            self._print(self._fit(f"  {mark} {name}: {summary}", 0))
 
     def retry(self, attempt: int, delay: float, message: str) -> None:
         self._print(f"flow: provider error, retry {attempt} in {delay:.1f}s: {message}")
+        self._show(
+            _Countdown(
+                f"{self._step} · retry {attempt} in {{left}} · {message}", time.monotonic() + delay
+            )
+        )
 
     def close(self) -> None:
         if self._status is not None:
@@ -160,6 +215,8 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
     else:
         reason = f" ({run.reason})" if run.reason else ""
         err(f"{run.status}{reason}: {counts}.")
+        if run.status == "failed" and run.last_error is not None:
+            err(f"Cause: {run.last_error.message}")
         if run.status == "interrupted":
             err("Progress saved.")
         if run.status == "awaiting_input":
