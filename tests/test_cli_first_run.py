@@ -4,6 +4,7 @@ wrong file given to a command, and every problem of a broken file listed."""
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from promptflow_resume.cli import main
 from promptflow_resume.errors import EXIT_INVALID_FILE, EXIT_PROVIDER
 from promptflow_resume.progress import load_progress
+from tests import flowproc
 
 HELLO = (
     "---\nname: hello\ninputs:\n  topic: {default: bees}\n---\n"
@@ -125,3 +127,40 @@ def test_validate_lists_every_schema_problem(
     assert len(problems) == len(listed)
     assert {"$.run_id", "$.status", "$.workflow.name"} <= {p["field"] for p in problems}
     assert path.read_text(encoding="utf-8") == broken
+
+
+def test_without_a_terminal_each_step_start_and_end_reaches_stderr(workdir: Path) -> None:
+    (workdir / "two.prompt.md").write_text(
+        "---\nname: two\n---\n## Step 1: First\nSay one.\n\n## Step 2: Second\nSay two.\n",
+        encoding="utf-8",
+    )
+    result = flowproc.flow("run", "two.prompt.md", "--provider", "echo", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("flow: step")]
+    assert lines[0] == "flow: step 1/2 First: started"
+    assert lines[1].startswith("flow: step 1/2 First: completed in ")
+    assert lines[2] == "flow: step 2/2 Second: started"
+    assert lines[3].startswith("flow: step 2/2 Second: completed in ")
+    assert len(lines) == 4 and "\x1b" not in result.stderr  # no spinner, no colour codes
+
+
+def test_a_refused_connection_shows_each_retry_and_the_cause_at_the_end(workdir: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (workdir / "w.prompt.md").write_text(
+        "---\nname: w\nretry: {max_attempts: 3, initial_delay: 0.05, jitter: 0}\n---\nHi.\n",
+        encoding="utf-8",
+    )
+    env = flowproc.flow_env(OPENAI_API_KEY="k", OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1")
+    result = flowproc.flow(
+        "run", "w.prompt.md", "--provider", "openai", "--model", "m", cwd=workdir, env=env
+    )
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    retries = [line for line in lines if line.startswith("flow: provider error, retry")]
+    assert len(retries) == 2 and all("Connection refused" in line for line in retries)
+    assert retries[0].startswith("flow: provider error, retry 1 in 0.1s: ")
+    failed = next(i for i, line in enumerate(lines) if line.startswith("failed ("))
+    assert lines[failed + 1].startswith("Cause: ") and "Connection refused" in lines[failed + 1]
+    assert lines[-1].startswith("Resume with: flow resume ")
