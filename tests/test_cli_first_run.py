@@ -8,8 +8,11 @@ import socket
 from pathlib import Path
 
 import pytest
+import typer
+import typer.core
+import typer.main
 
-from promptflow_resume.cli import main
+from promptflow_resume.cli import app, main, register_commands
 from promptflow_resume.errors import EXIT_INVALID_FILE, EXIT_PROVIDER
 from promptflow_resume.progress import load_progress
 from tests import flowproc
@@ -164,3 +167,71 @@ def test_a_refused_connection_shows_each_retry_and_the_cause_at_the_end(workdir:
     failed = next(i for i, line in enumerate(lines) if line.startswith("failed ("))
     assert lines[failed + 1].startswith("Cause: ") and "Connection refused" in lines[failed + 1]
     assert lines[-1].startswith("Resume with: flow resume ")
+
+
+def test_every_placeholder_in_help_is_an_upper_case_name() -> None:
+    register_commands()
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    loose = [
+        f"flow {name} {param.name}: {param.metavar!r}"
+        for name, command in group.commands.items()
+        for param in command.params
+        if not getattr(param, "is_flag", False)
+        and param.name != "help"
+        and not (param.metavar and param.metavar.replace("=", "").isupper())
+    ]
+    assert loose == []
+
+
+@pytest.mark.parametrize("command", ["run", "detect"])
+def test_inputs_file_help_is_the_same_everywhere(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = flow(capsys, command, "--help")
+    assert code == 0
+    assert "--inputs FILE" in out and "A YAML or JSON file of input values." in out
+    assert "<list[str]>" not in out and "{workflow}" not in out
+
+
+def test_base_url_help_names_the_presets(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("run", "resume"):
+        _, out, _ = flow(capsys, command, "--help")
+        assert "--base-url URL" in out
+        words = " ".join(out.split())
+        assert "a preset (openai, github, ollama, azure)" in words
+
+
+def test_status_speaks_in_counted_nouns_and_draws_the_bar_as_list_does(
+    hello: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow(capsys, "run", str(hello), "--provider", "echo", "--progress", "run/progress.md")
+    code, out, _ = flow(capsys, "status", "run/progress.md")
+    assert code == 0
+    usage = next(line for line in out.splitlines() if line.startswith("usage"))
+    assert usage.endswith(", 1 turn, $0.0000, 1 attempt")
+    progress = next(line for line in out.splitlines() if line.startswith("progress"))
+    bar = progress.split()[1]
+    assert set(bar[1:-1]) <= {"█", "░"} or set(bar[1:-1]) <= {"#", "-"}
+    _, listed, _ = flow(capsys, "list", "-a", "run")
+    assert bar[1] in listed  # the same glyphs in both commands
+
+
+def test_detect_keeps_the_matched_column_short(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (workdir / "two.prompt.md").write_text(
+        "---\nname: two\ninputs:\n  topic: {}\n---\n## Step 1: First\nWrite about "
+        "${input:topic}.\n\n## Step 2: Second\nSay two.\n",
+        encoding="utf-8",
+    )
+    topic = " ".join(f"keyword{i:02d}long" for i in range(60))
+    args = ("two.prompt.md", "-i", f"topic={topic}")
+    code, _, _ = flow(capsys, "run", *args, "--provider", "echo", "--max-turns", "1", "--new")
+    assert code == 1  # the turn budget stops it after step 1: an unfinished run to find
+    code, out, _ = flow(capsys, "detect", *args)
+    assert code == 0
+    row = next(line for line in out.splitlines() if line.startswith("1 "))
+    assert "more" in row and len(row) < 250
+    code, out, _ = flow(capsys, "detect", *args, "--json")
+    assert len(json.loads(out)["candidates"][0]["matched"]) > 60  # --json keeps them all

@@ -34,7 +34,7 @@ def test_share_prints_where_the_copy_is_and_how_to_resume_it(
     _, path = start(project, max_turns=3)
     code, out, err = flow(capsys, "share", str(path), "-o", str(project / "run.md"))
     assert code == 0, err
-    assert f"shared: {project / 'run.md'} (run r1, 1 file(s) bundled beside it)" in out
+    assert f"shared: {project / 'run.md'} (run r1, 1 file bundled beside it)" in out
     assert "workflow: release.prompt.md (relative to the copy)" in out
     assert f"Resume it (in any clone) with: flow resume {project / 'run.md'}" in out
 
@@ -107,11 +107,11 @@ def test_clean_dry_run_lists_and_frees_nothing(
     monkeypatch.chdir(project)  # flow clean looks in .flow/runs by default
     code, out, _ = flow(capsys, "clean", "--older-than", "0", "--dry-run")
     assert code == 0
-    assert out.startswith("would delete 1 run(s), freeing ")
+    assert out.startswith("would delete 1 run, freeing ")
     assert "(dry run: nothing was deleted)" in out and "completed" in out
     assert path.exists()
     code, out, _ = flow(capsys, "clean", "--older-than", "0", "--status", "failed")
-    assert out.startswith("deleted 0 run(s), freeing 0 B") and "kept 1 run(s)" in out
+    assert out.startswith("deleted 0 runs, freeing 0 B") and "kept 1 run whose" in out
     code, out, _ = flow(capsys, "clean", "--older-than", "0", "--json")
     assert json.loads(out)["deleted"][0]["run_id"] == "r1"
     assert not path.parent.exists()

@@ -242,9 +242,15 @@ def test_ctrl_c_while_waiting_stops_the_command(tmp_path: Path) -> None:
             time.sleep(0.02)
         os.kill(os.getpid(), signal.SIGINT)
 
-    threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        run(tool, tmp_path)
+    # A shell starts background jobs with SIGINT ignored, and Python keeps it so: install
+    # Python's own handler, so this test does not depend on how pytest was started.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            run(tool, tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert wait_gone(int(pid_file.read_text()))
 
 

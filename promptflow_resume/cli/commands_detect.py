@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from .app import app, out, print_json
+from .options import InputOpt, InputsFileOpt, WorkflowArg
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -124,19 +125,9 @@ def _unicode_ok(console: Console) -> bool:
 
 @app.command("detect")
 def detect_command(
-    workflow: Path = typer.Argument(
-        ..., help="The workflow file (*.prompt.md).", metavar="WORKFLOW"
-    ),
-    input_: list[str] = typer.Option(
-        [],
-        "--input",
-        "-i",
-        help="An input value: name=value (repeatable), as for flow run.",
-        metavar="NAME=VALUE",
-    ),
-    inputs_file: Path | None = typer.Option(
-        None, "--inputs", help="A YAML file of input values, as for flow run.", metavar="FILE"
-    ),
+    workflow: WorkflowArg,
+    input_: InputOpt = [],  # noqa: B006 - typer copies list defaults
+    inputs_file: InputsFileOpt = None,
     dirs: list[Path] = typer.Option(
         [],
         "--dir",
@@ -181,6 +172,21 @@ def _would(detection: Detection) -> str:
     return "ask which of the listed runs to resume, or start fresh"
 
 
+#: The matched-keywords cell lists what fits; the rest is counted (``--json`` has them all).
+_MATCHED_WIDTH = 40
+
+
+def _matched_cell(matched: list[str]) -> str:
+    shown: list[str] = []
+    for number, word in enumerate(matched):
+        more = len(matched) - number
+        tail = f", +{more - 1} more" if more > 1 else ""
+        if shown and len(", ".join([*shown, word]) + tail) > _MATCHED_WIDTH:
+            return ", ".join(shown) + f", +{more} more"
+        shown.append(word)
+    return ", ".join(shown) or "-"
+
+
 def _print_detection(detection: Detection) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -205,7 +211,7 @@ def _print_detection(detection: Detection) -> None:
                 Text(f"{c.score:.2f}"),
                 Text(f"{c.similarity:.2f}"),
                 Text(f"{c.recency:.2f}"),
-                Text(", ".join(c.matched) or "-"),
+                Text(_matched_cell(c.matched)),
                 Text(c.status),
                 Text(
                     f"{c.steps_done}/{c.steps_total} "

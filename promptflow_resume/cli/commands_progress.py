@@ -13,7 +13,9 @@ from .app import app, err, out, print_json
 
 @app.command("validate")
 def validate(
-    paths: list[Path] = typer.Argument(..., help="Progress files (progress.md) to check."),
+    paths: list[Path] = typer.Argument(
+        ..., metavar="PROGRESS", help="Progress files (progress.md) to check."
+    ),
     json_output: bool = typer.Option(False, "--json", help="Print the results as JSON."),
 ) -> None:
     """Check progress files completely: front matter, schema, transcript digests, journal and
@@ -71,7 +73,9 @@ def _print_error(path: Path, error: FlowError) -> None:
 
 @app.command("schema")
 def schema(
-    name: str = typer.Argument("progress", help="Which schema: progress or workflow."),
+    name: str = typer.Argument(
+        "progress", metavar="NAME", help="Which schema: progress or workflow."
+    ),
 ) -> None:
     """Print a JSON schema (JSON Schema 2020-12) of flow's files."""
     from ..progress.schema import SCHEMA_NAMES, schema_file

@@ -17,7 +17,25 @@ from ..events import Reporter
 from ..progress.model import Run, Usage
 from ..providers.base import Request
 from ..reconcile import Choices, ResumePlan
+from ..wording import count
 from .app import app, err, out, print_json
+from .options import (
+    BaseUrlOpt,
+    FileOpt,
+    InputOpt,
+    InputsFileOpt,
+    MaxCostOpt,
+    MaxTokensOpt,
+    MaxTurnsOpt,
+    ModelOpt,
+    ProgressArg,
+    ProviderOpt,
+    SummaryJson,
+    TimeoutOpt,
+    VerboseOpt,
+    WorkflowArg,
+    WorkflowMovedOpt,
+)
 
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
 
@@ -243,52 +261,40 @@ def _placeholder_location(path: Path) -> str:
 
 @app.command("run")
 def run_command(
-    workflow: Path = typer.Argument(..., help="The workflow file (*.prompt.md) to run."),
-    input_: list[str] = typer.Option(
-        [], "--input", "-i", help="An input value as name=value (repeatable)."
-    ),
-    inputs_file: Path | None = typer.Option(
-        None, "--inputs", help="A YAML or JSON file of input values."
-    ),
-    provider: str | None = typer.Option(
-        None, "--provider", "-p", help="Model provider: openai, anthropic, replay, echo, scripted."
-    ),
-    model: str | None = typer.Option(
-        None, "--model", "-m", help="Model id (overrides the workflow's)."
-    ),
-    base_url: str | None = typer.Option(
-        None, "--base-url", help="OpenAI-compatible endpoint (Ollama, vLLM, LM Studio, ...)."
-    ),
+    workflow: WorkflowArg,
+    input_: InputOpt = [],  # noqa: B006 - typer copies list defaults
+    inputs_file: InputsFileOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
     recording: Path | None = typer.Option(
-        None, "--recording", help="With --provider replay: the recorded session to replay."
+        None,
+        "--recording",
+        metavar="FILE",
+        help="With --provider replay: the recorded session to replay.",
     ),
     record: bool = typer.Option(
         False, "--record", help="Record this session beside the progress file, for replay."
     ),
     progress: Path | None = typer.Option(
-        None, "--progress", help="Where to write progress.md (default .flow/runs/<run-id>/)."
+        None,
+        "--progress",
+        metavar="FILE",
+        help="Where to write progress.md (default .flow/runs/<run-id>/).",
     ),
-    max_cost: float | None = typer.Option(
-        None, "--max-cost", help="Stop before spending more USD."
-    ),
-    max_tokens: int | None = typer.Option(
-        None, "--max-tokens", help="Stop after this many tokens."
-    ),
-    max_turns: int | None = typer.Option(
-        None, "--max-turns", help="Stop after this many model turns."
-    ),
-    timeout: str | None = typer.Option(
-        None, "--timeout", help="Wall-clock limit for this attempt: 90s, 10m, 1h30m."
-    ),
-    file: Path | None = typer.Option(None, "--file", help="The file ${file} stands for."),
+    max_cost: MaxCostOpt = None,
+    max_tokens: MaxTokensOpt = None,
+    max_turns: MaxTurnsOpt = None,
+    timeout: TimeoutOpt = None,
+    file: FileOpt = None,
     new: bool = typer.Option(
         False, "--new", "-N", help="Start fresh without looking for similar incomplete runs."
     ),
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Accept the best similar run without asking."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Say more about what happens."),
+    as_json: SummaryJson = False,
+    verbose: VerboseOpt = False,
 ) -> int:
     """Start a run of WORKFLOW; first offer to resume a similar incomplete run.
 
@@ -402,9 +408,12 @@ def _confirm_change(plan: ResumePlan) -> Choices | None:
 
 @app.command("resume")
 def resume_command(
-    progress: Path = typer.Argument(..., help="The run's progress.md."),
+    progress: ProgressArg,
     set_: list[str] = typer.Option(
-        [], "--set", help="Override an input for the rest of the run: name=value (repeatable)."
+        [],
+        "--set",
+        metavar="NAME=VALUE",
+        help="Override an input for the rest of the run (repeatable).",
     ),
     plan_only: bool = typer.Option(
         False,
@@ -422,20 +431,18 @@ def resume_command(
     rerun_unsafe: bool = typer.Option(
         False, "--rerun-unsafe", help="Run again a non-idempotent tool call that was in flight."
     ),
-    workflow: Path | None = typer.Option(
-        None, "--workflow", help="The workflow file, when it moved since the run started."
-    ),
-    provider: str | None = typer.Option(None, "--provider", "-p", help="Use another provider."),
-    model: str | None = typer.Option(None, "--model", "-m", help="Use another model."),
-    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint."),
-    max_cost: float | None = typer.Option(None, "--max-cost", help="New cost limit in USD."),
-    max_tokens: int | None = typer.Option(None, "--max-tokens", help="New token limit."),
-    max_turns: int | None = typer.Option(None, "--max-turns", help="New turn limit."),
-    timeout: str | None = typer.Option(None, "--timeout", help="Wall-clock limit: 90s, 10m, 1h."),
-    file: Path | None = typer.Option(None, "--file", help="The file ${file} stands for."),
+    workflow: WorkflowMovedOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    max_cost: MaxCostOpt = None,
+    max_tokens: MaxTokensOpt = None,
+    max_turns: MaxTurnsOpt = None,
+    timeout: TimeoutOpt = None,
+    file: FileOpt = None,
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask questions on a terminal."),
-    as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Say more about what happens."),
+    as_json: SummaryJson = False,
+    verbose: VerboseOpt = False,
 ) -> int:
     """Continue a stopped run exactly where it stopped.
 
@@ -477,21 +484,23 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
     if as_json:
         print_json(data)
         return 0
+    from ..detect.prompt import progress_bar
+
     run = status.run
-    bar_width = 20
-    filled = round(bar_width * data["percent"] / 100)
+    bar = progress_bar(data["steps_done"], data["steps_total"], width=20)
     out(f"run      {data['run_id']}")
     reason = f" — {data['reason']}" if data["reason"] else ""
     out(f"status   {data['status']}{reason}")
     out(
-        f"progress [{'#' * filled}{'.' * (bar_width - filled)}] {data['percent']}% "
+        f"progress {bar} {data['percent']}% "
         f"({data['steps_done']}/{data['steps_total']} steps; at step {data['step_index']}"
         f"{' ' + data['step'] if data['step'] else ''})"
     )
     usage = data["usage"]
     out(
         f"usage    {usage['input_tokens']:,} in / {usage['output_tokens']:,} out tokens, "
-        f"{usage['turns']} turns, ${usage['cost_usd']:.4f}, {data['attempts']} attempt(s)"
+        f"{count(usage['turns'], 'turn')}, ${usage['cost_usd']:.4f}, "
+        f"{count(data['attempts'], 'attempt')}"
     )
     if data["workflow_error"]:
         out(f"workflow {data['workflow_error']}")
@@ -533,8 +542,8 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
 
 @app.command("status")
 def status_command(
-    progress: Path = typer.Argument(..., help="The run's progress.md."),
-    workflow: Path | None = typer.Option(None, "--workflow", help="The workflow, if it moved."),
+    progress: ProgressArg,
+    workflow: WorkflowMovedOpt = None,
     as_json: bool = typer.Option(False, "--json", help="Print the stable JSON status document."),
 ) -> int:
     """Where a run stands: status, step i of n, what resume would do, usage, edits, last error."""

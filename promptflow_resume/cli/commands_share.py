@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
+from ..wording import count
 from .app import app, err, out, print_json
-
-#: The PROGRESS argument of every command here that works on one run.
-ProgressArg = Annotated[Path, typer.Argument(metavar="PROGRESS", help="The run's progress.md.")]
-#: ``--json`` of the commands that print a summary of what they wrote.
-SummaryJson = Annotated[bool, typer.Option("--json", help="Print a machine-readable summary.")]
+from .options import ProgressArg, SummaryJson
 
 
 def _size(n: int) -> str:
@@ -62,12 +58,12 @@ def share_command(
     if as_json:
         print_json(result.to_dict())
         return 0
-    bundled = f", {len(result.bundled)} file(s) bundled beside it" if result.bundled else ""
+    bundled = f", {count(len(result.bundled), 'file')} bundled beside it" if result.bundled else ""
     out(f"shared: {result.output} (run {result.run_id}{bundled})")
     out(f"workflow: {result.workflow_path} (relative to the copy)")
-    out(f"redacted again: {result.redacted} secret value(s)")
+    out(f"redacted again: {count(result.redacted, 'secret value')}")
     if result.home_paths:
-        out(f"home folder replaced by ~: {result.home_paths} time(s)")
+        out(f"home folder replaced by ~: {count(result.home_paths, 'time')}")
     if result.edited_entries:
         edited = ", ".join(map(str, result.edited_entries))
         out(f"hand edits kept as edits: entries {edited}")
@@ -179,7 +175,7 @@ def log_command(
         out(f"#{a.n}  {span}  {a.status or '?'}{why}")
         u = a.usage
         out(
-            f"    {u.turns} turns · {u.input_tokens:,} in / {u.output_tokens:,} out tokens"
+            f"    {count(u.turns, 'turn')} · {u.input_tokens:,} in / {u.output_tokens:,} out tokens"
             f" · ${u.cost_usd:.4f}"
         )
         for note in a.notes:
@@ -189,8 +185,8 @@ def log_command(
         out(f"edited by hand since the last attempt (used at the next resume): entries {entries}")
     u = log.usage
     out(
-        f"total: {u.turns} turns · {u.input_tokens:,} in / {u.output_tokens:,} out tokens"
-        f" · ${u.cost_usd:.4f} over {len(log.attempts)} attempt(s)"
+        f"total: {count(u.turns, 'turn')} · {u.input_tokens:,} in / {u.output_tokens:,} out tokens"
+        f" · ${u.cost_usd:.4f} over {count(len(log.attempts), 'attempt')}"
     )
     for warning in log.warnings:
         err(f"warning: {warning}")
@@ -226,7 +222,7 @@ def clean_command(
         return 0
     verb = "would delete" if dry_run else "deleted"
     out(
-        f"{verb} {len(report.items)} run(s), freeing {_size(report.freed_bytes)}"
+        f"{verb} {count(len(report.items), 'run')}, freeing {_size(report.freed_bytes)}"
         + (" (dry run: nothing was deleted)" if dry_run else "")
     )
     for item in report.items:
@@ -237,5 +233,5 @@ def clean_command(
     for path, why in report.skipped:
         err(f"skipped {path}: {why}")
     if report.kept:
-        out(f"kept {report.kept} run(s) whose status or age does not match")
+        out(f"kept {count(report.kept, 'run')} whose status or age does not match")
     return 0

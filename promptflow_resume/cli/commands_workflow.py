@@ -36,7 +36,7 @@ def _check_one(path: Path) -> tuple[dict[str, object], int]:
 @app.command("check")
 def check(
     workflows: list[Path] = typer.Argument(
-        ..., metavar="WORKFLOW...", help="Workflow files (*.prompt.md), or folders holding them."
+        ..., metavar="WORKFLOW", help="Workflow files (*.prompt.md), or folders holding them."
     ),
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="Print every file's whole plan, not one line per file."

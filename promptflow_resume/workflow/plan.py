@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..wording import count
 from .hashing import short_hash
 from .model import Diagnostic, InputDecl, Workflow
 from .prompts import step_tools
@@ -170,10 +171,6 @@ def _table(rows: list[list[str]], indent: str = "    ") -> list[str]:
     ]
 
 
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def format_plan(plan: dict[str, Any]) -> str:
     """The readable plan printed by ``flow check``."""
     lines = [plan["path"]]
@@ -193,7 +190,7 @@ def format_plan(plan: dict[str, Any]) -> str:
                 for k, v in plan["budget"].items()
             )
             lines.append(f"  budget    {budget}")
-        context = _count(plan["context_lines"], "line") if plan["context_lines"] else "none"
+        context = count(plan["context_lines"], "line") if plan["context_lines"] else "none"
         lines.append(f"  context   {context}")
         lines.append(f"  steps ({len(plan['steps'])})")
         rows = []
@@ -248,8 +245,8 @@ def format_plan(plan: dict[str, Any]) -> str:
             + ", ".join(
                 x
                 for x in (
-                    _count(plan["errors"], "error") if plan["errors"] else "",
-                    _count(plan["warnings"], "warning") if plan["warnings"] else "",
+                    count(plan["errors"], "error") if plan["errors"] else "",
+                    count(plan["warnings"], "warning") if plan["warnings"] else "",
                 )
                 if x
             )
@@ -270,12 +267,12 @@ def format_summary(plan: dict[str, Any]) -> str:
     counts = ", ".join(
         x
         for x in (
-            _count(plan["errors"], "error") if plan["errors"] else "",
-            _count(plan["warnings"], "warning") if plan["warnings"] else "",
+            count(plan["errors"], "error") if plan["errors"] else "",
+            count(plan["warnings"], "warning") if plan["warnings"] else "",
         )
         if x
     )
-    steps = f"{_count(len(plan['steps']), 'step')}" if "steps" in plan else ""
+    steps = f"{count(len(plan['steps']), 'step')}" if "steps" in plan else ""
     if not counts:
         return f"{plan['path']}: ok ({steps})"
     first = next(
@@ -306,12 +303,12 @@ def format_tally(plans: list[dict[str, Any]]) -> str:
     problems = ", ".join(
         x
         for x in (
-            _count(errors, "error") if errors else "",
-            _count(warnings, "warning") if warnings else "",
+            count(errors, "error") if errors else "",
+            count(warnings, "warning") if warnings else "",
         )
         if x
     )
-    text = f"{_count(len(plans), 'file')}: " + ", ".join(v for v in verdicts if v)
+    text = f"{count(len(plans), 'file')}: " + ", ".join(v for v in verdicts if v)
     if problems:
         kinds = ", ".join(f"{code} {n}" for code, n in sorted(by_code.items(), key=lambda x: -x[1]))
         text += f"; {problems} ({kinds})"

@@ -1,0 +1,86 @@
+"""Arguments and options that several commands share, declared once.
+
+Every argument and every option that takes a value has an upper-case placeholder
+(``WORKFLOW``, ``PROGRESS``, ``NAME=VALUE``, ``USD``), so ``--help`` reads the same in every
+command; a test checks that none is left without one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+#: The WORKFLOW argument of ``run`` and ``detect``.
+WorkflowArg = Annotated[
+    Path, typer.Argument(metavar="WORKFLOW", help="The workflow file (*.prompt.md).")
+]
+#: The PROGRESS argument of every command that works on one run.
+ProgressArg = Annotated[Path, typer.Argument(metavar="PROGRESS", help="The run's progress.md.")]
+
+InputOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--input",
+        "-i",
+        metavar="NAME=VALUE",
+        help="An input value (repeatable); it wins over --inputs.",
+    ),
+]
+InputsFileOpt = Annotated[
+    Path | None,
+    typer.Option("--inputs", metavar="FILE", help="A YAML or JSON file of input values."),
+]
+WorkflowMovedOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--workflow", metavar="WORKFLOW", help="The workflow file, when it moved since the run."
+    ),
+]
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--provider",
+        "-p",
+        metavar="PROVIDER",
+        help="Model provider: openai, anthropic, replay, echo or scripted.",
+    ),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option("--model", "-m", metavar="MODEL", help="Model id (overrides the workflow's)."),
+]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        metavar="URL",
+        help="Where the openai provider sends requests: a preset (openai, github, ollama, "
+        "azure) or the URL of an OpenAI-compatible server (vLLM, LM Studio, ...).",
+    ),
+]
+MaxCostOpt = Annotated[
+    float | None, typer.Option("--max-cost", metavar="USD", help="Stop before spending more USD.")
+]
+MaxTokensOpt = Annotated[
+    int | None, typer.Option("--max-tokens", metavar="N", help="Stop after this many tokens.")
+]
+MaxTurnsOpt = Annotated[
+    int | None,
+    typer.Option("--max-turns", metavar="N", help="Stop after this many model turns."),
+]
+TimeoutOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--timeout",
+        metavar="DURATION",
+        help="Wall-clock limit for this attempt: 90s, 10m, 1h30m.",
+    ),
+]
+FileOpt = Annotated[
+    Path | None, typer.Option("--file", metavar="FILE", help="The file ${file} stands for.")
+]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Say more about what happens.")]
+#: ``--json`` of the commands that print a summary of what they did.
+SummaryJson = Annotated[bool, typer.Option("--json", help="Print a machine-readable summary.")]
