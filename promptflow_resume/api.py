@@ -26,11 +26,15 @@ from .errors import (
     EXIT_INTERRUPTED,
     EXIT_NEEDS_REVIEW,
     EXIT_OK,
+    EXIT_PROVIDER,
     EXIT_RUN_INCOMPLETE,
     FileNotFoundFlowError,
     FlowError,
     InputError,
     NeedsReviewError,
+    ProviderError,
+    ProviderSetupError,
+    ReplayMismatchError,
 )
 from .events import Reporter
 from .progress import ProgressStore, load_progress
@@ -97,8 +101,17 @@ class Limits:
         return merged
 
 
+#: ``last_error.type`` of a run that failed because of its model provider.
+_PROVIDER_ERRORS = frozenset(
+    c.__name__ for c in (ProviderError, ProviderSetupError, ReplayMismatchError)
+)
+
+
 def exit_code_for(run: Run) -> int:
-    """The documented exit code for a run's status."""
+    """The documented exit code for a run's status (a provider's failure has its own)."""
+    error = run.last_error
+    if run.status == "failed" and error is not None and error.type in _PROVIDER_ERRORS:
+        return EXIT_PROVIDER
     return _EXIT_BY_STATUS.get(run.status, EXIT_RUN_INCOMPLETE)
 
 
