@@ -160,19 +160,28 @@ def _check_depth(text: str, path: str | Path | None, line_offset: int) -> None:
             if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
                 depth += 1
                 if depth > MAX_DEPTH:
-                    mark = event.start_mark
-                    raise YamlError(
-                        f"the YAML nests collections more than {MAX_DEPTH} levels deep; "
-                        "this is refused rather than read.",
-                        path=path,
-                        line=mark.line + 1 + line_offset if mark else None,
-                        column=mark.column + 1 if mark else None,
-                        hint="Flatten the structure; flow's own files nest a few levels at most.",
-                    )
+                    raise _too_deep(path, event.start_mark, line_offset)
             elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
                 depth -= 1
-    except yaml.YAMLError:
+    except yaml.MarkedYAMLError as err:
+        # libyaml 0.2.6 has a nesting limit of its own (1,000), met while it scans ahead in a
+        # flow collection, before the parser hands over the events counted here.
+        if "nesting depth" in str(err.problem):
+            raise _too_deep(path, err.problem_mark, line_offset) from None
         return  # a syntax error: the load that follows reports it with its position
+    except yaml.YAMLError:
+        return
+
+
+def _too_deep(path: str | Path | None, mark: Any, line_offset: int) -> YamlError:
+    return YamlError(
+        f"the YAML nests collections more than {MAX_DEPTH} levels deep; "
+        "this is refused rather than read.",
+        path=path,
+        line=mark.line + 1 + line_offset if mark else None,
+        column=mark.column + 1 if mark else None,
+        hint="Flatten the structure; flow's own files nest a few levels at most.",
+    )
 
 
 def compose(text: str, *, path: str | Path | None = None, line_offset: int = 0) -> yaml.Node | None:

@@ -159,7 +159,7 @@ def test_a_refused_connection_shows_each_retry_and_the_cause_at_the_end(workdir:
     result = flowproc.flow(
         "run", "w.prompt.md", "--provider", "openai", "--model", "m", cwd=workdir, env=env
     )
-    assert result.returncode == 1
+    assert result.returncode == EXIT_PROVIDER
     lines = result.stderr.splitlines()
     retries = [line for line in lines if line.startswith("flow: provider error, retry")]
     assert len(retries) == 2 and all("Connection refused" in line for line in retries)

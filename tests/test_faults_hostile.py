@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from promptflow_resume.errors import EXIT_PROVIDER
 from promptflow_resume.progress import journal_path, load_progress, render
 from promptflow_resume.progress.model import Entry, InFlight, Run
 from tests.test_faults_support import (
@@ -471,7 +472,7 @@ def test_endpoints_of_this_machine_a_preset_or_the_environment_are_used(
     # Nothing listens on port 9: the request is tried (the endpoint was accepted) and the
     # run fails on the refused connection, after the one attempt the workflow allows.
     result = flow("resume", PROGRESS, cwd=tmp_path, env=env)
-    assert result.returncode == 1, result.stderr
+    assert result.returncode == EXIT_PROVIDER, result.stderr
     assert "provider_unavailable" in result.stderr or "could not connect" in result.stderr
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from promptflow_resume.errors import EXIT_PROVIDER
 from promptflow_resume.progress import load_progress
 from tests.test_faults_support import HOSTILE, copy_fixtures, flow, flow_env
 
@@ -70,7 +71,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
         cwd=where,
         env=env,
     )
-    assert first.returncode == 1, first.stderr  # the scripted permanent failure
+    assert first.returncode == EXIT_PROVIDER, first.stderr  # the scripted permanent failure
     assert "failed (auth)" in first.stderr
     (progress,) = (where / ".flow" / "runs").glob("*/progress.md")
     resumed = flow("resume", str(progress.relative_to(where)), cwd=where, env=env)
@@ -129,7 +130,7 @@ def test_a_failed_run_keeps_its_error_without_the_key(tmp_path: Path) -> None:
         cwd=where,
         env=flow_env(DEPLOY_TOKEN=SECRETS["environment"]),
     )
-    assert result.returncode == 1
+    assert result.returncode == EXIT_PROVIDER
     summary = json.loads(result.stdout)
     assert "Incorrect API key provided: [REDACTED]" in summary["last_error"]
     assert _leaks(where / "run") == []
