@@ -8,7 +8,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from promptflow_resume.progress import parse, render
 from promptflow_resume.progress.examples import example_run
-from promptflow_resume.progress.model import Entry, Run
+from promptflow_resume.progress.model import Entry, Run, StepState
 
 
 class MarkdownSnapshot(SingleFileSnapshotExtension):
@@ -144,4 +144,30 @@ def test_front_matter_leaves_out_empty_optional_keys() -> None:
         "parent:",
     ):
         assert f"\n{key}" not in front
+    assert parse(text)[0] == run
+
+
+def test_a_three_step_front_matter_is_short_and_repeats_no_field() -> None:
+    run = example_run()
+    run.in_flight, run.last_error, run.reason = [], None, None
+    run.keywords = ["changes", "notes", "release", "summarize", "audience", "report", "tests"]
+    first = next(iter(run.steps.values()))
+    for sid in ("inspect", "report", "publish"):
+        run.steps[sid] = StepState(
+            status="completed",
+            attempts=1,
+            output_entry=first.output_entry,
+            started=first.started,
+            finished=first.finished,
+            usage=first.usage,
+            turns=first.usage.turns,
+        )
+        run.workflow.steps[sid] = run.workflow.hash
+    text = render(run)
+    front = text[4 : text.index("\n---\n")].split("\n")
+    assert len(front) <= 60, len(front)
+    # usage and keywords take one line each; a step's turns equal to its usage's are implied
+    assert sum(line.lstrip().startswith("usage: {") for line in front) == len(run.steps) + 2
+    assert "keywords: [changes, notes, release, summarize, audience, report, tests]" in front
+    assert not any(line.strip().startswith("turns:") for line in front)
     assert parse(text)[0] == run

@@ -28,6 +28,7 @@ from .. import yamlio
 from ..errors import DigestError, FlowError, ProgressFormatError, UnsupportedVersionError
 from .digest import ENTRY_DIGEST_HEX, Chain, entry_digest
 from .frontmatter import normalize_yaml_values, run_from_valid
+from .migrations import MIGRATIONS, Migration
 from .model import FORMAT_VERSION, ROLES, Entry, LoadReport, Run
 from .rawtext import EMPTY_MESSAGE, OWN_FENCE_INFOS
 from .render import (
@@ -44,10 +45,6 @@ from .render import (
 from .schema import validate_front_matter
 from .sidecar import check_link
 
-#: Upgrades a parsed file of version N to N + 1: ``(front matter, body) -> (front matter, body)``.
-Migration = Callable[[dict[str, Any], str], tuple[dict[str, Any], str]]
-#: Registered upgrades by the version they upgrade *from*; empty while 1 is the only format.
-MIGRATIONS: dict[int, Migration] = {}
 
 _MARK = "<!-- flow:"
 _ENTRY_RE = re.compile(r"<!-- flow:entry ([0-9]+) ([a-z_]+)((?: [^ ]+)*?) d=([0-9a-f]{16}) -->")
