@@ -7,10 +7,10 @@ one-line flow collections of plain scalars (``usage: {turns: 4, …}``, ``keywor
 with YAML's own implicit typing rules (the resolver table of PyYAML's safe loader). Keys the
 summary does not need are skipped without being parsed, whatever they hold.
 
-Anything outside that style (nested or multi-line flow collections, block scalars, anchors, tags, multi-line
-scalars, escapes) raises ``Unsupported`` inside a kept key, and the caller falls back to
-``yamlio.load`` on the whole text. So the result is always what the YAML loader would give
-for the kept keys (a property test checks this against ``yamlio.load``)::
+Anything outside that style (nested or multi-line flow collections, block scalars, anchors,
+tags, multi-line scalars, escapes) raises ``Unsupported`` inside a kept key, and the caller
+falls back to ``yamlio.load`` on the whole text. So the result is always what the YAML loader
+would give for the kept keys (a property test checks this against ``yamlio.load``)::
 
     data = scan(text, {"status": True, "steps": {"*": {"status": True}}})
 """

@@ -45,7 +45,6 @@ from .render import (
 from .schema import validate_front_matter
 from .sidecar import check_link
 
-
 _MARK = "<!-- flow:"
 _ENTRY_RE = re.compile(r"<!-- flow:entry ([0-9]+) ([a-z_]+)((?: [^ ]+)*?) d=([0-9a-f]{16}) -->")
 _SECTION_RE = re.compile(r"<!-- flow:section ([a-z]+)(?: d=([0-9a-f]{16}))?(?: .*)? -->")

@@ -43,9 +43,9 @@ from ..errors import (
 from .digest import Chain, entry_digest
 from .durable import fsync_dir, write_all, write_temp
 from .frontmatter import front_matter, run_from_valid
+from .migrations import upgrade_front_matter
 from .model import Entry, LoadReport, Run
 from .parse import parse_bytes
-from .migrations import upgrade_front_matter
 from .render import entry_block, render_document
 from .schema import validate_front_matter
 from .sidecar import folder_name, read_checked, write_sidecar
