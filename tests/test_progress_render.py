@@ -9,6 +9,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from promptflow_resume.progress import parse, render
 from promptflow_resume.progress.examples import example_run
 from promptflow_resume.progress.model import Entry, Run, StepState
+from promptflow_resume.progress.render import entries_phrase, one_line
 
 
 class MarkdownSnapshot(SingleFileSnapshotExtension):
@@ -171,3 +172,19 @@ def test_a_three_step_front_matter_is_short_and_repeats_no_field() -> None:
     assert "keywords: [changes, notes, release, summarize, audience, report, tests]" in front
     assert not any(line.strip().startswith("turns:") for line in front)
     assert parse(text)[0] == run
+
+
+def test_long_cells_wrap_or_are_cut_between_words() -> None:
+    run = example_run()
+    run.keywords = [f"keyword{i}" for i in range(60)]
+    text = render(run)
+    assert "| **Keywords** | " + ", ".join(run.keywords) + " |" in text
+    assert one_line("alpha beta gamma delta epsilon", 20) == "alpha beta gamma…"
+
+
+@pytest.mark.parametrize(
+    ("ids", "phrase"),
+    [([3], "entry 3"), ([3, 5], "entries 3 and 5"), ([3, 5, 8], "entries 3, 5 and 8")],
+)
+def test_edited_entries_are_named_as_entries_not_counted(ids: list[int], phrase: str) -> None:
+    assert entries_phrase(ids) == phrase

@@ -762,6 +762,12 @@ def _check_generated(
         )
 
 
+def _is_blockquote(text: str) -> bool:
+    """True for a note above the first section that is all one blockquote (``flow share``
+    writes one; it is for readers and dropped at the next save)."""
+    return all(line.startswith(">") for line in text.strip().split("\n"))
+
+
 def _conversation_start(sc: _Scanner, start: int, report: LoadReport) -> int:
     """Read the generated sections from ``start`` up to the conversation; return where its
     first entry (or whatever follows its heading) starts."""
@@ -769,7 +775,7 @@ def _conversation_start(sc: _Scanner, start: int, report: LoadReport) -> int:
     pos = sc.next_marker(start)
     if pos == -1:
         raise sc.truncated("the body has no flow:section markers (it ends after the front matter)")
-    if text[start:pos].strip():
+    if text[start:pos].strip() and not _is_blockquote(text[start:pos]):
         report.warnings.append(
             f"{sc.path}:{sc.line_of(start)}: text before the first section is ignored."
         )

@@ -148,9 +148,23 @@ def entry_marker(entry: Entry, digest: str) -> str:
 
 
 def one_line(text: str, limit: int = 160) -> str:
-    """``text`` squeezed onto one display line (controls and newlines become spaces)."""
+    """``text`` squeezed onto one display line (controls and newlines become spaces), cut
+    at a word boundary when it is longer than ``limit``."""
     flat = _DISPLAY_CONTROL.sub(" ", text).strip()
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit * 2 // 3:  # a word boundary not too far back: never half a word
+        cut = cut[:space].rstrip(" ,;")
+    return cut + "…"
+
+
+def entries_phrase(ids: list[int]) -> str:
+    """``entry 3``, ``entries 3 and 5``, ``entries 3, 5 and 8``: ids as a reader says them."""
+    if len(ids) == 1:
+        return f"entry {ids[0]}"
+    return "entries " + ", ".join(map(str, ids[:-1])) + f" and {ids[-1]}"
 
 
 def _html(text: str) -> str:
@@ -300,7 +314,8 @@ def _metadata(run: Run) -> str:
     rows.append(("Attempts", str(len(run.attempts))))
     rows.append(("Transcript", f"{len(run.transcript):,} entries"))
     if run.keywords:
-        rows.append(("Keywords", cell(", ".join(run.keywords), 300)))
+        # All of them: a table cell wraps, so nothing is cut mid-word.
+        rows.append(("Keywords", cell(", ".join(run.keywords), 10_000)))
     if run.parent is not None:
         rows.append(
             ("Forked from", cell(", ".join(f"{k} {v}" for k, v in run.parent.items()), 300))
