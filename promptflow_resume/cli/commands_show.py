@@ -1,0 +1,43 @@
+"""``flow show``: a run in the terminal, or as one self-contained HTML page."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from .app import app, out
+
+
+@app.command("show")
+def show(
+    path: Path = typer.Argument(..., help="The progress file (progress.md) to show."),
+    html: Path | None = typer.Option(
+        None, "--html", help="Write the run as one self-contained HTML page to this file."
+    ),
+    lines: int = typer.Option(
+        5, "--lines", min=0, help="Lines of each tool output to show in the terminal."
+    ),
+    width: int | None = typer.Option(
+        None, "--width", min=40, help="Width of the terminal output (default: the terminal's)."
+    ),
+) -> None:
+    """Show a run: its steps on a time line (time, turns, tokens, cost) and the conversation
+    rendered as Markdown, tool outputs collapsed. Reads the file only."""
+    from ..progress import load_progress
+
+    run, _ = load_progress(path)
+    if html is not None:
+        from ..progress.store import atomic_write
+        from ..show.html import html_page
+
+        atomic_write(html, html_page(run, source=path.name).encode("utf-8"))
+        out(f"wrote {html}")
+        return
+    from rich.console import Console
+
+    from ..show.terminal import terminal_view
+
+    console = Console(file=sys.stdout, width=width, highlight=False, emoji=False)
+    console.print(terminal_view(run, result_lines=lines))
