@@ -45,7 +45,7 @@ def test_flow_show_prints_the_timeline_and_the_conversation(
     # Markdown is rendered (no fence markers, no heading hashes), tool outputs collapsed.
     assert "```markdown" not in shown and "\n## " not in shown
     assert "\n… 3 more lines\n" in shown
-    assert "inspect    │ completed │" in shown
+    assert "│ inspect │ completed │   +1s │  18s │     2 │" in shown
 
 
 def test_flow_show_of_the_example_renders_the_answer(capsys: pytest.CaptureFixture[str]) -> None:

@@ -48,7 +48,7 @@ def duration_text(seconds: float | None) -> str:
     """``45s``, ``3m 05s``, ``2h 01m``; ``—`` when unknown."""
     if seconds is None:
         return "—"
-    whole = int(round(seconds))
+    whole = round(seconds)
     if whole < 60:
         return f"{whole}s"
     if whole < 3600:
