@@ -29,10 +29,15 @@ def show(
 
     run, _ = load_progress(path)
     if html is not None:
-        from ..progress.store import atomic_write
+        from ..progress.store import atomic_write, storage_error
         from ..show.html import html_page
 
-        atomic_write(html, html_page(run, source=path.name).encode("utf-8"))
+        page = html_page(run, source=path.name).encode("utf-8")
+        try:
+            html.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(html, page)
+        except OSError as error:
+            raise storage_error(error, html, "write the page", resumable=False) from None
         out(f"wrote {html}")
         return
     from rich.console import Console
