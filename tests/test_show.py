@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -173,3 +174,15 @@ def test_the_console_check_sees_errors_and_blocked_loads(tmp_path: Path) -> None
         encoding="utf-8",
     )
     assert _console(_chromium("--dump-dom", bad.as_uri()).stderr)
+
+
+def test_flow_show_json_has_the_time_line(
+    progress: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["show", str(progress), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["run_id"] == "20261121-232529-release-a1b2" and data["entries"] == 8
+    assert [(s["step"], s["seconds"], s["tokens"]) for s in data["steps"]] == [
+        ("inspect", 18.0, 2052),
+        ("report", 12.0, 0),
+    ]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from .app import app, out
+from .app import app, out, print_json
 
 
 @app.command("show")
@@ -22,12 +22,31 @@ def show(
     width: int | None = typer.Option(
         None, "--width", min=40, help="Width of the terminal output (default: the terminal's)."
     ),
+    json_output: bool = typer.Option(
+        False, "--json", help="Print the run's usage and step time line as JSON."
+    ),
 ) -> None:
     """Show a run: its steps on a time line (time, turns, tokens, cost) and the conversation
     rendered as Markdown, tool outputs collapsed. Reads the file only."""
     from ..progress import load_progress
 
     run, _ = load_progress(path)
+    if json_output and html is None:
+        from dataclasses import asdict
+
+        from ..show.timeline import timeline
+
+        print_json(
+            {
+                "path": str(path),
+                "run_id": run.run_id,
+                "status": run.status,
+                "usage": asdict(run.usage),
+                "entries": len(run.transcript),
+                "steps": [asdict(row) for row in timeline(run)],
+            }
+        )
+        return
     if html is not None:
         from ..progress.store import atomic_write, storage_error
         from ..show.html import html_page

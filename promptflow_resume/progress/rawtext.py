@@ -58,7 +58,7 @@ def closes_cleanly(content: str) -> bool:
     if not tokens:
         return False
     last = tokens[-1]
-    return last.type == "html_block" and last.level == 0 and last.content == _PROBE + "\n"
+    return bool(last.type == "html_block" and last.level == 0 and last.content == _PROBE + "\n")
 
 
 def reads_back(content: str) -> bool:
