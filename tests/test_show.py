@@ -186,3 +186,13 @@ def test_flow_show_json_has_the_time_line(
         ("inspect", 18.0, 2052),
         ("report", 12.0, 0),
     ]
+
+
+def test_diffs_in_tool_outputs_are_coloured_line_by_line() -> None:
+    run = example_run()
+    run.transcript[3].content = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old <line>\n+new line\n"
+    page = html_page(run)
+    assert '<span class="del">-old &lt;line&gt;</span>' in page
+    assert '<span class="add">+new line</span>' in page
+    assert '<span class="hunk">@@ -1 +1 @@</span>' in page
+    assert "--- a/x\n+++ b/x" in page  # file headers are not counted as lines removed/added
