@@ -196,3 +196,22 @@ def test_diffs_in_tool_outputs_are_coloured_line_by_line() -> None:
     assert '<span class="add">+new line</span>' in page
     assert '<span class="hunk">@@ -1 +1 @@</span>' in page
     assert "--- a/x\n+++ b/x" in page  # file headers are not counted as lines removed/added
+
+
+def test_no_escape_sequence_from_the_file_reaches_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A shared progress file is input from anyone: it must not retitle or clear the terminal.
+    run = example_run()
+    entry = run.transcript[4]
+    entry.sidecar = entry.sidecar_sha256 = entry.sidecar_bytes = None
+    run.workflow.name = "notes\x1b]0;owned\x07"
+    run.transcript[5].content = "evil \x1b[2J and \x1b[31mred\x1b[0m\r done"
+    run.transcript[3].tool = "git\x1b[1Alog"
+    run.transcript[3].content = "line\x1b[31m\n" * 8
+    path = tmp_path / "progress.md"
+    path.write_text(render(run), encoding="utf-8")
+    assert main(["show", str(path), "--width", "100"]) == 0
+    shown = capsys.readouterr().out
+    assert not [c for c in shown if ord(c) < 32 and c not in "\n"]
+    assert "evil \ufffd[2J" in shown

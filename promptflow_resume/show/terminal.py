@@ -6,6 +6,8 @@ Markdown with tool outputs collapsed to their first lines (rich)::
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Group, RenderableType
 from rich.markdown import Markdown
 from rich.rule import Rule
@@ -18,6 +20,17 @@ from .timeline import duration_text, timeline
 
 #: Width of the bars in the time line column.
 BAR_WIDTH = 24
+# A progress file may come from anyone (a pull request): its text must not reach the terminal
+# as escape sequences (ESC, CSI, BEL, CR ...). Newlines and tabs stay.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def safe(text: str) -> str:
+    """``text`` with control characters shown as U+FFFD, so none reaches the terminal (a CR
+    that ends a line with LF is just a line end)."""
+    return _CONTROL.sub("\ufffd", text.replace("\r\n", "\n"))
+
+
 _ROLE_STYLES = {
     "system": "magenta",
     "user": "cyan",
@@ -55,7 +68,7 @@ def timeline_table(run: Run) -> Table:
     table.add_column("Timeline", no_wrap=True)
     for r in rows:
         table.add_row(
-            r.step,
+            safe(r.step),
             r.status,
             "—" if r.offset is None else f"+{duration_text(r.offset)}",
             duration_text(r.seconds),
@@ -92,17 +105,17 @@ def entry_view(entry: Entry, *, result_lines: int = 5) -> RenderableType:
     if entry.role == "tool_call":
         args = one_line(entry.content, 160) if entry.content else ""
         body: RenderableType = Text.assemble(
-            ("→ ", "yellow"), (entry.tool or "?", "bold"), (f"({args})", "")
+            ("→ ", "yellow"), (safe(entry.tool or "?"), "bold"), (f"({args})", "")
         )
     elif entry.role == "tool_result":
-        head = Text.assemble(("← ", "yellow"), (entry.tool or "?", "bold"))
+        head = Text.assemble(("← ", "yellow"), (safe(entry.tool or "?"), "bold"))
         if entry.is_error:
             head.append(" error", style="bold red")
         if entry.sidecar:
-            head.append(f" · full output in {entry.sidecar}", style="italic")
+            head.append(f" · full output in {safe(entry.sidecar)}", style="italic")
         body = Group(head, _collapsed(entry.content, result_lines))
     elif entry.content:
-        body = Markdown(entry.content)
+        body = Markdown(safe(entry.content))
     else:
         body = Text("(no text)", style="italic dim")
     return Group(rule, body)
@@ -111,7 +124,7 @@ def entry_view(entry: Entry, *, result_lines: int = 5) -> RenderableType:
 def terminal_view(run: Run, *, result_lines: int = 5) -> RenderableType:
     """The whole run for a terminal: header, step time line, conversation."""
     title = run.workflow.name or run.workflow.path.rsplit("/", 1)[-1]
-    header = Text(f"{title} · run {run.run_id}", style="bold")
+    header = Text(safe(f"{title} · run {run.run_id}"), style="bold")
     done = run.status == "completed"
     status = Text(f"status: {run.status}", style="bold green" if done else "bold yellow")
     if run.reason:
@@ -130,5 +143,6 @@ def terminal_view(run: Run, *, result_lines: int = 5) -> RenderableType:
     parts += [entry_view(e, result_lines=result_lines) for e in run.transcript]
     if run.last_error is not None:
         e = run.last_error
-        parts.append(Text(f"last error: {e.type}: {one_line(e.message, 300)}", style="red"))
+        message = f"last error: {one_line(e.type, 80)}: {one_line(e.message, 300)}"
+        parts.append(Text(message, style="red"))
     return Group(*parts)
