@@ -46,6 +46,7 @@ from .progress.model import (
     StepState,
     WorkflowRef,
 )
+from .progress.render import entries_phrase
 from .providers import create_provider
 from .providers.base import Provider, ProviderSettings
 from .reconcile import Choices, ResumePlan, apply_plan, plan_resume, resume_note
@@ -464,7 +465,7 @@ def resume_run(
         if outside:
             notes.append(outside)
         if report.edited_entries:
-            notes.append("entries edited by hand: " + ", ".join(map(str, report.edited_entries)))
+            notes.append(f"{entries_phrase(report.edited_entries)} edited by hand")
         if provider is not None:
             run.config.provider = provider
         if model is not None:

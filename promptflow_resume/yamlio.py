@@ -2,7 +2,8 @@
 
 Reading is always safe (no object construction) and uses libyaml's C loader when present,
 which is about 7x faster than the pure-Python one. Writing keeps key order (``sort_keys=False``),
-block style, unicode as is, and never wraps long lines, so files diff cleanly::
+block style (except for ``OneLine``/``OneLineList`` values), unicode as is, and never wraps long
+lines, so files diff cleanly::
 
     data = load(text, path="progress.md")
     text = dump({"flow_progress": 1, "status": "running"})
@@ -50,11 +51,35 @@ def _represent_str(dumper: Any, data: str) -> yaml.ScalarNode:
     return node
 
 
+class OneLine(dict):  # type: ignore[type-arg]
+    """A mapping ``dump`` writes on one line (``{a: 1, b: 2}``), for short records."""
+
+
+class OneLineList(list):  # type: ignore[type-arg]
+    """A sequence ``dump`` writes on one line (``[a, b]``), for lists of words."""
+
+
+def _represent_one_line(dumper: Any, data: dict[Any, Any]) -> yaml.MappingNode:
+    node: yaml.MappingNode = dumper.represent_mapping(
+        "tag:yaml.org,2002:map", data.items(), flow_style=True
+    )
+    return node
+
+
+def _represent_one_line_list(dumper: Any, data: list[Any]) -> yaml.SequenceNode:
+    node: yaml.SequenceNode = dumper.represent_sequence(
+        "tag:yaml.org,2002:seq", data, flow_style=True
+    )
+    return node
+
+
 class _FlowDumper(_Dumper):  # type: ignore[misc,valid-type]
-    """Safe dumper with our string style."""
+    """Safe dumper with our string style and one-line records."""
 
 
 _FlowDumper.add_representer(str, _represent_str)
+_FlowDumper.add_representer(OneLine, _represent_one_line)
+_FlowDumper.add_representer(OneLineList, _represent_one_line_list)
 
 
 def _count_aliases(node: yaml.Node, seen: set[int], budget: list[int]) -> None:

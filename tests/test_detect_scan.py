@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_detect_support import front_matter
@@ -130,6 +131,11 @@ def test_scalar_declines_what_it_does_not_read(value: str) -> None:
         "status: failed\r\nreason: because\r\n",
         # quoted keys
         "'status': failed\ninputs:\n  \"my key\": 1\n",
+        # one-line flow collections of plain scalars (how usage, cursor and keywords are written)
+        "status: failed\ninputs: {a: 1}\n",
+        "keywords: [api, db, x-y]\ncursor: {step: a, index: 1, total: 2}\n",
+        "usage: {input_tokens: 3, cost_usd: 0.5, turns: 3}\nsteps:\n  a:\n    status: done\n"
+        "    usage: {turns: 1}\n",
     ],
 )
 def test_agrees_with_yaml(text: str) -> None:
@@ -141,8 +147,14 @@ def test_agrees_with_yaml(text: str) -> None:
     [
         # kept keys in a style the scanner does not read: the caller falls back to YAML
         "status: failed\nreason: |\n  line one\n  line two\n",
-        "status: failed\ninputs: {a: 1}\n",
         "status: failed\nreason: &r text\n",
+        # flow collections beyond one line of plain scalars
+        "keywords: [a, [b]]\n",
+        "inputs: {a: 'x'}\n",
+        "keywords: [a,\n  b]\n",
+        "inputs: {a: 1, a: 2}\n",
+        "cursor: {step: a:b, index: 1}\n",
+        "keywords: [a, ]\n",
         "status: failed\nreason: 'spans\n  lines'\n",
         "status: failed\nkeywords:\n- - nested\n",
         "status: failed\ninputs:\n  when: 2026-11-21\n",
@@ -201,6 +213,22 @@ def test_scanner_agrees_with_yaml_on_generated_front_matter(
         keywords=keywords,
     )
     text = yamlio.dump(data)
+    agrees(text)  # asserts equality whenever the scanner answers
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    keywords=st.lists(st.one_of(st.text(max_size=12), _scalars), max_size=6),
+    inputs=st.dictionaries(_keys, _scalars, max_size=4),
+)
+def test_scanner_agrees_with_yaml_on_flow_collections(
+    keywords: list[Any], inputs: dict[str, Any]
+) -> None:
+    def one_line(value: Any) -> str:
+        return yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
+
+    text = f"status: failed\nkeywords: {one_line(keywords)}\ncursor: {one_line(inputs)}\n"
+    text += f"usage: {one_line({'cost_usd': 0.5, **inputs})}\n"
     agrees(text)  # asserts equality whenever the scanner answers
 
 

@@ -373,7 +373,7 @@ def test_set_overrides_an_input_and_is_recorded(project: Path) -> None:
 
 def test_a_cursor_moved_back_by_hand_reruns_from_there(project: Path) -> None:
     _, path = start(project)
-    _edit_front_matter(path, "index: 2", "index: 1\n  step: inspect")
+    _edit_front_matter(path, "cursor: {index: 2,", "cursor: {step: inspect, index: 1,")
     status = run_status(path)
     assert status.plan is not None and status.plan.reset == ["inspect", "report"]
     outcome = resume_run(path, choices=Choices(rerun_unsafe=True))

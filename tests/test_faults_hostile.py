@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from promptflow_resume.errors import EXIT_PROVIDER
-from promptflow_resume.progress import journal_path, load_progress, render
+from promptflow_resume.progress import FORMAT_VERSION, journal_path, load_progress, render
 from promptflow_resume.progress.model import Entry, InFlight, Run
 from tests.test_faults_support import (
     HOSTILE,
@@ -77,7 +77,8 @@ def _plant(where: Path, run: Run, text: Callable[[str], str] = lambda t: t) -> P
 
 def _front(extra: str) -> Callable[[str], str]:
     """Insert YAML lines into the front matter, right after its first line."""
-    return lambda text: text.replace("flow_progress: 1\n", "flow_progress: 1\n" + extra, 1)
+    line = f"flow_progress: {FORMAT_VERSION}\n"
+    return lambda text: text.replace(line, line + extra, 1)
 
 
 def _nothing_ran(where: Path) -> None:

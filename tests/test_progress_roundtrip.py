@@ -28,7 +28,7 @@ from promptflow_resume.progress.model import (
     Usage,
     WorkflowRef,
 )
-from promptflow_resume.progress.render import entry_marker, raw_ok
+from promptflow_resume.progress.render import call_line, entry_marker, raw_ok
 
 # Pieces that have broken Markdown-based formats: structure lines, our own markers, line
 # ending and whitespace oddities, characters outside the BMP and control characters.
@@ -77,7 +77,38 @@ NASTY = [
     "\\",
     "`",
     "``",
+    "1. item",
+    "- item",
+    "* item",
+    "**bold**",
+    "|---|",
+    "<details>",
+    "</details>",
+    "<pre>",
+    "</pre>",
+    "<?php",
+    "?>",
+    "<![CDATA[",
+    "]]>",
+    "<!DOCTYPE",
+    "_(no text)_",
+    "```markdown",
+    "```json",
+    "````text",
 ]
+# Markdown as a model writes it: lines of headings, lists, quotes, tables, fences and prose.
+markdown_line = st.one_of(
+    st.sampled_from(NASTY),
+    st.text(alphabet=string.ascii_letters + " .,`*_#>-|<!?[]()~:", max_size=20),
+    st.builds(
+        "".join,
+        st.tuples(
+            st.sampled_from(["# ", "## ", "- ", "1. ", "> ", "| ", "```", "~~~", "    ", "<"]),
+            st.text(alphabet=string.ascii_letters + " `*-<>", max_size=12),
+        ),
+    ),
+)
+markdown = st.lists(markdown_line, min_size=1, max_size=12).map("\n".join)
 content = st.lists(st.one_of(st.text(max_size=12), st.sampled_from(NASTY)), max_size=8).map("".join)
 # Front matter strings may hold any valid Unicode text (lone surrogates are not valid).
 fm_text = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=20)
@@ -237,6 +268,23 @@ def test_any_message_content_survives_in_every_role(text: str) -> None:
     assert [e.content for e in again.transcript] == [text] * len(ROLES)
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(markdown, min_size=1, max_size=4))
+def test_arbitrary_markdown_round_trips_and_keeps_the_structure(texts: list[str]) -> None:
+    run = example_run()
+    run.in_flight = []
+    run.transcript = [
+        Entry(i, ROLES[i % 3], text, step="s")  # type: ignore[arg-type]
+        for i, text in enumerate(texts, start=1)
+    ]
+    text = render(run)
+    again, report = parse(text)
+    assert [e.content for e in again.transcript] == texts
+    assert report.warnings == []
+    assert render(again) == text
+    _markdown_it_view(run)
+
+
 @given(st.text(alphabet=string.ascii_letters + " .,!?'", min_size=1, max_size=40).map(str.strip))
 def test_plain_prose_is_written_raw_not_fenced(text: str) -> None:
     if not text:
@@ -262,7 +310,7 @@ def _markdown_it_view(run: Run) -> None:
     # The front matter must end where we think on GitHub too: no YAML line may look like a
     # delimiter (--- or ..., which Jekyll-style front matter also accepts).
     assert not any(line in ("---", "...") for line in lines[1:close])
-    md = MarkdownIt("commonmark")
+    md = MarkdownIt("commonmark").enable("table")
     tokens = md.parse(text)
     for token in tokens:
         if token.map and token.level == 0:
@@ -271,8 +319,9 @@ def _markdown_it_view(run: Run) -> None:
     body_tokens = md.parse("\n".join(lines[close + 1 :]))
     body = lines[close + 1 :]
     sections = [line for line in body if line.startswith("<!-- flow:section ")]
-    # Content may quote our marker syntax inside fences, so build the expected list from
-    # the run: three sections before the conversation, the entries, then state and end.
+    # Content may quote our marker syntax (inside fences, or not at a line start), so build
+    # the expected list from the run: three sections before the conversation, the entries,
+    # then state and end.
     markers = [
         *sections[:3],
         *(entry_marker(e, entry_digest(e)) for e in run.transcript),
@@ -280,22 +329,30 @@ def _markdown_it_view(run: Run) -> None:
         body[-2],
     ]
     assert body[-2].startswith("<!-- flow:end ")
-    html = [t.content.rstrip("\n") for t in body_tokens if t.type == "html_block"]
-    assert html == markers  # every marker is its own HTML block: nothing swallowed or leaked
-    h3 = [
-        body_tokens[i + 1].content
+    at = [
+        i
         for i, t in enumerate(body_tokens)
-        if t.type == "heading_open" and t.tag == "h3"
+        if t.type == "html_block" and t.content.startswith("<!-- flow:")
     ]
-    assert [h.split(" · ")[0] for h in h3] == [str(e.id) for e in run.transcript]
-    fences = [t for t in body_tokens if t.type == "fence"]
-    fenced = [
-        e for e in run.transcript if e.role in ("tool_call", "tool_result") or not raw_ok(e.content)
-    ]
-    assert len(fences) == len(fenced)
-    for token, entry in zip(fences, fenced, strict=True):
-        if token.info.strip() != "flow-escaped":
-            assert token.content == (entry.content + "\n" if entry.content else "")
+    # Every marker is its own top-level HTML block: nothing swallowed or leaked.
+    assert [body_tokens[i].content.rstrip("\n") for i in at] == markers
+    assert all(body_tokens[i].level == 0 for i in at)
+    for n, entry in enumerate(run.transcript):
+        segment = body_tokens[at[3 + n] + 1 : at[4 + n]]
+        # Each entry opens with its one h3 heading (the content may hold headings of its own).
+        assert segment[0].type == "heading_open" and segment[0].tag == "h3"
+        assert segment[1].content.split(" · ")[0] == str(entry.id)
+        own = [t for t in segment if t.type == "fence" and t.level == 0]
+        if entry.role in ("tool_call", "tool_result") or not raw_ok(entry.content):
+            one_line = entry.role == "tool_call" and call_line(entry) is not None
+            if one_line or not entry.content:
+                assert not own, "a one-line entry has no code block"
+                continue
+            assert own, f"entry {entry.id} should be fenced"
+            token = own[-1]
+            if token.info.strip() != "flow-escaped":
+                assert token.content == entry.content + "\n"
+            assert token.content, "no empty code blocks"
 
 
 def test_markdown_it_sees_one_heading_per_entry_in_the_example() -> None:

@@ -228,7 +228,8 @@ SIDECAR_LINE = (
         ("### 2 · tool call · inspect", "### 2 · call", "heading of entry 2"),
         ("### 2 · tool call · inspect", "### 7 · tool call · inspect", "heading of entry 2"),
         ("### 4 · assistant · report", "### 4 · assistant", "heading of entry 4"),
-        ("Call `call_2` to", "Call `call_9` to", "line above the fence of entry 2"),
+        ("Call `call_2` to", "Call `call_9` to", "line of entry 2 was edited outside"),
+        ("Call `call_5` to", "Call `call_9` to", "line of entry 5 was edited outside"),
         ("`call_2` · **error**:", "`call_2`:", "line above the fence of entry 3"),
         (SIDECAR_LINE, "Result of `read_file` for call `call_5`:", "fence of entry 6"),
         ("(70,000 bytes)", "(70000 bytes)", "fence of entry 6"),
@@ -303,10 +304,15 @@ def test_a_blank_line_before_a_fence_is_skipped_either_way(blank: str) -> None:
 
 def test_an_empty_fence_is_closed_by_the_line_after_it() -> None:
     run = small_run()
-    run.transcript[1].content = ""  # the tool call: an empty ```json fence
+    run.transcript[1].content = ""
     run.transcript[2] = Entry(3, "assistant", "Some text.", step="inspect")
-    # A hand edit leaves a lone fence line at the end of the next message.
-    text = render(run).replace("Some text.\n", "Some text.\n```\n", 1)
+    # Version 1 wrote an empty ```json fence for a call without arguments (now one line);
+    # a hand edit leaves a lone fence line at the end of the next message.
+    text = render(run).replace(
+        "Call `call_2` to `read_file` with no arguments.",
+        "Call `call_2` to `read_file` with these arguments:\n\n```json\n```",
+    )
+    text = text.replace("Some text.\n", "Some text.\n```\n", 1)
     quick, slow = both_ways(text)
     assert quick == slow
     assert quick[0] == "ok"

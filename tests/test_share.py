@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
 from promptflow_resume import yamlio
 from promptflow_resume.errors import InputError
@@ -76,11 +77,14 @@ def test_the_copy_has_relative_paths_a_resume_header_and_validates_cleanly(proje
     assert fm["workflow"]["path"] == "../../release.prompt.md"  # type: ignore[index]
     assert fm["config"]["recording"] == "../../release.script.yaml"  # type: ignore[index]
     assert (out.parent / "../../release.prompt.md").resolve() == (project / "release.prompt.md")
-    # The header is YAML comments at the top of the front matter: invisible when rendered,
-    # ignored by every reader, and it says how to resume.
-    header = text.split("\n")[1:5]
-    assert all(line.startswith("# ") for line in header)
+    # The header is a blockquote at the top of the body: shown on GitHub, ignored by every
+    # reader, and it says what the file is and how to resume.
+    body = text[text.index("\n---\n\n") + 6 :]
+    header = body[: body.index("\n\n")].split("\n")
+    assert 3 <= len(header) <= 5 and all(line.startswith("> ") for line in header)
+    assert "Shared copy of a flow run" in header[0]
     assert any("flow resume release.md" in line for line in header)
+    assert MarkdownIt("commonmark").parse(body)[0].type == "blockquote_open"
     report = validate_file(out)
     assert report.warnings == [] and report.edited_entries == []
 

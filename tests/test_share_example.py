@@ -46,7 +46,7 @@ def test_saving_the_example_changes_nothing_but_its_share_header(tmp_path: Path)
     store, run, _ = ProgressStore.open(copy)
     store.checkpoint(run)
     store.close()
-    expected = re.sub(r"\A---\n(?:# [^\n]*\n)+", "---\n", EXAMPLE.read_text(encoding="utf-8"))
+    expected = re.sub(r"(?<=\n---\n\n)(?:>[^\n]*\n)+\n", "", EXAMPLE.read_text(encoding="utf-8"))
     assert copy.read_text(encoding="utf-8") == expected, REGENERATE
 
 

@@ -41,7 +41,7 @@ def test_hand_edits_are_pending_until_a_resume_notes_them_in_its_attempt(project
     resume(path, project)
     after = read_log(path)
     assert after.pending_edits == []
-    assert after.attempts[1].edits == ["entries edited by hand: 11"]
+    assert after.attempts[1].edits == ["entry 11 edited by hand"]
     assert after.attempts[1].edits[0] in after.attempts[1].notes
 
 

@@ -46,7 +46,7 @@ def test_loading_and_saving_an_unchanged_file_changes_no_byte(project: Path) -> 
     assert render(parse(text, path=path)[0]) == text
 
 
-def test_saving_a_shared_copy_drops_only_its_comment_header(project: Path) -> None:
+def test_saving_a_shared_copy_drops_only_its_share_header(project: Path) -> None:
     _, path = start(project, max_turns=3)
     copy = share(path, project / "shared.md").output
     shared = copy.read_text(encoding="utf-8")
@@ -54,7 +54,7 @@ def test_saving_a_shared_copy_drops_only_its_comment_header(project: Path) -> No
     store.checkpoint(run)
     store.close()
     saved = copy.read_text(encoding="utf-8")
-    without_header = re.sub(r"\A---\n(?:# [^\n]*\n)+", "---\n", shared)
+    without_header = re.sub(r"(?<=\n---\n\n)(?:>[^\n]*\n)+\n", "", shared)
     assert without_header != shared and saved == without_header
 
 

@@ -28,6 +28,7 @@ COMMAND_MODULES: dict[str, str] = {
     "status": "commands_run",
     "check": "commands_workflow",
     "validate": "commands_progress",
+    "show": "commands_show",
     "schema": "commands_progress",
     "list": "commands_detect",
     "detect": "commands_detect",

@@ -516,8 +516,9 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
     else:
         out("workflow unchanged since the checkpoint")
     if data["edited_entries"]:
-        edited = ", ".join(map(str, data["edited_entries"]))
-        out(f"edited   transcript entries edited by hand: {edited}")
+        from ..progress.render import entries_phrase
+
+        out(f"edited   {entries_phrase(data['edited_entries'])} edited by hand")
     for warning in data["warnings"]:
         out(f"warning  {warning}")
     if run.status == "completed" and not data["reset_steps"]:

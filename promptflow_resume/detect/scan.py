@@ -2,14 +2,15 @@
 
 Reading 10,000 front matters with the YAML loader takes about 4 s; the detector's cold scan
 must stay under 2 s. Progress files are written by ``yamlio.dump`` in plain block style, so
-this scanner reads that style line by line: block mappings and sequences of one-line scalars,
+this scanner reads that style line by line: block mappings, sequences of one-line scalars and
+one-line flow collections of plain scalars (``usage: {turns: 4, …}``, ``keywords: [a, b]``),
 with YAML's own implicit typing rules (the resolver table of PyYAML's safe loader). Keys the
 summary does not need are skipped without being parsed, whatever they hold.
 
-Anything outside that style (flow collections, block scalars, anchors, tags, multi-line
-scalars, escapes) raises ``Unsupported`` inside a kept key, and the caller falls back to
-``yamlio.load`` on the whole text. So the result is always what the YAML loader would give
-for the kept keys (a property test checks this against ``yamlio.load``)::
+Anything outside that style (nested or multi-line flow collections, block scalars, anchors,
+tags, multi-line scalars, escapes) raises ``Unsupported`` inside a kept key, and the caller
+falls back to ``yamlio.load`` on the whole text. So the result is always what the YAML loader
+would give for the kept keys (a property test checks this against ``yamlio.load``)::
 
     data = scan(text, {"status": True, "steps": {"*": {"status": True}}})
 """
@@ -104,6 +105,37 @@ def _scalar(text: str) -> Any:
     if tag.endswith(":float") and _FLOAT.fullmatch(value):
         return float(value)
     raise Unsupported(tag)  # timestamps, octal, sexagesimal, .inf ...: let YAML decide
+
+
+# Characters that make a one-line flow collection more than plain scalars between commas.
+_FLOW_SPECIAL = re.compile(r"[\[\]{}'\"#&*!|>%@`:?]")
+
+
+def flow(text: str) -> Any:
+    """A one-line flow sequence or mapping of plain scalars (``[a, b]``, ``{k: 1, j: x}``), as
+    the safe loader reads it; Unsupported for anything else (nesting, quotes, comments ...)."""
+    value = text.rstrip(" ")
+    opener, closer = value[:1], value[-1:]
+    if (opener, closer) not in (("[", "]"), ("{", "}")) or len(value) < 2:
+        raise Unsupported("not a one-line flow collection")
+    inner = value[1:-1]
+    if not inner.strip(" "):
+        return [] if opener == "[" else {}
+    pieces = [piece.strip(" ") for piece in inner.split(",")]
+    if opener == "[":
+        if any(not p or _FLOW_SPECIAL.search(p) for p in pieces):
+            raise Unsupported("flow sequence item")
+        return [scalar(p) for p in pieces]
+    out: dict[str, Any] = {}
+    for piece in pieces:
+        key, sep, item = piece.partition(": ")
+        key, item = key.rstrip(" "), item.lstrip(" ")
+        if not sep or not key or not item or _FLOW_SPECIAL.search(key + item):
+            raise Unsupported("flow mapping entry")
+        if key in out:
+            raise Unsupported("duplicate key")
+        out[_key_text(key)] = scalar(item)
+    return out
 
 
 _KEY_TEXT = re.compile(r"[^\s'\"#:\-?{}\[\],&*!|>%@`][^:#]*|'[^']*'|\"[^\"\\]*\"")
@@ -257,6 +289,14 @@ class _Scanner:
                     if ind < indent or (ind == indent and body[0] != "-"):
                         break
                     pos += 1
+                continue
+            if inline and inline[0] in "[{":
+                value = flow(inline)
+                if type(rule) is dict and isinstance(value, dict):
+                    value = {k: v for k, v in value.items() if rule.get(k, rule.get("*"))}
+                result[key] = value
+                if pos < count and lines[pos][0] > indent:
+                    raise Unsupported("multi-line flow collection")
                 continue
             if inline and inline[0] != "#":
                 result[key] = scalar(inline)

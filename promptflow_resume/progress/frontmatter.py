@@ -2,7 +2,10 @@
 
 Keys come in one fixed order so files diff cleanly; optional keys are left out when they are
 empty or hold their default, and ``from_front_matter`` puts the default back, so the pair is an
-exact inverse::
+exact inverse. Short records (usage, cursor, parameters, keywords, tool calls in flight)
+are ``OneLine`` values that YAML writes on one line, which keeps the front matter short where
+GitHub shows it as a table; a step's ``turns`` is written only where it differs from its
+``usage.turns``::
 
     data = to_front_matter(run)            # ready for yamlio.dump or json.dumps
     again = from_front_matter(data, path="progress.md")   # validated; transcript empty
@@ -14,6 +17,7 @@ import datetime as _dt
 from pathlib import Path
 from typing import Any, cast
 
+from ..yamlio import OneLine, OneLineList
 from .digest import transcript_digest
 from .model import (
     FORMAT_VERSION,
@@ -56,13 +60,15 @@ KEY_ORDER: tuple[str, ...] = (
 
 
 def _usage(u: Usage) -> dict[str, Any]:
-    return {
-        "input_tokens": u.input_tokens,
-        "output_tokens": u.output_tokens,
-        "cached_tokens": u.cached_tokens,
-        "cost_usd": u.cost_usd,
-        "turns": u.turns,
-    }
+    return OneLine(
+        {
+            "input_tokens": u.input_tokens,
+            "output_tokens": u.output_tokens,
+            "cached_tokens": u.cached_tokens,
+            "cost_usd": u.cost_usd,
+            "turns": u.turns,
+        }
+    )
 
 
 def _is_zero(u: Usage) -> bool:
@@ -83,7 +89,7 @@ def _step(state: StepState) -> dict[str, Any]:
     _put(out, "output_entry", state.output_entry)
     _put(out, "started", state.started)
     _put(out, "finished", state.finished)
-    if state.turns:
+    if state.turns != state.usage.turns:
         out["turns"] = state.turns
     if not _is_zero(state.usage):
         out["usage"] = _usage(state.usage)
@@ -101,6 +107,13 @@ def _attempt(a: Attempt) -> dict[str, Any]:
     return out
 
 
+def _record(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` on one line when they are all scalars (parameters, budget)."""
+    if any(isinstance(v, (dict, list)) for v in values.values()):
+        return dict(values)
+    return OneLine(values)
+
+
 def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
     """The front matter of ``run`` with the given transcript summary (used by the store)."""
     out: dict[str, Any] = {"flow_progress": FORMAT_VERSION, "run_id": run.run_id}
@@ -116,13 +129,13 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
     out["updated"] = run.updated
     config: dict[str, Any] = {"provider": run.config.provider}
     _put(config, "model", run.config.model)
-    _put(config, "params", dict(run.config.params))
-    _put(config, "budget", dict(run.config.budget))
+    _put(config, "params", _record(run.config.params))
+    _put(config, "budget", _record(run.config.budget))
     _put(config, "base_url", run.config.base_url)
     _put(config, "recording", run.config.recording)
     out["config"] = config
     _put(out, "inputs", dict(run.inputs))
-    cursor: dict[str, Any] = {}
+    cursor: dict[str, Any] = OneLine()
     _put(cursor, "step", run.cursor.step)
     cursor["index"] = run.cursor.index
     cursor["total"] = run.cursor.total
@@ -132,14 +145,16 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
         out,
         "in_flight",
         [
-            {
-                "call_id": f.call_id,
-                "tool": f.tool,
-                "step": f.step,
-                "entry": f.entry,
-                "started": f.started,
-                "idempotent": f.idempotent,
-            }
+            OneLine(
+                {
+                    "call_id": f.call_id,
+                    "tool": f.tool,
+                    "step": f.step,
+                    "entry": f.entry,
+                    "started": f.started,
+                    "idempotent": f.idempotent,
+                }
+            )
             for f in run.in_flight
         ],
     )
@@ -154,10 +169,12 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
         _put(err, "step", run.last_error.step)
         out["last_error"] = err
     if run.redactions != Redactions():
-        out["redactions"] = {"count": run.redactions.count, "where": list(run.redactions.where)}
-    _put(out, "keywords", list(run.keywords))
+        out["redactions"] = OneLine(
+            {"count": run.redactions.count, "where": OneLineList(run.redactions.where)}
+        )
+    _put(out, "keywords", OneLineList(run.keywords))
     if run.parent is not None:
-        out["parent"] = dict(run.parent)
+        out["parent"] = OneLine(run.parent)
     out["transcript"] = {"entries": entries, "digest": digest}
     return out
 
@@ -192,7 +209,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
             started=s.get("started"),
             finished=s.get("finished"),
             usage=_usage_from(s.get("usage")),
-            turns=s.get("turns", 0),
+            turns=s["turns"] if "turns" in s else _usage_from(s.get("usage")).turns,
         )
         for sid, s in (data.get("steps") or {}).items()
     }

@@ -28,22 +28,22 @@ from .. import yamlio
 from ..errors import DigestError, FlowError, ProgressFormatError, UnsupportedVersionError
 from .digest import ENTRY_DIGEST_HEX, Chain, entry_digest
 from .frontmatter import normalize_yaml_values, run_from_valid
+from .migrations import MIGRATIONS, Migration
 from .model import FORMAT_VERSION, ROLES, Entry, LoadReport, Run
+from .rawtext import EMPTY_MESSAGE, OWN_FENCE_INFOS
 from .render import (
+    EMPTY_RESULT,
     ESCAPED_INFO,
     TOOL_ROLES,
+    call_head,
     conversation_preamble,
     heading,
+    inline_arguments_ok,
     section_digest,
     tool_line,
 )
 from .schema import validate_front_matter
 from .sidecar import check_link
-
-#: Upgrades a parsed file of version N to N + 1: ``(front matter, body) -> (front matter, body)``.
-Migration = Callable[[dict[str, Any], str], tuple[dict[str, Any], str]]
-#: Registered upgrades by the version they upgrade *from*; empty while 1 is the only format.
-MIGRATIONS: dict[int, Migration] = {}
 
 _MARK = "<!-- flow:"
 _ENTRY_RE = re.compile(r"<!-- flow:entry ([0-9]+) ([a-z_]+)((?: [^ ]+)*?) d=([0-9a-f]{16}) -->")
@@ -78,13 +78,15 @@ def _quick_pattern(raw_start: str) -> str:
         rf"(?: tool=({_PLAIN}{{1,80}}))?( error)?(?: sidecar=({_LINK}{{1,120}}))?"  # 8, 9, 10
         rf"(?: sha256=({_PLAIN}+))?(?: bytes=(0|[1-9][0-9]*))? d=([0-9a-f]{{16}}) -->\n"  # 11-13
         r"### \1 · (?(2)tool call|(?(3)tool result|(?(4)\4|note from flow)))(?(6) · \6)\n"
-        r"(?(2)\nCall `\7` to `\8` with these arguments:\n)"
+        # 14: a call's arguments on its line, in backticks, or "no arguments"
+        r"(?(2)\nCall `\7` to `\8` with (?:these arguments:\n|(`[^`\n]+`|no arguments)\.\n))"
         r"(?(3)\nResult of `\8` for call `\7`(?(9) · \*\*error\*\*)"
-        r"(?(10) · full output in \[\10\]\(\10\) \(([0-9,]+ bytes|size \?)\)"  # 14
-        r"; the text below is a preview):\n)"
-        # 15: a newline and the fence's backticks (the reader finds the content and the close)
+        r"(?(10) · full output in \[\10\]\(\10\) \(([0-9,]+ bytes|size \?)\)"  # 15
+        r"; the text below is a preview):(?:\n|( _\(no output\)_\n)))"  # 16: empty output
+        # 17: a newline and the fence's backticks (the reader finds the content and the close)
         r"(?:(\n`{3,})(?:text|json|markdown)\n"
-        rf"|\n(?(4)|(?(5)|(?!)))(?={raw_start}))"
+        rf"|\n(?(4)|(?(5)|(?!)))(?={raw_start})"
+        r"|(?(14)|(?(16)|(?!)))(?=\n<!-- flow:))"
     )
 
 
@@ -93,7 +95,6 @@ _QUICK_ENTRY = re.compile(_quick_pattern(f"[^`<{_SPACE}]"), re.ASCII)
 # message's first character is checked for them once decoded.
 _QUICK_ENTRY_BYTES = re.compile(_quick_pattern(r"[^`<\t-\r\x1c- ]").encode("utf-8"), re.ASCII)
 _ROLE_OF = {role.encode("ascii"): role for role in ROLES}
-_OUR_INFOS = frozenset({"text", "json", "markdown", ESCAPED_INFO})
 _FIX_BODY = (
     "Restore the file from version control, or undo the edit around that line; "
     "only the text of entries may be edited, keeping each flow:entry line and fence."
@@ -441,7 +442,9 @@ def _quick_entries(
             sha,
             size,
             digest,
+            inline,
             shown,
+            empty,
             fence,
         ) = found.groups()
         if int(number) != expected:
@@ -450,7 +453,12 @@ def _quick_entries(
             return pos  # the sidecar's size above the fence was edited
         role = called or result or message or note
         start = found.end()
-        if fence is not None:
+        if inline is not None or empty is not None:
+            content = "" if inline is None or inline[0] != "`" else inline[1:-1]
+            if content and not inline_arguments_ok(content, limit=len(content)):
+                return pos
+            end = start + 1
+        elif fence is not None:
             # The first line from here that starts with the fence's backticks must close it:
             # exactly those backticks, a blank line, the next marker.
             close = text.find(fence, start - 1)
@@ -463,6 +471,8 @@ def _quick_entries(
             if end == -1:
                 return pos
             content = text[start:end].strip()
+            if content == EMPTY_MESSAGE:
+                content = ""
             end += 1
         transcript.append(
             Entry(
@@ -529,7 +539,9 @@ def _quick_entries_bytes(
             sha,
             size,
             digest,
+            inline,
             shown,
+            empty,
             fence,
         ) = found.groups()
         if int(number) != expected:
@@ -539,7 +551,13 @@ def _quick_entries_bytes(
         role = called or result or message or note
         start = found.end()
         try:
-            if fence is not None:
+            if inline is not None or empty is not None:
+                raw = b"" if inline is None or inline[:1] != b"`" else inline[1:-1]
+                content = raw.decode("utf-8")
+                if content and not inline_arguments_ok(content, limit=len(content)):
+                    return pos
+                end = start + 1
+            elif fence is not None:
                 close = data.find(fence, start - 1)
                 end = close + len(fence) + 2
                 if close == -1 or not data.startswith(after_close, end - 2):
@@ -554,6 +572,8 @@ def _quick_entries_bytes(
                 if content[0].isspace():
                     return pos
                 content = content.strip()
+                if content == EMPTY_MESSAGE:
+                    content = ""
                 raw = content.encode("utf-8")
                 end += 1
         except UnicodeDecodeError:
@@ -626,12 +646,23 @@ def _entry(sc: _Scanner, pos: int, report: LoadReport) -> tuple[Entry, str, int]
                 break
             pos = after
         if line.startswith(_MARK):
-            raise sc.fail(
-                ProgressFormatError,
-                pos,
-                f"entry {entry.id} ({entry.role.replace('_', ' ')}) has no fenced block; its "
-                "arguments or output must stay inside a ``` fence.",
-            )
+            one = _one_line_content(entry, text[meta_start:pos].strip())
+            if one is None:
+                raise sc.fail(
+                    ProgressFormatError,
+                    pos,
+                    f"entry {entry.id} ({entry.role.replace('_', ' ')}) has no fenced block; its "
+                    "arguments or output must stay inside a ``` fence (or, for short arguments, "
+                    "in the backticks of its `Call … with `…`.` line).",
+                )
+            entry.content, unedited = one
+            if not unedited:
+                report.warnings.append(
+                    f"{sc.path}:{sc.line_of(meta_start)}: the line of entry {entry.id} was "
+                    "edited outside its backticks; the call id and tool come from the flow:entry "
+                    "line, so that edit has no effect."
+                )
+            return entry, digest, pos
         meta = text[meta_start:pos].strip()
         if meta != tool_line(entry):
             report.warnings.append(
@@ -643,7 +674,7 @@ def _entry(sc: _Scanner, pos: int, report: LoadReport) -> tuple[Entry, str, int]
     line, after = sc.line_at(pos)
     opening = _FENCE_OPEN.fullmatch(line)
     info = opening.group(2).strip() if opening else ""
-    if opening and (info in _OUR_INFOS or entry.role in TOOL_ROLES):
+    if opening and (info in OWN_FENCE_INFOS or entry.role in TOOL_ROLES):
         content, after_close = _fenced(sc, entry, pos, len(opening.group(1)), info, after)
         nxt = sc.next_marker(after_close)
         if nxt == -1:
@@ -665,7 +696,30 @@ def _entry(sc: _Scanner, pos: int, report: LoadReport) -> tuple[Entry, str, int]
     if nxt == -1:
         raise sc.truncated(f"it ends inside entry {entry.id}")
     entry.content = text[pos:nxt].strip()
+    if entry.content == EMPTY_MESSAGE:
+        entry.content = ""
     return entry, digest, nxt
+
+
+_ONE_LINE_CALL = re.compile(r"(.*) with (?:`([^`]+)`|no arguments)\.")
+
+
+def _one_line_content(entry: Entry, line: str) -> tuple[str, bool] | None:
+    """The content of a tool entry written on one line (no fence) and whether its generated
+    part is unedited; None if ``line`` is not such a line (a call with no or short arguments,
+    or a result with no output)."""
+    if entry.role == "tool_result":
+        if line.endswith(f": {EMPTY_RESULT}"):
+            return "", line == f"{tool_line(entry)} {EMPTY_RESULT}"
+        return None
+    match = _ONE_LINE_CALL.fullmatch(line)
+    if match is None or not match.group(1).startswith("Call "):
+        return None
+    arguments = match.group(2) or ""
+    # Any length: a hand edit may lengthen the arguments (the next write fences them).
+    if arguments and not inline_arguments_ok(arguments, limit=len(arguments)):
+        return None
+    return arguments, f"{match.group(1)} with" == call_head(entry)
 
 
 def _check_swallowed(sc: _Scanner, transcript: list[Entry], next_pos: int) -> None:
@@ -708,6 +762,12 @@ def _check_generated(
         )
 
 
+def _is_blockquote(text: str) -> bool:
+    """True for a note above the first section that is all one blockquote (``flow share``
+    writes one; it is for readers and dropped at the next save)."""
+    return all(line.startswith(">") for line in text.strip().split("\n"))
+
+
 def _conversation_start(sc: _Scanner, start: int, report: LoadReport) -> int:
     """Read the generated sections from ``start`` up to the conversation; return where its
     first entry (or whatever follows its heading) starts."""
@@ -715,7 +775,7 @@ def _conversation_start(sc: _Scanner, start: int, report: LoadReport) -> int:
     pos = sc.next_marker(start)
     if pos == -1:
         raise sc.truncated("the body has no flow:section markers (it ends after the front matter)")
-    if text[start:pos].strip():
+    if text[start:pos].strip() and not _is_blockquote(text[start:pos]):
         report.warnings.append(
             f"{sc.path}:{sc.line_of(start)}: text before the first section is ignored."
         )

@@ -1,14 +1,16 @@
 """Writing a ``Run`` as ``progress.md``: YAML front matter plus a readable Markdown body.
 
-The body has four sections, each opened by an HTML comment marker that GitHub does not show:
-execution metadata, configuration, conversation and execution state, then an end marker.
-Only the conversation is read back; the other sections are generated from the front matter.
-Each transcript entry is a marker comment (its id, role, fields and digest), a heading, and its
-content in one of three forms, chosen per entry:
+The body opens with a short note for readers (a blockquote), then four sections, each opened by
+an HTML comment marker that GitHub does not show: execution metadata, configuration,
+conversation and execution state, then an end marker. Only the conversation is read back; the
+other sections are generated from the front matter. Each transcript entry is a marker comment
+(its id, role, fields and digest), a heading, and its content in one of these forms:
 
-- *raw*: a message that reads as ordinary Markdown and cannot be mistaken for structure;
-- *fenced*: a backtick fence longer than any backtick run inside (headings, fences, ``---``,
-  HTML, tabs, trailing spaces, leading or trailing blank lines ...);
+- *raw*: a message written as Markdown (its headings, lists and code blocks render as such),
+  unless it would break the file's structure or not read back exactly (``rawtext``);
+- *one line*: an empty message, a tool call whose arguments fit on one line, an empty result;
+- *fenced*: a backtick fence longer than any backtick run inside (tool outputs, and messages
+  that cannot be raw);
 - *escaped*: a fence of JSON string literals, one per line, for content no fence can carry
   exactly (CR, other control characters, lone surrogates, U+2028/U+2029).
 
@@ -30,6 +32,7 @@ from .. import yamlio
 from .digest import Chain, entry_digest
 from .frontmatter import front_matter
 from .model import Entry, Run, Usage
+from .rawtext import EMPTY_MESSAGE, structure_safe
 
 ROLE_LABELS: dict[str, str] = {
     "system": "system",
@@ -41,6 +44,10 @@ ROLE_LABELS: dict[str, str] = {
 }
 TOOL_ROLES = frozenset({"tool_call", "tool_result"})
 ESCAPED_INFO = "flow-escaped"
+#: Tool-call arguments up to this long, on one line, are shown on the call's line.
+INLINE_ARGUMENTS_LIMIT = 200
+#: What follows the result line of a tool that printed nothing.
+EMPTY_RESULT = "_(no output)_"
 SECTION_NOTES: dict[str, str] = {
     "metadata": "generated from the front matter; edits here have no effect",
     "configuration": "generated from the front matter; edits here have no effect",
@@ -57,15 +64,6 @@ EMPTY_CONVERSATION = "_No entries yet._"
 # editor would treat them as line ends or drop them), C1 controls, Unicode line/paragraph
 # separators, and lone surrogates (not encodable as UTF-8).
 _NEEDS_ESCAPE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-# A raw (unfenced) message must not contain any line a Markdown parser could read as
-# structure that leaks beyond the entry, nor anything an editor would silently change.
-_NOT_RAW = re.compile(
-    # headings, HTML, fences, math blocks, rules and setext underlines, link definitions:
-    r"^ *(?:[#<]|```|~~~|\$\$|[-=*_ ]+$|\[[^\]\n]*\]:)"
-    r"|[^\S\n]$"  # trailing whitespace (also whitespace-only lines)
-    r"|\t|<!--",
-    re.MULTILINE,
-)
 _BACKTICKS = re.compile(r"`+")
 _DISPLAY_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]+")
 # Marker values keep these characters as they are; everything else is percent-encoded.
@@ -82,11 +80,16 @@ def needs_escape(content: str) -> bool:
 
 def raw_ok(content: str) -> bool:
     """True when ``content`` can be written as plain Markdown and read back unchanged."""
+    return _NEEDS_ESCAPE.search(content) is None and structure_safe(content)
+
+
+def inline_arguments_ok(content: str, limit: int = INLINE_ARGUMENTS_LIMIT) -> bool:
+    """True when tool-call arguments fit in one code span on the call's line, exactly."""
     return (
-        bool(content)
+        0 < len(content) <= limit
+        and content.isprintable()
+        and "`" not in content
         and content == content.strip()
-        and _NOT_RAW.search(content) is None
-        and _NEEDS_ESCAPE.search(content) is None
     )
 
 
@@ -145,9 +148,23 @@ def entry_marker(entry: Entry, digest: str) -> str:
 
 
 def one_line(text: str, limit: int = 160) -> str:
-    """``text`` squeezed onto one display line (controls and newlines become spaces)."""
+    """``text`` squeezed onto one display line (controls and newlines become spaces), cut
+    at a word boundary when it is longer than ``limit``."""
     flat = _DISPLAY_CONTROL.sub(" ", text).strip()
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit * 2 // 3:  # a word boundary not too far back: never half a word
+        cut = cut[:space].rstrip(" ,;")
+    return cut + "…"
+
+
+def entries_phrase(ids: list[int]) -> str:
+    """``entry 3``, ``entries 3 and 5``, ``entries 3, 5 and 8``: ids as a reader says them."""
+    if len(ids) == 1:
+        return f"entry {ids[0]}"
+    return "entries " + ", ".join(map(str, ids[:-1])) + f" and {ids[-1]}"
 
 
 def _html(text: str) -> str:
@@ -210,13 +227,44 @@ def tool_line(entry: Entry) -> str:
     return text
 
 
+def call_line(entry: Entry) -> str | None:
+    """The one line that shows a tool call whole, or None when its arguments need a fence."""
+    if entry.content and not inline_arguments_ok(entry.content):
+        return None
+    head = call_head(entry)
+    return f"{head} `{entry.content}`." if entry.content else f"{head} no arguments."
+
+
+def call_head(entry: Entry) -> str:
+    """The start of a tool call's line: ``Call `id` to `tool` with``."""
+    return f"Call {code(entry.call_id or '?', 80)} to {code(entry.tool or '?', 80)} with"
+
+
+def _result_info(content: str) -> str:
+    """The fence language of a tool's output: ``json`` when it is a JSON document."""
+    if content[:1] in "{[" and content[-1:] in "}]":
+        try:
+            json.loads(content)
+        except ValueError:
+            return "text"
+        return "json"
+    return "text"
+
+
 def entry_block(entry: Entry, digest: str) -> str:
     """One transcript entry as written in the body (ends with a blank line)."""
     role = entry.role
     content = entry.content
-    if role in TOOL_ROLES:
-        info = "json" if role == "tool_call" else "text"
-        text = f"{tool_line(entry)}\n\n{fence_block(content, info)}"
+    if role == "tool_call":
+        line = call_line(entry)
+        text = line if line is not None else f"{tool_line(entry)}\n\n{fence_block(content, 'json')}"
+    elif role == "tool_result":
+        if content:
+            text = f"{tool_line(entry)}\n\n{fence_block(content, _result_info(content))}"
+        else:
+            text = f"{tool_line(entry)} {EMPTY_RESULT}"
+    elif not content:
+        text = EMPTY_MESSAGE
     elif raw_ok(content):
         text = content
     else:
@@ -266,7 +314,8 @@ def _metadata(run: Run) -> str:
     rows.append(("Attempts", str(len(run.attempts))))
     rows.append(("Transcript", f"{len(run.transcript):,} entries"))
     if run.keywords:
-        rows.append(("Keywords", cell(", ".join(run.keywords), 300)))
+        # All of them: a table cell wraps, so nothing is cut mid-word.
+        rows.append(("Keywords", cell(", ".join(run.keywords), 10_000)))
     if run.parent is not None:
         rows.append(
             ("Forked from", cell(", ".join(f"{k} {v}" for k, v in run.parent.items()), 300))

@@ -43,6 +43,7 @@ from ..errors import (
 from .digest import Chain, entry_digest
 from .durable import fsync_dir, write_all, write_temp
 from .frontmatter import front_matter, run_from_valid
+from .migrations import upgrade_front_matter
 from .model import Entry, LoadReport, Run
 from .parse import parse_bytes
 from .render import entry_block, render_document
@@ -279,7 +280,8 @@ def read_journal(path: Path, run_id: str, report: LoadReport) -> list[_Event]:
     for number, line in enumerate(lines[1:], start=2):
         try:
             data = json.loads(line)
-            event = _Event(int(data["seq"]), dict(data["fm"]), list(data["entries"]), number)
+            fm = upgrade_front_matter(dict(data["fm"]))  # a journal an older flow wrote
+            event = _Event(int(data["seq"]), fm, list(data["entries"]), number)
         except (ValueError, KeyError, TypeError, RecursionError):
             raise _journal_error(
                 path, number, "this journal line is damaged (not a complete event)."

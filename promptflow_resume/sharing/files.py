@@ -1,4 +1,4 @@
-"""Writing copies of a run: keep hand-edit marks, copy sidecar files, add a comment header.
+"""Writing copies of a run: keep hand-edit marks, copy sidecar files, add a header for readers.
 
 The text always comes from the progress package's renderer, so a copy is byte-for-byte what
 the store itself would write; the only addition is an optional block of YAML comment lines at
@@ -40,7 +40,8 @@ def render_copy(
 ) -> str:
     """The progress-file text of ``run``; ``keep`` overrides digests of edited entries.
 
-    ``header`` (lines of text) is written as YAML comments right after the opening ``---``.
+    ``header`` (lines of text) is written as a blockquote at the top of the body, where
+    GitHub shows it (it is not part of any section, and the next save drops it).
     """
     keep = keep or {}
     digests = [keep.get(e.id) or entry_digest(e) for e in run.transcript]
@@ -49,8 +50,9 @@ def render_copy(
     validate_front_matter(fm, path=path, context="refusing to write an invalid copy (a bug): ")
     text = render_document(run, fm, digests)
     if header:
-        comments = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
-        text = "---\n" + comments + text[len("---\n") :]
+        body = text.index("\n---\n\n") + len("\n---\n\n")
+        quote = "".join(f"> {line}".rstrip() + "\n" for line in header.splitlines())
+        text = text[:body] + quote + "\n" + text[body:]
     return text
 
 

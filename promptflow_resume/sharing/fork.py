@@ -19,6 +19,7 @@ from ..clock import now_iso
 from ..errors import InputError
 from ..progress import ProgressStore, load_progress
 from ..progress.model import Cursor, Run, StepState
+from ..progress.render import entries_phrase
 from ..progress.sidecar import write_sidecar
 from ..runids import new_run_id
 from .common import (
@@ -136,8 +137,8 @@ def fork(path: str | Path, at_step: str, out: str | Path | None = None) -> ForkR
     edited = [i for i in report.edited_entries if i <= len(new.transcript)]
     if edited:
         result.warnings.append(
-            "entries " + ", ".join(map(str, edited)) + " were edited by hand in the original; "
-            "the fork starts from the edited text."
+            f"{entries_phrase(edited)} {'was' if len(edited) == 1 else 'were'} edited by hand "
+            "in the original; the fork starts from the edited text."
         )
     try:
         # Sidecars first (the fork's folder is new), so the file never links to a missing one.

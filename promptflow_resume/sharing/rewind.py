@@ -22,6 +22,7 @@ from typing import Any
 from ..clock import now_iso
 from ..progress import ProgressStore
 from ..progress.model import Attempt, Cursor, StepState
+from ..progress.render import entries_phrase
 from ..progress.store import atomic_write
 from .common import (
     first_entry_of,
@@ -110,7 +111,7 @@ def rewind(path: str | Path, to_step: str) -> RewindResult:
             run.steps[sid] = StepState()
         kept_edits = [i for i in report.edited_entries if cut is None or i < cut]
         if kept_edits:
-            parts.append("entries edited by hand: " + ", ".join(map(str, kept_edits)))
+            parts.append(f"{entries_phrase(kept_edits)} edited by hand")
         parts.append(f"previous file saved as {backup.name}")
         note = "; ".join(parts)
         result.note = note

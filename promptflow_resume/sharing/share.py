@@ -9,7 +9,7 @@ The copy is the run as ``load_progress`` sees it (journal replayed), with:
 - its sidecar files (large tool outputs, archived entries, a per-run recording) bundled in the
   copy's own sidecar folder, ``<name>.files/`` beside it, with their sha256 recomputed where
   redaction changed a byte;
-- a short comment header at the top of the front matter saying how to resume it.
+- a short blockquote at the top of the body saying what the file is and how to resume it.
 
 Sidecars are bundled, never inlined into the transcript: an entry's text is what the model
 sees on resume, so inlining a full output in place of its preview would change the next
@@ -185,7 +185,8 @@ def _header(result: ShareResult, output: Path, status: str) -> str:
     root = git_root(output.parent)
     shown = output.name if root is None else relative_path(output, root)
     lines = [
-        f"Shared copy of run {result.run_id}, written by `flow share` on {now_iso()}.",
+        f"**Shared copy of a flow run** ({result.run_id}), written by `flow share` on "
+        f"{now_iso()}: the front matter is the checkpoint, the conversation below is the run.",
         "Secrets were redacted again and paths are relative to this file"
         + (f"; large outputs are in {folder_name(output)}/ beside it." if result.bundled else "."),
         (

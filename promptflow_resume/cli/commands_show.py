@@ -1,0 +1,67 @@
+"""``flow show``: a run in the terminal, or as one self-contained HTML page."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from .app import app, out, print_json
+
+
+@app.command("show")
+def show(
+    path: Path = typer.Argument(..., help="The progress file (progress.md) to show."),
+    html: Path | None = typer.Option(
+        None, "--html", help="Write the run as one self-contained HTML page to this file."
+    ),
+    lines: int = typer.Option(
+        5, "--lines", min=0, help="Lines of each tool output to show in the terminal."
+    ),
+    width: int | None = typer.Option(
+        None, "--width", min=40, help="Width of the terminal output (default: the terminal's)."
+    ),
+    json_output: bool = typer.Option(
+        False, "--json", help="Print the run's usage and step time line as JSON."
+    ),
+) -> None:
+    """Show a run: its steps on a time line (time, turns, tokens, cost) and the conversation
+    rendered as Markdown, tool outputs collapsed. Reads the file only."""
+    from ..progress import load_progress
+
+    run, _ = load_progress(path)
+    if json_output and html is None:
+        from dataclasses import asdict
+
+        from ..show.timeline import timeline
+
+        print_json(
+            {
+                "path": str(path),
+                "run_id": run.run_id,
+                "status": run.status,
+                "usage": asdict(run.usage),
+                "entries": len(run.transcript),
+                "steps": [asdict(row) for row in timeline(run)],
+            }
+        )
+        return
+    if html is not None:
+        from ..progress.store import atomic_write, storage_error
+        from ..show.html import html_page
+
+        page = html_page(run, source=path.name).encode("utf-8")
+        try:
+            html.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(html, page)
+        except OSError as error:
+            raise storage_error(error, html, "write the page", resumable=False) from None
+        out(f"wrote {html}")
+        return
+    from rich.console import Console
+
+    from ..show.terminal import terminal_view
+
+    console = Console(file=sys.stdout, width=width, highlight=False, emoji=False)
+    console.print(terminal_view(run, result_lines=lines))

@@ -1,0 +1,36 @@
+"""Showing a run to a person: in the terminal (rich) or as one self-contained HTML page.
+
+Both views read a loaded ``Run`` and never write the progress file::
+
+    from promptflow_resume.show import html_page, terminal_view
+    run, _ = load_progress("progress.md")
+    console.print(terminal_view(run))
+    Path("run.html").write_text(html_page(run), encoding="utf-8")
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .html import html_page
+    from .terminal import terminal_view
+    from .timeline import StepRow, timeline
+
+__all__ = ["StepRow", "html_page", "terminal_view", "timeline"]
+
+_HOMES = {
+    "html_page": ".html",
+    "terminal_view": ".terminal",
+    "StepRow": ".timeline",
+    "timeline": ".timeline",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: the terminal view imports rich's Markdown renderer, the page markdown-it.
+    if name in _HOMES:
+        import importlib
+
+        return getattr(importlib.import_module(_HOMES[name], __name__), name)
+    raise AttributeError(name)

@@ -1,0 +1,233 @@
+"""A run as one self-contained HTML page: no scripts, fonts or images from the network.
+
+The page holds a header with the run's facts, a time line chart of the steps (inline SVG: when
+each ran, its turns, tokens and cost), and the conversation: messages rendered from Markdown
+(raw HTML in them is shown as text, images as their alt text), tool calls on one line, tool
+outputs in ``<details>`` blocks that open on a click, with diffs coloured line by line::
+
+    Path("run.html").write_text(html_page(run, source="progress.md"), encoding="utf-8")
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from html import escape
+from typing import Any
+
+from ..progress.model import Entry, Run
+from ..progress.render import ROLE_LABELS, one_line
+from .timeline import StepRow, duration_text, timeline
+
+#: Tool outputs longer than this many lines start collapsed; shorter ones start open.
+OPEN_LINES = 12
+_DIFF = re.compile(r"^(?:diff --git |--- \S|@@ -\d)", re.MULTILINE)
+
+_CSS = """
+:root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg: #ffffff; --soft: #f6f8fa;
+  --accent: #0969da; --ok: #1a7f37; --warn: #9a6700; --bad: #d1242f; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 15px/1.5 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif;
+  color: var(--fg); background: var(--bg); }
+main { max-width: 60rem; margin: 0 auto; padding: 1.5rem; }
+h1 { font-size: 1.6rem; margin: 0 0 .25rem; }
+.facts { color: var(--muted); margin: 0 0 1rem; }
+.status { font-weight: 600; padding: .1rem .5rem; border-radius: 1rem; background: var(--soft); }
+.status.completed { color: var(--ok); } .status.failed, .status.needs_review { color: var(--bad); }
+table { border-collapse: collapse; margin: .5rem 0 1rem; }
+th, td { border: 1px solid var(--line); padding: .25rem .6rem; text-align: left;
+  vertical-align: top; overflow-wrap: anywhere; }
+td.num { text-align: right; white-space: nowrap; }
+.chart { width: 100%; height: auto; border: 1px solid var(--line); border-radius: .4rem;
+  background: var(--soft); }
+.chart text { font: 12px sans-serif; fill: var(--fg); }
+.chart .time { fill: var(--accent); } .chart .tokens { fill: #8250df; }
+.entry { border: 1px solid var(--line); border-radius: .4rem; margin: .75rem 0; }
+.entry > h3 { margin: 0; padding: .35rem .75rem; font-size: .9rem; background: var(--soft);
+  border-bottom: 1px solid var(--line); border-radius: .4rem .4rem 0 0; }
+.entry .body { padding: .25rem .75rem; overflow-x: auto; }
+.entry.assistant > h3 { color: var(--ok); } .entry.user > h3 { color: var(--accent); }
+.entry.tool_call > h3, .entry.tool_result > h3 { color: var(--warn); }
+.entry.error > h3 { color: var(--bad); }
+pre { background: var(--soft); padding: .5rem .75rem; border-radius: .3rem; overflow-x: auto;
+  font: 13px/1.45 ui-monospace, SFMono-Regular, Menlo, monospace; }
+code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 90%; }
+details > summary { cursor: pointer; color: var(--muted); margin: .4rem 0; }
+.diff .add { color: var(--ok); } .diff .del { color: var(--bad); }
+.diff .hunk { color: var(--accent); }
+.empty { color: var(--muted); font-style: italic; }
+footer { color: var(--muted); font-size: .85rem; margin-top: 2rem; }
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt
+
+    # Raw HTML is shown as text and images as their text: the page loads nothing.
+    return MarkdownIt("commonmark", {"html": False}).enable("table").disable("image")
+
+
+def _lines(content: str) -> list[str]:
+    lines = content.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _output_block(content: str) -> str:
+    """A tool output as a ``<pre>``, diffs coloured per line."""
+    if _DIFF.search(content):
+        rows = []
+        for line in _lines(content):
+            cls = ""
+            if line.startswith("+") and not line.startswith("+++"):
+                cls = "add"
+            elif line.startswith("-") and not line.startswith("---"):
+                cls = "del"
+            elif line.startswith("@@"):
+                cls = "hunk"
+            text = escape(line)
+            rows.append(f'<span class="{cls}">{text}</span>' if cls else text)
+        return '<pre class="diff">' + "\n".join(rows) + "</pre>"
+    return "<pre>" + escape(content) + "</pre>"
+
+
+def _entry(entry: Entry) -> str:
+    label = f"{entry.id} · {ROLE_LABELS.get(entry.role, entry.role)}"
+    if entry.step:
+        label += f" · {one_line(entry.step, 80)}"
+    classes = ["entry", entry.role] + (["error"] if entry.is_error else [])
+    if entry.role == "tool_call":
+        args = escape(one_line(entry.content, 300)) if entry.content else ""
+        body = f"<p>→ <code>{escape(entry.tool or '?')}</code>(<code>{args}</code>)</p>"
+        if entry.content and "\n" in entry.content.strip():
+            body += f"<details><summary>arguments</summary>{_output_block(entry.content)}</details>"
+    elif entry.role == "tool_result":
+        lines = _lines(entry.content)
+        what = "error output" if entry.is_error else "output"
+        if entry.sidecar:
+            what += f" (preview; full output in {escape(entry.sidecar)})"
+        if not lines:
+            body = f'<p class="empty">← {escape(entry.tool or "?")}: no output</p>'
+        else:
+            opened = " open" if len(lines) <= OPEN_LINES else ""
+            summary = (
+                f"← <code>{escape(entry.tool or '?')}</code> {what}: {len(lines):,} "
+                f"line{'s' if len(lines) != 1 else ''}"
+            )
+            body = f"<details{opened}><summary>{summary}</summary>"
+            body += _output_block(entry.content) + "</details>"
+    elif entry.content:
+        body = _markdown().render(entry.content)
+    else:
+        body = '<p class="empty">(no text)</p>'
+    return (
+        f'<section class="{" ".join(classes)}" id="entry-{entry.id}" data-role="{entry.role}">'
+        f'<h3>{escape(label)}</h3><div class="body">{body}</div></section>'
+    )
+
+
+def _chart(rows: list[StepRow]) -> str:
+    """Steps on a time line (top bar: when and how long) with their tokens (lower bar)."""
+    if not rows:
+        return ""
+    width, left, row_h = 900, 150, 46
+    plot = width - left - 230
+    span = max(((r.offset or 0) + (r.seconds or 0) for r in rows), default=0.0)
+    most = max((r.tokens for r in rows), default=0) or 1
+    height = row_h * len(rows) + 30
+    parts = [
+        f'<svg class="chart" id="timeline" viewBox="0 0 {width} {height}" role="img" '
+        f'xmlns="http://www.w3.org/2000/svg" aria-label="Steps on a time line">'
+    ]
+    for i, r in enumerate(rows):
+        y = 10 + i * row_h
+        if r.offset is not None and r.seconds is not None:
+            x = left + (r.offset / span * plot if span > 0 else 0)
+            w = max(3.0, r.seconds / span * plot if span > 0 else plot)
+        else:
+            x, w = left, 0.0
+        tw = max(2.0, r.tokens / most * plot) if r.tokens else 0.0
+        facts = (
+            f"{duration_text(r.seconds)} · {r.turns} turn{'s' if r.turns != 1 else ''} · "
+            f"{r.tokens:,} tokens · ${r.cost_usd:.4f}"
+        )
+        parts.append(
+            f'<g class="step" data-step="{escape(r.step)}" data-status="{escape(r.status)}">'
+            f"<title>{escape(r.step)}: {escape(r.status)}, {escape(facts)}</title>"
+            f'<text x="8" y="{y + 14}">{escape(one_line(r.step, 20))}</text>'
+            f'<text x="8" y="{y + 30}" fill="#59636e">{escape(r.status)}</text>'
+            f'<rect class="time" x="{x:.1f}" y="{y + 2}" width="{w:.1f}" height="16" rx="3"/>'
+            f'<rect class="tokens" x="{left}" y="{y + 22}" width="{tw:.1f}" height="8" rx="2"/>'
+            f'<text x="{left + plot + 12}" y="{y + 20}">{escape(facts)}</text></g>'
+        )
+    axis_y = height - 8
+    parts.append(
+        f'<text x="{left}" y="{axis_y}" fill="#59636e">0s</text>'
+        f'<text x="{left + plot}" y="{axis_y}" text-anchor="end" fill="#59636e">'
+        f"{duration_text(span)} · blue: time, purple: tokens</text></svg>"
+    )
+    return "".join(parts)
+
+
+def _steps_table(rows: list[StepRow]) -> str:
+    head = (
+        "<tr><th>Step</th><th>Status</th><th>Start</th><th>Time</th><th>Turns</th>"
+        "<th>Tool calls</th><th>Tokens</th><th>Cost</th></tr>"
+    )
+    body = "".join(
+        f"<tr><td>{escape(r.step)}</td><td>{escape(r.status)}</td>"
+        f'<td class="num">{"—" if r.offset is None else "+" + duration_text(r.offset)}</td>'
+        f'<td class="num">{duration_text(r.seconds)}</td><td class="num">{r.turns}</td>'
+        f'<td class="num">{r.tool_calls}</td><td class="num">{r.tokens:,}</td>'
+        f'<td class="num">${r.cost_usd:.4f}</td></tr>'
+        for r in rows
+    )
+    return f'<table id="steps">{head}{body}</table>'
+
+
+def html_page(run: Run, *, source: str = "progress.md") -> str:
+    """The whole page for ``run``; ``source`` names the progress file in the footer."""
+    title = run.workflow.name or run.workflow.path.rsplit("/", 1)[-1]
+    u = run.usage
+    rows = timeline(run)
+    facts = (
+        f"step {run.cursor.index} of {run.cursor.total} · {u.turns:,} turns · "
+        f"{u.input_tokens:,} input + {u.output_tokens:,} output tokens · ${u.cost_usd:.4f} · "
+        f"{len(run.transcript):,} entries · created {run.created} · updated {run.updated}"
+    )
+    reason = f" — {escape(one_line(run.reason, 300))}" if run.reason else ""
+    error = ""
+    if run.last_error is not None:
+        e = run.last_error
+        error = (
+            f'<p class="status failed">last error: {escape(e.type)}: '
+            f"{escape(one_line(e.message, 500))}</p>"
+        )
+    meta = json.dumps({"run_id": run.run_id, "status": run.status}).replace("<", "\\u003c")
+    return "".join(
+        [
+            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+            # Nothing may load from anywhere: the page is one file, readable offline.
+            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+            "style-src 'unsafe-inline'; img-src data:\">",
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{escape(title)} · run {escape(run.run_id)}</title>",
+            f"<style>{_CSS}</style></head><body><main>",
+            f"<h1>{escape(title)} · run {escape(run.run_id)}</h1>",
+            f'<p class="facts"><span class="status {escape(run.status)}" id="status">'
+            f"{escape(run.status)}</span>{reason}</p>",
+            f'<p class="facts">{escape(facts)}</p>',
+            error,
+            "<h2>Steps</h2>" + _chart(rows) + _steps_table(rows) if rows else "",
+            '<h2>Conversation</h2><div id="conversation">',
+            "".join(_entry(e) for e in run.transcript),
+            "</div>",
+            f"<footer>Generated by <code>flow show --html</code> from {escape(source)}; "
+            f"resume the run with <code>flow resume {escape(source)}</code>.</footer>",
+            f'<script type="application/json" id="flow-run">{meta}</script>',
+            "</main></body></html>\n",
+        ]
+    )

@@ -1,0 +1,148 @@
+"""A run in the terminal: a header, the step time line, and the conversation rendered as
+Markdown with tool outputs collapsed to their first lines (rich)::
+
+    console.print(terminal_view(run, result_lines=5))
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.console import Group, RenderableType
+from rich.markdown import Markdown
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from ..progress.model import Entry, Run
+from ..progress.render import ROLE_LABELS, one_line
+from .timeline import duration_text, timeline
+
+#: Width of the bars in the time line column.
+BAR_WIDTH = 24
+# A progress file may come from anyone (a pull request): its text must not reach the terminal
+# as escape sequences (ESC, CSI, BEL, CR ...). Newlines and tabs stay.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def safe(text: str) -> str:
+    """``text`` with control characters shown as U+FFFD, so none reaches the terminal (a CR
+    that ends a line with LF is just a line end)."""
+    return _CONTROL.sub("\ufffd", text.replace("\r\n", "\n"))
+
+
+_ROLE_STYLES = {
+    "system": "magenta",
+    "user": "cyan",
+    "assistant": "green",
+    "tool_call": "yellow",
+    "tool_result": "yellow",
+    "note": "blue",
+}
+
+
+def _bar(offset: float | None, seconds: float | None, span: float) -> str:
+    """The step's place on the run's time line: spaces before, blocks while it ran."""
+    if offset is None or seconds is None:
+        return ""
+    if span <= 0:  # every step within the same second
+        return "█"
+    start = min(BAR_WIDTH - 1, int(offset / span * BAR_WIDTH))
+    length = max(1, round(seconds / span * BAR_WIDTH))
+    return " " * start + "█" * min(length, BAR_WIDTH - start)
+
+
+def timeline_table(run: Run) -> Table:
+    """The steps with their status, time, turns, tool calls, tokens and cost."""
+    rows = timeline(run)
+    span = max(((r.offset or 0) + (r.seconds or 0) for r in rows), default=0.0)
+    table = Table(title="Steps", title_justify="left", expand=False)
+    table.add_column("Step", overflow="fold")
+    table.add_column("Status")
+    table.add_column("Start", justify="right")
+    table.add_column("Time", justify="right")
+    table.add_column("Turns", justify="right")
+    table.add_column("Tools", justify="right")
+    table.add_column("Tokens", justify="right")
+    table.add_column("Cost", justify="right")
+    table.add_column("Timeline", no_wrap=True)
+    for r in rows:
+        table.add_row(
+            safe(r.step),
+            r.status,
+            "—" if r.offset is None else f"+{duration_text(r.offset)}",
+            duration_text(r.seconds),
+            str(r.turns),
+            str(r.tool_calls),
+            f"{r.tokens:,}",
+            f"${r.cost_usd:.4f}",
+            _bar(r.offset, r.seconds, span),
+        )
+    return table
+
+
+def _collapsed(content: str, lines: int) -> RenderableType:
+    """The first ``lines`` lines of a tool output, and how many were left out."""
+    all_lines = content.split("\n")
+    if all_lines and all_lines[-1] == "":
+        all_lines.pop()
+    shown = "\n".join(one_line(line, 200) if line.strip() else "" for line in all_lines[:lines])
+    text = Text(shown, style="dim", no_wrap=True, overflow="ellipsis")
+    hidden = len(all_lines) - lines
+    if hidden > 0:
+        text.append(f"\n… {hidden:,} more line{'s' if hidden != 1 else ''}", style="italic")
+    if not all_lines:
+        text = Text("(no output)", style="italic dim")
+    return text
+
+
+def entry_view(entry: Entry, *, result_lines: int = 5) -> RenderableType:
+    """One transcript entry: a rule naming it, then its content."""
+    label = f"{entry.id} · {ROLE_LABELS.get(entry.role, entry.role)}"
+    if entry.step:
+        label += f" · {one_line(entry.step, 60)}"
+    rule = Rule(Text(label, style=f"bold {_ROLE_STYLES.get(entry.role, '')}"), align="left")
+    if entry.role == "tool_call":
+        args = one_line(entry.content, 160) if entry.content else ""
+        body: RenderableType = Text.assemble(
+            ("→ ", "yellow"), (safe(entry.tool or "?"), "bold"), (f"({args})", "")
+        )
+    elif entry.role == "tool_result":
+        head = Text.assemble(("← ", "yellow"), (safe(entry.tool or "?"), "bold"))
+        if entry.is_error:
+            head.append(" error", style="bold red")
+        if entry.sidecar:
+            head.append(f" · full output in {safe(entry.sidecar)}", style="italic")
+        body = Group(head, _collapsed(entry.content, result_lines))
+    elif entry.content:
+        body = Markdown(safe(entry.content))
+    else:
+        body = Text("(no text)", style="italic dim")
+    return Group(rule, body)
+
+
+def terminal_view(run: Run, *, result_lines: int = 5) -> RenderableType:
+    """The whole run for a terminal: header, step time line, conversation."""
+    title = run.workflow.name or run.workflow.path.rsplit("/", 1)[-1]
+    header = Text(safe(f"{title} · run {run.run_id}"), style="bold")
+    done = run.status == "completed"
+    status = Text(f"status: {run.status}", style="bold green" if done else "bold yellow")
+    if run.reason:
+        status.append(f" — {one_line(run.reason, 200)}", style="")
+    u = run.usage
+    facts = Text(
+        f"step {run.cursor.index} of {run.cursor.total} · {u.turns:,} turns · "
+        f"{u.input_tokens:,} input + {u.output_tokens:,} output tokens · ${u.cost_usd:.4f} · "
+        f"{len(run.transcript):,} entries · {len(run.attempts)} attempt"
+        f"{'s' if len(run.attempts) != 1 else ''}"
+    )
+    parts: list[RenderableType] = [header, status, facts, Text()]
+    if run.steps:
+        parts += [timeline_table(run), Text()]
+    parts.append(Rule(Text("Conversation", style="bold")))
+    parts += [entry_view(e, result_lines=result_lines) for e in run.transcript]
+    if run.last_error is not None:
+        e = run.last_error
+        message = f"last error: {one_line(e.type, 80)}: {one_line(e.message, 300)}"
+        parts.append(Text(message, style="red"))
+    return Group(*parts)
