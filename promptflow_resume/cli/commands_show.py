@@ -8,19 +8,27 @@ from pathlib import Path
 import typer
 
 from .app import app, out, print_json
+from .options import ProgressArg
 
 
 @app.command("show")
 def show(
-    path: Path = typer.Argument(..., help="The progress file (progress.md) to show."),
+    path: ProgressArg,
     html: Path | None = typer.Option(
-        None, "--html", help="Write the run as one self-contained HTML page to this file."
+        None,
+        "--html",
+        metavar="OUT",
+        help="Write the run as one self-contained HTML page to this file.",
     ),
     lines: int = typer.Option(
-        5, "--lines", min=0, help="Lines of each tool output to show in the terminal."
+        5, "--lines", min=0, metavar="N", help="Lines of each tool output to show in the terminal."
     ),
     width: int | None = typer.Option(
-        None, "--width", min=40, help="Width of the terminal output (default: the terminal's)."
+        None,
+        "--width",
+        min=40,
+        metavar="COLUMNS",
+        help="Width of the terminal output (default: the terminal's).",
     ),
     json_output: bool = typer.Option(
         False, "--json", help="Print the run's usage and step time line as JSON."
