@@ -83,13 +83,17 @@ def test_plan_shows_steps_inputs_variables_and_tools(capsys: pytest.CaptureFixtu
 def test_warnings_keep_exit_zero_and_name_positions(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "tests/fixtures/workflows/copilot-agent.prompt.md")
     assert code == 0
-    assert "  2 warnings" in out
+    assert "  1 warning" in out
     assert (
-        "    tests/fixtures/workflows/copilot-agent.prompt.md:6:46: warning: $.tools[2]: "
-        "tool `githubRepo` is neither a declared command nor a built-in tool"
+        "    tests/fixtures/workflows/copilot-agent.prompt.md:6:46: warning: $.tools: "
+        "editor-only tools not offered outside VS Code: `githubRepo`."
     ) in out
-    assert "githubRepo       unknown: not offered to the model" in out
-    assert "edit/editFiles   -> read_file, write_file" in out
+    assert "githubRepo       editor-only: not offered outside VS Code" in out
+    assert (
+        "edit/editFiles   -> read_file, create_file, replace_string_in_file, insert_text, "
+        "delete_file, write_file"
+    ) in out
+    assert "fetch            -> fetch_webpage" in out
 
 
 def test_errors_exit_four(capsys: pytest.CaptureFixture[str]) -> None:

@@ -178,7 +178,8 @@ def test_directive_sets_tools_and_turns_and_is_not_sent() -> None:
     )
     wf = parse(text)
     a, b, c = wf.steps
-    assert a.tools == ("bump", "read_file", "write_file") and a.max_turns == 5
+    edit = ("read_file", "create_file", "replace_string_in_file", "insert_text", "delete_file")
+    assert a.tools == ("bump", *edit, "write_file") and a.max_turns == 5
     assert a.body == "Do A."
     assert b.tools == () and b.max_turns == 2 and b.body == "Do B."
     assert c.tools is None and c.max_turns is None
@@ -254,10 +255,17 @@ def test_mixed_steps_fixture() -> None:
 
 def test_copilot_agent_file_maps_tool_names() -> None:
     wf = load_workflow(FIXTURES / "copilot-agent.prompt.md")
-    assert wf.tools == ("read_file", "write_file", "search_files", "list_files")
-    assert wf.tool_map["githubRepo"] == () and wf.tool_map["fetch"] == ()
-    unknown = [(d.line, d.column, d.field) for d in wf.diagnostics if d.code == "unknown-tool"]
-    assert unknown == [(6, 46, "$.tools[2]"), (6, 60, "$.tools[3]")]
+    edit = ("read_file", "create_file", "replace_string_in_file", "insert_text", "delete_file")
+    assert wf.tools == (*edit, "write_file", "search_files", "list_files", "fetch_webpage")
+    assert wf.tool_map["githubRepo"] == () and wf.tool_map["fetch"] == ("fetch_webpage",)
+    assert not [d for d in wf.diagnostics if d.code == "unknown-tool"]
+    # One line for every editor-only tool, at the first of them.
+    editor = [
+        (d.line, d.column, d.field, d.message) for d in wf.diagnostics if d.code == "editor-only"
+    ]
+    assert editor == [
+        (6, 46, "$.tools", "editor-only tools not offered outside VS Code: `githubRepo`.")
+    ]
     assert wf.front_matter["mode"] == "agent"
 
 

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from ..tools.names import BUILTIN_TOOLS, map_tool_name
+from ..tools.names import BUILTIN_TOOLS, editor_only_line, map_tool_name
 from .commands import build_commands
 from .diagnostics import Collector, did_you_mean
 from .frontmatter import PARAM_KEYS
@@ -14,7 +14,7 @@ from .model import Budget, CommandDecl, InputDecl, InputType, RetryPolicy
 from .source import YamlPositions, field_path
 from .values import coerce_value, parse_duration, value_text
 
-ToolKind = Literal["command", "builtin", "alias", "unknown"]
+ToolKind = Literal["command", "builtin", "alias", "editor", "unknown"]
 
 
 @dataclass
@@ -203,6 +203,8 @@ def resolve_tool(name: str, commands: dict[str, CommandDecl]) -> tuple[ToolKind,
     mapped = map_tool_name(name)
     if mapped:
         return "alias", mapped
+    if mapped == ():
+        return "editor", ()
     return "unknown", ()
 
 
@@ -215,9 +217,12 @@ def _resolve_tools(
 ) -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
     tool_map: dict[str, tuple[str, ...]] = {}
     resolved: list[str] = []
+    editor_only: list[tuple[int, str]] = []
     for i, name in enumerate(names):
         kind, targets = resolve_tool(name, commands)
         tool_map[name] = targets
+        if kind == "editor":
+            editor_only.append((i, name))
         # A command whose declaration has errors was reported there; do not report it twice.
         if kind == "unknown" and name not in broken:
             line, column = pos.value(("tools", i))
@@ -233,6 +238,16 @@ def _resolve_tools(
         for target in targets:
             if target not in resolved:
                 resolved.append(target)
+    if editor_only:
+        # One line for all of them: they are expected in Copilot files, not mistakes.
+        line, column = pos.value(("tools", editor_only[0][0]))
+        col.warning(
+            editor_only_line([name for _, name in editor_only]),
+            line=line,
+            column=column,
+            field=field_path(("tools",)),
+            code="editor-only",
+        )
     return tool_map, tuple(resolved)
 
 

@@ -368,7 +368,7 @@ def _resolve_step_tools(
     resolved: list[str] = []
     for name, line, column in names:
         kind, targets = resolve_tool(name, cfg.commands)
-        if kind == "unknown":
+        if kind == "unknown":  # an editor-only name is reported for the front matter only
             known = [*cfg.commands, *BUILTIN_TOOLS]
             col.error(
                 f"the step names the tool `{name}`, which is neither a declared command nor a "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..tools.names import is_editor_only
 from .hashing import short_hash
 from .model import Diagnostic, InputDecl, Workflow
 from .prompts import step_tools
@@ -140,7 +141,7 @@ def _tool_records(wf: Workflow) -> list[dict[str, Any]]:
             cmd = wf.commands[name]
             record.update(kind="command", idempotent=cmd.idempotent, timeout=cmd.timeout)
         elif not targets:
-            record.update(kind="unknown")
+            record.update(kind="editor-only" if is_editor_only(name) else "unknown")
         elif targets == (name,):
             record.update(kind="builtin")
         else:
@@ -235,6 +236,8 @@ def format_plan(plan: dict[str, Any]) -> str:
                     status = f"command, {idem}, timeout {t['timeout']:g}s"
                 elif t["kind"] == "unknown":
                     status = "unknown: not offered to the model"
+                elif t["kind"] == "editor-only":
+                    status = "editor-only: not offered outside VS Code"
                 elif t["kind"] == "builtin":
                     status = "built-in"
                 else:
