@@ -51,6 +51,7 @@ from .reconcile import Choices, ResumePlan, apply_plan, plan_resume, resume_note
 from .redact import Redactor
 from .tools import build_tools
 from .tools.base import Tool
+from .tools.consent import Asker, Consent, patterns
 from .workflow import editor_variables, load_inputs_file, load_workflow, resolve_inputs
 from .workflow.model import InputDecl, Workflow
 
@@ -180,6 +181,7 @@ def _engine_options(
     redactor: Redactor,
     limits: Limits,
     file: Path | None,
+    consent: Consent | None = None,
 ) -> EngineOptions:
     return EngineOptions(
         workspace=workspace,
@@ -187,7 +189,39 @@ def _engine_options(
         redactor=redactor,
         timeout=limits.timeout,
         editor=editor_variables(workspace, file),
+        consent=consent,
     )
+
+
+@dataclass(frozen=True)
+class Permissions:
+    """What the person running flow allows model-chosen commands and fetches to do.
+
+    ``commands`` are ``--allow-commands`` patterns, ``hosts`` ``--allow-fetch`` hosts, and
+    ``ask`` asks on a terminal (None without one). The workflow's ``allow-commands:`` and
+    ``allow-fetch:`` lists are added when a run starts or resumes; nothing comes from a
+    progress file.
+    """
+
+    commands: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    ask: Asker | None = None
+
+    def consent(self, workflow: Workflow) -> Consent:
+        """The consent of one run of ``workflow``."""
+        return Consent(
+            commands=patterns(self.commands),
+            workflow_commands=patterns(_string_list(workflow.front_matter.get("allow-commands"))),
+            hosts=patterns(self.hosts),
+            workflow_hosts=patterns(_string_list(workflow.front_matter.get("allow-fetch"))),
+            ask=self.ask,
+        )
+
+
+def _string_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def prepare_inputs(
@@ -283,6 +317,7 @@ def start_run(
     stream: bool = False,
     workflow: Workflow | None = None,
     resolved_inputs: Mapping[str, Any] | None = None,
+    permissions: Permissions = Permissions(),
 ) -> Outcome:
     """Start a new run of a workflow and execute it until it completes or stops."""
     wf = workflow or load_workflow(workflow_path)
@@ -321,7 +356,14 @@ def start_run(
     tools = build_tools(wf, root)
     store = ProgressStore.create(path, run)
     try:
-        options = _engine_options(root, reporter, redactor, limits, Path(file) if file else None)
+        options = _engine_options(
+            root,
+            reporter,
+            redactor,
+            limits,
+            Path(file) if file else None,
+            permissions.consent(wf),
+        )
         Engine(wf, run, store, provider_obj, tools, options).execute()
     finally:
         store.close()
@@ -435,6 +477,7 @@ def resume_run(
     stream: bool = False,
     record: bool = False,
     confirm_change: Callable[[ResumePlan], Choices | None] | None = None,
+    permissions: Permissions = Permissions(),
 ) -> Outcome:
     """Continue a stopped run from its checkpoint (see ``reconcile`` for the rules)."""
     path = Path(progress_path)
@@ -446,12 +489,12 @@ def resume_run(
         root = Path(workspace) if workspace is not None else Path.cwd()
         outside = None if workflow_path is not None else outside_workspace(run, path, root)
         tools = build_tools(wf, root)
-        plan = plan_resume(run, wf, report, tools, choices)
+        plan = plan_resume(run, wf, report, tools, choices, workspace=root)
         if plan.decision == "ask" and confirm_change is not None:
             answer = confirm_change(plan)
             if answer is not None:
                 choices = answer
-                plan = plan_resume(run, wf, report, tools, choices)
+                plan = plan_resume(run, wf, report, tools, choices, workspace=root)
         if plan.blocked == "the run is already completed":
             return Outcome(run=run, path=path, exit_code=EXIT_OK, notes=["already completed"])
         stopped_status, stopped_reason = run.status, run.reason
@@ -460,9 +503,9 @@ def resume_run(
         except NeedsReviewError:
             store.checkpoint(run)
             raise
-        if plan.answered_tools:
-            # Entries changed in place (a hand-written result is no longer an error): the
-            # journal only appends, so fold now.
+        if plan.answered_tools or plan.applied_tools:
+            # Entries changed in place (a hand-written result is no longer an error) or added
+            # by the plan (an edit found applied): the journal only appends, so fold now.
             store.checkpoint(run)
         notes += _apply_set(run, wf, set_values or {})
         if outside:
@@ -485,7 +528,14 @@ def resume_run(
         provider_obj = _make_provider(
             run, path, stream=stream, record=record, redactor=redactor, base_url=base_url
         )
-        options = _engine_options(root, reporter, redactor, limits, Path(file) if file else None)
+        options = _engine_options(
+            root,
+            reporter,
+            redactor,
+            limits,
+            Path(file) if file else None,
+            permissions.consent(wf),
+        )
         note_run = replace(run, status=stopped_status, reason=stopped_reason)
         options.resume_note = resume_note(note_run, plan, wf)
         engine = Engine(wf, run, store, provider_obj, tools, options)
@@ -577,7 +627,7 @@ def run_status(
         if outside:
             report.warnings.append(outside)
         tools: dict[str, Tool] = build_tools(wf, root)
-        plan = plan_resume(run, wf, report, tools, choices)
+        plan = plan_resume(run, wf, report, tools, choices, workspace=root)
     except FlowError as error:
         problem = str(error)
     return StatusReport(path=path, run=run, load=report, plan=plan, workflow_error=problem)

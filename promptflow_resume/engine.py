@@ -40,6 +40,8 @@ from .redact import Redactor
 from .tools import offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
 from .tools.commands import command_output, stop_running_commands
+from .tools.consent import Consent
+from .tools.names import editor_only_line, is_editor_only
 from .workflow import context_prompt, step_command_args, step_prompt
 from .workflow.model import Step, Workflow
 
@@ -102,6 +104,8 @@ class EngineOptions:
     resume_note: str | None = None
     #: Sleep used between provider retries (tests pass a recorder).
     sleep: Callable[[float], None] = time.sleep
+    #: Who allows model-chosen commands and fetches (None: nobody, they are refused).
+    consent: Consent | None = None
 
 
 class Engine:
@@ -140,6 +144,7 @@ class Engine:
         run = self.run
         try:
             with _signals_raise_interrupted():
+                self._notice_editor_only()
                 self._set_status("running", None)
                 self._ensure_context()
                 for step in self.workflow.steps:
@@ -174,6 +179,12 @@ class Engine:
                 self._fold()
             self.reporter.close()
         return run
+
+    def _notice_editor_only(self) -> None:
+        """One line per run for the Copilot tools that exist only in the editor."""
+        names = [n for n, targets in self.workflow.tool_map.items() if is_editor_only(n)]
+        if names:
+            self.reporter.notice(editor_only_line(names))
 
     # --- steps ----------------------------------------------------------------------------
 
@@ -436,6 +447,7 @@ class Engine:
                         entry=call.id,
                         started=now_iso(),
                         idempotent=tool.idempotent,
+                        expect=self._expectation(tool, arguments),
                     )
                 )
                 faults.point("engine.before_tool_start_record")
@@ -482,8 +494,24 @@ class Engine:
             )
         return values
 
+    def _context(self) -> ToolContext:
+        return ToolContext(
+            workspace=self.options.workspace, env=dict(os.environ), consent=self.options.consent
+        )
+
+    def _expectation(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, str] | None:
+        """An edit's file hashes before and after, recorded with its start (see tools.edit)."""
+        expectation = getattr(tool, "expectation", None)
+        if expectation is None:
+            return None
+        try:
+            found: dict[str, str] | None = expectation(arguments, self._context())
+        except Exception:  # the tool reports its own problem when it runs
+            return None
+        return found
+
     def _invoke(self, tool: Tool, arguments: dict[str, Any]) -> ToolResult:
-        ctx = ToolContext(workspace=self.options.workspace, env=dict(os.environ))
+        ctx = self._context()
         try:
             return tool.run(arguments, ctx)
         except Exception as error:  # a tool's bug is the model's error result, not a crash

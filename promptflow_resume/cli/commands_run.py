@@ -224,6 +224,18 @@ def run_command(
         None, "--timeout", help="Wall-clock limit for this attempt: 90s, 10m, 1h30m."
     ),
     file: Path | None = typer.Option(None, "--file", help="The file ${file} stands for."),
+    allow_commands: list[str] = typer.Option(
+        [],
+        "--allow-commands",
+        metavar="PATTERN",
+        help="Let the model run shell commands matching this glob ('*' = all; repeatable).",
+    ),
+    allow_fetch: list[str] = typer.Option(
+        [],
+        "--allow-fetch",
+        metavar="HOST",
+        help="Let the model fetch pages from this host ('*.example.org', '*'; repeatable).",
+    ),
     new: bool = typer.Option(
         False, "--new", "-N", help="Start fresh without looking for similar incomplete runs."
     ),
@@ -250,6 +262,7 @@ def run_command(
     live = sys.stderr.isatty() and not as_json
     dry_run = (provider or wf.provider) == "echo"
     reporter = ConsoleReporter(live=live, verbose=verbose, show_requests=dry_run and not as_json)
+    permissions = _permissions(allow_commands, allow_fetch, interactive, reporter)
 
     if not new and progress is None:
         chosen = _offer_similar(wf, values, interactive=interactive, yes=yes, verbose=verbose)
@@ -263,6 +276,7 @@ def run_command(
                 file=file,
                 reporter=reporter,
                 stream=live,
+                permissions=permissions,
             )
             return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
 
@@ -280,8 +294,27 @@ def run_command(
         file=file,
         reporter=reporter,
         stream=live,
+        permissions=permissions,
     )
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
+
+
+def _permissions(
+    allow_commands: list[str], allow_fetch: list[str], interactive: bool, reporter: Any
+) -> Any:
+    """What the flags allow, and a question on the terminal (when there is one) for the rest."""
+    from ..api import Permissions
+    from ..tools.consent import terminal_asker
+
+    ask = None
+    if interactive:
+        asker = terminal_asker(read=input)
+
+        def ask(question: str) -> Any:
+            reporter.close()  # the live status line would draw over the question
+            return asker(question)
+
+    return Permissions(commands=tuple(allow_commands), hosts=tuple(allow_fetch), ask=ask)
 
 
 def _ask_input(decl: Any) -> str:
@@ -376,6 +409,18 @@ def resume_command(
     max_turns: int | None = typer.Option(None, "--max-turns", help="New turn limit."),
     timeout: str | None = typer.Option(None, "--timeout", help="Wall-clock limit: 90s, 10m, 1h."),
     file: Path | None = typer.Option(None, "--file", help="The file ${file} stands for."),
+    allow_commands: list[str] = typer.Option(
+        [],
+        "--allow-commands",
+        metavar="PATTERN",
+        help="Let the model run shell commands matching this glob ('*' = all; repeatable).",
+    ),
+    allow_fetch: list[str] = typer.Option(
+        [],
+        "--allow-fetch",
+        metavar="HOST",
+        help="Let the model fetch pages from this host ('*.example.org', '*'; repeatable).",
+    ),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask questions on a terminal."),
     as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Say more about what happens."),
@@ -395,6 +440,7 @@ def resume_command(
         return _print_status(status, as_json, plan=True)
     interactive = _stdin_is_terminal() and not as_json and not yes
     live = sys.stderr.isatty() and not as_json
+    reporter = ConsoleReporter(live=live, verbose=verbose)
     outcome = resume_run(
         progress,
         choices=choices,
@@ -405,9 +451,10 @@ def resume_command(
         base_url=base_url,
         limits=Limits(max_cost, max_tokens, max_turns, parse_duration(timeout)),
         file=file,
-        reporter=ConsoleReporter(live=live, verbose=verbose),
+        reporter=reporter,
         stream=live,
         confirm_change=_confirm_change if interactive else None,
+        permissions=_permissions(allow_commands, allow_fetch, interactive, reporter),
     )
     if outcome.notes == ["already completed"] and not as_json:
         out(f"already completed: nothing to resume — {outcome.path}")

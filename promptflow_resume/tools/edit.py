@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import faults
 from ..providers.base import ToolSpec
 from .base import ToolContext, ToolResult
 from .builtin import (
@@ -164,6 +165,32 @@ class EditTool:
             return "not_applied"
         return "changed"
 
+    def before_candidates(self, arguments: dict[str, Any], after: str) -> list[str | None]:
+        """Texts the file may have had before this edit produced ``after`` (to show a diff)."""
+        return []
+
+    def applied_result(
+        self, expect: dict[str, str], arguments: dict[str, Any], workspace: Path
+    ) -> ToolResult:
+        """The result of an edit found already applied on resume, with its diff when the text
+        before can be worked out (and is proven by the recorded hash)."""
+        rel = expect["path"]
+        head = (
+            f"'{rel}': this edit was applied before the run stopped (the file matches the "
+            "edit's end state), so it was not applied again"
+        )
+        try:
+            path = confine(workspace, rel)
+            after = None if expect["after"] == ABSENT else path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError, PathEscapeError):
+            return ToolResult(head)
+        if after is None:
+            return ToolResult(head)
+        for before in self.before_candidates(arguments, after):
+            if _text_state(before) == expect["before"]:
+                return ToolResult(f"{head}\n\n{unified_diff(rel, before, after)}")
+        return ToolResult(head)
+
     def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Apply the edit once and return a summary with the diff."""
         planned = self._planned(arguments, ctx)
@@ -181,8 +208,10 @@ class EditTool:
 
 def _apply(planned: Planned) -> None:
     path = planned.path
+    faults.point("edit.before_write")
     if planned.after is None:
         path.unlink()
+        faults.point("edit.after_write")
         return
     data = planned.after.encode("utf-8")
     if planned.before is None:
@@ -193,8 +222,9 @@ def _apply(planned: Planned) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        return
-    _replace_atomically(path, data)
+    else:
+        _replace_atomically(path, data)
+    faults.point("edit.after_write")
 
 
 def _target(root: Path, name: str) -> tuple[Path, str] | ToolResult:
@@ -269,6 +299,10 @@ class CreateFile(EditTool):
         lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
         return Planned(path, rel, None, content, f"created '{rel}' ({lines} lines)")
 
+    def before_candidates(self, arguments: dict[str, Any], after: str) -> list[str | None]:
+        """A created file had no text before."""
+        return [None]
+
 
 class ReplaceString(EditTool):
     """``replace_string_in_file {path, old_string, new_string}``: replace one unique string."""
@@ -327,6 +361,19 @@ class ReplaceString(EditTool):
         line = text.count("\n", 0, at) + 1
         return Planned(path, rel, text, after, f"replaced 1 occurrence in '{rel}' at line {line}")
 
+    def before_candidates(self, arguments: dict[str, Any], after: str) -> list[str | None]:
+        """``after`` with one occurrence of new_string put back to old_string (each one)."""
+        old: str = arguments.get("old_string", "")
+        new: str = arguments.get("new_string", "")
+        if "\r\n" in after and "\r\n" not in old:
+            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        found: list[str | None] = []
+        at = after.find(new)
+        while at != -1 and len(found) < 100:
+            found.append(after[:at] + old + after[at + len(new) :])
+            at = after.find(new, at + 1) if new else -1
+        return found
+
 
 class InsertText(EditTool):
     """``insert_text {path, line, text}``: insert lines before a line (0 or past the end:
@@ -383,6 +430,22 @@ class InsertText(EditTool):
         return Planned(
             path, rel, text, "".join(lines), f"inserted {count} line(s) {where} of '{rel}'"
         )
+
+    def before_candidates(self, arguments: dict[str, Any], after: str) -> list[str | None]:
+        """``after`` without the inserted lines, wherever they occur."""
+        block: str = arguments.get("text", "")
+        newline = "\r\n" if "\r\n" in after else "\n"
+        if block and not block.endswith("\n"):
+            block += newline
+        found: list[str | None] = []
+        at = after.find(block) if block else -1
+        while at != -1 and len(found) < 100:
+            rest = after[:at] + after[at + len(block) :]
+            found.append(rest)
+            if at == len(after) - len(block) and rest.endswith(newline):
+                found.append(rest[: -len(newline)])  # a newline was added to end the last line
+            at = after.find(block, at + 1)
+        return found
 
 
 class DeleteFile(EditTool):

@@ -49,6 +49,8 @@ KNOWN_KEYS: tuple[str, ...] = (
     "commands",
     "budget",
     "retry",
+    "allow-commands",
+    "allow-fetch",
 )
 
 
