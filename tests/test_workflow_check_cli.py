@@ -179,3 +179,18 @@ def test_a_folder_checks_the_workflows_in_it(capsys: pytest.CaptureFixture[str])
     assert code == 0
     paths = [p["path"] for p in json.loads(out)["workflows"]]
     assert paths == EXAMPLES
+
+
+def test_a_folder_of_copilot_files_gets_a_tally_of_tools(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(capsys, "tests/fixtures/copilot")
+    assert code == 0
+    tally = out[out.index("tools over 3 files") :]
+    assert "  editor-only  problems (1), usages (1)\n" in tally
+    assert "  unknown      none" in tally
+    assert "run_in_terminal (1)" in tally and "replace_string_in_file (2)" in tally
+    # Editor-only tools take one line per file, not one per tool.
+    assert out.count("editor-only tools not offered outside VS Code") == 1
+    code, out, _ = run(capsys, "--json", "tests/fixtures/copilot")
+    assert json.loads(out)["tools"]["editor-only"] == {"problems": 1, "usages": 1}

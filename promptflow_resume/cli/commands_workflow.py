@@ -13,7 +13,7 @@ import typer
 from ..errors import EXIT_INVALID_FILE, EXIT_NOT_FOUND, EXIT_OK, FileNotFoundFlowError
 from ..workflow import check_workflow
 from ..workflow.model import Diagnostic
-from ..workflow.plan import format_plan, plan_dict
+from ..workflow.plan import format_plan, format_tally, plan_dict, tool_tally
 from .app import app, out, print_json
 
 
@@ -45,8 +45,10 @@ def check(
             code = EXIT_INVALID_FILE
         plans.append(plan)
     if json_output:
-        print_json({"ok": code == EXIT_OK, "workflows": plans})
+        print_json({"ok": code == EXIT_OK, "workflows": plans, "tools": tool_tally(plans)})
     else:
         out("\n\n".join(format_plan(plan) for plan in plans))
+        if len(plans) > 1:
+            out("\n" + format_tally(plans))
     if code != EXIT_OK:
         raise typer.Exit(code)

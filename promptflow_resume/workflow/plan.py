@@ -266,3 +266,37 @@ def format_plan(plan: dict[str, Any]) -> str:
     else:
         lines.append("  ok: no problems found")
     return "\n".join(lines)
+
+
+def tool_tally(plans: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Over many files: how many offer each tool, and name each editor-only or unknown tool."""
+    tally: dict[str, dict[str, int]] = {"offered": {}, "editor-only": {}, "unknown": {}}
+    for plan in plans:
+        offered: set[str] = set()
+        for step in plan.get("steps", ()):
+            offered.update(step.get("tools") or ())
+        for name in offered:
+            tally["offered"][name] = tally["offered"].get(name, 0) + 1
+        for record in plan.get("tools", ()):
+            kind = record["kind"]
+            if kind in ("editor-only", "unknown"):
+                tally[kind][record["name"]] = tally[kind].get(record["name"], 0) + 1
+    return tally
+
+
+def format_tally(plans: list[dict[str, Any]]) -> str:
+    """The tally ``flow check`` prints after several files: what would be offered, and not."""
+    tally = tool_tally(plans)
+
+    def listed(counts: dict[str, int]) -> str:
+        ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        return ", ".join(f"{name} ({n})" for name, n in ordered) or "none"
+
+    return "\n".join(
+        [
+            f"tools over {_count(len(plans), 'file')} (files that offer each):",
+            f"  offered      {listed(tally['offered'])}",
+            f"  editor-only  {listed(tally['editor-only'])}",
+            f"  unknown      {listed(tally['unknown'])}",
+        ]
+    )
