@@ -126,15 +126,40 @@ def test_step_prompt_is_title_and_text() -> None:
     assert second == "## Do\n\nDo P."
 
 
-def test_trailing_section_belongs_to_last_step_with_a_warning() -> None:
+def test_a_section_after_the_last_step_is_shared_by_every_step() -> None:
     text = (
-        "## Step 1: A\nDo A.\n\n## Step 2: B\nDo B.\n\n## Output format\nJSON.\n\n### Detail\nx\n"
+        "Intro.\n\n## Step 1: A\nDo A.\n\n## Step 2: B\nDo B.\n\n### Detail of B\nb\n\n"
+        "## Output format\nJSON.\n\n### Detail\nx\n"
     )
     wf = parse(text)
-    assert wf.steps[1].body.endswith("## Output format\nJSON.\n\n### Detail\nx")
+    assert wf.steps[1].body == "Do B.\n\n### Detail of B\nb"
+    assert wf.context == "Intro.\n\n## Output format\nJSON.\n\n### Detail\nx"
+    assert not [d for d in wf.diagnostics if d.code == "section-in-step"]
+
+
+def test_a_section_between_steps_still_belongs_to_its_step_with_a_warning() -> None:
+    wf = parse("## Step 1: A\nDo A.\n\n## Notes\nN.\n\n## Step 2: B\nDo B.\n")
+    assert wf.steps[0].body == "Do A.\n\n## Notes\nN."
     warned = [d for d in wf.diagnostics if d.code == "section-in-step"]
-    assert len(warned) == 1 and warned[0].line == 7
-    assert "Output format" in warned[0].message
+    assert len(warned) == 1 and warned[0].line == 4
+
+
+def test_headings_inside_tag_blocks_are_never_steps() -> None:
+    text = (
+        "Write the plan with this template:\n\n<plan_template>\n# Plan: {Title}\n\n"
+        "## Step 1: {Action}\n\nDo it.\n\n## STOP & COMMIT\n</plan_template>\n\n"
+        "<details>\n\n## Step 2: Hidden\n\n</details>\n"
+    )
+    wf = parse(text)
+    assert [s.id for s in wf.steps] == ["main"]
+    assert "## Step 1: {Action}" in wf.steps[0].body
+    assert not wf.diagnostics
+
+
+def test_steps_false_keeps_the_file_one_prompt() -> None:
+    wf = parse("---\nsteps: false\n---\nIntro.\n\n## Step 1: A\nDo A.\n\n## Step 2: B\nB.\n")
+    assert [s.id for s in wf.steps] == ["main"]
+    assert wf.context == "" and "## Step 2: B" in wf.steps[0].body
 
 
 def test_deeper_sub_sections_are_part_of_the_step_silently() -> None:

@@ -51,6 +51,7 @@ KNOWN_KEYS: tuple[str, ...] = (
     "retry",
     "allow-commands",
     "allow-fetch",
+    "steps",
 )
 
 

@@ -172,7 +172,7 @@ def _analyze(text: str, path: str) -> tuple[Workflow | None, Collector]:
     if src.front_matter_text is not None:
         _warn_variables_in_front_matter(src, col)
     index = LineIndex(src.body, first_line=src.body_line)
-    body = parse_body(src.body, index=index, col=col)
+    body = parse_body(src.body, index=index, col=col, single=data.get("steps") is False)
     analysis = _Analysis(src, data, cfg, body, index, bad)
     steps = _build_steps(analysis, col)
     variables, inputs = _check_variables(analysis, steps, col)
