@@ -52,7 +52,13 @@ from .redact import Redactor
 from .tools import build_tools
 from .tools.base import Tool
 from .tools.consent import Asker, Consent, patterns
-from .workflow import editor_variables, load_inputs_file, load_workflow, resolve_inputs
+from .workflow import (
+    IMPLICIT_STEP_ID,
+    editor_variables,
+    load_inputs_file,
+    load_workflow,
+    resolve_inputs,
+)
 from .workflow.model import InputDecl, Workflow
 
 #: Where runs live unless ``--progress`` says otherwise (relative to the working directory).
@@ -372,7 +378,7 @@ def start_run(
 
 def _workflow_for(run: Run, progress_path: Path, override: str | Path | None) -> Workflow:
     if override is not None:
-        return load_workflow(override)
+        return _as_run_loaded(run, load_workflow(override))
     path = progress_path.parent / run.workflow.path
     if not path.is_file():
         raise FileNotFoundFlowError(
@@ -382,7 +388,21 @@ def _workflow_for(run: Run, progress_path: Path, override: str | Path | None) ->
             field="$.workflow.path",
             hint="Pass the workflow with --workflow PATH, or restore the file.",
         )
-    return load_workflow(path)
+    return _as_run_loaded(run, load_workflow(path))
+
+
+def _as_run_loaded(run: Run, workflow: Workflow) -> Workflow:
+    """``workflow`` read as one prompt when the run was started that way (``--single-prompt``):
+    the checkpoint has the one step ``main`` and the one-prompt reading has its hash."""
+    if (
+        workflow.hash != run.workflow.hash
+        and list(run.workflow.steps) == [IMPLICIT_STEP_ID]
+        and len(workflow.steps) > 1
+    ):
+        single = load_workflow(workflow.path, single_prompt=True)
+        if single.hash == run.workflow.hash:
+            return single
+    return workflow
 
 
 def outside_workspace(run: Run, progress_path: Path, workspace: Path) -> str | None:

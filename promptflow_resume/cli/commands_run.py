@@ -239,6 +239,9 @@ def run_command(
     new: bool = typer.Option(
         False, "--new", "-N", help="Start fresh without looking for similar incomplete runs."
     ),
+    single_prompt: bool = typer.Option(
+        False, "--single-prompt", help="Send the whole file as one prompt (no steps)."
+    ),
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Accept the best similar run without asking."
     ),
@@ -254,7 +257,7 @@ def run_command(
     from ..api import Limits, prepare_inputs, resume_run, start_run
     from ..workflow import load_workflow
 
-    wf = load_workflow(workflow)
+    wf = load_workflow(workflow, single_prompt=single_prompt)
     interactive = _stdin_is_terminal() and not as_json
     ask = _ask_input if interactive else None
     values = prepare_inputs(wf, parse_assignments(input_, "--input"), inputs_file, ask)

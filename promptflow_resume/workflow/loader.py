@@ -35,17 +35,19 @@ from .variables import SELECTION_VARIABLES, scan
 IMPLICIT_STEP_ID = "main"
 
 
-def load_workflow(path: str | Path) -> Workflow:
-    """Read and check a workflow file; the first error raises ``WorkflowError`` (exit 4)."""
+def load_workflow(path: str | Path, *, single_prompt: bool = False) -> Workflow:
+    """Read and check a workflow file; the first error raises ``WorkflowError`` (exit 4).
+
+    ``single_prompt`` keeps the whole body one step, as ``steps: false`` does."""
     text, problem = _read(Path(path))
     if problem is not None:
         raise _as_error(problem, 1)
-    return parse_workflow(text, path=path)
+    return parse_workflow(text, path=path, single_prompt=single_prompt)
 
 
-def parse_workflow(text: str, *, path: str | Path) -> Workflow:
+def parse_workflow(text: str, *, path: str | Path, single_prompt: bool = False) -> Workflow:
     """Check workflow ``text`` as if read from ``path``; errors raise ``WorkflowError``."""
-    workflow, col = _analyze(text, str(path))
+    workflow, col = _analyze(text, str(path), single_prompt=single_prompt)
     errors = [d for d in col.sorted() if d.severity == "error"]
     if errors or workflow is None:
         raise _as_error(errors[0], len(errors))
@@ -139,7 +141,9 @@ class _Analysis:
     bad: set[str]
 
 
-def _analyze(text: str, path: str) -> tuple[Workflow | None, Collector]:
+def _analyze(
+    text: str, path: str, *, single_prompt: bool = False
+) -> tuple[Workflow | None, Collector]:
     col = Collector(path)
     text = normalize_newlines(text)
     try:
@@ -172,7 +176,9 @@ def _analyze(text: str, path: str) -> tuple[Workflow | None, Collector]:
     if src.front_matter_text is not None:
         _warn_variables_in_front_matter(src, col)
     index = LineIndex(src.body, first_line=src.body_line)
-    body = parse_body(src.body, index=index, col=col, single=data.get("steps") is False)
+    body = parse_body(
+        src.body, index=index, col=col, single=single_prompt or data.get("steps") is False
+    )
     analysis = _Analysis(src, data, cfg, body, index, bad)
     steps = _build_steps(analysis, col)
     variables, inputs = _check_variables(analysis, steps, col)
