@@ -188,13 +188,14 @@ def _engine_options(
     limits: Limits,
     file: Path | None,
     consent: Consent | None = None,
+    selection: str | None = None,
 ) -> EngineOptions:
     return EngineOptions(
         workspace=workspace,
         reporter=reporter or Reporter(),
         redactor=redactor,
         timeout=limits.timeout,
-        editor=editor_variables(workspace, file),
+        editor=editor_variables(workspace, file, selection),
         consent=consent,
     )
 
@@ -324,6 +325,7 @@ def start_run(
     workflow: Workflow | None = None,
     resolved_inputs: Mapping[str, Any] | None = None,
     permissions: Permissions = Permissions(),
+    selection: str | None = None,
 ) -> Outcome:
     """Start a new run of a workflow and execute it until it completes or stops."""
     wf = workflow or load_workflow(workflow_path)
@@ -369,6 +371,7 @@ def start_run(
             limits,
             Path(file) if file else None,
             permissions.consent(wf),
+            selection,
         )
         Engine(wf, run, store, provider_obj, tools, options).execute()
     finally:
@@ -498,6 +501,7 @@ def resume_run(
     record: bool = False,
     confirm_change: Callable[[ResumePlan], Choices | None] | None = None,
     permissions: Permissions = Permissions(),
+    selection: str | None = None,
 ) -> Outcome:
     """Continue a stopped run from its checkpoint (see ``reconcile`` for the rules)."""
     path = Path(progress_path)
@@ -555,6 +559,7 @@ def resume_run(
             limits,
             Path(file) if file else None,
             permissions.consent(wf),
+            selection,
         )
         note_run = replace(run, status=stopped_status, reason=stopped_reason)
         options.resume_note = resume_note(note_run, plan, wf)

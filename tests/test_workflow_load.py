@@ -390,4 +390,4 @@ def test_plain_copilot_prompt_with_a_selection() -> None:
     assert wf.front_matter == {} and [s.id for s in wf.steps] == ["main"]
     (warning,) = wf.diagnostics
     assert (warning.code, warning.line, warning.column) == ("editor-variable", 3, 1)
-    assert "--input selection=TEXT" in warning.message
+    assert "--selection TEXT or --selection @FILE" in warning.message

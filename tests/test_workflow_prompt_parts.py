@@ -33,3 +33,28 @@ def test_single_prompt_runs_the_file_as_one_step_and_resumes_so(tmp_path: Path) 
     assert "## Step 1: Plan" in prompt.content and "## Step 2: Do" in prompt.content
     answers = [e.content for e in run.transcript if e.role == "assistant"]
     assert answers == ["Planned and done in one answer."]
+
+
+def _explain(where: Path, *extra: str) -> tuple[int, str, Path]:
+    _copy(where, "explain-selection.prompt.md", "explain-selection.script.yaml")
+    (where / "code.py").write_text("def add(a, b):\n    return a + b\n")
+    args = ("run", "explain-selection.prompt.md", "--recording", "explain-selection.script.yaml")
+    result = flow(*args, "--progress", "run/progress.md", "--new", *extra, cwd=where)
+    return result.returncode, result.stderr, where / "run" / "progress.md"
+
+
+def test_selection_and_file_come_from_the_command_line(tmp_path: Path) -> None:
+    code, err, progress = _explain(tmp_path / "p", "--selection", "@code.py", "--file", "code.py")
+    assert code == 0, err
+    run, _ = load_progress(progress)
+    prompt = next(e for e in run.transcript if e.role == "user").content
+    # ${input:Audience|a new contributor} is not a valid input: sent as written, not refused.
+    assert prompt.startswith(
+        "Explain this code from code.py to ${input:Audience|a new contributor}:"
+    )
+    assert prompt.endswith("def add(a, b):\n    return a + b\n")
+    code, err, _ = _explain(tmp_path / "q", "--selection", "x = 1")
+    assert code == 9 and "${fileBasename} (pass --file PATH)" in err
+    code, err, _ = _explain(tmp_path / "r", "--selection", "@missing.py", "--file", "code.py")
+    assert code == 9 and "--selection @missing.py: cannot read missing.py" in err
+    assert "Traceback" not in err

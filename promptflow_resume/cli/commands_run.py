@@ -224,6 +224,9 @@ def run_command(
         None, "--timeout", help="Wall-clock limit for this attempt: 90s, 10m, 1h30m."
     ),
     file: Path | None = typer.Option(None, "--file", help="The file ${file} stands for."),
+    selection: str | None = typer.Option(
+        None, "--selection", help="What ${selection} stands for: TEXT, or @FILE for a file's text."
+    ),
     allow_commands: list[str] = typer.Option(
         [],
         "--allow-commands",
@@ -280,6 +283,7 @@ def run_command(
                 reporter=reporter,
                 stream=live,
                 permissions=permissions,
+                selection=_selection(selection),
             )
             return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
 
@@ -298,6 +302,7 @@ def run_command(
         reporter=reporter,
         stream=live,
         permissions=permissions,
+        selection=_selection(selection),
     )
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
 
@@ -318,6 +323,21 @@ def _permissions(
             return asker(question)
 
     return Permissions(commands=tuple(allow_commands), hosts=tuple(allow_fetch), ask=ask)
+
+
+def _selection(value: str | None) -> str | None:
+    """``--selection``: the text itself, or ``@FILE`` for a file's text (``@@`` for a leading @)."""
+    if value is None or not value.startswith("@") or value.startswith("@@"):
+        return value[1:] if value is not None and value.startswith("@@") else value
+    path = Path(value[1:])
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise InputError(
+            f"--selection {value}: cannot read {path}: {reason}.",
+            hint="Name a readable UTF-8 text file after @, or pass the text itself.",
+        ) from None
 
 
 def _ask_input(decl: Any) -> str:
@@ -412,6 +432,9 @@ def resume_command(
     max_turns: int | None = typer.Option(None, "--max-turns", help="New turn limit."),
     timeout: str | None = typer.Option(None, "--timeout", help="Wall-clock limit: 90s, 10m, 1h."),
     file: Path | None = typer.Option(None, "--file", help="The file ${file} stands for."),
+    selection: str | None = typer.Option(
+        None, "--selection", help="What ${selection} stands for: TEXT, or @FILE for a file's text."
+    ),
     allow_commands: list[str] = typer.Option(
         [],
         "--allow-commands",
@@ -458,6 +481,7 @@ def resume_command(
         stream=live,
         confirm_change=_confirm_change if interactive else None,
         permissions=_permissions(allow_commands, allow_fetch, interactive, reporter),
+        selection=_selection(selection),
     )
     if outcome.notes == ["already completed"] and not as_json:
         out(f"already completed: nothing to resume — {outcome.path}")

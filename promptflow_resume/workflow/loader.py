@@ -472,9 +472,11 @@ def _check_variables(
         owner = steps[owner_at].id if owner_at is not None else None
         if token.kind == "input":
             if token.problem:
-                col.error(
-                    f"`{token.text}` has no valid input name; write ${{input:name}} or "
-                    "${input:name:placeholder} with a name of letters, digits, _ and -.",
+                # VS Code accepts such a file; it is left as text here rather than refused.
+                col.warning(
+                    f"`{token.text}` has no valid input name, so it is sent as written; write "
+                    "${input:name} or ${input:name:placeholder} with a name of letters, digits, "
+                    "_ and - to ask for a value.",
                     line=line,
                     column=column,
                     code="variable",
@@ -496,8 +498,8 @@ def _check_variables(
         elif token.kind == "editor":
             if token.name in SELECTION_VARIABLES:
                 col.warning(
-                    f"`{token.text}` is an editor selection, which a terminal does not have; "
-                    "write ${input:selection} instead and pass --input selection=TEXT.",
+                    f"`{token.text}` is the editor's selection: pass --selection TEXT or "
+                    "--selection @FILE when running.",
                     line=line,
                     column=column,
                     code="editor-variable",
