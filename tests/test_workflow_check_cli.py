@@ -186,7 +186,7 @@ def test_a_folder_of_copilot_files_gets_a_tally_of_tools(
 ) -> None:
     code, out, _ = run(capsys, "tests/fixtures/copilot")
     assert code == 0
-    tally = out[out.index("tools over 3 files") :]
+    tally = out[out.index("tools over 5 files") :]
     assert "  editor-only  problems (1), usages (1)\n" in tally
     assert "  unknown      none" in tally
     assert "run_in_terminal (1)" in tally and "replace_string_in_file (2)" in tally

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from promptflow_resume.progress import load_progress
+from promptflow_resume.workflow import load_workflow, parse_workflow
 from tests.flowproc import flow, flow_env
 
 COPILOT = Path(__file__).parent / "fixtures" / "copilot"
@@ -58,3 +59,17 @@ def test_selection_and_file_come_from_the_command_line(tmp_path: Path) -> None:
     code, err, _ = _explain(tmp_path / "r", "--selection", "@missing.py", "--file", "code.py")
     assert code == 9 and "--selection @missing.py: cannot read missing.py" in err
     assert "Traceback" not in err
+
+
+def test_ask_mode_offers_no_edits_and_display_names_become_model_ids() -> None:
+    wf = load_workflow(COPILOT / "explain-selection.prompt.md")
+    # tools: ['codebase', 'editFiles', 'runCommands'] in `mode: ask`: reading only.
+    assert wf.tools == ("search_files", "list_files", "read_file")
+    assert wf.model == "gpt-4.1" and wf.provider == "scripted"  # the file's provider wins
+    agent = parse_workflow(
+        "---\nmodel: Claude Sonnet 4 (copilot)\ntools: [editFiles]\n---\nDo it.\n", path="a.md"
+    )
+    assert (agent.provider, agent.model) == ("anthropic", "claude-sonnet-4-0")
+    assert "replace_string_in_file" in agent.tools
+    plain = parse_workflow("---\nmodel: my-local-model\n---\nDo it.\n", path="b.md")
+    assert (plain.provider, plain.model) == (None, "my-local-model")

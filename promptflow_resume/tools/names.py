@@ -131,10 +131,12 @@ EDITOR_ONLY: frozenset[str] = frozenset(
     }
 )
 
-#: Built-ins that change files; a prompt file in ``mode: ask`` is offered none of them.
+#: Built-ins that change files.
 EDITING_TOOLS: frozenset[str] = frozenset(
     {"write_file", "create_file", "replace_string_in_file", "insert_text", "delete_file"}
 )
+#: What a prompt file in ``mode: ask`` is not offered: edits and model-chosen commands.
+ASK_EXCLUDED: frozenset[str] = EDITING_TOOLS | {"run_in_terminal"}
 
 
 def _key(name: str) -> tuple[str, str]:

@@ -17,7 +17,7 @@ from ..errors import FileNotFoundFlowError, InputError, WorkflowError
 from ..tools.names import BUILTIN_TOOLS
 from .body import ID_PATTERN, ParsedBody, RawStep, parse_body, slugify
 from .commands import check_argument, command_definition
-from .config import Config, build_config, resolve_tool
+from .config import Config, build_config, is_ask_mode, resolve_tool, without_editing
 from .diagnostics import Collector, did_you_mean
 from .frontmatter import read_front_matter, validate_front_matter
 from .hashing import digest, normalize_text
@@ -267,6 +267,8 @@ def _build_steps(analysis: _Analysis, col: Collector) -> list[Step]:
             if kind != "prompt":
                 _directive_error(col, raw, "tools", f"a {kind} step calls no model, so no tools.")
             tools = _resolve_step_tools(directive.tools, cfg, col)
+            if is_ask_mode(analysis.data):
+                tools = without_editing(tools, cfg.commands)
         if directive.max_turns is not None and kind != "prompt":
             _directive_error(col, raw, "max_turns", f"a {kind} step calls no model, so no turns.")
         command: str | None = None
