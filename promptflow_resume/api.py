@@ -189,6 +189,7 @@ def _engine_options(
     file: Path | None,
     consent: Consent | None = None,
     selection: str | None = None,
+    instructions: str = "",
 ) -> EngineOptions:
     return EngineOptions(
         workspace=workspace,
@@ -197,7 +198,37 @@ def _engine_options(
         timeout=limits.timeout,
         editor=editor_variables(workspace, file, selection),
         consent=consent,
+        instructions=instructions,
     )
+
+
+def _instructions(root: Path, file: str | Path | None) -> str:
+    from .workflow.instructions import find_instructions, instructions_block
+
+    return instructions_block(find_instructions(root, Path(file) if file else None))
+
+
+def _instructions_changed(run: Run, root: Path, file: str | Path | None) -> list[str]:
+    """A note when the custom instructions recorded in the run's first entry changed since."""
+    from .workflow.instructions import (
+        HEADING,
+        changed_instructions,
+        find_instructions,
+        recorded_instructions,
+    )
+
+    first = run.transcript[0] if run.transcript else None
+    if first is None or first.role != "system" or HEADING not in first.content:
+        return []
+    found = find_instructions(root, Path(file) if file else None)
+    changes = changed_instructions(recorded_instructions(first.content), found)
+    if not changes:
+        return []
+    return [
+        "custom instructions changed since the run started: "
+        + ", ".join(changes)
+        + "; the run goes on with the ones recorded in its first entry"
+    ]
 
 
 @dataclass(frozen=True)
@@ -326,6 +357,7 @@ def start_run(
     resolved_inputs: Mapping[str, Any] | None = None,
     permissions: Permissions = Permissions(),
     selection: str | None = None,
+    instructions: bool = True,
 ) -> Outcome:
     """Start a new run of a workflow and execute it until it completes or stops."""
     wf = workflow or load_workflow(workflow_path)
@@ -372,6 +404,7 @@ def start_run(
             Path(file) if file else None,
             permissions.consent(wf),
             selection,
+            _instructions(root, file) if instructions else "",
         )
         Engine(wf, run, store, provider_obj, tools, options).execute()
     finally:
@@ -502,6 +535,7 @@ def resume_run(
     confirm_change: Callable[[ResumePlan], Choices | None] | None = None,
     permissions: Permissions = Permissions(),
     selection: str | None = None,
+    instructions: bool = True,
 ) -> Outcome:
     """Continue a stopped run from its checkpoint (see ``reconcile`` for the rules)."""
     path = Path(progress_path)
@@ -536,6 +570,8 @@ def resume_run(
             notes.append(outside)
         if report.edited_entries:
             notes.append("entries edited by hand: " + ", ".join(map(str, report.edited_entries)))
+        if instructions:
+            notes += _instructions_changed(run, root, file)
         if provider is not None:
             run.config.provider = provider
         if model is not None:
@@ -560,6 +596,7 @@ def resume_run(
             Path(file) if file else None,
             permissions.consent(wf),
             selection,
+            _instructions(root, file) if instructions else "",
         )
         note_run = replace(run, status=stopped_status, reason=stopped_reason)
         options.resume_note = resume_note(note_run, plan, wf)

@@ -106,6 +106,8 @@ class EngineOptions:
     sleep: Callable[[float], None] = time.sleep
     #: Who allows model-chosen commands and fetches (None: nobody, they are refused).
     consent: Consent | None = None
+    #: The workspace's custom instructions, added to the run's first (system) entry.
+    instructions: str = ""
 
 
 class Engine:
@@ -590,6 +592,12 @@ class Engine:
         if self.run.transcript:
             return
         text = context_prompt(self.workflow, inputs=self.run.inputs, editor=self.options.editor)
+        if self.options.instructions:
+            text = (
+                f"{text.rstrip()}\n\n{self.options.instructions}"
+                if text.strip()
+                else (self.options.instructions)
+            )
         if text.strip():
             self._append([self._entry("system", text, None)])
 

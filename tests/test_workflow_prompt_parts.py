@@ -8,6 +8,7 @@ from pathlib import Path
 
 from promptflow_resume.progress import load_progress
 from promptflow_resume.workflow import load_workflow, parse_workflow
+from promptflow_resume.workflow.instructions import recorded_instructions
 from tests.flowproc import flow, flow_env
 
 COPILOT = Path(__file__).parent / "fixtures" / "copilot"
@@ -73,3 +74,54 @@ def test_ask_mode_offers_no_edits_and_display_names_become_model_ids() -> None:
     assert "replace_string_in_file" in agent.tools
     plain = parse_workflow("---\nmodel: my-local-model\n---\nDo it.\n", path="b.md")
     assert (plain.provider, plain.model) == (None, "my-local-model")
+
+
+def _with_instructions(where: Path) -> Path:
+    _copy(where, "two-steps.prompt.md", "two-steps.script.yaml")
+    (where / ".github" / "instructions").mkdir(parents=True)
+    (where / ".github" / "copilot-instructions.md").write_text("Use British spelling.\n")
+    folder = where / ".github" / "instructions"
+    (folder / "all.instructions.md").write_text("---\napplyTo: '**'\n---\nBe brief.\n")
+    (folder / "py.instructions.md").write_text("---\napplyTo: '**/*.py'\n---\nType hints.\n")
+    (folder / "ts.instructions.md").write_text("---\napplyTo: 'src/**/*.ts'\n---\nNo any.\n")
+    (where / "AGENTS.md").write_text("Run the tests before you finish.\n")
+    (where / "app.py").write_text("x = 1\n")
+    return where
+
+
+def test_custom_instructions_are_included_recorded_and_a_change_is_reported(
+    tmp_path: Path,
+) -> None:
+    where = _with_instructions(tmp_path / "p")
+    args = ("run", "two-steps.prompt.md", "--recording", "two-steps.script.yaml")
+    more = ("--progress", "run/progress.md", "--new", "--file", "app.py")
+    crash = flow_env(FLOW_CRASH_AT="engine.model_replied")
+    assert flow(*args, *more, cwd=where, env=crash).returncode == -9
+    run, _ = load_progress(where / "run" / "progress.md")
+    system = run.transcript[0]
+    assert system.role == "system" and system.content.startswith("Read the request below.")
+    used = recorded_instructions(system.content)
+    assert list(used) == [
+        ".github/copilot-instructions.md",
+        ".github/instructions/all.instructions.md",
+        ".github/instructions/py.instructions.md",  # applies to --file app.py
+        "AGENTS.md",
+    ]
+    assert "Be brief." in system.content and "No any." not in system.content
+    (where / "AGENTS.md").write_text("Never run the tests.\n")
+    resumed = flow("resume", "run/progress.md", "--file", "app.py", cwd=where)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "custom instructions changed since the run started: AGENTS.md (changed)" in (
+        resumed.stderr
+    )
+    run, _ = load_progress(where / "run" / "progress.md")
+    assert "Run the tests before you finish." in run.transcript[0].content  # as recorded
+
+
+def test_no_instructions_leaves_them_out(tmp_path: Path) -> None:
+    where = _with_instructions(tmp_path / "p")
+    args = ("run", "two-steps.prompt.md", "--recording", "two-steps.script.yaml")
+    more = ("--progress", "run/progress.md", "--new", "--no-instructions", "--single-prompt")
+    assert flow(*args, *more, cwd=where).returncode == 0
+    run, _ = load_progress(where / "run" / "progress.md")
+    assert all("Custom instructions" not in e.content for e in run.transcript)

@@ -227,6 +227,9 @@ def run_command(
     selection: str | None = typer.Option(
         None, "--selection", help="What ${selection} stands for: TEXT, or @FILE for a file's text."
     ),
+    no_instructions: bool = typer.Option(
+        False, "--no-instructions", help="Leave out the workspace's custom instructions."
+    ),
     allow_commands: list[str] = typer.Option(
         [],
         "--allow-commands",
@@ -284,6 +287,7 @@ def run_command(
                 stream=live,
                 permissions=permissions,
                 selection=_selection(selection),
+                instructions=not no_instructions,
             )
             return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
 
@@ -303,6 +307,7 @@ def run_command(
         stream=live,
         permissions=permissions,
         selection=_selection(selection),
+        instructions=not no_instructions,
     )
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
 
@@ -435,6 +440,9 @@ def resume_command(
     selection: str | None = typer.Option(
         None, "--selection", help="What ${selection} stands for: TEXT, or @FILE for a file's text."
     ),
+    no_instructions: bool = typer.Option(
+        False, "--no-instructions", help="Leave out the workspace's custom instructions."
+    ),
     allow_commands: list[str] = typer.Option(
         [],
         "--allow-commands",
@@ -482,6 +490,7 @@ def resume_command(
         confirm_change=_confirm_change if interactive else None,
         permissions=_permissions(allow_commands, allow_fetch, interactive, reporter),
         selection=_selection(selection),
+        instructions=not no_instructions,
     )
     if outcome.notes == ["already completed"] and not as_json:
         out(f"already completed: nothing to resume — {outcome.path}")
