@@ -40,7 +40,6 @@ from .base import ToolContext, ToolResult
 from .builtin import (
     MAX_WRITE_BYTES,
     PROTECTED_DIRS,
-    SNIFF_BYTES,
     PathEscapeError,
     _object_schema,
     _replace_atomically,
@@ -50,6 +49,7 @@ from .builtin import (
     signature,
     validate_arguments,
 )
+from .scan import SNIFF_BYTES
 
 #: The hash recorded for "no file here".
 ABSENT = "absent"
