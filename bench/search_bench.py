@@ -26,6 +26,7 @@ from pathlib import Path
 
 from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.builtin import ListFiles, SearchFiles
+from promptflow_resume.tools.codebase import CodebaseSearch
 from promptflow_resume.tools.scan import clear_cache
 
 GOAL_MS = 200.0
@@ -102,7 +103,7 @@ def main() -> None:
     try:
         make_repo(workdir, args.files)
         ctx = ToolContext(workdir)
-        search, listing = SearchFiles(), ListFiles()
+        search, listing, codebase = SearchFiles(), ListFiles(), CodebaseSearch()
         queries: list[tuple[str, Callable[[], object], list[str] | None]] = [
             (
                 "literal, 11 hits",
@@ -141,6 +142,11 @@ def main() -> None:
                 None,
             ),
             ("list **/*.ts", lambda: listing.run({"pattern": "**/*.ts"}, ctx), None),
+            (
+                "codebase_search, 3 words",
+                lambda: codebase.run({"query": "where is the journal fold cursor"}, ctx),
+                None,
+            ),
         ]
         clear_cache()
         start = time.perf_counter()

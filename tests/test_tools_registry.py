@@ -61,6 +61,7 @@ def test_prompt_file_names_map_to_built_ins_and_commands_by_name(tmp_path: Path)
         "delete_file",
         "write_file",
         "run_tests",
+        "codebase_search",
         "search_files",
         "list_files",
     ]
@@ -103,6 +104,7 @@ def test_only_declared_commands_become_command_tools(tmp_path: Path) -> None:
     assert build_tools(wf, tmp_path) == {}
     assert resolve_tool_names(["rm", "read_file", "read_file", "codebase"], {}) == [
         "read_file",
+        "codebase_search",
         "search_files",
         "list_files",
     ]

@@ -10,6 +10,7 @@ import pytest
 
 from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.builtin import ListFiles, SearchFiles
+from promptflow_resume.tools.codebase import CodebaseSearch
 from promptflow_resume.tools.edit import ReplaceString
 from promptflow_resume.tools.ignore import IgnoreRules
 from promptflow_resume.tools.scan import read_text, required_literal, walk
@@ -124,3 +125,24 @@ def test_the_required_literal_is_in_every_match(pattern: str) -> None:
         for match in regex.finditer(sample):
             assert literal is None or literal in match.group(0), (pattern, sample)
     assert required_literal("a|bcd") is None and required_literal("(?i)abcd") is None
+
+
+def test_codebase_search_ranks_files_for_a_question(tmp_path: Path) -> None:
+    files = {
+        "providers/retry.py": "def backoff_delay(attempt):\n    # retry delay grows\n"
+        "    return min(2 ** attempt, MAX_DELAY)\n",
+        "providers/openai.py": "def call(request):\n    return client.post(request)\n",
+        "docs/retry.md": "Retries wait with a delay.\n",
+        "engine.py": "def run_loop(steps):\n    for step in steps:\n        step.run()\n",
+        "build/retry_delay.py": "retry delay retry delay\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    (tmp_path / ".gitignore").write_text("build/\n")
+    ctx = ToolContext(tmp_path)
+    text = CodebaseSearch().run({"query": "Where is the retry delay computed?"}, ctx).content
+    ranked = [line.split(" (score")[0] for line in text.splitlines() if "(score" in line]
+    assert ranked == ["providers/retry.py", "docs/retry.md"]
+    assert "  2: # retry delay grows" in text
+    assert "no file mentions any of: zebra" in CodebaseSearch().run({"query": "zebra"}, ctx).content

@@ -281,7 +281,8 @@ def test_mixed_steps_fixture() -> None:
 def test_copilot_agent_file_maps_tool_names() -> None:
     wf = load_workflow(FIXTURES / "copilot-agent.prompt.md")
     edit = ("read_file", "create_file", "replace_string_in_file", "insert_text", "delete_file")
-    assert wf.tools == (*edit, "write_file", "search_files", "list_files", "fetch_webpage")
+    search = ("codebase_search", "search_files", "list_files")
+    assert wf.tools == (*edit, "write_file", *search, "fetch_webpage")
     assert wf.tool_map["githubRepo"] == () and wf.tool_map["fetch"] == ("fetch_webpage",)
     assert not [d for d in wf.diagnostics if d.code == "unknown-tool"]
     # One line for every editor-only tool, at the first of them.

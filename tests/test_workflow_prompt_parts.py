@@ -65,7 +65,7 @@ def test_selection_and_file_come_from_the_command_line(tmp_path: Path) -> None:
 def test_ask_mode_offers_no_edits_and_display_names_become_model_ids() -> None:
     wf = load_workflow(COPILOT / "explain-selection.prompt.md")
     # tools: ['codebase', 'editFiles', 'runCommands'] in `mode: ask`: reading only.
-    assert wf.tools == ("search_files", "list_files", "read_file")
+    assert wf.tools == ("codebase_search", "search_files", "list_files", "read_file")
     assert wf.model == "gpt-4.1" and wf.provider == "scripted"  # the file's provider wins
     agent = parse_workflow(
         "---\nmodel: Claude Sonnet 4 (copilot)\ntools: [editFiles]\n---\nDo it.\n", path="a.md"

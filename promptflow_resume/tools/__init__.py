@@ -23,6 +23,7 @@ from ..workflow.model import CommandDecl, Step, Workflow
 from .base import Tool, ToolContext, ToolResult
 from .builtin import BUILTINS, error_result
 from .changes import GetChangedFiles
+from .codebase import CodebaseSearch
 from .commands import CommandTool, command_tool
 from .edit import EDIT_TOOLS
 from .fetch import FetchWebpage
@@ -98,6 +99,7 @@ def _builtin(name: str, workflow: Workflow, workspace: Path) -> Tool:
         "fetch_webpage": FetchWebpage,
         "manage_todo_list": ManageTodoList,
         "think": Think,
+        "codebase_search": CodebaseSearch,
     }
     tool: Tool = simple[name]()
     return tool

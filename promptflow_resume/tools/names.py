@@ -22,6 +22,7 @@ BUILTIN_TOOLS: tuple[str, ...] = (
     "write_file",
     "list_files",
     "search_files",
+    "codebase_search",
     "create_file",
     "replace_string_in_file",
     "insert_text",
@@ -44,7 +45,7 @@ _EDIT = (
     "delete_file",
     "write_file",
 )
-_SEARCH = ("search_files", "list_files", "read_file")
+_SEARCH = ("codebase_search", "search_files", "list_files", "read_file")
 _COMMANDS = ("run_in_terminal",)
 
 #: Copilot tool or tool-set name (lower-cased; with its set prefix where it has one) -> built-ins.
