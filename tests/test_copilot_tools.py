@@ -214,3 +214,59 @@ def test_fetch_needs_the_host_allowed_and_returns_text(server: int, tmp_path: Pa
 
 def test_html_to_text_keeps_structure() -> None:
     assert html_to_text("<h2>A</h2><p>b &amp; c</p>") == "## A\n\nb & c"
+
+
+def test_a_progress_file_cannot_make_a_command_run_without_consent(tmp_path: Path) -> None:
+    # The first run was allowed to run commands and crashed with one in flight; whoever
+    # resumes it without --allow-commands gets a refusal, even with --rerun-unsafe.
+    where = project(tmp_path / "p", "run-command")
+    args = ("run", "run-command.prompt.md", "--recording", "run-command.script.yaml")
+    more = ("--progress", "run/progress.md", "--new", "--allow-commands", "*")
+    crash = flow_env(FLOW_CRASH_AT="engine.tool_start_recorded:2")
+    assert flow(*args, *more, cwd=where, env=crash).returncode == -9
+    resumed = flow("resume", "run/progress.md", "--rerun-unsafe", cwd=where)
+    assert resumed.returncode == 0, resumed.stderr
+    assert not (where / "marker.txt").exists()
+    run, _ = load_progress(where / "run" / "progress.md")
+    last = [e for e in run.transcript if e.role == "tool_result"][-1]
+    assert last.is_error and "the command was not run" in last.content
+
+
+def test_secrets_in_an_edit_are_redacted_in_its_diff(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-proj-" + "Q7x9" * 10
+    monkeypatch.setenv("DEPLOY_TOKEN", secret)
+    where = project(tmp_path / "p", "find-and-edit")
+    script = where / "find-and-edit.script.yaml"
+    script.write_text(script.read_text().replace('"Hello there"', f'"{secret}"'))
+    run, path = start(where, "find-and-edit")
+    assert run.status == "completed"
+    # Tools run with the arguments as recorded (redacted), so a resumed run does the same.
+    assert secret not in (where / "src" / "greet.py").read_text()
+    text = path.read_text(encoding="utf-8")
+    assert secret not in text
+    assert '+GREETING = "[REDACTED:DEPLOY_TOKEN]"' in text
+
+
+def test_run_tests_uses_the_declared_test_command(tmp_path: Path) -> None:
+    from promptflow_resume.tools import build_tools
+    from promptflow_resume.workflow import parse_workflow
+
+    text = (
+        "---\ntools: [runTests, testFailure]\ncommands:\n  test:\n"
+        "    argv: [sh, -c, 'test -f ok.txt && echo passed || { echo 1 failed; exit 1; }']\n"
+        "    idempotent: true\n---\nRun the tests.\n"
+    )
+    wf = parse_workflow(text, path=tmp_path / "t.prompt.md")
+    tools = build_tools(wf, tmp_path)
+    ctx = ToolContext(tmp_path)
+    failing = tools["runTests"].run({}, ctx)
+    assert failing.is_error and "1 failed" in failing.content
+    assert "1 failed" in tools["testFailure"].run({}, ctx).content
+    (tmp_path / "ok.txt").write_text("")
+    assert tools["runTests"].run({}, ctx).content == "exit code: 0\n--- stdout ---\npassed\n"
+    assert tools["testFailure"].run({}, ctx).content.startswith("no test fails")
+    bare = build_tools(parse_workflow("---\ntools: [runTests]\n---\nGo.\n", path="b.md"), tmp_path)
+    none = bare["runTests"].run({}, ctx)
+    assert none.is_error and "no test command is declared" in none.content
