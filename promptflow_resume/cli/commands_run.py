@@ -225,7 +225,10 @@ def run_command(
     ),
     file: Path | None = typer.Option(None, "--file", help="The file ${file} stands for."),
     selection: str | None = typer.Option(
-        None, "--selection", help="What ${selection} stands for: TEXT, or @FILE for a file's text."
+        None,
+        "--selection",
+        metavar="TEXT|@FILE",
+        help="What ${selection} stands for: TEXT, or @FILE for a file's text.",
     ),
     no_instructions: bool = typer.Option(
         False, "--no-instructions", help="Leave out the workspace's custom instructions."
@@ -438,7 +441,10 @@ def resume_command(
     timeout: str | None = typer.Option(None, "--timeout", help="Wall-clock limit: 90s, 10m, 1h."),
     file: Path | None = typer.Option(None, "--file", help="The file ${file} stands for."),
     selection: str | None = typer.Option(
-        None, "--selection", help="What ${selection} stands for: TEXT, or @FILE for a file's text."
+        None,
+        "--selection",
+        metavar="TEXT|@FILE",
+        help="What ${selection} stands for: TEXT, or @FILE for a file's text.",
     ),
     no_instructions: bool = typer.Option(
         False, "--no-instructions", help="Leave out the workspace's custom instructions."
