@@ -270,3 +270,26 @@ def test_run_tests_uses_the_declared_test_command(tmp_path: Path) -> None:
     bare = build_tools(parse_workflow("---\ntools: [runTests]\n---\nGo.\n", path="b.md"), tmp_path)
     none = bare["runTests"].run({}, ctx)
     assert none.is_error and "no test command is declared" in none.content
+
+
+def test_flow_run_fetches_only_from_hosts_allowed_on_the_command_line(
+    server: int, tmp_path: Path
+) -> None:
+    where = tmp_path / "p"
+    where.mkdir()
+    (where / "docs.prompt.md").write_text(
+        "---\nmode: agent\nprovider: scripted\ntools: ['web/fetch']\n---\nRead the guide.\n"
+    )
+    (where / "docs.script.yaml").write_text(
+        "replies:\n  - content: Fetching.\n    tool_calls:\n      - name: fetch_webpage\n"
+        f"        arguments: {{url: 'http://127.0.0.1:{server}/doc'}}\n  - Read it.\n"
+    )
+    args = ("run", "docs.prompt.md", "--recording", "docs.script.yaml", "--new")
+    allowed = flow(*args, "--progress", "a/progress.md", "--allow-fetch", "127.0.0.1", cwd=where)
+    assert allowed.returncode == 0, allowed.stderr
+    refused = flow(*args, "--progress", "b/progress.md", cwd=where)
+    assert refused.returncode == 0, refused.stderr
+    (ok,) = results(load_progress(where / "a" / "progress.md")[0])
+    assert ok[0] == "fetch_webpage" and not ok[2] and "# Guide\n\n# Install" in ok[1]
+    (no,) = results(load_progress(where / "b" / "progress.md")[0])
+    assert no[2] and "was not fetched: the user did not allow the host 127.0.0.1" in no[1]
