@@ -154,6 +154,12 @@ def test_headings_inside_tag_blocks_are_never_steps() -> None:
     assert [s.id for s in wf.steps] == ["main"]
     assert "## Step 1: {Action}" in wf.steps[0].body
     assert not wf.diagnostics
+    # Steps written inside a <workflow> block are the agent's own plan for one prompt.
+    agent = parse(
+        "Follow the <workflow>.\n\n<workflow>\n\n## Step 1: Read\n\nR.\n\n"
+        "## Step 2: Write\n\nW.\n\n</workflow>\n"
+    )
+    assert [s.id for s in agent.steps] == ["main"]
 
 
 def test_steps_false_keeps_the_file_one_prompt() -> None:

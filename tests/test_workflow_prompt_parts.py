@@ -72,6 +72,8 @@ def test_ask_mode_offers_no_edits_and_display_names_become_model_ids() -> None:
     )
     assert (agent.provider, agent.model) == ("anthropic", "claude-sonnet-4-0")
     assert "replace_string_in_file" in agent.tools
+    codex = parse_workflow("---\nmodel: GPT-5.1-Codex (Preview) (copilot)\n---\nGo.\n", path="c.md")
+    assert (codex.provider, codex.model) == ("openai", "gpt-5.1-codex")
     plain = parse_workflow("---\nmodel: my-local-model\n---\nDo it.\n", path="b.md")
     assert (plain.provider, plain.model) == (None, "my-local-model")
 

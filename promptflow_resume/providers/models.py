@@ -5,6 +5,7 @@ table ships as ``data/models.json``; a name not in it is a model id already and 
 through unchanged::
 
     model_id("Claude Sonnet 4 (copilot)")   # ("anthropic", "claude-sonnet-4-0")
+    model_id("GPT-5.1-Codex (Preview) (copilot)")  # ("openai", "gpt-5.1-codex")
     model_id("gpt-4o-mini")                 # (None, "gpt-4o-mini")
 """
 
@@ -15,7 +16,7 @@ import re
 from functools import lru_cache
 from importlib import resources
 
-_SUFFIX = re.compile(r"\s*\((?:copilot|preview)\)\s*$", re.I)
+_SUFFIX = re.compile(r"(?:\s*\((?:copilot|preview)\))+\s*$", re.I)
 
 
 @lru_cache(maxsize=1)
