@@ -73,8 +73,10 @@ def test_an_agent_prompt_finds_and_edits_with_the_diff_in_the_progress_file(
     assert tools == [
         "manage_todo_list",
         "think",
+        "codebase_search",
         "search_files",
         "replace_string_in_file",
+        "get_changed_files",
         "manage_todo_list",
     ]
     text = path.read_text(encoding="utf-8")
@@ -84,6 +86,8 @@ def test_an_agent_prompt_finds_and_edits_with_the_diff_in_the_progress_file(
     assert "- [ ] Find the greeting *(in progress)*" in text
     assert "The greeting is probably a string constant in src/." in text
     assert 'src/greet.py:1: GREETING = "Hello"' in text
+    assert "src/greet.py (score" in text  # codebase_search ranked the file
+    assert "the workspace is not a git repository" in text
     # Editor-only tools: one line for the run.
     assert [n for n in notices.lines if "editor-only" in n] == [
         "editor-only tools not offered outside VS Code: `problems`, `usages`."
