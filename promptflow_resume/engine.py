@@ -183,10 +183,18 @@ class Engine:
         return run
 
     def _notice_editor_only(self) -> None:
-        """One line per run for the Copilot tools that exist only in the editor."""
+        """One line per run for the Copilot tools that exist only in the editor; the first
+        attempt also records which tools each Copilot name in ``tools:`` became."""
         names = [n for n, targets in self.workflow.tool_map.items() if is_editor_only(n)]
         if names:
             self.reporter.notice(editor_only_line(names))
+        mapped = [
+            f"{name} → {', '.join(targets)}"
+            for name, targets in self.workflow.tool_map.items()
+            if targets and targets != (name,)
+        ]
+        if mapped and self._attempt.n == 1 and not self.run.transcript:
+            self._attempt.notes.append("tools by their prompt-file names: " + "; ".join(mapped))
 
     # --- steps ----------------------------------------------------------------------------
 

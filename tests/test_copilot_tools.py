@@ -94,6 +94,11 @@ def test_an_agent_prompt_finds_and_edits_with_the_diff_in_the_progress_file(
     ]
     loaded, _ = load_progress(path)
     assert [e.content for e in loaded.transcript] == [e.content for e in run.transcript]
+    # The progress file records what each Copilot name became.
+    assert loaded.attempts[0].notes[0].startswith(
+        "tools by their prompt-file names: search/codebase → codebase_search, search_files, "
+        "list_files, read_file; edit/editFiles → read_file, create_file"
+    )
 
 
 def test_commands_are_refused_without_consent_and_the_run_goes_on(tmp_path: Path) -> None:
