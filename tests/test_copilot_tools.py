@@ -95,7 +95,8 @@ def test_an_agent_prompt_finds_and_edits_with_the_diff_in_the_progress_file(
     loaded, _ = load_progress(path)
     assert [e.content for e in loaded.transcript] == [e.content for e in run.transcript]
     # The progress file records what each Copilot name became.
-    assert loaded.attempts[0].notes[0].startswith(
+    note = loaded.attempts[0].notes[0]
+    assert note.startswith(
         "tools by their prompt-file names: search/codebase → codebase_search, search_files, "
         "list_files, read_file; edit/editFiles → read_file, create_file"
     )
