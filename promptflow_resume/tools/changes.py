@@ -10,6 +10,7 @@ Idempotent.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -65,9 +66,14 @@ class GetChangedFiles:
         if code != 0:  # no commit yet: compare with the index
             _, diff = _git(root, "diff", "--no-color", "--no-ext-diff")
         text = f"git status --short:\n{status.rstrip()}"
-        if diff.strip():
-            fence = "````" if "```" in diff else "```"
-            text += f"\n\n{fence}diff\n{diff.rstrip()}\n{fence}"
-        if len(text) > MAX_CHANGES_CHARS:
-            text = text[:MAX_CHANGES_CHARS] + "\n[... cut; read the files for the rest ...]"
+        diff = diff.rstrip()
+        if len(diff) > MAX_CHANGES_CHARS:
+            # Cut at a line end, inside the fence, so the block still closes.
+            cut = diff.rfind("\n", 0, MAX_CHANGES_CHARS)
+            diff = diff[: cut if cut > 0 else MAX_CHANGES_CHARS]
+            diff += "\n[... diff cut here; read the files for the rest ...]"
+        if diff:
+            longest = max((len(m) for m in re.findall(r"`+", diff)), default=0)
+            fence = "`" * max(3, longest + 1)
+            text += f"\n\n{fence}diff\n{diff}\n{fence}"
         return ToolResult(text)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 import shlex
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -163,7 +164,6 @@ def terminal_asker(
     read: Callable[[], str] = input, write: Callable[[str], object] | None = None
 ) -> Asker:
     """An ``Asker`` that prints the question on stderr and reads a line from stdin."""
-    import sys
 
     def show(text: str) -> None:
         if write is not None:
