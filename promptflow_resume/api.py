@@ -54,7 +54,14 @@ from .redact import Redactor
 from .runids import id_from_folder, new_run_id
 from .tools import build_tools
 from .tools.base import Tool
-from .workflow import editor_variables, load_inputs_file, load_workflow, resolve_inputs
+from .tools.consent import Asker, Consent, patterns
+from .workflow import (
+    IMPLICIT_STEP_ID,
+    editor_variables,
+    load_inputs_file,
+    load_workflow,
+    resolve_inputs,
+)
 from .workflow.model import InputDecl, Workflow
 
 #: Where runs live unless ``--progress`` says otherwise (relative to the working directory).
@@ -177,14 +184,79 @@ def _engine_options(
     redactor: Redactor,
     limits: Limits,
     file: Path | None,
+    consent: Consent | None = None,
+    selection: str | None = None,
+    instructions: str = "",
 ) -> EngineOptions:
     return EngineOptions(
         workspace=workspace,
         reporter=reporter or Reporter(),
         redactor=redactor,
         timeout=limits.timeout,
-        editor=editor_variables(workspace, file),
+        editor=editor_variables(workspace, file, selection),
+        consent=consent,
+        instructions=instructions,
     )
+
+
+def _instructions(root: Path, file: str | Path | None) -> str:
+    from .workflow.instructions import find_instructions, instructions_block
+
+    return instructions_block(find_instructions(root, Path(file) if file else None))
+
+
+def _instructions_changed(run: Run, root: Path, file: str | Path | None) -> list[str]:
+    """A note when the custom instructions recorded in the run's first entry changed since."""
+    from .workflow.instructions import (
+        HEADING,
+        changed_instructions,
+        find_instructions,
+        recorded_instructions,
+    )
+
+    first = run.transcript[0] if run.transcript else None
+    if first is None or first.role != "system" or HEADING not in first.content:
+        return []
+    found = find_instructions(root, Path(file) if file else None)
+    changes = changed_instructions(recorded_instructions(first.content), found)
+    if not changes:
+        return []
+    return [
+        "custom instructions changed since the run started: "
+        + ", ".join(changes)
+        + "; the run goes on with the ones recorded in its first entry"
+    ]
+
+
+@dataclass(frozen=True)
+class Permissions:
+    """What the person running flow allows model-chosen commands and fetches to do.
+
+    ``commands`` are ``--allow-commands`` patterns, ``hosts`` ``--allow-fetch`` hosts, and
+    ``ask`` asks on a terminal (None without one). The workflow's ``allow-commands:`` and
+    ``allow-fetch:`` lists are added when a run starts or resumes; nothing comes from a
+    progress file.
+    """
+
+    commands: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    ask: Asker | None = None
+
+    def consent(self, workflow: Workflow) -> Consent:
+        """The consent of one run of ``workflow``."""
+        return Consent(
+            commands=patterns(self.commands),
+            workflow_commands=patterns(_string_list(workflow.front_matter.get("allow-commands"))),
+            hosts=patterns(self.hosts),
+            workflow_hosts=patterns(_string_list(workflow.front_matter.get("allow-fetch"))),
+            ask=self.ask,
+        )
+
+
+def _string_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def prepare_inputs(
@@ -280,6 +352,9 @@ def start_run(
     stream: bool = False,
     workflow: Workflow | None = None,
     resolved_inputs: Mapping[str, Any] | None = None,
+    permissions: Permissions = Permissions(),
+    selection: str | None = None,
+    instructions: bool = True,
 ) -> Outcome:
     """Start a new run of a workflow and execute it until it completes or stops."""
     wf = workflow or load_workflow(workflow_path)
@@ -318,7 +393,16 @@ def start_run(
     tools = build_tools(wf, root)
     store = ProgressStore.create(path, run)
     try:
-        options = _engine_options(root, reporter, redactor, limits, Path(file) if file else None)
+        options = _engine_options(
+            root,
+            reporter,
+            redactor,
+            limits,
+            Path(file) if file else None,
+            permissions.consent(wf),
+            selection,
+            _instructions(root, file) if instructions else "",
+        )
         Engine(wf, run, store, provider_obj, tools, options).execute()
     finally:
         store.close()
@@ -327,7 +411,7 @@ def start_run(
 
 def _workflow_for(run: Run, progress_path: Path, override: str | Path | None) -> Workflow:
     if override is not None:
-        return load_workflow(override)
+        return _as_run_loaded(run, load_workflow(override))
     path = progress_path.parent / run.workflow.path
     if not path.is_file():
         raise FileNotFoundFlowError(
@@ -337,7 +421,21 @@ def _workflow_for(run: Run, progress_path: Path, override: str | Path | None) ->
             field="$.workflow.path",
             hint="Pass the workflow with --workflow PATH, or restore the file.",
         )
-    return load_workflow(path)
+    return _as_run_loaded(run, load_workflow(path))
+
+
+def _as_run_loaded(run: Run, workflow: Workflow) -> Workflow:
+    """``workflow`` read as one prompt when the run was started that way (``--single-prompt``):
+    the checkpoint has the one step ``main`` and the one-prompt reading has its hash."""
+    if (
+        workflow.hash != run.workflow.hash
+        and list(run.workflow.steps) == [IMPLICIT_STEP_ID]
+        and len(workflow.steps) > 1
+    ):
+        single = load_workflow(workflow.path, single_prompt=True)
+        if single.hash == run.workflow.hash:
+            return single
+    return workflow
 
 
 def outside_workspace(run: Run, progress_path: Path, workspace: Path) -> str | None:
@@ -432,6 +530,9 @@ def resume_run(
     stream: bool = False,
     record: bool = False,
     confirm_change: Callable[[ResumePlan], Choices | None] | None = None,
+    permissions: Permissions = Permissions(),
+    selection: str | None = None,
+    instructions: bool = True,
 ) -> Outcome:
     """Continue a stopped run from its checkpoint (see ``reconcile`` for the rules)."""
     path = Path(progress_path)
@@ -443,12 +544,12 @@ def resume_run(
         root = Path(workspace) if workspace is not None else Path.cwd()
         outside = None if workflow_path is not None else outside_workspace(run, path, root)
         tools = build_tools(wf, root)
-        plan = plan_resume(run, wf, report, tools, choices)
+        plan = plan_resume(run, wf, report, tools, choices, workspace=root)
         if plan.decision == "ask" and confirm_change is not None:
             answer = confirm_change(plan)
             if answer is not None:
                 choices = answer
-                plan = plan_resume(run, wf, report, tools, choices)
+                plan = plan_resume(run, wf, report, tools, choices, workspace=root)
         if plan.blocked == "the run is already completed":
             return Outcome(run=run, path=path, exit_code=EXIT_OK, notes=["already completed"])
         stopped_status, stopped_reason = run.status, run.reason
@@ -457,15 +558,17 @@ def resume_run(
         except NeedsReviewError:
             store.checkpoint(run)
             raise
-        if plan.answered_tools:
-            # Entries changed in place (a hand-written result is no longer an error): the
-            # journal only appends, so fold now.
+        if plan.answered_tools or plan.applied_tools:
+            # Entries changed in place (a hand-written result is no longer an error) or added
+            # by the plan (an edit found applied): the journal only appends, so fold now.
             store.checkpoint(run)
         notes += _apply_set(run, wf, set_values or {})
         if outside:
             notes.append(outside)
         if report.edited_entries:
             notes.append(f"{entries_phrase(report.edited_entries)} edited by hand")
+        if instructions:
+            notes += _instructions_changed(run, root, file)
         if provider is not None:
             run.config.provider = provider
         if model is not None:
@@ -482,7 +585,16 @@ def resume_run(
         provider_obj = _make_provider(
             run, path, stream=stream, record=record, redactor=redactor, base_url=base_url
         )
-        options = _engine_options(root, reporter, redactor, limits, Path(file) if file else None)
+        options = _engine_options(
+            root,
+            reporter,
+            redactor,
+            limits,
+            Path(file) if file else None,
+            permissions.consent(wf),
+            selection,
+            _instructions(root, file) if instructions else "",
+        )
         note_run = replace(run, status=stopped_status, reason=stopped_reason)
         options.resume_note = resume_note(note_run, plan, wf)
         engine = Engine(wf, run, store, provider_obj, tools, options)
@@ -574,7 +686,7 @@ def run_status(
         if outside:
             report.warnings.append(outside)
         tools: dict[str, Tool] = build_tools(wf, root)
-        plan = plan_resume(run, wf, report, tools, choices)
+        plan = plan_resume(run, wf, report, tools, choices, workspace=root)
     except FlowError as error:
         problem = str(error)
     return StatusReport(path=path, run=run, load=report, plan=plan, workflow_error=problem)

@@ -40,6 +40,8 @@ from .redact import Redactor
 from .tools import offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
 from .tools.commands import command_output, stop_running_commands
+from .tools.consent import Consent
+from .tools.names import editor_only_line, is_editor_only
 from .workflow import context_prompt, step_command_args, step_prompt
 from .workflow.model import Step, Workflow
 
@@ -102,6 +104,10 @@ class EngineOptions:
     resume_note: str | None = None
     #: Sleep used between provider retries (tests pass a recorder).
     sleep: Callable[[float], None] = time.sleep
+    #: Who allows model-chosen commands and fetches (None: nobody, they are refused).
+    consent: Consent | None = None
+    #: The workspace's custom instructions, added to the run's first (system) entry.
+    instructions: str = ""
 
 
 class Engine:
@@ -141,6 +147,7 @@ class Engine:
         self.reporter.run_started(run.usage)
         try:
             with _signals_raise_interrupted():
+                self._notice_editor_only()
                 self._set_status("running", None)
                 self._ensure_context()
                 for step in self.workflow.steps:
@@ -175,6 +182,20 @@ class Engine:
                 self._fold()
             self.reporter.close()
         return run
+
+    def _notice_editor_only(self) -> None:
+        """One line per run for the Copilot tools that exist only in the editor; the first
+        attempt also records which tools each Copilot name in ``tools:`` became."""
+        names = [n for n, targets in self.workflow.tool_map.items() if is_editor_only(n)]
+        if names:
+            self.reporter.notice(editor_only_line(names))
+        mapped = [
+            f"{name} → {', '.join(targets)}"
+            for name, targets in self.workflow.tool_map.items()
+            if targets and targets != (name,)
+        ]
+        if mapped and self._attempt.n == 1 and not self.run.transcript:
+            self._attempt.notes.append("tools by their prompt-file names: " + "; ".join(mapped))
 
     # --- steps ----------------------------------------------------------------------------
 
@@ -437,6 +458,7 @@ class Engine:
                         entry=call.id,
                         started=now_iso(),
                         idempotent=tool.idempotent,
+                        expect=self._expectation(tool, arguments),
                     )
                 )
                 faults.point("engine.before_tool_start_record")
@@ -484,8 +506,24 @@ class Engine:
             )
         return values
 
+    def _context(self) -> ToolContext:
+        return ToolContext(
+            workspace=self.options.workspace, env=dict(os.environ), consent=self.options.consent
+        )
+
+    def _expectation(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, str] | None:
+        """An edit's file hashes before and after, recorded with its start (see tools.edit)."""
+        expectation = getattr(tool, "expectation", None)
+        if expectation is None:
+            return None
+        try:
+            found: dict[str, str] | None = expectation(arguments, self._context())
+        except Exception:  # the tool reports its own problem when it runs
+            return None
+        return found
+
     def _invoke(self, tool: Tool, arguments: dict[str, Any]) -> ToolResult:
-        ctx = ToolContext(workspace=self.options.workspace, env=dict(os.environ))
+        ctx = self._context()
         try:
             return tool.run(arguments, ctx)
         except Exception as error:  # a tool's bug is the model's error result, not a crash
@@ -564,6 +602,12 @@ class Engine:
         if self.run.transcript:
             return
         text = context_prompt(self.workflow, inputs=self.run.inputs, editor=self.options.editor)
+        if self.options.instructions:
+            text = (
+                f"{text.rstrip()}\n\n{self.options.instructions}"
+                if text.strip()
+                else (self.options.instructions)
+            )
         if text.strip():
             self._append([self._entry("system", text, None)])
 

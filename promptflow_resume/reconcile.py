@@ -19,6 +19,8 @@ The rules (docs/spec.md, "Running and resuming"):
 - A tool call that was started but has no result is re-run when the workflow declares the tool
   idempotent; otherwise the run stops ``needs_review`` with a marked placeholder result that a
   person can overwrite, or ``--rerun-unsafe`` runs it again.
+- An edit in flight is judged by its file (``tools.edit``): at the edit's end state it is
+  recorded as done, at its start state it runs once, in any other state a person decides.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from .errors import NeedsReviewError, WorkflowChangedError
 from .progress.model import Entry, InFlight, LoadReport, Run, StepState
@@ -86,6 +89,9 @@ class ResumePlan:
     review_tools: list[InFlight] = field(default_factory=list)
     #: In-flight calls whose placeholder result a person overwrote: the edit is the result.
     answered_tools: list[InFlight] = field(default_factory=list)
+    #: In-flight edits whose file is already at their end state, and the result they get.
+    applied_tools: list[InFlight] = field(default_factory=list)
+    applied_results: dict[str, str] = field(default_factory=dict)
     edited_entries: list[int] = field(default_factory=list)
     #: A step whose prompt was sent but never answered: it is written again from the current
     #: workflow and inputs (edited inputs and ``--set`` apply to it), unless edited by hand.
@@ -131,8 +137,13 @@ def plan_resume(
     report: LoadReport,
     tools: dict[str, Tool],
     choice: Choices = Choices(),
+    *,
+    workspace: Path | None = None,
 ) -> ResumePlan:
-    """Decide how ``run`` continues under ``workflow`` as it is now; changes nothing."""
+    """Decide how ``run`` continues under ``workflow`` as it is now; changes nothing.
+
+    ``workspace`` is where edits in flight are checked against their files (without it they
+    are treated like any other call that is not idempotent)."""
     order = [s.id for s in workflow.steps]
     changes = workflow_changes(run, workflow)
     hard = [c for c in changes if c.started and c.kind != "added"]
@@ -232,9 +243,15 @@ def plan_resume(
         )
         tool = tools.get(flight.tool)
         idempotent = tool is not None and tool.idempotent  # the workflow decides, not the file
+        edit_state = _edit_state(tool, flight, workspace)
         if result is not None and result.id in report.edited_entries:
             plan.answered_tools.append(flight)
-        elif idempotent or choice.rerun_unsafe:
+        elif edit_state == "applied" and tool is not None and workspace is not None:
+            plan.applied_tools.append(flight)
+            arguments = _call_arguments(run, flight)
+            applied = tool.applied_result(flight.expect, arguments, workspace)  # type: ignore[attr-defined]
+            plan.applied_results[flight.call_id] = applied.content
+        elif edit_state == "not_applied" or idempotent or choice.rerun_unsafe:
             plan.retry_tools.append(flight)
         else:
             plan.review_tools.append(flight)
@@ -254,6 +271,30 @@ def plan_resume(
     kept = run.transcript if plan.archive_from is None else run.transcript[: plan.archive_from - 1]
     plan.estimated_input_tokens = sum(len(e.content) for e in kept) // 4
     return plan
+
+
+def _edit_state(tool: Tool | None, flight: InFlight, workspace: Path | None) -> str | None:
+    """``applied`` / ``not_applied`` / ``changed`` for an edit in flight; None for other tools.
+
+    An edit recorded without an expectation changed nothing when it ran (its arguments did
+    not fit the file, or the file already read as asked), so running it again is safe.
+    """
+    check = getattr(tool, "in_flight_state", None)
+    if check is None or workspace is None:
+        return None
+    if flight.expect is None:
+        return "not_applied"
+    state: str = check(flight.expect, workspace)
+    return state
+
+
+def _call_arguments(run: Run, flight: InFlight) -> dict[str, Any]:
+    call = run.entry(flight.entry)
+    try:
+        value = json.loads(call.content) if call is not None else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def apply_plan(
@@ -324,12 +365,30 @@ def apply_plan(
         if result is not None:
             result.is_error = False
         notes.append(f"tool call {flight.call_id} ({flight.tool}): result written by hand, used")
+    for flight in plan.applied_tools:
+        placeholder = _result_for(run, flight.call_id)
+        if placeholder is not None and placeholder is run.transcript[-1]:
+            run.transcript.pop()
+        run.transcript.append(
+            Entry(
+                id=run.next_entry_id(),
+                role="tool_result",
+                content=plan.applied_results.get(flight.call_id, "the edit was already applied"),
+                step=flight.step,
+                call_id=flight.call_id,
+                tool=flight.tool,
+            )
+        )
+        notes.append(
+            f"tool call {flight.call_id} ({flight.tool}) was in flight and had already taken "
+            "effect; recorded as done"
+        )
     for flight in plan.retry_tools:
         placeholder = _result_for(run, flight.call_id)
         if placeholder is not None and placeholder is run.transcript[-1]:
             run.transcript.pop()
         notes.append(f"tool call {flight.call_id} ({flight.tool}) was in flight; running it again")
-    settled = {f.call_id for f in plan.answered_tools + plan.retry_tools}
+    settled = {f.call_id for f in plan.answered_tools + plan.retry_tools + plan.applied_tools}
     run.in_flight = [f for f in run.in_flight if f.call_id not in settled]
 
     if plan.review_tools:

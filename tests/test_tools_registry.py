@@ -18,6 +18,7 @@ from promptflow_resume.tools import (
 from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.builtin import ReadFile, WriteFile
 from promptflow_resume.tools.commands import CommandTool
+from promptflow_resume.tools.edit import ReplaceString
 from promptflow_resume.workflow import load_workflow
 from promptflow_resume.workflow.model import Budget, CommandDecl, RetryPolicy, Step, Workflow
 
@@ -52,11 +53,23 @@ def test_prompt_file_names_map_to_built_ins_and_commands_by_name(tmp_path: Path)
         {"run_tests": TESTS, "deploy": DEPLOY},
     )
     tools = build_tools(wf, tmp_path)
-    offered = ["read_file", "write_file", "run_tests", "search_files", "list_files"]
+    offered = [
+        "read_file",
+        "create_file",
+        "replace_string_in_file",
+        "insert_text",
+        "delete_file",
+        "write_file",
+        "run_tests",
+        "codebase_search",
+        "search_files",
+        "list_files",
+    ]
     # Every declared command is there (a command step may run it) ...
     assert list(tools) == [*offered, "deploy"]
     assert isinstance(tools["read_file"], ReadFile)
     assert isinstance(tools["write_file"], WriteFile)
+    assert isinstance(tools["replace_string_in_file"], ReplaceString)
     assert isinstance(tools["run_tests"], CommandTool)
     assert isinstance(tools["deploy"], CommandTool)
     # ... but one that no `tools:` list names is not offered to the model.
@@ -91,7 +104,9 @@ def test_only_declared_commands_become_command_tools(tmp_path: Path) -> None:
     assert build_tools(wf, tmp_path) == {}
     assert resolve_tool_names(["rm", "read_file", "read_file", "codebase"], {}) == [
         "read_file",
+        "codebase_search",
         "search_files",
+        "list_files",
     ]
 
 
@@ -152,8 +167,9 @@ def test_a_loaded_workflow_gives_the_tools_it_declares(tmp_path: Path) -> None:
     wf = load_workflow(tmp_path / "w.prompt.md")
     tools = build_tools(wf, tmp_path)
     # The command step's command can run, and is not offered to the model.
-    assert list(tools) == ["greet", "read_file", "write_file", "count"]
-    assert offered_tool_names(wf) == ("greet", "read_file", "write_file")
+    edit = ["read_file", "create_file", "replace_string_in_file", "insert_text", "delete_file"]
+    assert list(tools) == ["greet", *edit, "write_file", "count"]
+    assert offered_tool_names(wf) == ("greet", *edit, "write_file")
     assert tools["count"].idempotent is False
     greet = tools["greet"]
     assert greet.idempotent is True

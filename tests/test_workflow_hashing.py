@@ -65,7 +65,7 @@ def test_cosmetic_edits_change_no_hash() -> None:
         BASE.replace("description: Summarize the build", "description: Something else"),
         BASE.replace("name: summary", "name: other"),
         BASE.replace("argument-hint: none", "argument-hint: a file"),
-        BASE.replace("mode: agent", "agent: ask"),
+        BASE.replace("mode: agent", "agent: agent"),
         BASE.replace("description: Who reads it", "description: The readers"),
         BASE.replace("max_turns: 40", "max_turns: 400"),
         BASE.replace("max_attempts: 3", "max_attempts: 9"),
@@ -79,6 +79,12 @@ def test_cosmetic_edits_change_no_hash() -> None:
     ]
     for edited in edits:
         assert hashes(load(edited)) == base, edited
+
+
+def test_ask_mode_changes_the_tools_and_so_the_hash() -> None:
+    ask = load(BASE.replace("mode: agent", "agent: ask"))
+    assert ask.tools == ("bump", "read_file")  # no edits; the declared command stays
+    assert ask.hash != load(BASE).hash
 
 
 def test_a_changed_step_word_changes_that_step_and_the_workflow() -> None:

@@ -36,7 +36,6 @@ EXPECTED: dict[str, tuple[int, int, str | None, str, str]] = {
     "empty-body.prompt.md": (4, 1, None, "empty", "no prompt text"),
     "front-matter-list.prompt.md": (2, 1, "$", "yaml", "must be a mapping"),
     "human-with-tools.prompt.md": (2, 17, None, "directive", "no tools"),
-    "input-bad-name.prompt.md": (1, 7, None, "variable", "no valid input name"),
     "input-choice-default.prompt.md": (
         5, 14, "$.inputs.tone.default", "input", "one of the choices: formal, casual"),
     "not-utf8.prompt.md": (2, 17, None, "io", "not UTF-8"),

@@ -126,15 +126,46 @@ def test_step_prompt_is_title_and_text() -> None:
     assert second == "## Do\n\nDo P."
 
 
-def test_trailing_section_belongs_to_last_step_with_a_warning() -> None:
+def test_a_section_after_the_last_step_is_shared_by_every_step() -> None:
     text = (
-        "## Step 1: A\nDo A.\n\n## Step 2: B\nDo B.\n\n## Output format\nJSON.\n\n### Detail\nx\n"
+        "Intro.\n\n## Step 1: A\nDo A.\n\n## Step 2: B\nDo B.\n\n### Detail of B\nb\n\n"
+        "## Output format\nJSON.\n\n### Detail\nx\n"
     )
     wf = parse(text)
-    assert wf.steps[1].body.endswith("## Output format\nJSON.\n\n### Detail\nx")
+    assert wf.steps[1].body == "Do B.\n\n### Detail of B\nb"
+    assert wf.context == "Intro.\n\n## Output format\nJSON.\n\n### Detail\nx"
+    assert not [d for d in wf.diagnostics if d.code == "section-in-step"]
+
+
+def test_a_section_between_steps_still_belongs_to_its_step_with_a_warning() -> None:
+    wf = parse("## Step 1: A\nDo A.\n\n## Notes\nN.\n\n## Step 2: B\nDo B.\n")
+    assert wf.steps[0].body == "Do A.\n\n## Notes\nN."
     warned = [d for d in wf.diagnostics if d.code == "section-in-step"]
-    assert len(warned) == 1 and warned[0].line == 7
-    assert "Output format" in warned[0].message
+    assert len(warned) == 1 and warned[0].line == 4
+
+
+def test_headings_inside_tag_blocks_are_never_steps() -> None:
+    text = (
+        "Write the plan with this template:\n\n<plan_template>\n# Plan: {Title}\n\n"
+        "## Step 1: {Action}\n\nDo it.\n\n## STOP & COMMIT\n</plan_template>\n\n"
+        "<details>\n\n## Step 2: Hidden\n\n</details>\n"
+    )
+    wf = parse(text)
+    assert [s.id for s in wf.steps] == ["main"]
+    assert "## Step 1: {Action}" in wf.steps[0].body
+    assert not wf.diagnostics
+    # Steps written inside a <workflow> block are the agent's own plan for one prompt.
+    agent = parse(
+        "Follow the <workflow>.\n\n<workflow>\n\n## Step 1: Read\n\nR.\n\n"
+        "## Step 2: Write\n\nW.\n\n</workflow>\n"
+    )
+    assert [s.id for s in agent.steps] == ["main"]
+
+
+def test_steps_false_keeps_the_file_one_prompt() -> None:
+    wf = parse("---\nsteps: false\n---\nIntro.\n\n## Step 1: A\nDo A.\n\n## Step 2: B\nB.\n")
+    assert [s.id for s in wf.steps] == ["main"]
+    assert wf.context == "" and "## Step 2: B" in wf.steps[0].body
 
 
 def test_deeper_sub_sections_are_part_of_the_step_silently() -> None:
@@ -178,7 +209,8 @@ def test_directive_sets_tools_and_turns_and_is_not_sent() -> None:
     )
     wf = parse(text)
     a, b, c = wf.steps
-    assert a.tools == ("bump", "read_file", "write_file") and a.max_turns == 5
+    edit = ("read_file", "create_file", "replace_string_in_file", "insert_text", "delete_file")
+    assert a.tools == ("bump", *edit, "write_file") and a.max_turns == 5
     assert a.body == "Do A."
     assert b.tools == () and b.max_turns == 2 and b.body == "Do B."
     assert c.tools is None and c.max_turns is None
@@ -254,10 +286,18 @@ def test_mixed_steps_fixture() -> None:
 
 def test_copilot_agent_file_maps_tool_names() -> None:
     wf = load_workflow(FIXTURES / "copilot-agent.prompt.md")
-    assert wf.tools == ("read_file", "write_file", "search_files", "list_files")
-    assert wf.tool_map["githubRepo"] == () and wf.tool_map["fetch"] == ()
-    unknown = [(d.line, d.column, d.field) for d in wf.diagnostics if d.code == "unknown-tool"]
-    assert unknown == [(6, 46, "$.tools[2]"), (6, 60, "$.tools[3]")]
+    edit = ("read_file", "create_file", "replace_string_in_file", "insert_text", "delete_file")
+    search = ("codebase_search", "search_files", "list_files")
+    assert wf.tools == (*edit, "write_file", *search, "fetch_webpage")
+    assert wf.tool_map["githubRepo"] == () and wf.tool_map["fetch"] == ("fetch_webpage",)
+    assert not [d for d in wf.diagnostics if d.code == "unknown-tool"]
+    # One line for every editor-only tool, at the first of them.
+    editor = [
+        (d.line, d.column, d.field, d.message) for d in wf.diagnostics if d.code == "editor-only"
+    ]
+    assert editor == [
+        (6, 46, "$.tools", "editor-only tools not offered outside VS Code: `githubRepo`.")
+    ]
     assert wf.front_matter["mode"] == "agent"
 
 
@@ -357,4 +397,4 @@ def test_plain_copilot_prompt_with_a_selection() -> None:
     assert wf.front_matter == {} and [s.id for s in wf.steps] == ["main"]
     (warning,) = wf.diagnostics
     assert (warning.code, warning.line, warning.column) == ("editor-variable", 3, 1)
-    assert "--input selection=TEXT" in warning.message
+    assert "--selection TEXT or --selection @FILE" in warning.message

@@ -20,6 +20,8 @@ from ..reconcile import Choices, ResumePlan
 from ..wording import count
 from .app import app, err, out, print_json
 from .options import (
+    AllowCommandsOpt,
+    AllowFetchOpt,
     BaseUrlOpt,
     FileOpt,
     InputOpt,
@@ -28,8 +30,10 @@ from .options import (
     MaxTokensOpt,
     MaxTurnsOpt,
     ModelOpt,
+    NoInstructionsOpt,
     ProgressArg,
     ProviderOpt,
+    SelectionOpt,
     SummaryJson,
     TimeoutOpt,
     VerboseOpt,
@@ -287,8 +291,15 @@ def run_command(
     max_turns: MaxTurnsOpt = None,
     timeout: TimeoutOpt = None,
     file: FileOpt = None,
+    selection: SelectionOpt = None,
+    no_instructions: NoInstructionsOpt = False,
+    allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
+    allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     new: bool = typer.Option(
         False, "--new", "-N", help="Start fresh without looking for similar incomplete runs."
+    ),
+    single_prompt: bool = typer.Option(
+        False, "--single-prompt", help="Send the whole file as one prompt (no steps)."
     ),
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Accept the best similar run without asking."
@@ -305,7 +316,7 @@ def run_command(
     from ..api import Limits, prepare_inputs, resume_run, start_run
     from ..workflow import load_workflow
 
-    wf = load_workflow(workflow)
+    wf = load_workflow(workflow, single_prompt=single_prompt)
     interactive = _stdin_is_terminal() and not as_json
     ask = _ask_input if interactive else None
     values = prepare_inputs(wf, parse_assignments(input_, "--input"), inputs_file, ask)
@@ -313,6 +324,7 @@ def run_command(
     live = sys.stderr.isatty() and not as_json
     dry_run = (provider or wf.provider) == "echo"
     reporter = ConsoleReporter(live=live, verbose=verbose, show_requests=dry_run and not as_json)
+    permissions = _permissions(allow_commands, allow_fetch, interactive, reporter)
 
     if not new and progress is None:
         chosen = _offer_similar(wf, values, interactive=interactive, yes=yes, verbose=verbose)
@@ -326,6 +338,9 @@ def run_command(
                 file=file,
                 reporter=reporter,
                 stream=live,
+                permissions=permissions,
+                selection=_selection(selection),
+                instructions=not no_instructions,
             )
             return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
 
@@ -343,8 +358,44 @@ def run_command(
         file=file,
         reporter=reporter,
         stream=live,
+        permissions=permissions,
+        selection=_selection(selection),
+        instructions=not no_instructions,
     )
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
+
+
+def _permissions(
+    allow_commands: list[str], allow_fetch: list[str], interactive: bool, reporter: Any
+) -> Any:
+    """What the flags allow, and a question on the terminal (when there is one) for the rest."""
+    from ..api import Permissions
+    from ..tools.consent import terminal_asker
+
+    ask = None
+    if interactive:
+        asker = terminal_asker(read=input)
+
+        def ask(question: str) -> Any:
+            reporter.close()  # the live status line would draw over the question
+            return asker(question)
+
+    return Permissions(commands=tuple(allow_commands), hosts=tuple(allow_fetch), ask=ask)
+
+
+def _selection(value: str | None) -> str | None:
+    """``--selection``: the text itself, or ``@FILE`` for a file's text (``@@`` for a leading @)."""
+    if value is None or not value.startswith("@") or value.startswith("@@"):
+        return value[1:] if value is not None and value.startswith("@@") else value
+    path = Path(value[1:])
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise InputError(
+            f"--selection {value}: cannot read {path}: {reason}.",
+            hint="Name a readable UTF-8 text file after @, or pass the text itself.",
+        ) from None
 
 
 def _ask_input(decl: Any) -> str:
@@ -440,6 +491,10 @@ def resume_command(
     max_turns: MaxTurnsOpt = None,
     timeout: TimeoutOpt = None,
     file: FileOpt = None,
+    selection: SelectionOpt = None,
+    no_instructions: NoInstructionsOpt = False,
+    allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
+    allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask questions on a terminal."),
     as_json: SummaryJson = False,
     verbose: VerboseOpt = False,
@@ -459,6 +514,7 @@ def resume_command(
         return _print_status(status, as_json, plan=True)
     interactive = _stdin_is_terminal() and not as_json and not yes
     live = sys.stderr.isatty() and not as_json
+    reporter = ConsoleReporter(live=live, verbose=verbose)
     outcome = resume_run(
         progress,
         choices=choices,
@@ -469,9 +525,12 @@ def resume_command(
         base_url=base_url,
         limits=Limits(max_cost, max_tokens, max_turns, parse_duration(timeout)),
         file=file,
-        reporter=ConsoleReporter(live=live, verbose=verbose),
+        reporter=reporter,
         stream=live,
         confirm_change=_confirm_change if interactive else None,
+        permissions=_permissions(allow_commands, allow_fetch, interactive, reporter),
+        selection=_selection(selection),
+        instructions=not no_instructions,
     )
     if outcome.notes == ["already completed"] and not as_json:
         out(f"already completed: nothing to resume — {outcome.path}")

@@ -14,7 +14,14 @@ from ..errors import EXIT_INVALID_FILE, EXIT_NOT_FOUND, EXIT_OK, FileNotFoundFlo
 from ..tools.names import BUILTIN_TOOLS
 from ..workflow import check_workflow
 from ..workflow.model import Diagnostic
-from ..workflow.plan import format_plan, format_summary, format_tally, plan_dict
+from ..workflow.plan import (
+    format_plan,
+    format_summary,
+    format_tally,
+    format_tool_tally,
+    plan_dict,
+    tool_tally,
+)
 from .app import app, err, out, print_json
 
 
@@ -68,7 +75,7 @@ def check(
     # A missing file outranks an invalid one: nothing could be checked there at all.
     code = next((c for c in (EXIT_NOT_FOUND, EXIT_INVALID_FILE) if c in codes), EXIT_OK)
     if json_output:
-        print_json({"ok": code == EXIT_OK, "workflows": plans})
+        print_json({"ok": code == EXIT_OK, "workflows": plans, "tools": tool_tally(checked)})
         raise typer.Exit(code)
     for message in empty:
         err(f"error: {message}")
@@ -78,6 +85,8 @@ def check(
     elif checked:
         lines = [format_summary(plan) for plan in checked]
         out("\n".join([*lines, "", format_tally(checked)]))
+    if len(checked) > 1:
+        out(format_tool_tally(checked))
     if _names_unknown_tools(checked):
         out(f"Built-in tools: {', '.join(BUILTIN_TOOLS)}.")
     raise typer.Exit(code)

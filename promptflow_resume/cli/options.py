@@ -81,6 +81,34 @@ TimeoutOpt = Annotated[
 FileOpt = Annotated[
     Path | None, typer.Option("--file", metavar="FILE", help="The file ${file} stands for.")
 ]
+SelectionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--selection",
+        metavar="TEXT|@FILE",
+        help="What ${selection} stands for: TEXT, or @FILE for a file's text.",
+    ),
+]
+NoInstructionsOpt = Annotated[
+    bool,
+    typer.Option("--no-instructions", help="Leave out the workspace's custom instructions."),
+]
+AllowCommandsOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--allow-commands",
+        metavar="PATTERN",
+        help="Let the model run shell commands matching this glob ('*' = all; repeatable).",
+    ),
+]
+AllowFetchOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--allow-fetch",
+        metavar="HOST",
+        help="Let the model fetch pages from this host ('*.example.org', '*'; repeatable).",
+    ),
+]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Say more about what happens.")]
 #: ``--json`` of the commands that print a summary of what they did.
 SummaryJson = Annotated[bool, typer.Option("--json", help="Print a machine-readable summary.")]

@@ -153,6 +153,7 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
                     "entry": f.entry,
                     "started": f.started,
                     "idempotent": f.idempotent,
+                    **({"expect": dict(f.expect)} if f.expect is not None else {}),
                 }
             )
             for f in run.in_flight
@@ -247,6 +248,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
                 entry=f["entry"],
                 started=f["started"],
                 idempotent=f["idempotent"],
+                expect=dict(f["expect"]) if "expect" in f else None,
             )
             for f in data.get("in_flight") or []
         ],

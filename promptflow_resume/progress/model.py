@@ -129,6 +129,9 @@ class InFlight:
     entry: int
     started: str
     idempotent: bool
+    #: For an edit: the file and its hashes before and after (``{path, before, after}``), so
+    #: that resume can tell an applied edit from one that never happened.
+    expect: dict[str, str] | None = None
 
 
 @dataclass

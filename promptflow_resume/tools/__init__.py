@@ -22,8 +22,14 @@ from typing import Any
 from ..workflow.model import CommandDecl, Step, Workflow
 from .base import Tool, ToolContext, ToolResult
 from .builtin import BUILTINS, error_result
+from .changes import GetChangedFiles
+from .codebase import CodebaseSearch
 from .commands import CommandTool, command_tool
+from .edit import EDIT_TOOLS
+from .fetch import FetchWebpage
 from .names import BUILTIN_TOOLS, map_tool_name
+from .notes import ManageTodoList, Think
+from .terminal import FailingTests, RunInTerminal, RunTests
 
 __all__ = [
     "BUILTINS",
@@ -69,8 +75,34 @@ def build_tools(
     tools: dict[str, Tool] = {}
     for name in resolve_tool_names(wanted, workflow.commands):
         decl = workflow.commands.get(name)
-        tools[name] = command_tool(decl, workspace) if decl is not None else BUILTINS[name]()
+        tools[name] = (
+            command_tool(decl, workspace)
+            if decl is not None
+            else _builtin(name, workflow, workspace)
+        )
     return tools
+
+
+def _builtin(name: str, workflow: Workflow, workspace: Path) -> Tool:
+    """A fresh built-in tool; the test tools need the workflow's declared test command."""
+    if name in BUILTINS:
+        return BUILTINS[name]()
+    if name in EDIT_TOOLS:
+        return EDIT_TOOLS[name]()
+    if name == "runTests":
+        return RunTests(workflow, workspace)
+    if name == "testFailure":
+        return FailingTests(workflow, workspace)
+    simple: dict[str, type[Any]] = {
+        "run_in_terminal": RunInTerminal,
+        "get_changed_files": GetChangedFiles,
+        "fetch_webpage": FetchWebpage,
+        "manage_todo_list": ManageTodoList,
+        "think": Think,
+        "codebase_search": CodebaseSearch,
+    }
+    tool: Tool = simple[name]()
+    return tool
 
 
 def offered_tool_names(workflow: Workflow, step: Step | None = None) -> tuple[str, ...]:

@@ -11,14 +11,17 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..providers.base import ToolSpec
+from .consent import Consent
 
 
 @dataclass(frozen=True)
 class ToolContext:
-    """Where a tool runs: the workspace root it is confined to, and the environment."""
+    """Where a tool runs: the workspace root it is confined to, the environment, and who
+    consents to model-chosen commands and fetches (None: nobody, so they are refused)."""
 
     workspace: Path
     env: dict[str, str] = field(default_factory=dict)
+    consent: Consent | None = None
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..providers.base import ToolSpec
 from .base import Tool, ToolContext, ToolResult
+from .scan import SNIFF_BYTES, TOO_LARGE, read_text, required_literal, walk
 
 MAX_READ_LINES = 2000
 MAX_READ_CHARS = 100_000
@@ -44,26 +45,6 @@ MAX_SEARCH_FILE_BYTES = 4 * 1024 * 1024
 #: A search stops after this many seconds and says so (a pathological pattern cannot hang it).
 SEARCH_TIME_LIMIT = 20.0
 MAX_WRITE_BYTES = 16 * 1024 * 1024
-#: Bytes looked at to tell a binary file from text.
-SNIFF_BYTES = 8192
-
-#: Folders a recursive listing or search does not enter (unless asked for by ``path``).
-SKIPPED_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        ".flow",
-        "node_modules",
-        "__pycache__",
-        ".venv",
-        "venv",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        ".tox",
-    }
-)
 #: Top-level folders ``write_file`` refuses: version control data, and flow's own runs
 #: (a model that overwrote a progress file would corrupt its own checkpoint).
 PROTECTED_DIRS = (".git", ".flow")
@@ -441,7 +422,8 @@ class ListFiles(BuiltinTool):
         pattern = arguments.get("pattern")
         if pattern:
             matcher = glob_matcher(pattern)
-            lines = (relative_name(p, root) for p in walk_files(folder) if matcher(_rel(p, folder)))
+            cut = 0 if rel == "." else len(rel) + 1
+            lines = (r for _, r in walk(str(root), str(folder)) if matcher(r[cut:]))
             empty = f"(no files under '{rel}' match '{pattern}')"
         else:
             lines = (_entry_line(entry, root) for entry in _sorted_entries(folder))
@@ -484,16 +466,11 @@ def _take(items: Iterator[str], limit: int) -> tuple[list[str], bool]:
     return shown, False
 
 
-def walk_files(folder: Path) -> Iterator[Path]:
-    """Regular files below ``folder`` in sorted order, skipping ``SKIPPED_DIRS`` and links."""
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
-        for name in sorted(filenames):
-            path = Path(dirpath, name)
-            # A link may point outside the workspace: a file reached through one is skipped;
-            # so are FIFOs and devices, which would block or never end.
-            if not path.is_symlink() and path.is_file():
-                yield path
+def walk_files(folder: Path, root: Path | None = None) -> Iterator[Path]:
+    """Regular files below ``folder`` in sorted order (see ``scan.walk``); ``root`` is the
+    workspace whose ``.gitignore`` files apply (default: ``folder`` itself)."""
+    for path, _ in walk(str(root if root is not None else folder), str(folder)):
+        yield Path(path)
 
 
 def glob_matcher(pattern: str) -> Callable[[str], bool]:
@@ -598,33 +575,34 @@ class SearchFiles(BuiltinTool):
         whole = None
         if "\\A" not in pattern_text and "\\Z" not in pattern_text:
             whole = re.compile(regex.pattern, regex.flags | re.MULTILINE)
+        # Text every match must contain: most files are ruled out by a substring test.
+        literal = required_literal(regex.pattern)
         glob = arguments.get("glob")
         is_dir = start.is_dir()
         matcher = glob_matcher(glob) if glob and is_dir else None
-        files = walk_files(start) if is_dir else iter([start])
+        cut = 0 if rel_start == "." else len(rel_start) + 1
+        files = walk(str(root), str(start)) if is_dir else iter([(str(start), rel_start)])
         matches: list[str] = []
         skipped_large = 0
         truncated = timed_out = False
         deadline = time.monotonic() + SEARCH_TIME_LIMIT
-        for path in files:
-            if matcher is not None and not matcher(_rel(path, start)):
+        for path, name in files:
+            if matcher is not None and not matcher(name[cut:]):
                 continue
             if time.monotonic() > deadline:
                 timed_out = True
                 break
             try:
-                if path.stat().st_size > MAX_SEARCH_FILE_BYTES:
-                    skipped_large += 1
-                    continue
-                data = path.read_bytes()
+                text = read_text(path, max_bytes=MAX_SEARCH_FILE_BYTES)
             except OSError:
                 continue  # unreadable or vanished: not worth failing the whole search
-            if b"\x00" in data[:SNIFF_BYTES]:
+            if text is TOO_LARGE:
+                skipped_large += 1
                 continue
-            text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+            if text is None or (literal is not None and literal not in text):
+                continue
             if whole is not None and not whole.search(text):
                 continue
-            name = relative_name(path, root)
             # Split on newlines only, so line numbers agree with read_file's offsets.
             for number, line in enumerate(text.split("\n"), 1):
                 if regex.search(line):

@@ -2,9 +2,11 @@
 
 The rule (docs/spec.md, "Steps"): a *top-level* heading (any level, ATX or setext) whose text
 starts with the word ``Step`` followed by a number (``Step 1: Analyze``, ``Step 2 — Build``,
-``Step 3``) or by a colon (``Step: Report``) starts a step. Headings inside lists, quotes or
-code fences never do, and neither do section headings such as ``## Steps`` or ``## Role``.
-A step runs until the next step heading; text before the first step is shared context::
+``Step 3``) or by a colon (``Step: Report``) starts a step. Headings inside lists, quotes,
+code fences or tag blocks (``<plan_template>`` … ``</plan_template>``, ``<details>`` …) never
+do, and neither do section headings such as ``## Steps`` or ``## Role``. A step runs until the
+next step heading, or until a section heading at its level or above after the last step; text
+before the first step and such trailing sections are shared context::
 
     parsed = parse_body(body, first_line=5, col=collector)
     parsed.context, [s.title for s in parsed.steps]
@@ -82,17 +84,47 @@ class ParsedBody:
     context_end: int
 
 
-def parse_body(body: str, *, index: LineIndex, col: Collector) -> ParsedBody:
-    """Find the context and steps in ``body`` (normalised text) with marko."""
+_TAG_OPEN = re.compile(r"^ {0,3}<([A-Za-z][\w.:-]*)(?:\s[^<>]*)?>\s*$")
+_TAG_CLOSE = re.compile(r"^ {0,3}</([A-Za-z][\w.:-]*)\s*>\s*$")
+
+
+def tag_blocks(body: str) -> list[tuple[int, int]]:
+    """Offsets ``(start, end)`` of blocks that open with a line ``<tag ...>`` and close with a
+    line ``</tag>`` (XML-like template blocks, HTML elements), outermost ones only."""
+    ranges: list[tuple[int, int]] = []
+    stack: list[tuple[str, int]] = []
+    offset = 0
+    for line in body.split("\n"):
+        if (opened := _TAG_OPEN.match(line)) and not line.rstrip().endswith("/>"):
+            stack.append((opened.group(1).lower(), offset))
+        elif closed := _TAG_CLOSE.match(line):
+            name = closed.group(1).lower()
+            at = next((i for i in range(len(stack) - 1, -1, -1) if stack[i][0] == name), None)
+            if at is not None:
+                start = stack[at][1]
+                del stack[at:]
+                if not stack:
+                    ranges.append((start, offset + len(line)))
+        offset += len(line) + 1
+    return ranges
+
+
+def parse_body(body: str, *, index: LineIndex, col: Collector, single: bool = False) -> ParsedBody:
+    """Find the context and steps in ``body`` (normalised text) with marko; ``single`` keeps
+    the whole body one step (``steps: false``)."""
     document = marko.parse(body)
     blocks = [b for b in document.children if b.source_span is not None]
+    tagged = tag_blocks(body)
     headings: list[tuple[int, marko.element.Element, RawStep | None]] = []
     for position, block in enumerate(blocks):
         if isinstance(block, (marko.block.Heading, marko.block.SetextHeading)):
+            start = _span(block)[0]
+            if any(a <= start < b for a, b in tagged):
+                continue  # a heading inside a template or HTML block is part of its text
             headings.append((position, block, _step_heading(block, body, index)))
 
     step_positions = [(pos, raw) for pos, _, raw in headings if raw is not None]
-    if not step_positions:
+    if single or not step_positions:
         implicit = RawStep(
             title="",
             heading="",
@@ -108,9 +140,23 @@ def parse_body(body: str, *, index: LineIndex, col: Collector) -> ParsedBody:
         )
         return ParsedBody(context="", steps=[implicit], context_end=0)
 
+    # After the last step, a section heading at its level or above ends it: such a section
+    # (e.g. a closing "## Output format") is shared by every step, like the text before the
+    # first step.
+    last = step_positions[-1][1]
+    tail = next(
+        (
+            _span(block)[0]
+            for _, block, found in headings
+            if found is None
+            and _span(block)[0] > last.start
+            and getattr(block, "level", 6) <= last.level
+        ),
+        len(body),
+    )
     steps: list[RawStep] = []
     for n, (pos, raw) in enumerate(step_positions):
-        end = step_positions[n + 1][1].start if n + 1 < len(step_positions) else len(body)
+        end = step_positions[n + 1][1].start if n + 1 < len(step_positions) else tail
         raw.end = end
         content_start = _span(blocks[pos])[1]
         # The directive is the first block after the heading, if it is a `> key: value` quote.
@@ -149,7 +195,10 @@ def parse_body(body: str, *, index: LineIndex, col: Collector) -> ParsedBody:
                 column=column,
                 code="section-in-step",
             )
-    return ParsedBody(context=body[: steps[0].start], steps=steps, context_end=steps[0].start)
+    context = body[: steps[0].start]
+    if tail < len(body):
+        context = context.rstrip("\n") + "\n\n" + body[tail:] if context.strip() else body[tail:]
+    return ParsedBody(context=context, steps=steps, context_end=steps[0].start)
 
 
 def _step_heading(block: Any, body: str, index: LineIndex) -> RawStep | None:

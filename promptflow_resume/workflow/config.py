@@ -6,7 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from ..tools.names import BUILTIN_TOOLS, map_tool_name
+from ..providers.models import model_id
+from ..tools.names import ASK_EXCLUDED, BUILTIN_TOOLS, editor_only_line, map_tool_name
 from .commands import build_commands
 from .diagnostics import Collector, did_you_mean
 from .frontmatter import PARAM_KEYS
@@ -14,7 +15,7 @@ from .model import Budget, CommandDecl, InputDecl, InputType, RetryPolicy
 from .source import YamlPositions, field_path
 from .values import coerce_value, parse_duration, value_text
 
-ToolKind = Literal["command", "builtin", "alias", "unknown"]
+ToolKind = Literal["command", "builtin", "alias", "editor", "unknown"]
 
 
 @dataclass
@@ -48,7 +49,11 @@ def build_config(data: dict[str, Any], pos: YamlPositions, col: Collector, bad: 
     if usable("provider"):
         cfg.provider = data["provider"]
     if usable("model"):
-        cfg.model = data["model"]
+        # A Copilot display name ("GPT-4.1") becomes the model id, and names its provider
+        # unless the file names one.
+        provider, cfg.model = model_id(data["model"])
+        if cfg.provider is None and provider is not None:
+            cfg.provider = provider
     cfg.params = _build_params(data, pos, col, bad)
     if usable("budget"):
         cfg.budget = _build_budget(data["budget"] or {}, pos, col)
@@ -62,7 +67,20 @@ def build_config(data: dict[str, Any], pos: YamlPositions, col: Collector, bad: 
         )
     elif "tools" not in data:
         cfg.tools = tuple(cfg.commands)
+    if is_ask_mode(data):
+        cfg.tools = without_editing(cfg.tools, cfg.commands)
     return cfg
+
+
+def is_ask_mode(data: dict[str, Any]) -> bool:
+    """True for ``mode: ask`` or ``agent: ask``: the model answers, it does not change files."""
+    return any(str(data.get(key, "")).strip().lower() == "ask" for key in ("mode", "agent"))
+
+
+def without_editing(tools: tuple[str, ...], commands: dict[str, CommandDecl]) -> tuple[str, ...]:
+    """``tools`` without the built-ins that change files or run model-chosen commands (a
+    declared command was chosen by the author and stays)."""
+    return tuple(t for t in tools if t in commands or t not in ASK_EXCLUDED)
 
 
 def build_inputs(raw: dict[str, Any], pos: YamlPositions, col: Collector) -> dict[str, InputDecl]:
@@ -203,6 +221,8 @@ def resolve_tool(name: str, commands: dict[str, CommandDecl]) -> tuple[ToolKind,
     mapped = map_tool_name(name)
     if mapped:
         return "alias", mapped
+    if mapped == ():
+        return "editor", ()
     return "unknown", ()
 
 
@@ -215,9 +235,12 @@ def _resolve_tools(
 ) -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
     tool_map: dict[str, tuple[str, ...]] = {}
     resolved: list[str] = []
+    editor_only: list[tuple[int, str]] = []
     for i, name in enumerate(names):
         kind, targets = resolve_tool(name, commands)
         tool_map[name] = targets
+        if kind == "editor":
+            editor_only.append((i, name))
         # A command whose declaration has errors was reported there; do not report it twice.
         if kind == "unknown" and name not in broken:
             line, column = pos.value(("tools", i))
@@ -233,6 +256,16 @@ def _resolve_tools(
         for target in targets:
             if target not in resolved:
                 resolved.append(target)
+    if editor_only:
+        # One line for all of them: they are expected in Copilot files, not mistakes.
+        line, column = pos.value(("tools", editor_only[0][0]))
+        col.warning(
+            editor_only_line([name for _, name in editor_only]),
+            line=line,
+            column=column,
+            field=field_path(("tools",)),
+            code="editor-only",
+        )
     return tool_map, tuple(resolved)
 
 

@@ -49,6 +49,9 @@ KNOWN_KEYS: tuple[str, ...] = (
     "commands",
     "budget",
     "retry",
+    "allow-commands",
+    "allow-fetch",
+    "steps",
 )
 
 

@@ -17,7 +17,7 @@ from ..errors import FileNotFoundFlowError, InputError, WorkflowError
 from ..tools.names import BUILTIN_TOOLS
 from .body import ID_PATTERN, ParsedBody, RawStep, parse_body, slugify
 from .commands import check_argument, command_definition
-from .config import Config, build_config, resolve_tool
+from .config import Config, build_config, is_ask_mode, resolve_tool, without_editing
 from .diagnostics import Collector, did_you_mean
 from .frontmatter import read_front_matter, validate_front_matter
 from .hashing import digest, normalize_text
@@ -35,17 +35,19 @@ from .variables import SELECTION_VARIABLES, scan
 IMPLICIT_STEP_ID = "main"
 
 
-def load_workflow(path: str | Path) -> Workflow:
-    """Read and check a workflow file; the first error raises ``WorkflowError`` (exit 4)."""
+def load_workflow(path: str | Path, *, single_prompt: bool = False) -> Workflow:
+    """Read and check a workflow file; the first error raises ``WorkflowError`` (exit 4).
+
+    ``single_prompt`` keeps the whole body one step, as ``steps: false`` does."""
     text, problem = _read(Path(path))
     if problem is not None:
         raise _as_error(problem, 1)
-    return parse_workflow(text, path=path)
+    return parse_workflow(text, path=path, single_prompt=single_prompt)
 
 
-def parse_workflow(text: str, *, path: str | Path) -> Workflow:
+def parse_workflow(text: str, *, path: str | Path, single_prompt: bool = False) -> Workflow:
     """Check workflow ``text`` as if read from ``path``; errors raise ``WorkflowError``."""
-    workflow, col = _analyze(text, str(path))
+    workflow, col = _analyze(text, str(path), single_prompt=single_prompt)
     errors = [d for d in col.sorted() if d.severity == "error"]
     if errors or workflow is None:
         raise _as_error(errors[0], len(errors))
@@ -157,7 +159,9 @@ class _Analysis:
     bad: set[str]
 
 
-def _analyze(text: str, path: str) -> tuple[Workflow | None, Collector]:
+def _analyze(
+    text: str, path: str, *, single_prompt: bool = False
+) -> tuple[Workflow | None, Collector]:
     col = Collector(path)
     text = normalize_newlines(text)
     try:
@@ -193,7 +197,9 @@ def _analyze(text: str, path: str) -> tuple[Workflow | None, Collector]:
     if src.front_matter_text is not None:
         _warn_variables_in_front_matter(src, col)
     index = LineIndex(src.body, first_line=src.body_line)
-    body = parse_body(src.body, index=index, col=col)
+    body = parse_body(
+        src.body, index=index, col=col, single=single_prompt or data.get("steps") is False
+    )
     analysis = _Analysis(src, data, cfg, body, index, bad)
     steps = _build_steps(analysis, col)
     variables, inputs = _check_variables(analysis, steps, col)
@@ -282,6 +288,8 @@ def _build_steps(analysis: _Analysis, col: Collector) -> list[Step]:
             if kind != "prompt":
                 _directive_error(col, raw, "tools", f"a {kind} step calls no model, so no tools.")
             tools = _resolve_step_tools(directive.tools, cfg, col)
+            if is_ask_mode(analysis.data):
+                tools = without_editing(tools, cfg.commands)
         if directive.max_turns is not None and kind != "prompt":
             _directive_error(col, raw, "max_turns", f"a {kind} step calls no model, so no turns.")
         command: str | None = None
@@ -389,7 +397,7 @@ def _resolve_step_tools(
     resolved: list[str] = []
     for name, line, column in names:
         kind, targets = resolve_tool(name, cfg.commands)
-        if kind == "unknown":
+        if kind == "unknown":  # an editor-only name is reported for the front matter only
             known = [*cfg.commands, *BUILTIN_TOOLS]
             col.error(
                 f"the step names the tool `{name}`, which is neither a declared command nor a "
@@ -487,9 +495,11 @@ def _check_variables(
         owner = steps[owner_at].id if owner_at is not None else None
         if token.kind == "input":
             if token.problem:
-                col.error(
-                    f"`{token.text}` has no valid input name; write ${{input:name}} or "
-                    "${input:name:placeholder} with a name of letters, digits, _ and -.",
+                # VS Code accepts such a file; it is left as text here rather than refused.
+                col.warning(
+                    f"`{token.text}` has no valid input name, so it is sent as written; write "
+                    "${input:name} or ${input:name:placeholder} with a name of letters, digits, "
+                    "_ and - to ask for a value.",
                     line=line,
                     column=column,
                     code="variable",
@@ -511,8 +521,8 @@ def _check_variables(
         elif token.kind == "editor":
             if token.name in SELECTION_VARIABLES:
                 col.warning(
-                    f"`{token.text}` is an editor selection, which a terminal does not have; "
-                    "write ${input:selection} instead and pass --input selection=TEXT.",
+                    f"`{token.text}` is the editor's selection: pass --selection TEXT or "
+                    "--selection @FILE when running.",
                     line=line,
                     column=column,
                     code="editor-variable",

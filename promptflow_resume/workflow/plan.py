@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..tools.names import is_editor_only
 from ..wording import count
 from .hashing import short_hash
 from .model import Diagnostic, InputDecl, Workflow
@@ -141,7 +142,7 @@ def _tool_records(wf: Workflow) -> list[dict[str, Any]]:
             cmd = wf.commands[name]
             record.update(kind="command", idempotent=cmd.idempotent, timeout=cmd.timeout)
         elif not targets:
-            record.update(kind="unknown")
+            record.update(kind="editor-only" if is_editor_only(name) else "unknown")
         elif targets == (name,):
             record.update(kind="builtin")
         else:
@@ -232,6 +233,8 @@ def format_plan(plan: dict[str, Any]) -> str:
                     status = f"command, {idem}, timeout {t['timeout']:g}s"
                 elif t["kind"] == "unknown":
                     status = "unknown: not offered to the model"
+                elif t["kind"] == "editor-only":
+                    status = "editor-only: not offered outside VS Code"
                 elif t["kind"] == "builtin":
                     status = "built-in"
                 else:
@@ -313,3 +316,37 @@ def format_tally(plans: list[dict[str, Any]]) -> str:
         kinds = ", ".join(f"{code} {n}" for code, n in sorted(by_code.items(), key=lambda x: -x[1]))
         text += f"; {problems} ({kinds})"
     return text + "."
+
+
+def tool_tally(plans: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Over many files: how many offer each tool, and name each editor-only or unknown tool."""
+    tally: dict[str, dict[str, int]] = {"offered": {}, "editor-only": {}, "unknown": {}}
+    for plan in plans:
+        offered: set[str] = set()
+        for step in plan.get("steps", ()):
+            offered.update(step.get("tools") or ())
+        for name in offered:
+            tally["offered"][name] = tally["offered"].get(name, 0) + 1
+        for record in plan.get("tools", ()):
+            kind = record["kind"]
+            if kind in ("editor-only", "unknown"):
+                tally[kind][record["name"]] = tally[kind].get(record["name"], 0) + 1
+    return tally
+
+
+def format_tool_tally(plans: list[dict[str, Any]]) -> str:
+    """The tools part of the tally after several files: what would be offered, and not."""
+    tally = tool_tally(plans)
+
+    def listed(counts: dict[str, int]) -> str:
+        ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        return ", ".join(f"{name} ({n})" for name, n in ordered) or "none"
+
+    return "\n".join(
+        [
+            f"tools over {count(len(plans), 'file')} (files that offer each):",
+            f"  offered      {listed(tally['offered'])}",
+            f"  editor-only  {listed(tally['editor-only'])}",
+            f"  unknown      {listed(tally['unknown'])}",
+        ]
+    )

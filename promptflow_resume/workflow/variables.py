@@ -35,8 +35,8 @@ EDITOR_VARIABLES: dict[str, str] = {
     "fileExtname": "pass --file PATH",
     "relativeFile": "pass --file PATH",
     "relativeFileDirname": "pass --file PATH",
-    "selection": "no selection in a terminal: use ${input:selection} and --input selection=TEXT",
-    "selectedText": "no selection in a terminal: use ${input:selection} and --input selection=TEXT",
+    "selection": "pass --selection TEXT or --selection @FILE",
+    "selectedText": "pass --selection TEXT or --selection @FILE",
 }
 #: Editor variables that always have a value in a terminal.
 ALWAYS_RESOLVED: frozenset[str] = frozenset({"workspaceFolder", "workspaceFolderBasename"})
