@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .clock import now_iso
 from .engine import Engine, EngineOptions
@@ -53,6 +53,10 @@ from .tools import build_tools
 from .tools.base import Tool
 from .workflow import editor_variables, load_inputs_file, load_workflow, resolve_inputs
 from .workflow.model import InputDecl, Workflow
+
+if TYPE_CHECKING:
+    from .tools.mcp import McpServers
+    from .tools.mcp_config import McpConfig
 
 #: Where runs live unless ``--progress`` says otherwise (relative to the working directory).
 RUNS_DIR = Path(".flow") / "runs"
@@ -283,8 +287,14 @@ def start_run(
     stream: bool = False,
     workflow: Workflow | None = None,
     resolved_inputs: Mapping[str, Any] | None = None,
+    mcp_config: str | Path | None = None,
+    mcp_ask: Callable[[str, str, bool], str] | None = None,
 ) -> Outcome:
-    """Start a new run of a workflow and execute it until it completes or stops."""
+    """Start a new run of a workflow and execute it until it completes or stops.
+
+    MCP servers come from ``mcp_config`` or the workspace's ``.vscode/mcp.json``;
+    ``mcp_ask(id, description, password)`` asks for a configuration input on a terminal.
+    """
     wf = workflow or load_workflow(workflow_path)
     values = (
         dict(resolved_inputs)
@@ -300,7 +310,9 @@ def start_run(
         )
     from .detect import keywords_for
 
-    redactor = Redactor.from_environment()
+    root = Path(workspace) if workspace is not None else Path.cwd()
+    mcp = _mcp_config(wf, root, mcp_config, mcp_ask)
+    redactor = Redactor.from_environment(extra_values=mcp.secrets if mcp else ())
     run = new_run(
         wf,
         values,
@@ -314,17 +326,27 @@ def start_run(
         # From the redacted values: keywords are words of the inputs, and a token is a word.
         keywords=keywords_for(wf, redactor.redact_value(dict(values))[0]),
     )
-    root = Path(workspace) if workspace is not None else Path.cwd()
     provider_obj = _make_provider(
         run, path, stream=stream, record=record, redactor=redactor, base_url=base_url
     )
     tools = build_tools(wf, root)
-    store = ProgressStore.create(path, run)
+    servers = _start_mcp(wf, root, tools, mcp, path, redactor)
     try:
-        options = _engine_options(root, reporter, redactor, limits, Path(file) if file else None)
-        Engine(wf, run, store, provider_obj, tools, options).execute()
+        store = ProgressStore.create(path, run)
+        try:
+            options = _engine_options(
+                root, reporter, redactor, limits, Path(file) if file else None
+            )
+            engine = Engine(wf, run, store, provider_obj, tools, options)
+            if servers is not None:
+                options.extra_tools = servers.offer()
+                engine.attempt_notes(_mcp_notes(run, servers))
+            engine.execute()
+        finally:
+            store.close()
     finally:
-        store.close()
+        if servers is not None:
+            servers.close()
     return Outcome(run=run, path=path, exit_code=exit_code_for(run))
 
 
@@ -435,17 +457,27 @@ def resume_run(
     stream: bool = False,
     record: bool = False,
     confirm_change: Callable[[ResumePlan], Choices | None] | None = None,
+    mcp_config: str | Path | None = None,
+    mcp_ask: Callable[[str, str, bool], str] | None = None,
 ) -> Outcome:
     """Continue a stopped run from its checkpoint (see ``reconcile`` for the rules)."""
     path = Path(progress_path)
     if not path.exists():
         raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
     store, run, report = ProgressStore.open(path)
+    servers = None
     try:
         wf = _workflow_for(run, path, workflow_path)
         root = Path(workspace) if workspace is not None else Path.cwd()
         outside = None if workflow_path is not None else outside_workspace(run, path, root)
         tools = build_tools(wf, root)
+        mcp = _mcp_config(wf, root, mcp_config, mcp_ask)
+        mcp_secrets = mcp.secrets if mcp else ()
+        # The servers start before the plan: whether an MCP call that was in flight may run
+        # again is the server's annotation (or the configuration's override) as it is now.
+        servers = _start_mcp(
+            wf, root, tools, mcp, path, Redactor.from_environment(extra_values=mcp_secrets)
+        )
         plan = plan_resume(run, wf, report, tools, choices)
         if plan.decision == "ask" and confirm_change is not None:
             answer = confirm_change(plan)
@@ -481,7 +513,9 @@ def resume_run(
         else:
             check_recorded_endpoint(run, path)
         run.config.budget = limits.apply(run.config.budget)
-        redactor = Redactor.from_environment()
+        redactor = Redactor.from_environment(extra_values=mcp_secrets)
+        if servers is not None:
+            notes += _mcp_notes(run, servers)
         provider_obj = _make_provider(
             run, path, stream=stream, record=record, redactor=redactor, base_url=base_url
         )
@@ -492,10 +526,67 @@ def resume_run(
         engine.attempt_notes(notes)
         for note in notes:
             options.reporter.notice(note)
+        if servers is not None:
+            options.extra_tools = servers.offer()
         engine.execute()
     finally:
         store.close()
+        if servers is not None:
+            servers.close()
     return Outcome(run=run, path=path, exit_code=exit_code_for(run), resumed=True, notes=notes)
+
+
+def _mcp_config(
+    workflow: Workflow,
+    workspace: Path,
+    config_path: str | Path | None,
+    ask: Callable[[str, str, bool], str] | None,
+) -> McpConfig | None:
+    """The MCP configuration a run of ``workflow`` uses (never one from a progress file)."""
+    from .tools.mcp import load_servers
+
+    return load_servers(workflow, workspace, config_path=config_path, ask=ask)
+
+
+def _start_mcp(
+    workflow: Workflow,
+    workspace: Path,
+    tools: dict[str, Tool],
+    config: McpConfig | None,
+    progress_path: Path,
+    redactor: Redactor,
+) -> McpServers | None:
+    """Start the MCP servers the workflow names; their stderr logs go beside the run."""
+    if config is None:
+        return None
+    from .tools.mcp import start_servers
+
+    return start_servers(
+        workflow,
+        workspace,
+        tools,  # type: ignore[arg-type]
+        config=config,
+        log_dir=progress_path.parent,
+        redact=lambda text: redactor.redact(text)[0],
+    )
+
+
+def _mcp_notes(run: Run, servers: McpServers) -> list[str]:
+    """Attempt notes about the MCP tools: their hashes now, and which servers changed."""
+    from .tools.mcp import changed_servers, previous_tool_note, tool_list_note
+
+    fingerprints = servers.fingerprints()
+    recorded = previous_tool_note(note for attempt in run.attempts for note in attempt.notes)
+    notes = [tool_list_note(fingerprints)]
+    changed = changed_servers(recorded, fingerprints)
+    if changed:
+        notes.append(
+            "the tool list of MCP server(s) "
+            + ", ".join(changed)
+            + " changed since the last attempt (names, schemas or annotations); the recorded "
+            "results are kept and the tools are offered as they are now"
+        )
+    return notes
 
 
 @dataclass

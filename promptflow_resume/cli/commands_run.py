@@ -230,6 +230,9 @@ def run_command(
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Accept the best similar run without asking."
     ),
+    mcp_config: Path | None = typer.Option(
+        None, "--mcp-config", help="MCP servers (JSON); default: the workspace's .vscode/mcp.json."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Say more about what happens."),
 ) -> int:
@@ -263,6 +266,8 @@ def run_command(
                 file=file,
                 reporter=reporter,
                 stream=live,
+                mcp_config=mcp_config,
+                mcp_ask=_ask_mcp_input if interactive else None,
             )
             return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
 
@@ -280,8 +285,16 @@ def run_command(
         file=file,
         reporter=reporter,
         stream=live,
+        mcp_config=mcp_config,
+        mcp_ask=_ask_mcp_input if interactive else None,
     )
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
+
+
+def _ask_mcp_input(input_id: str, description: str, password: bool) -> str:
+    """Ask on the terminal for an input of the MCP configuration (hidden when a password)."""
+    label = f"MCP input {input_id}" + (f" ({description})" if description else "")
+    return str(typer.prompt(label, hide_input=password))
 
 
 def _ask_input(decl: Any) -> str:
@@ -377,6 +390,9 @@ def resume_command(
     timeout: str | None = typer.Option(None, "--timeout", help="Wall-clock limit: 90s, 10m, 1h."),
     file: Path | None = typer.Option(None, "--file", help="The file ${file} stands for."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask questions on a terminal."),
+    mcp_config: Path | None = typer.Option(
+        None, "--mcp-config", help="MCP servers (JSON); default: the workspace's .vscode/mcp.json."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print a machine-readable summary."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Say more about what happens."),
 ) -> int:
@@ -408,6 +424,8 @@ def resume_command(
         reporter=ConsoleReporter(live=live, verbose=verbose),
         stream=live,
         confirm_change=_confirm_change if interactive else None,
+        mcp_config=mcp_config,
+        mcp_ask=_ask_mcp_input if interactive else None,
     )
     if outcome.notes == ["already completed"] and not as_json:
         out(f"already completed: nothing to resume — {outcome.path}")

@@ -253,7 +253,8 @@ class McpServers:
             raise ToolServerError(
                 f"the MCP server `{server}` did not answer within {START_TIMEOUT:g} s of starting.",
                 path=config.source,
-                field=config.field,
+                line=config.line,
+                field=config.entry,
                 hint=self._log_hint(server),
             ) from None
         except ToolServerError:
@@ -263,7 +264,8 @@ class McpServers:
             raise ToolServerError(
                 f"the MCP server `{server}` could not be started: {_describe(exc)}.",
                 path=config.source,
-                field=config.field,
+                line=config.line,
+                field=config.entry,
                 hint=self._log_hint(server),
             ) from None
         return conn
@@ -363,7 +365,8 @@ class McpServers:
         raise ToolServerError(
             f"the MCP server `{server}` failed during a call of `{tool.info.name}`: {failure}.",
             path=config.source,
-            field=config.field,
+            line=config.line,
+            field=config.entry,
             hint="The call is recorded as in flight; `flow resume` re-runs it if the tool is "
             "idempotent, and otherwise asks you to check its effect first. "
             + self._log_hint(server),
@@ -627,3 +630,41 @@ def changed_servers(previous_note: str | None, fingerprints: Mapping[str, str]) 
         if sep:
             old[server] = digest
     return sorted(s for s, h in fingerprints.items() if s in old and old[s] != h)
+
+
+def start_servers(
+    workflow: Workflow,
+    workspace: Path,
+    tools: dict[str, Any],
+    *,
+    config: McpConfig | None,
+    log_dir: Path,
+    redact: Callable[[str], str],
+) -> McpServers | None:
+    """Start the servers ``workflow`` names and add their tools to ``tools`` (in place).
+
+    Returns the servers (close them when the run ends), or None without a configuration.
+    A server that cannot start raises ``ToolServerError`` and nothing is left running.
+    """
+    if config is None or not config.servers:
+        return None
+    log_dir.mkdir(parents=True, exist_ok=True)
+    servers = McpServers(
+        config, wanted=mcp_names(workflow), reserved=tools, log_dir=log_dir, redact=redact
+    )
+    try:
+        servers.offer()
+    except BaseException:
+        servers.close()
+        raise
+    tools.update(servers.tools)
+    return servers
+
+
+def previous_tool_note(notes: Iterable[str]) -> str | None:
+    """The last recorded tool-list note among ``notes`` (oldest first)."""
+    found = None
+    for note in notes:
+        if note.startswith("mcp tools: "):
+            found = note
+    return found

@@ -63,7 +63,9 @@ class McpServerConfig:
     transport: Literal["stdio", "http"]
     #: The file it was configured in (for messages), and the field path of its entry.
     source: Path
-    field: str
+    entry: str
+    #: The line of its entry in ``source`` (for messages).
+    line: int | None = None
     command: str | None = None
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
@@ -77,7 +79,7 @@ class McpServerConfig:
     @property
     def where(self) -> str:
         """``file ($.servers.name)``: how messages name this server's configuration."""
-        return f"{self.source} ({self.field})"
+        return f"{self.source} ({self.entry})"
 
 
 @dataclass(frozen=True)
@@ -364,7 +366,8 @@ class _Reader:
         common: dict[str, Any] = {
             "name": name,
             "source": self.path,
-            "field": where,
+            "entry": where,
+            "line": self._line_of(where),
             "timeout": float(timeout),
             "idempotent": dict(overrides),
         }
