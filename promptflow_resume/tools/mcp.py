@@ -63,6 +63,9 @@ RETRY_DELAYS = (0.5, 1.0)
 #: Characters providers accept in a tool name, and its longest length.
 _NAME_OK = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64
+#: JSON-RPC codes the SDK uses for a broken link (not an answer from the server).
+_CONNECTION_CLOSED = -32000
+_REQUEST_TIMEOUT = -32001
 
 
 @dataclass(frozen=True)
@@ -359,7 +362,8 @@ class McpServers:
         except Exception as exc:
             if _is_server_answer(exc):
                 raise
-            failure = _describe(exc)
+            timed_out = getattr(exc, "code", None) == _REQUEST_TIMEOUT
+            failure = f"did not answer within {timeout:g} s" if timed_out else _describe(exc)
         # The server is dead, hung or confused: stop it, so the next use starts it afresh.
         self._stop(conn)
         raise ToolServerError(
@@ -530,10 +534,9 @@ def _is_server_answer(exc: BaseException) -> bool:
     """True for an error the server sent (it got the call and refused it), not a broken link."""
     try:
         from mcp import MCPError
-        from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
     except ImportError:  # pragma: no cover - the SDK is there once a server ran
         return False
-    return isinstance(exc, MCPError) and exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT)
+    return isinstance(exc, MCPError) and exc.code not in (_CONNECTION_CLOSED, _REQUEST_TIMEOUT)
 
 
 def _describe(exc: BaseException) -> str:
