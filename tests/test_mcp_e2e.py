@@ -282,3 +282,27 @@ def test_the_server_is_stopped_when_flow_is_interrupted(tmp_path: Path) -> None:
     assert _gone(int((state / "pid").read_text()))
     run, _ = load_progress(where / "run" / "progress.md")
     assert run.status == "interrupted"
+
+
+def test_check_names_the_server_without_starting_it(tmp_path: Path) -> None:
+    where = _workspace(tmp_path, "read_notes", {})
+    result = flow("check", "notes.prompt.md", cwd=where, env=flow_env())
+    assert result.returncode == 0, result.stderr
+    assert "notes/*  -> MCP server notes" in result.stdout
+    assert "not offered" not in result.stdout and "warning" not in result.stdout
+    assert "flow check --mcp" in result.stdout
+    assert not (where / "state").exists()  # nothing was started, no secret was needed
+
+
+def test_check_with_mcp_lists_the_tools_a_run_would_get(tmp_path: Path) -> None:
+    where = _workspace(tmp_path, "read_notes", {})
+    result = flow("check", "notes.prompt.md", "--mcp", "--json", cwd=where, env=_env())
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)["workflows"][0]
+    tools = {t["name"]: t for t in plan["mcp"]["tools"]}
+    assert tools["read_notes"]["read_only"] and tools["read_notes"]["idempotent"]
+    assert tools["set_note"]["idempotent"] and not tools["set_note"]["read_only"]
+    assert not tools["append_note"]["idempotent"]
+    text = flow("check", "notes.prompt.md", "--mcp", cwd=where, env=_env()).stdout
+    assert "append_note  notes/append_note" in text and "not idempotent" in text
+    assert _gone(int((where / "state" / "pid").read_text()))

@@ -113,12 +113,14 @@ def load_config(
     workspace: Path,
     env: Mapping[str, str] | None = None,
     ask: Callable[[str, str, bool], str] | None = None,
+    resolve_inputs: bool = True,
 ) -> McpConfig:
     """Read and check one configuration file; McpConfigError names the file, line and field.
 
     ``ask(id, description, password)`` is called for an input that has no value in the
     environment (on a terminal); without it such an input is an InputError saying which
-    variable to set.
+    variable to set. With ``resolve_inputs`` False, ``${input:ID}`` is checked but left as
+    written (``flow check`` without starting servers needs no secrets).
     """
     path = Path(path)
     env = os.environ if env is None else env
@@ -147,6 +149,7 @@ def load_config(
             f"not valid JSON: {exc.msg}.", path=path, line=exc.lineno, column=exc.colno
         ) from None
     reader = _Reader(path, text, workspace, env, ask)
+    reader.resolve_inputs = resolve_inputs
     return reader.config(raw)
 
 
@@ -219,6 +222,7 @@ class _Reader:
         self.inputs: dict[str, dict[str, Any]] = {}
         self.values: dict[str, str] = {}
         self.secrets: list[str] = []
+        self.resolve_inputs = True
 
     # --- errors --------------------------------------------------------------------------
 
@@ -282,6 +286,8 @@ class _Reader:
                 where,
                 f"`${{input:{input_id}}}` names no entry of `inputs` (defined: {known}).",
             )
+        if not self.resolve_inputs:
+            return f"${{input:{input_id}}}"
         variable = input_variable(input_id)
         value = self.env.get(variable)
         if value is None and self.ask is not None:
