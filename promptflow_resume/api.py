@@ -514,8 +514,8 @@ def resume_run(
             check_recorded_endpoint(run, path)
         run.config.budget = limits.apply(run.config.budget)
         redactor = Redactor.from_environment(extra_values=mcp_secrets)
-        if servers is not None:
-            notes += _mcp_notes(run, servers)
+        # The first is the tool-list hash, for the record; the rest (a changed list) is news.
+        mcp_notes = _mcp_notes(run, servers) if servers is not None else []
         provider_obj = _make_provider(
             run, path, stream=stream, record=record, redactor=redactor, base_url=base_url
         )
@@ -523,8 +523,8 @@ def resume_run(
         note_run = replace(run, status=stopped_status, reason=stopped_reason)
         options.resume_note = resume_note(note_run, plan, wf)
         engine = Engine(wf, run, store, provider_obj, tools, options)
-        engine.attempt_notes(notes)
-        for note in notes:
+        engine.attempt_notes(notes + mcp_notes)
+        for note in notes + mcp_notes[1:]:
             options.reporter.notice(note)
         if servers is not None:
             options.extra_tools = servers.offer()

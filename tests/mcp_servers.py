@@ -10,6 +10,7 @@ test can tell how often each tool really ran:
 
 A call waits before it answers while ``STATE_DIR/hold`` exists, after writing
 ``STATE_DIR/holding`` (so a test can kill ``flow`` mid-call without timing anything).
+With ``STATE_DIR/more-tools`` present at start it lists one more tool (a changed tool list).
 ``crash`` exits the process mid-call, ``hang`` never answers, ``boom`` raises (an ``isError``
 result), ``leak`` returns the value of the variable ``NOTES_TOKEN`` and prints it to stderr.
 """
@@ -115,6 +116,15 @@ def leak() -> str:
     token = os.environ.get("NOTES_TOKEN", "")
     print(f"debug: token is {token}", file=sys.stderr, flush=True)
     return f"the token is {token}"
+
+
+if (STATE / "more-tools").exists():
+
+    @server.tool(annotations=READ_ONLY)
+    def count_words() -> int:
+        """How many words the notes hold (present only when STATE/more-tools exists)."""
+        path = STATE / "notes.txt"
+        return len(path.read_text(encoding="utf-8").split()) if path.exists() else 0
 
 
 if __name__ == "__main__":

@@ -306,3 +306,15 @@ def test_check_with_mcp_lists_the_tools_a_run_would_get(tmp_path: Path) -> None:
     text = flow("check", "notes.prompt.md", "--mcp", cwd=where, env=_env()).stdout
     assert "append_note  notes/append_note" in text and "not idempotent" in text
     assert _gone(int((where / "state" / "pid").read_text()))
+
+
+def test_a_changed_tool_list_is_reported_on_resume(tmp_path: Path) -> None:
+    where = _workspace(tmp_path, "set_note", {"text": "ship on Friday"})
+    _kill_mid_call(where)
+    (where / "state" / "more-tools").write_text("", encoding="utf-8")
+    result = flow("resume", "run/progress.md", cwd=where, env=_env())
+    assert result.returncode == 0, result.stderr
+    assert "the tool list of MCP server(s) notes changed since the last attempt" in result.stderr
+    run, _ = load_progress(where / "run" / "progress.md")
+    hashes = [n for a in run.attempts for n in a.notes if n.startswith("mcp tools: notes=")]
+    assert len(hashes) == 2 and hashes[0] != hashes[1]
