@@ -275,3 +275,39 @@ def test_streamable_http_server(tmp_path: Path, http_server: tuple[str, Path]) -
         assert run(servers, "append_note", text="over http").content == "appended: over http"
         assert "over http" in run(servers, "read_notes").content
     assert calls(state)[:2] == ["append_note over http", "read_notes "]
+
+
+def test_embedded_resources_and_links_in_results() -> None:
+    import base64
+
+    from mcp import types
+
+    from promptflow_resume.tools.mcp import McpToolInfo, format_result
+
+    info = McpToolInfo(server="s", name="t", description="", input_schema={})
+    result = types.CallToolResult(
+        content=[
+            types.EmbeddedResource(
+                type="resource",
+                resource=types.TextResourceContents(uri="file:///a.md", text="# A"),
+            ),
+            types.EmbeddedResource(
+                type="resource",
+                resource=types.BlobResourceContents(
+                    uri="file:///b.bin", blob=base64.b64encode(b"\x00\x01").decode()
+                ),
+            ),
+            types.ResourceLink(type="resource_link", uri="file:///c.txt", name="c"),
+        ],
+        structured_content={"ignored": True},
+        is_error=True,
+    )
+    out = format_result(result, info)
+    assert out.content.splitlines() == [
+        "[resource file:///a.md]",
+        "# A",
+        "[resource file:///b.bin, application/octet-stream, 2 bytes: kept in a sidecar]",
+        "[resource link file:///c.txt]",
+        '{"ignored": true}',
+    ]
+    assert out.data == b"\x00\x01" and out.is_error
