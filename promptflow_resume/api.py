@@ -341,6 +341,7 @@ def start_run(
             if servers is not None:
                 options.extra_tools = servers.offer()
                 engine.attempt_notes(_mcp_notes(run, servers))
+            _notice_missing_tools(wf, servers, options.reporter)
             engine.execute()
         finally:
             store.close()
@@ -569,6 +570,15 @@ def _start_mcp(
         log_dir=progress_path.parent,
         redact=lambda text: redactor.redact(text)[0],
     )
+
+
+def _notice_missing_tools(wf: Workflow, servers: McpServers | None, reporter: Reporter) -> None:
+    """Say once, at the start, which names in ``tools:`` nothing provides."""
+    from .tools.mcp import missing_tools_notice
+
+    notice = missing_tools_notice(wf, servers)
+    if notice is not None:
+        reporter.notice(notice)
 
 
 def _mcp_notes(run: Run, servers: McpServers) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -318,3 +319,23 @@ def test_a_changed_tool_list_is_reported_on_resume(tmp_path: Path) -> None:
     run, _ = load_progress(where / "run" / "progress.md")
     hashes = [n for a in run.attempts for n in a.notes if n.startswith("mcp tools: notes=")]
     assert len(hashes) == 2 and hashes[0] != hashes[1]
+
+
+def test_names_nothing_provides_are_announced_once(tmp_path: Path) -> None:
+    where = _workspace(tmp_path, "read_notes", {})
+    (where / ".vscode" / "mcp.json").unlink()
+    (where / "notes.script.yaml").write_text(json.dumps({"replies": ["Nothing to do."]}))
+    result = flow(*RUN, cwd=where, env=_env())
+    assert result.returncode == 0, result.stderr
+    assert "the workflow names `notes/*`, which no built-in, command or MCP server" in result.stderr
+
+    text = WORKFLOW.replace("['notes/*']", "['notes/read_notes', 'notes/nothing']")
+    (where / "notes.prompt.md").write_text(text, encoding="utf-8")
+    _workspace(tmp_path / "again", "read_notes", {})
+    (where / ".vscode" / "mcp.json").write_text(
+        (tmp_path / "again" / "ws" / ".vscode" / "mcp.json").read_text()
+    )
+    shutil.rmtree(where / "run")
+    result = flow(*RUN, cwd=where, env=_env())
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("provides `notes/nothing`; they are not offered") == 1

@@ -671,3 +671,22 @@ def previous_tool_note(notes: Iterable[str]) -> str | None:
         if note.startswith("mcp tools: "):
             found = note
     return found
+
+
+def missing_tools_notice(workflow: Workflow, servers: McpServers | None) -> str | None:
+    """One line about tool names in ``tools:`` that nothing provides, or None."""
+    names = mcp_names(workflow)
+    if servers is not None:
+        names = [n for n in names if not servers.resolved.get(n)]
+    if not names:
+        return None
+    listed = ", ".join(f"`{n}`" for n in names)
+    if servers is None:
+        return (
+            f"the workflow names {listed}, which no built-in, command or MCP server provides "
+            "(no .vscode/mcp.json here; pass --mcp-config FILE); they are not offered."
+        )
+    return (
+        f"no MCP server in {servers.config.path} provides {listed}; they are not offered "
+        "(`flow check --mcp` lists what the servers offer)."
+    )
