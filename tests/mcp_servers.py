@@ -9,7 +9,8 @@ test can tell how often each tool really ran:
 - ``notes.txt``: the notes ``append_note`` and ``set_note`` write.
 
 A call waits before it answers while ``STATE_DIR/hold`` exists, after writing
-``STATE_DIR/holding`` (so a test can kill ``flow`` mid-call without timing anything).
+``STATE_DIR/holding`` (so a test can kill ``flow`` mid-call without timing anything); while
+``STATE_DIR/hold-call`` holds a number N, only the N-th call (counted in ``calls.log``) waits.
 With ``STATE_DIR/more-tools`` present at start it lists one more tool (a changed tool list).
 ``crash`` exits the process mid-call, ``hang`` never answers, ``boom`` raises (an ``isError``
 result), ``leak`` returns the value of the variable ``NOTES_TOKEN`` and prints it to stderr.
@@ -40,6 +41,13 @@ PIXEL = base64.b64decode(
 def _begin(tool: str, args: str) -> None:
     with (STATE / "calls.log").open("a", encoding="utf-8") as log:
         log.write(f"{tool} {args}\n")
+    hold_call = STATE / "hold-call"
+    if hold_call.exists():
+        number = len((STATE / "calls.log").read_text(encoding="utf-8").splitlines())
+        if str(number) == hold_call.read_text(encoding="utf-8").strip():
+            (STATE / "holding").write_text(tool, encoding="utf-8")
+            while hold_call.exists():
+                time.sleep(0.01)
     if (STATE / "hold").exists():
         (STATE / "holding").write_text(tool, encoding="utf-8")
         while (STATE / "hold").exists():
