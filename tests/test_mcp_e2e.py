@@ -287,11 +287,14 @@ def test_the_server_is_stopped_when_flow_is_interrupted(tmp_path: Path) -> None:
 
 def test_check_names_the_server_without_starting_it(tmp_path: Path) -> None:
     where = _workspace(tmp_path, "read_notes", {})
-    result = flow("check", "notes.prompt.md", cwd=where, env=flow_env())
+    result = flow("check", "notes.prompt.md", "--json", cwd=where, env=flow_env())
     assert result.returncode == 0, result.stderr
-    assert "notes/*  -> MCP server notes" in result.stdout
-    assert "not offered" not in result.stdout and "warning" not in result.stdout
-    assert "flow check --mcp" in result.stdout
+    plan = json.loads(result.stdout)["workflows"][0]
+    assert plan["warnings"] == 0 and plan["diagnostics"] == []  # no unknown-tool warning
+    assert [(t["name"], t["kind"], t["resolves_to"]) for t in plan["tools"]] == [
+        ("notes/*", "mcp", ["MCP server notes"])
+    ]
+    assert plan["mcp"]["servers"] == ["notes"] and plan["mcp"]["started"] is False
     assert not (where / "state").exists()  # nothing was started, no secret was needed
 
 
@@ -304,9 +307,43 @@ def test_check_with_mcp_lists_the_tools_a_run_would_get(tmp_path: Path) -> None:
     assert tools["read_notes"]["read_only"] and tools["read_notes"]["idempotent"]
     assert tools["set_note"]["idempotent"] and not tools["set_note"]["read_only"]
     assert not tools["append_note"]["idempotent"]
-    text = flow("check", "notes.prompt.md", "--mcp", cwd=where, env=_env()).stdout
-    assert "append_note  notes/append_note" in text and "not idempotent" in text
+    assert plan["tools"][0]["resolves_to"][:3] == ["read_notes", "append_note", "set_note"]
     assert _gone(int((where / "state" / "pid").read_text()))
+
+
+def test_check_prints_the_mcp_tools() -> None:
+    from promptflow_resume.tools.mcp_check import format_mcp
+
+    plan = {
+        "mcp": {
+            "config": ".vscode/mcp.json",
+            "servers": ["notes"],
+            "started": True,
+            "tools": [
+                {
+                    "name": "read_notes",
+                    "server": "notes",
+                    "tool": "read_notes",
+                    "read_only": True,
+                    "idempotent": True,
+                },
+                {
+                    "name": "append_note",
+                    "server": "notes",
+                    "tool": "append_note",
+                    "read_only": False,
+                    "idempotent": False,
+                },
+            ],
+        }
+    }
+    assert format_mcp(plan) == (
+        "  mcp       .vscode/mcp.json (servers: notes)\n"
+        "  mcp tools (2)\n"
+        "    read_notes   notes/read_notes   read-only\n"
+        "    append_note  notes/append_note  not idempotent: a call cut short is reviewed, "
+        "not re-run"
+    )
 
 
 def test_a_changed_tool_list_is_reported_on_resume(tmp_path: Path) -> None:
