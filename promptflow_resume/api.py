@@ -663,8 +663,13 @@ def run_status(
     workflow_path: str | Path | None = None,
     workspace: str | Path | None = None,
     choices: Choices = Choices(),
+    mcp_config: str | Path | None = None,
 ) -> StatusReport:
-    """Load a run without locking it and work out what ``flow resume`` would do."""
+    """Load a run without locking it and work out what ``flow resume`` would do.
+
+    MCP servers are started only when a call of a tool that no built-in or command provides
+    was in flight: whether it runs again is its server's annotation, asked as resume would.
+    """
     path = Path(progress_path)
     if not path.exists():
         raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
@@ -678,7 +683,16 @@ def run_status(
         if outside:
             report.warnings.append(outside)
         tools: dict[str, Tool] = build_tools(wf, root)
-        plan = plan_resume(run, wf, report, tools, choices)
+        servers = None
+        if any(f.tool not in tools for f in run.in_flight):
+            mcp = _mcp_config(wf, root, mcp_config, None)
+            redactor = Redactor.from_environment(extra_values=mcp.secrets if mcp else ())
+            servers = _start_mcp(wf, root, tools, mcp, path, redactor)
+        try:
+            plan = plan_resume(run, wf, report, tools, choices)
+        finally:
+            if servers is not None:
+                servers.close()
     except FlowError as error:
         problem = str(error)
     return StatusReport(path=path, run=run, load=report, plan=plan, workflow_error=problem)

@@ -166,6 +166,9 @@ def test_sigkill_mid_call_of_a_safe_tool_resumes_by_running_it_again(
     assert _gone(server), "the MCP server outlived flow"
     run, _ = load_progress(where / "run" / "progress.md")
     assert [f.tool for f in run.in_flight] == [tool]
+    status = flow("status", "run/progress.md", "--json", cwd=where, env=_env())
+    document = json.loads(status.stdout)
+    assert document["can_resume"] and document["retry_tools"] == ["call_0_0"], status.stdout
 
     result = flow("resume", "run/progress.md", cwd=where, env=_env())
     assert result.returncode == 0, result.stderr
@@ -173,7 +176,8 @@ def test_sigkill_mid_call_of_a_safe_tool_resumes_by_running_it_again(
     run, _ = load_progress(where / "run" / "progress.md")
     assert run.status == "completed" and run.in_flight == []
     assert [e.tool for e in run.transcript if e.role == "tool_result"] == [tool]
-    assert len((where / "state" / "starts").read_text().split()) == 2  # started again
+    # Started by the run, by `flow status` (to ask its annotations) and by the resume.
+    assert len((where / "state" / "starts").read_text().split()) == 3
     assert _gone(int((where / "state" / "pid").read_text()))
 
 
@@ -184,6 +188,9 @@ def test_sigkill_mid_call_of_an_unsafe_tool_needs_review_and_never_runs_twice(
     server = _kill_mid_call(where)
     assert _gone(server), "the MCP server outlived flow"
     progress = where / "run" / "progress.md"
+    status = flow("status", "run/progress.md", "--json", cwd=where, env=_env())
+    document = json.loads(status.stdout)
+    assert not document["can_resume"] and document["review_tools"] == ["call_0_0"]
 
     for _ in range(2):  # asking again changes nothing
         result = flow("resume", "run/progress.md", cwd=where, env=_env())

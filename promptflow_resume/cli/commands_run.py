@@ -407,7 +407,9 @@ def resume_command(
     if rerun_changed and keep_completed:
         raise InputError("--rerun-changed and --keep-completed exclude each other; choose one.")
     if plan_only:
-        status = run_status(progress, workflow_path=workflow, choices=choices)
+        status = run_status(
+            progress, workflow_path=workflow, choices=choices, mcp_config=mcp_config
+        )
         return _print_status(status, as_json, plan=True)
     interactive = _stdin_is_terminal() and not as_json and not yes
     live = sys.stderr.isatty() and not as_json
@@ -496,9 +498,13 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
 def status_command(
     progress: Path = typer.Argument(..., help="The run's progress.md."),
     workflow: Path | None = typer.Option(None, "--workflow", help="The workflow, if it moved."),
+    mcp_config: Path | None = typer.Option(
+        None, "--mcp-config", help="MCP servers (JSON); default: the workspace's .vscode/mcp.json."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the stable JSON status document."),
 ) -> int:
     """Where a run stands: status, step i of n, what resume would do, usage, edits, last error."""
     from ..api import run_status
 
-    return _print_status(run_status(progress, workflow_path=workflow), as_json)
+    status = run_status(progress, workflow_path=workflow, mcp_config=mcp_config)
+    return _print_status(status, as_json)
