@@ -12,8 +12,9 @@ A call waits before it answers while ``STATE_DIR/hold`` exists, after writing
 ``STATE_DIR/holding`` (so a test can kill ``flow`` mid-call without timing anything); while
 ``STATE_DIR/hold-call`` holds a number N, only the N-th call (counted in ``calls.log``) waits.
 With ``STATE_DIR/more-tools`` present at start it lists one more tool (a changed tool list).
-``crash`` exits the process mid-call, ``hang`` never answers, ``boom`` raises (an ``isError``
-result), ``leak`` returns the value of the variable ``NOTES_TOKEN`` and prints it to stderr.
+``crash`` exits the process mid-call, ``garble`` writes a non-JSON line into the protocol,
+``hang`` never answers, ``boom`` raises (an ``isError`` result), ``leak`` returns the value of
+the variable ``NOTES_TOKEN`` and prints it to stderr.
 """
 
 from __future__ import annotations
@@ -115,6 +116,15 @@ def hang() -> str:
     _begin("hang", "")
     while True:
         time.sleep(1)
+
+
+@server.tool(annotations=READ_ONLY)
+def garble() -> str:
+    """Writes a line that is not JSON-RPC into the protocol stream, then answers."""
+    _begin("garble", "")
+    sys.stdout.write("this is not a JSON-RPC message\n")
+    sys.stdout.flush()
+    return "answered after the noise"
 
 
 @server.tool(annotations=READ_ONLY)

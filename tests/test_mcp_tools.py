@@ -89,6 +89,15 @@ def test_results_text_structured_image_and_errors(notes: tuple[McpServers, Path]
     assert calls(state).count("append_note ship on Friday") == 1
 
 
+def test_noise_in_the_protocol_stream_does_not_break_the_call(
+    notes: tuple[McpServers, Path],
+) -> None:
+    servers, _ = notes
+    result = run(servers, "garble")
+    assert (result.content, result.is_error) == ("answered after the noise", False)
+    assert run(servers, "read_notes").is_error is False
+
+
 def test_names_resolve_like_prompt_files_write_them(tmp_path: Path) -> None:
     state = tmp_path / "state"
     wanted = ["notes/read_notes", "set_note", "notes/stats", "notes/missing", "nobody/*"]
