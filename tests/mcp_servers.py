@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ImageContent, ToolAnnotations
 
 STATE = Path(sys.argv[1])
@@ -116,6 +116,14 @@ def hang() -> str:
     _begin("hang", "")
     while True:
         time.sleep(1)
+
+
+@server.tool(annotations=READ_ONLY)
+def whoami(ctx: Context) -> str:
+    """The ``X-Team`` header the client sent (over HTTP)."""
+    _begin("whoami", "")
+    headers = {k.lower(): v for k, v in (ctx.headers or {}).items()}
+    return f"team: {headers.get('x-team', 'unknown')}"
 
 
 @server.tool(annotations=READ_ONLY)

@@ -283,6 +283,7 @@ def test_streamable_http_server(tmp_path: Path, http_server: tuple[str, Path]) -
         assert servers.tools["read_notes"].idempotent is True
         assert run(servers, "append_note", text="over http").content == "appended: over http"
         assert "over http" in run(servers, "read_notes").content
+        assert run(servers, "whoami").content == "team: docs"  # the configured header
     assert calls(state)[:2] == ["append_note over http", "read_notes "]
 
 
