@@ -383,3 +383,15 @@ def test_names_nothing_provides_are_announced_once(tmp_path: Path) -> None:
     result = flow(*RUN, cwd=where, env=_env())
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("provides `notes/nothing`; they are not offered") == 1
+
+
+def test_servers_come_from_the_workspace_never_from_the_progress_file(tmp_path: Path) -> None:
+    where = _workspace(tmp_path, "set_note", {"text": "ship on Friday"})
+    _kill_mid_call(where)
+    (where / ".vscode" / "mcp.json").unlink()
+    # The run's files name the server's tools, but without a configuration nothing starts, and
+    # an in-flight call of a tool nobody provides now is not re-run.
+    result = flow("resume", "run/progress.md", cwd=where, env=_env())
+    assert result.returncode == EXIT_NEEDS_REVIEW, result.stderr
+    assert len((where / "state" / "starts").read_text().split()) == 1
+    assert _calls(where) == ["set_note ship on Friday"]
