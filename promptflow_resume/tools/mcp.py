@@ -246,6 +246,7 @@ class McpServers:
         conn = self._conns.get(server)
         if conn is not None and conn.alive:
             return conn
+        _sdk()  # a missing extra is said plainly, not as a server that failed to start
         config = self.config.servers[server]
         conn = _Connection(config)
         self._conns[server] = conn
