@@ -395,3 +395,17 @@ def test_servers_come_from_the_workspace_never_from_the_progress_file(tmp_path: 
     assert result.returncode == EXIT_NEEDS_REVIEW, result.stderr
     assert len((where / "state" / "starts").read_text().split()) == 1
     assert _calls(where) == ["set_note ship on Friday"]
+
+
+def test_without_the_mcp_extra_the_error_says_what_to_install(tmp_path: Path) -> None:
+    where = _workspace(tmp_path, "read_notes", {})
+    shadow = tmp_path / "no-mcp" / "mcp"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('mcp is not installed here')\n")
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join((str(shadow.parent), env["PYTHONPATH"]))
+    result = flow(*RUN, cwd=where, env=env)
+    assert result.returncode == EXIT_TOOL_SERVER, result.stderr
+    assert "pip install 'promptflow-resume[mcp]'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (where / "state").exists()
