@@ -10,7 +10,8 @@ test can tell how often each tool really ran:
 
 A call waits before it answers while ``STATE_DIR/hold`` exists, after writing
 ``STATE_DIR/holding`` (so a test can kill ``flow`` mid-call without timing anything); while
-``STATE_DIR/hold-call`` holds a number N, only the N-th call (counted in ``calls.log``) waits.
+``STATE_DIR/hold-call`` holds a number N, only the N-th call (counted in ``calls.log``) waits;
+``STATE_DIR/hold-after`` makes ``append_note`` wait after its effect (the note is written).
 With ``STATE_DIR/more-tools`` present at start it lists one more tool (a changed tool list).
 ``crash`` exits the process mid-call, ``garble`` writes a non-JSON line into the protocol,
 ``hang`` never answers, ``boom`` raises (an ``isError`` result), ``leak`` returns the value of
@@ -55,6 +56,14 @@ def _begin(tool: str, args: str) -> None:
             time.sleep(0.01)
 
 
+def _end() -> None:
+    """After a tool's effect: wait while ``STATE/hold-after`` exists (the effect is done)."""
+    if (STATE / "hold-after").exists():
+        (STATE / "holding").write_text("after", encoding="utf-8")
+        while (STATE / "hold-after").exists():
+            time.sleep(0.01)
+
+
 @server.tool(annotations=READ_ONLY)
 def read_notes() -> str:
     """Read every note."""
@@ -69,6 +78,7 @@ def append_note(text: str) -> str:
     _begin("append_note", text)
     with (STATE / "notes.txt").open("a", encoding="utf-8") as notes:
         notes.write(text + "\n")
+    _end()
     return f"appended: {text}"
 
 

@@ -100,11 +100,14 @@ def _gone(pid: int, seconds: float = 20) -> bool:
     return False
 
 
-def _kill_mid_call(where: Path) -> int:
-    """Start ``flow run``, SIGKILL it while the server holds the call; the server's pid."""
+def _kill_mid_call(where: Path, hold: str = "hold") -> int:
+    """Start ``flow run``, SIGKILL it while the server holds the call; the server's pid.
+
+    ``hold``: ``hold`` stops the call before its effect, ``hold-after`` after it.
+    """
     state = where / "state"
     state.mkdir()
-    (state / "hold").write_text("", encoding="utf-8")
+    (state / hold).write_text("", encoding="utf-8")
     proc = spawn(*RUN, cwd=where, env=_env())
     deadline = time.monotonic() + 60
     while not (state / "holding").exists():
@@ -114,8 +117,10 @@ def _kill_mid_call(where: Path) -> int:
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
     pid = int((state / "pid").read_text())
-    # The call finishes on the server (its effect happens, its answer has nowhere to go).
-    (state / "hold").unlink()
+    # The server dies with flow (its parent-death signal) in the middle of the call: while
+    # the call still waits, so the server could not have ended on its own.
+    assert _gone(pid), "the MCP server outlived flow"
+    (state / hold).unlink()
     (state / "holding").unlink()
     return pid
 
@@ -185,7 +190,7 @@ def test_sigkill_mid_call_of_an_unsafe_tool_needs_review_and_never_runs_twice(
     tmp_path: Path,
 ) -> None:
     where = _workspace(tmp_path, "append_note", {"text": "ship on Friday"})
-    server = _kill_mid_call(where)
+    server = _kill_mid_call(where, "hold-after")  # the note is written, the answer is lost
     assert _gone(server), "the MCP server outlived flow"
     progress = where / "run" / "progress.md"
     status = flow("status", "run/progress.md", "--json", cwd=where, env=_env())
@@ -409,3 +414,17 @@ def test_without_the_mcp_extra_the_error_says_what_to_install(tmp_path: Path) ->
     assert "pip install 'promptflow-resume[mcp]'" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (where / "state").exists()
+
+
+def test_sigkill_before_an_unsafe_call_took_effect_then_rerun_unsafe(tmp_path: Path) -> None:
+    where = _workspace(tmp_path, "append_note", {"text": "ship on Friday"})
+    server = _kill_mid_call(where)  # killed while the call waits before its effect
+    assert _gone(server), "the MCP server outlived flow"
+    assert not (where / "state" / "notes.txt").exists()  # the server died before writing
+    result = flow("resume", "run/progress.md", cwd=where, env=_env())
+    assert result.returncode == EXIT_NEEDS_REVIEW, result.stderr
+    # A person sees that the note is missing and chooses to run the call again.
+    result = flow("resume", "run/progress.md", "--rerun-unsafe", cwd=where, env=_env())
+    assert result.returncode == 0, result.stderr
+    assert (where / "state" / "notes.txt").read_text(encoding="utf-8") == "ship on Friday\n"
+    assert _calls(where) == ["append_note ship on Friday"] * 2

@@ -38,10 +38,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import re
+import shutil
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -304,9 +307,10 @@ class McpServers:
                     from mcp.client.stdio import stdio_client
 
                     errlog = _ErrLog(self._log_path(config.name), self.redact)
+                    command, args = guarded_command(config)
                     params = mcp.StdioServerParameters(
-                        command=config.command or "",
-                        args=list(config.args),
+                        command=command,
+                        args=args,
                         env=dict(config.env),
                         cwd=str(config.cwd) if config.cwd else None,
                     )
@@ -517,6 +521,41 @@ async def _list_tools(session: Any, server: str) -> list[McpToolInfo]:
         if not cursor:
             break
     return infos
+
+
+#: Run by ``guarded_command``: ask Linux to SIGKILL this process when ``flow`` dies, then
+#: become the server (the request survives ``exec``). If ``flow`` died before the request
+#: was made, the server is not started at all.
+_GUARD = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    sys.exit(1)\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def guarded_command(config: McpServerConfig) -> tuple[str, list[str]]:
+    """The argv that starts a stdio server so that it cannot outlive ``flow``.
+
+    A server reads end of input when ``flow`` dies and should exit; one busy in a call (or
+    that ignores its input) would not. On Linux the server is therefore started through a
+    short Python prelude that sets the parent-death signal, then ``exec``s the server (same
+    process, same pid). A program that cannot be found is a ``FileNotFoundError`` here, as
+    it would be when started directly.
+    """
+    command, args = config.command or "", list(config.args)
+    if "/" in command:
+        base = config.cwd or Path.cwd()
+        found = command if (base / command).exists() else None
+    else:
+        path = config.env.get("PATH", os.environ.get("PATH", os.defpath))
+        found = shutil.which(command, path=path)
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, "no such program", command)
+    if not sys.platform.startswith("linux"):
+        return command, args
+    return sys.executable, ["-I", "-S", "-c", _GUARD, str(os.getpid()), command, *args]
 
 
 def _b64(text: str) -> bytes:
