@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .clock import now_iso
 from .engine import Engine, EngineOptions
@@ -63,6 +63,10 @@ from .workflow import (
     resolve_inputs,
 )
 from .workflow.model import InputDecl, Workflow
+
+if TYPE_CHECKING:
+    from .tools.mcp import McpServers
+    from .tools.mcp_config import McpConfig
 
 #: Where runs live unless ``--progress`` says otherwise (relative to the working directory).
 RUNS_DIR = Path(".flow") / "runs"
@@ -355,8 +359,14 @@ def start_run(
     permissions: Permissions = Permissions(),
     selection: str | None = None,
     instructions: bool = True,
+    mcp_config: str | Path | None = None,
+    mcp_ask: Callable[[str, str, bool], str] | None = None,
 ) -> Outcome:
-    """Start a new run of a workflow and execute it until it completes or stops."""
+    """Start a new run of a workflow and execute it until it completes or stops.
+
+    MCP servers come from ``mcp_config`` or the workspace's ``.vscode/mcp.json``;
+    ``mcp_ask(id, description, password)`` asks for a configuration input on a terminal.
+    """
     wf = workflow or load_workflow(workflow_path)
     values = (
         dict(resolved_inputs)
@@ -372,7 +382,9 @@ def start_run(
         )
     from .detect import keywords_for
 
-    redactor = Redactor.from_environment()
+    root = Path(workspace) if workspace is not None else Path.cwd()
+    mcp = _mcp_config(wf, root, mcp_config, mcp_ask)
+    redactor = Redactor.from_environment(extra_values=mcp.secrets if mcp else ())
     run = new_run(
         wf,
         values,
@@ -386,26 +398,35 @@ def start_run(
         # From the redacted values: keywords are words of the inputs, and a token is a word.
         keywords=keywords_for(wf, redactor.redact_value(dict(values))[0]),
     )
-    root = Path(workspace) if workspace is not None else Path.cwd()
     provider_obj = _make_provider(
         run, path, stream=stream, record=record, redactor=redactor, base_url=base_url
     )
     tools = build_tools(wf, root)
-    store = ProgressStore.create(path, run)
+    servers = _start_mcp(wf, root, tools, mcp, path, redactor)
     try:
-        options = _engine_options(
-            root,
-            reporter,
-            redactor,
-            limits,
-            Path(file) if file else None,
-            permissions.consent(wf),
-            selection,
-            _instructions(root, file) if instructions else "",
-        )
-        Engine(wf, run, store, provider_obj, tools, options).execute()
+        store = ProgressStore.create(path, run)
+        try:
+            options = _engine_options(
+                root,
+                reporter,
+                redactor,
+                limits,
+                Path(file) if file else None,
+                permissions.consent(wf),
+                selection,
+                _instructions(root, file) if instructions else "",
+            )
+            engine = Engine(wf, run, store, provider_obj, tools, options)
+            if servers is not None:
+                options.extra_tools = servers.offer()
+                engine.attempt_notes(_mcp_notes(run, servers))
+            _notice_missing_tools(wf, servers, options.reporter)
+            engine.execute()
+        finally:
+            store.close()
     finally:
-        store.close()
+        if servers is not None:
+            servers.close()
     return Outcome(run=run, path=path, exit_code=exit_code_for(run))
 
 
@@ -533,17 +554,27 @@ def resume_run(
     permissions: Permissions = Permissions(),
     selection: str | None = None,
     instructions: bool = True,
+    mcp_config: str | Path | None = None,
+    mcp_ask: Callable[[str, str, bool], str] | None = None,
 ) -> Outcome:
     """Continue a stopped run from its checkpoint (see ``reconcile`` for the rules)."""
     path = Path(progress_path)
     if not path.exists():
         raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
     store, run, report = ProgressStore.open(path)
+    servers = None
     try:
         wf = _workflow_for(run, path, workflow_path)
         root = Path(workspace) if workspace is not None else Path.cwd()
         outside = None if workflow_path is not None else outside_workspace(run, path, root)
         tools = build_tools(wf, root)
+        mcp = _mcp_config(wf, root, mcp_config, mcp_ask)
+        mcp_secrets = mcp.secrets if mcp else ()
+        # The servers start before the plan: whether an MCP call that was in flight may run
+        # again is the server's annotation (or the configuration's override) as it is now.
+        servers = _start_mcp(
+            wf, root, tools, mcp, path, Redactor.from_environment(extra_values=mcp_secrets)
+        )
         plan = plan_resume(run, wf, report, tools, choices, workspace=root)
         if plan.decision == "ask" and confirm_change is not None:
             answer = confirm_change(plan)
@@ -581,7 +612,9 @@ def resume_run(
         else:
             check_recorded_endpoint(run, path)
         run.config.budget = limits.apply(run.config.budget)
-        redactor = Redactor.from_environment()
+        redactor = Redactor.from_environment(extra_values=mcp_secrets)
+        # The first is the tool-list hash, for the record; the rest (a changed list) is news.
+        mcp_notes = _mcp_notes(run, servers) if servers is not None else []
         provider_obj = _make_provider(
             run, path, stream=stream, record=record, redactor=redactor, base_url=base_url
         )
@@ -598,13 +631,79 @@ def resume_run(
         note_run = replace(run, status=stopped_status, reason=stopped_reason)
         options.resume_note = resume_note(note_run, plan, wf)
         engine = Engine(wf, run, store, provider_obj, tools, options)
-        engine.attempt_notes(notes)
-        for note in notes:
+        engine.attempt_notes(notes + mcp_notes)
+        for note in notes + mcp_notes[1:]:
             options.reporter.notice(note)
+        if servers is not None:
+            options.extra_tools = servers.offer()
         engine.execute()
     finally:
         store.close()
+        if servers is not None:
+            servers.close()
     return Outcome(run=run, path=path, exit_code=exit_code_for(run), resumed=True, notes=notes)
+
+
+def _mcp_config(
+    workflow: Workflow,
+    workspace: Path,
+    config_path: str | Path | None,
+    ask: Callable[[str, str, bool], str] | None,
+) -> McpConfig | None:
+    """The MCP configuration a run of ``workflow`` uses (never one from a progress file)."""
+    from .tools.mcp import load_servers
+
+    return load_servers(workflow, workspace, config_path=config_path, ask=ask)
+
+
+def _start_mcp(
+    workflow: Workflow,
+    workspace: Path,
+    tools: dict[str, Tool],
+    config: McpConfig | None,
+    progress_path: Path,
+    redactor: Redactor,
+) -> McpServers | None:
+    """Start the MCP servers the workflow names; their stderr logs go beside the run."""
+    if config is None:
+        return None
+    from .tools.mcp import start_servers
+
+    return start_servers(
+        workflow,
+        workspace,
+        tools,  # type: ignore[arg-type]
+        config=config,
+        log_dir=progress_path.parent,
+        redact=lambda text: redactor.redact(text)[0],
+    )
+
+
+def _notice_missing_tools(wf: Workflow, servers: McpServers | None, reporter: Reporter) -> None:
+    """Say once, at the start, which names in ``tools:`` nothing provides."""
+    from .tools.mcp import missing_tools_notice
+
+    notice = missing_tools_notice(wf, servers)
+    if notice is not None:
+        reporter.notice(notice)
+
+
+def _mcp_notes(run: Run, servers: McpServers) -> list[str]:
+    """Attempt notes about the MCP tools: their hashes now, and which servers changed."""
+    from .tools.mcp import changed_servers, previous_tool_note, tool_list_note
+
+    fingerprints = servers.fingerprints()
+    recorded = previous_tool_note(note for attempt in run.attempts for note in attempt.notes)
+    notes = [tool_list_note(fingerprints)]
+    changed = changed_servers(recorded, fingerprints)
+    if changed:
+        notes.append(
+            "the tool list of MCP server(s) "
+            + ", ".join(changed)
+            + " changed since the last attempt (names, schemas or annotations); the recorded "
+            "results are kept and the tools are offered as they are now"
+        )
+    return notes
 
 
 @dataclass
@@ -671,8 +770,13 @@ def run_status(
     workflow_path: str | Path | None = None,
     workspace: str | Path | None = None,
     choices: Choices = Choices(),
+    mcp_config: str | Path | None = None,
 ) -> StatusReport:
-    """Load a run without locking it and work out what ``flow resume`` would do."""
+    """Load a run without locking it and work out what ``flow resume`` would do.
+
+    MCP servers are started only when a call of a tool that no built-in or command provides
+    was in flight: whether it runs again is its server's annotation, asked as resume would.
+    """
     path = Path(progress_path)
     if not path.exists():
         raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
@@ -686,7 +790,16 @@ def run_status(
         if outside:
             report.warnings.append(outside)
         tools: dict[str, Tool] = build_tools(wf, root)
-        plan = plan_resume(run, wf, report, tools, choices, workspace=root)
+        servers = None
+        if any(f.tool not in tools for f in run.in_flight):
+            mcp = _mcp_config(wf, root, mcp_config, None)
+            redactor = Redactor.from_environment(extra_values=mcp.secrets if mcp else ())
+            servers = _start_mcp(wf, root, tools, mcp, path, redactor)
+        try:
+            plan = plan_resume(run, wf, report, tools, choices, workspace=root)
+        finally:
+            if servers is not None:
+                servers.close()
     except FlowError as error:
         problem = str(error)
     return StatusReport(path=path, run=run, load=report, plan=plan, workflow_error=problem)

@@ -31,7 +31,7 @@ from typing import Any
 from . import faults
 from .clock import now_iso
 from .conversation import MessageLog, final_answer, step_entries, unanswered_calls
-from .errors import NeedsReviewError, ProviderError
+from .errors import NeedsReviewError, ProviderError, ToolServerError
 from .events import Reporter
 from .progress import ProgressStore
 from .progress.model import Attempt, Entry, ErrorInfo, InFlight, Run, StepState, Usage
@@ -108,6 +108,8 @@ class EngineOptions:
     consent: Consent | None = None
     #: The workspace's custom instructions, added to the run's first (system) entry.
     instructions: str = ""
+    #: Tools offered besides the workflow's own in steps without a ``tools`` list (MCP).
+    extra_tools: tuple[str, ...] = ()
 
 
 class Engine:
@@ -404,8 +406,12 @@ class Engine:
         return tuple(self.tools[name].spec for name in self._offered(step) if name in self.tools)
 
     def _offered(self, step: Step) -> tuple[str, ...]:
-        """Tools the model may call in ``step``: its own list, else the workflow's ``tools``."""
-        return offered_tool_names(self.workflow, step)
+        """Tools the model may call in ``step``: its own list, else the workflow's ``tools``
+        and the MCP tools they name."""
+        names = offered_tool_names(self.workflow, step)
+        if step.tools is None and self.options.extra_tools:
+            names += tuple(n for n in self.options.extra_tools if n not in names)
+        return names
 
     # --- tool calls -----------------------------------------------------------------------
 
@@ -526,6 +532,10 @@ class Engine:
         ctx = self._context()
         try:
             return tool.run(arguments, ctx)
+        except ToolServerError:
+            # An MCP server failed mid-call: the call's effect is unknown, so it stays in
+            # flight and the run stops; resume decides (re-run if idempotent, else review).
+            raise
         except Exception as error:  # a tool's bug is the model's error result, not a crash
             return ToolResult(
                 f"error: the tool failed: {type(error).__name__}: {error}", is_error=True

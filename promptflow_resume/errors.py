@@ -32,6 +32,7 @@ EXIT_INPUT = 9
 EXIT_PROVIDER = 10
 EXIT_AWAITING_INPUT = 11
 EXIT_STORAGE = 12
+EXIT_TOOL_SERVER = 13
 EXIT_INTERRUPTED = 130
 
 
@@ -233,3 +234,10 @@ class ReplayMismatchError(ProviderError):
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message, transient=False, reason="replay_mismatch", hint=hint)
+
+
+class ToolServerError(FlowError):
+    """An MCP server could not be started, or failed during a call (died, hung, spoke
+    nonsense). A call it was running stays recorded as in flight, so resume decides about it."""
+
+    exit_code = EXIT_TOOL_SERVER

@@ -29,6 +29,7 @@ from .options import (
     MaxCostOpt,
     MaxTokensOpt,
     MaxTurnsOpt,
+    McpConfigOpt,
     ModelOpt,
     NoInstructionsOpt,
     ProgressArg,
@@ -304,6 +305,7 @@ def run_command(
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Accept the best similar run without asking."
     ),
+    mcp_config: McpConfigOpt = None,
     as_json: SummaryJson = False,
     verbose: VerboseOpt = False,
 ) -> int:
@@ -341,6 +343,8 @@ def run_command(
                 permissions=permissions,
                 selection=_selection(selection),
                 instructions=not no_instructions,
+                mcp_config=mcp_config,
+                mcp_ask=_ask_mcp_input if interactive else None,
             )
             return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
 
@@ -361,6 +365,8 @@ def run_command(
         permissions=permissions,
         selection=_selection(selection),
         instructions=not no_instructions,
+        mcp_config=mcp_config,
+        mcp_ask=_ask_mcp_input if interactive else None,
     )
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
 
@@ -396,6 +402,12 @@ def _selection(value: str | None) -> str | None:
             f"--selection {value}: cannot read {path}: {reason}.",
             hint="Name a readable UTF-8 text file after @, or pass the text itself.",
         ) from None
+
+
+def _ask_mcp_input(input_id: str, description: str, password: bool) -> str:
+    """Ask on the terminal for an input of the MCP configuration (hidden when a password)."""
+    label = f"MCP input {input_id}" + (f" ({description})" if description else "")
+    return str(typer.prompt(label, hide_input=password))
 
 
 def _ask_input(decl: Any) -> str:
@@ -496,6 +508,7 @@ def resume_command(
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask questions on a terminal."),
+    mcp_config: McpConfigOpt = None,
     as_json: SummaryJson = False,
     verbose: VerboseOpt = False,
 ) -> int:
@@ -510,7 +523,9 @@ def resume_command(
     if rerun_changed and keep_completed:
         raise InputError("--rerun-changed and --keep-completed exclude each other; choose one.")
     if plan_only:
-        status = run_status(progress, workflow_path=workflow, choices=choices)
+        status = run_status(
+            progress, workflow_path=workflow, choices=choices, mcp_config=mcp_config
+        )
         return _print_status(status, as_json, plan=True)
     interactive = _stdin_is_terminal() and not as_json and not yes
     live = sys.stderr.isatty() and not as_json
@@ -531,6 +546,8 @@ def resume_command(
         permissions=_permissions(allow_commands, allow_fetch, interactive, reporter),
         selection=_selection(selection),
         instructions=not no_instructions,
+        mcp_config=mcp_config,
+        mcp_ask=_ask_mcp_input if interactive else None,
     )
     if outcome.notes == ["already completed"] and not as_json:
         out(f"already completed: nothing to resume — {outcome.path}")
@@ -604,9 +621,11 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
 def status_command(
     progress: ProgressArg,
     workflow: WorkflowMovedOpt = None,
+    mcp_config: McpConfigOpt = None,
     as_json: bool = typer.Option(False, "--json", help="Print the stable JSON status document."),
 ) -> int:
     """Where a run stands: status, step i of n, what resume would do, usage, edits, last error."""
     from ..api import run_status
 
-    return _print_status(run_status(progress, workflow_path=workflow), as_json)
+    status = run_status(progress, workflow_path=workflow, mcp_config=mcp_config)
+    return _print_status(status, as_json)

@@ -11,6 +11,8 @@ from pathlib import Path
 import typer
 
 from ..errors import EXIT_INVALID_FILE, EXIT_NOT_FOUND, EXIT_OK, FileNotFoundFlowError
+from ..tools.mcp import mcp_names
+from ..tools.mcp_check import add_mcp_plan, format_mcp
 from ..tools.names import BUILTIN_TOOLS
 from ..workflow import check_workflow
 from ..workflow.model import Diagnostic
@@ -23,6 +25,7 @@ from ..workflow.plan import (
     tool_tally,
 )
 from .app import app, err, out, print_json
+from .options import McpConfigOpt
 
 
 def _workflow_files(given: Path) -> list[Path]:
@@ -30,14 +33,21 @@ def _workflow_files(given: Path) -> list[Path]:
     return sorted(given.glob("*.prompt.md")) if given.is_dir() else [given]
 
 
-def _check_one(path: Path) -> tuple[dict[str, object], int]:
+def _check_one(path: Path, mcp: bool, mcp_config: Path | None) -> tuple[dict[str, object], int]:
     try:
         workflow, diagnostics = check_workflow(path)
     except FileNotFoundFlowError as error:
         diagnostic = Diagnostic("error", error.message, str(path), code="not-found")
         return plan_dict(str(path), None, [diagnostic]), EXIT_NOT_FOUND
     plan = plan_dict(str(path), workflow, diagnostics)
+    if workflow is not None and (mcp or mcp_config or mcp_names(workflow)):
+        add_mcp_plan(plan, workflow, Path.cwd(), config_path=mcp_config, start=mcp)
     return plan, EXIT_OK if plan["ok"] else EXIT_INVALID_FILE
+
+
+def _with_mcp(text: str, plan: dict[str, object]) -> str:
+    extra = format_mcp(plan)
+    return text if extra is None else f"{text}\n{extra}"
 
 
 @app.command("check")
@@ -49,6 +59,10 @@ def check(
         False, "--verbose", "-v", help="Print every file's whole plan, not one line per file."
     ),
     json_output: bool = typer.Option(False, "--json", help="Print the plans as JSON."),
+    mcp: bool = typer.Option(
+        False, "--mcp", help="Start the MCP servers the workflows name and list their tools."
+    ),
+    mcp_config: McpConfigOpt = None,
 ) -> None:
     """Check workflow files and print each one's plan: steps, inputs, variables, tools, problems.
 
@@ -68,7 +82,7 @@ def check(
             empty.append(message)
             codes.add(EXIT_NOT_FOUND)
         for path in files:
-            plan, file_code = _check_one(path)
+            plan, file_code = _check_one(path, mcp, mcp_config)
             plans.append(plan)
             checked.append(plan)
             codes.add(file_code)
@@ -81,7 +95,7 @@ def check(
         err(f"error: {message}")
     one_file = len(checked) == 1 and not any(given.is_dir() for given in workflows)
     if verbose or one_file:
-        out("\n\n".join(format_plan(plan) for plan in checked))
+        out("\n\n".join(_with_mcp(format_plan(plan), plan) for plan in checked))
     elif checked:
         lines = [format_summary(plan) for plan in checked]
         out("\n".join([*lines, "", format_tally(checked)]))

@@ -109,6 +109,14 @@ AllowFetchOpt = Annotated[
         help="Let the model fetch pages from this host ('*.example.org', '*'; repeatable).",
     ),
 ]
+McpConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--mcp-config",
+        metavar="FILE",
+        help="MCP servers (JSON); default: the workspace's .vscode/mcp.json.",
+    ),
+]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Say more about what happens.")]
 #: ``--json`` of the commands that print a summary of what they did.
 SummaryJson = Annotated[bool, typer.Option("--json", help="Print a machine-readable summary.")]

@@ -1,0 +1,732 @@
+"""MCP servers as tools: start them, list their tools, call them durably.
+
+A workflow names MCP tools as prompt files do: ``server/*`` or ``server`` (every tool of a
+server), ``server/tool``, or a bare tool name (the first configured server that has it). The
+servers come from ``tools.mcp_config`` (the workspace's ``.vscode/mcp.json`` or
+``--mcp-config``), never from a progress file::
+
+    servers = open_servers(workflow, workspace, config_path=None, log_dir=run_folder)
+    if servers is not None:
+        names = servers.offer()          # starts the servers the workflow names
+        tools.update(servers.tools)      # McpTool objects by the name the model sees
+    ...
+    servers.close()                      # stops every stdio server
+
+The ``mcp`` SDK (extra ``[mcp]``) is imported only here, and only when a server starts. Calls
+run on one event loop in a background thread; the engine's thread waits for each result.
+
+The model sees a tool by its own name, or ``server_tool`` when that name is taken (by a
+built-in, a declared command or another server's tool); names are cut to the characters
+providers accept.
+
+Durability: the engine records a call's start before ``McpTool.run`` sends it. A call that
+was in flight when ``flow`` stopped is re-run on resume only when the tool is idempotent:
+the server's ``readOnlyHint`` or ``idempotentHint`` annotation, unless the configuration's
+``flow.idempotent`` says otherwise for that tool. A server that dies, hangs past its timeout
+or breaks the protocol during a call raises ``ToolServerError``: an idempotent call is first
+retried on a restarted server (twice, with a short backoff); otherwise the call stays in
+flight and the run stops, so resume decides about it and no side effect happens twice.
+
+Lifecycle: a stdio server is its own process group, its stdin a pipe from ``flow``; ``close``
+ends it, and when ``flow`` is killed the pipe closes and the server sees end of input and
+exits. Its stderr goes, redacted line by line, to ``mcp-SERVER.stderr.log`` beside the
+progress file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ToolServerError
+from ..providers.base import ToolSpec
+from ..workflow.model import Workflow
+from .base import ToolContext, ToolResult
+from .mcp_config import START_TIMEOUT, McpConfig, McpServerConfig, find_config, load_config
+from .names import BUILTIN_TOOLS
+
+#: How often, and after how long, an idempotent call is retried on a restarted server.
+RETRY_DELAYS = (0.5, 1.0)
+#: Characters providers accept in a tool name, and its longest length.
+_NAME_OK = re.compile(r"[^A-Za-z0-9_-]")
+_MAX_NAME = 64
+#: JSON-RPC codes the SDK uses for a broken link (not an answer from the server).
+_CONNECTION_CLOSED = -32000
+_REQUEST_TIMEOUT = -32001
+
+
+@dataclass(frozen=True)
+class McpToolInfo:
+    """One tool as its server listed it."""
+
+    server: str
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    read_only: bool = False
+    idempotent_hint: bool = False
+    destructive: bool | None = None
+
+    def digest_source(self) -> dict[str, Any]:
+        """What of the tool counts for the recorded tool-list hash."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "read_only": self.read_only,
+            "idempotent": self.idempotent_hint,
+            "destructive": self.destructive,
+        }
+
+
+def _sdk() -> Any:
+    """The ``mcp`` package, or a clear error naming the extra to install."""
+    try:
+        import mcp
+    except ImportError:
+        raise ToolServerError(
+            "MCP servers need the `mcp` package, which is not installed.",
+            hint="Install it with: pip install 'promptflow-resume[mcp]'.",
+        ) from None
+    return mcp
+
+
+class _Connection:
+    """One running server: its session lives in a task on the shared loop."""
+
+    def __init__(self, config: McpServerConfig) -> None:
+        self.config = config
+        self.session: Any = None
+        self.tools: list[McpToolInfo] = []
+        self.stop: asyncio.Event | None = None
+        self.done: asyncio.Future[None] | None = None
+        #: The task holding the session open (kept referenced so it is not collected).
+        self.task: asyncio.Task[None] | None = None
+        self.alive = False
+
+
+class McpServers:
+    """The MCP servers of one run: started on first use, stopped by ``close``."""
+
+    def __init__(
+        self,
+        config: McpConfig,
+        *,
+        wanted: Iterable[str] = (),
+        reserved: Iterable[str] = (),
+        log_dir: Path | None = None,
+        redact: Callable[[str], str] | None = None,
+    ) -> None:
+        self.config = config
+        #: Tool names as the workflow wrote them, that no built-in or command resolved.
+        self.wanted = list(wanted)
+        self.reserved = set(reserved) | set(BUILTIN_TOOLS)
+        self.log_dir = log_dir
+        self.redact = redact or (lambda text: text)
+        self.tools: dict[str, McpTool] = {}
+        #: Written name -> the model-facing names it stands for (after ``offer``).
+        self.resolved: dict[str, tuple[str, ...]] = {}
+        self._conns: dict[str, _Connection] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._offered: tuple[str, ...] | None = None
+
+    # --- which servers and tools ---------------------------------------------------------
+
+    def servers_for(self, name: str) -> list[str]:
+        """Servers a written tool name needs started: its own, or every one for a bare name."""
+        servers = self.config.servers
+        head = name.split("/", 1)[0]
+        if name in servers or head in servers:
+            return [name if name in servers else head]
+        return list(servers)
+
+    def offer(self) -> tuple[str, ...]:
+        """Start the servers the workflow names and resolve its names to tools (cached)."""
+        if self._offered is not None:
+            return self._offered
+        needed: list[str] = []
+        for name in self.wanted:
+            for server in self.servers_for(name):
+                if server not in needed:
+                    needed.append(server)
+        infos: list[McpToolInfo] = []
+        for server in needed:
+            infos.extend(self._ensure(server).tools)
+        self._name_tools(infos)
+        offered: list[str] = []
+        for name in self.wanted:
+            targets = self._match(name)
+            self.resolved[name] = targets
+            offered.extend(t for t in targets if t not in offered)
+        self._offered = tuple(offered)
+        return self._offered
+
+    def _name_tools(self, infos: list[McpToolInfo]) -> None:
+        counts: dict[str, int] = {}
+        for info in infos:
+            counts[_clean(info.name)] = counts.get(_clean(info.name), 0) + 1
+        for info in infos:
+            plain = _clean(info.name)
+            taken = plain in self.reserved or counts[plain] > 1
+            model_name = _clean(f"{info.server}_{info.name}") if taken else plain
+            if model_name in self.tools:  # still taken: number it
+                model_name = _clean(f"{model_name}_{len(self.tools)}")
+            override = self.config.servers[info.server].idempotent.get(info.name)
+            idempotent = (
+                override if override is not None else (info.read_only or info.idempotent_hint)
+            )
+            self.tools[model_name] = McpTool(self, info, model_name, idempotent)
+
+    def _match(self, written: str) -> tuple[str, ...]:
+        servers = self.config.servers
+        head, _, tail = written.partition("/")
+        if written in servers or (head in servers and tail in ("", "*")):
+            server = written if written in servers else head
+            return tuple(n for n, t in self.tools.items() if t.info.server == server)
+        if head in servers and tail:
+            return tuple(
+                n for n, t in self.tools.items() if t.info.server == head and t.info.name == tail
+            )
+        for n, t in self.tools.items():
+            if t.info.name == written:
+                return (n,)
+        return ()
+
+    def fingerprints(self) -> dict[str, str]:
+        """Per started server, a hash of its tool list (names, schemas, annotations)."""
+        out: dict[str, str] = {}
+        for name, conn in self._conns.items():
+            listed = sorted((t.digest_source() for t in conn.tools), key=lambda d: d["name"])
+            blob = json.dumps(listed, sort_keys=True, ensure_ascii=False).encode("utf-8")
+            out[name] = "sha256:" + hashlib.sha256(blob).hexdigest()[:16]
+        return out
+
+    # --- the loop and the connections ----------------------------------------------------
+
+    def _run(self, coro: Any, timeout: float) -> Any:
+        """Run ``coro`` on the loop thread and wait for it, at most ``timeout`` seconds."""
+        loop = self._start_loop()
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, loop)
+        try:
+            return future.result(timeout)
+        except FutureTimeout:
+            future.cancel()
+            raise
+        except BaseException:
+            # Interrupted (Ctrl-C) while waiting: do not leave the coroutine running.
+            future.cancel()
+            raise
+
+    def _start_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="flow-mcp", daemon=True)
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def _ensure(self, server: str) -> _Connection:
+        """The live connection to ``server``, starting it if needed."""
+        conn = self._conns.get(server)
+        if conn is not None and conn.alive:
+            return conn
+        _sdk()  # a missing extra is said plainly, not as a server that failed to start
+        config = self.config.servers[server]
+        conn = _Connection(config)
+        self._conns[server] = conn
+        try:
+            self._run(self._open(conn), START_TIMEOUT + 5)
+        except FutureTimeout:
+            self._stop(conn)
+            raise ToolServerError(
+                f"the MCP server `{server}` did not answer within {START_TIMEOUT:g} s of starting.",
+                path=config.source,
+                line=config.line,
+                field=config.entry,
+                hint=self._log_hint(server),
+            ) from None
+        except ToolServerError:
+            raise
+        except Exception as exc:
+            self._stop(conn)
+            raise ToolServerError(
+                f"the MCP server `{server}` could not be started: {_describe(exc)}.",
+                path=config.source,
+                line=config.line,
+                field=config.entry,
+                hint=self._log_hint(server),
+            ) from None
+        return conn
+
+    def _log_hint(self, server: str) -> str:
+        log = self._log_path(server)
+        where = f" Its error output is in {log}." if log is not None else ""
+        return f"Check the server's command, url and environment in the configuration.{where}"
+
+    def _log_path(self, server: str) -> Path | None:
+        if self.log_dir is None:
+            return None
+        return self.log_dir / f"mcp-{_clean(server)}.stderr.log"
+
+    async def _open(self, conn: _Connection) -> None:
+        """Start the holder task and wait until the session is ready (or failed)."""
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        conn.stop = asyncio.Event()
+        conn.done = loop.create_future()
+        conn.task = loop.create_task(self._hold(conn, ready))
+        await asyncio.wait_for(ready, START_TIMEOUT)
+
+    async def _hold(self, conn: _Connection, ready: asyncio.Future[None]) -> None:
+        """Own the transport and session contexts for the connection's whole life."""
+        mcp = _sdk()
+        config = conn.config
+        errlog = None
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                if config.transport == "stdio":
+                    from mcp.client.stdio import stdio_client
+
+                    errlog = _ErrLog(self._log_path(config.name), self.redact)
+                    command, args = guarded_command(config)
+                    params = mcp.StdioServerParameters(
+                        command=command,
+                        args=args,
+                        env=dict(config.env),
+                        cwd=str(config.cwd) if config.cwd else None,
+                    )
+                    read, write = await stack.enter_async_context(
+                        stdio_client(params, errlog=errlog.writer)
+                    )
+                    errlog.started()
+                else:
+                    from mcp.client.streamable_http import streamable_http_client
+                    from mcp.shared._httpx_utils import create_mcp_http_client
+
+                    client = await stack.enter_async_context(
+                        create_mcp_http_client(headers=dict(config.headers))
+                    )
+                    read, write = await stack.enter_async_context(
+                        streamable_http_client(config.url or "", http_client=client)
+                    )
+                session = await stack.enter_async_context(mcp.ClientSession(read, write))
+                await session.initialize()
+                conn.tools = await _list_tools(session, config.name)
+                conn.session = session
+                conn.alive = True
+                ready.set_result(None)
+                assert conn.stop is not None
+                await conn.stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            conn.alive = False
+            if errlog is not None:
+                errlog.close()
+            if conn.done is not None and not conn.done.done():
+                conn.done.set_result(None)
+
+    def call(self, tool: McpTool, arguments: dict[str, Any]) -> Any:
+        """Send one ``tools/call`` and return the SDK's result; ToolServerError on failure."""
+        server = tool.info.server
+        config = self.config.servers[server]
+        conn = self._ensure(server)
+        timeout = config.timeout
+
+        async def send() -> Any:
+            return await conn.session.call_tool(
+                tool.info.name, arguments, read_timeout_seconds=timeout
+            )
+
+        try:
+            return self._run(send(), timeout + 5)
+        except FutureTimeout:
+            failure = f"did not answer within {timeout:g} s"
+        except Exception as exc:
+            if _is_server_answer(exc):
+                raise
+            timed_out = getattr(exc, "code", None) == _REQUEST_TIMEOUT
+            failure = f"did not answer within {timeout:g} s" if timed_out else _describe(exc)
+        # The server is dead, hung or confused: stop it, so the next use starts it afresh.
+        self._stop(conn)
+        raise ToolServerError(
+            f"the MCP server `{server}` failed during a call of `{tool.info.name}`: {failure}.",
+            path=config.source,
+            line=config.line,
+            field=config.entry,
+            hint="The call is recorded as in flight; `flow resume` re-runs it if the tool is "
+            "idempotent, and otherwise asks you to check its effect first. "
+            + self._log_hint(server),
+        )
+
+    def _stop(self, conn: _Connection) -> None:
+        """End one connection (its holder task leaves the contexts, stopping the server)."""
+        conn.alive = False
+        loop = self._loop
+        if loop is None or conn.stop is None:
+            return
+
+        async def stop() -> None:
+            assert conn.stop is not None
+            conn.stop.set()
+            if conn.done is not None:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(conn.done), 10)
+
+        with contextlib.suppress(Exception):
+            self._run(stop(), 15)
+
+    def close(self) -> None:
+        """Stop every server and the loop thread."""
+        for conn in list(self._conns.values()):
+            self._stop(conn)
+        self._conns.clear()
+        loop, thread = self._loop, self._thread
+        if loop is not None and thread is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(5)
+            if not thread.is_alive():
+                loop.close()
+        self._loop = self._thread = None
+
+    def __enter__(self) -> McpServers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class McpTool:
+    """One MCP tool, callable by the model like any other tool."""
+
+    def __init__(
+        self, servers: McpServers, info: McpToolInfo, model_name: str, idempotent: bool
+    ) -> None:
+        self.servers = servers
+        self.info = info
+        self.idempotent = idempotent
+        description = info.description or f"The tool `{info.name}` of the MCP server {info.server}."
+        schema = info.input_schema or {"type": "object", "properties": {}}
+        self.spec = ToolSpec(name=model_name, description=description, parameters=schema)
+
+    def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Call the tool once (an idempotent one again on a restarted server if that fails)."""
+        delays = RETRY_DELAYS if self.idempotent else ()
+        for attempt in range(len(delays) + 1):
+            try:
+                result = self.servers.call(self, arguments)
+            except ToolServerError:
+                if attempt >= len(delays):
+                    raise
+                time.sleep(delays[attempt])
+                continue
+            except Exception as exc:  # the server answered with a protocol error
+                return ToolResult(
+                    f"error: the MCP server {self.info.server} refused the call: {_describe(exc)}",
+                    is_error=True,
+                )
+            return format_result(result, self.info)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def format_result(result: Any, info: McpToolInfo) -> ToolResult:
+    """A ``CallToolResult`` as a ``ToolResult``: text as text, structured content as JSON,
+    images, audio and binary resources as one sidecar (the first) with a line saying so."""
+    parts: list[str] = []
+    data: bytes | None = None
+    for block in getattr(result, "content", None) or []:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(block.text)
+        elif kind in ("image", "audio"):
+            raw = _b64(block.data)
+            if data is None:
+                data = raw
+                parts.append(f"[{kind} {block.mime_type}, {len(raw)} bytes: kept in a sidecar]")
+            else:
+                parts.append(f"[{kind} {block.mime_type}, {len(raw)} bytes: not kept]")
+        elif kind == "resource":
+            res = block.resource
+            text = getattr(res, "text", None)
+            if text is not None:
+                parts.append(f"[resource {res.uri}]\n{text}")
+            else:
+                raw = _b64(getattr(res, "blob", "") or "")
+                mime = getattr(res, "mime_type", None) or "application/octet-stream"
+                if data is None:
+                    data = raw
+                    parts.append(
+                        f"[resource {res.uri}, {mime}, {len(raw)} bytes: kept in a sidecar]"
+                    )
+                else:
+                    parts.append(f"[resource {res.uri}, {mime}, {len(raw)} bytes: not kept]")
+        elif kind == "resource_link":
+            parts.append(f"[resource link {block.uri}]")
+        else:
+            parts.append(f"[{kind or 'unknown'} content]")
+    structured = getattr(result, "structured_content", None)
+    if structured is not None and not any(
+        getattr(b, "type", "") == "text" for b in result.content or []
+    ):
+        parts.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
+    content = "\n".join(parts) if parts else "(no output)"
+    is_error = bool(getattr(result, "is_error", False))
+    return ToolResult(content=content, is_error=is_error, data=data)
+
+
+async def _list_tools(session: Any, server: str) -> list[McpToolInfo]:
+    """Every tool the server lists (all pages)."""
+    infos: list[McpToolInfo] = []
+    cursor: str | None = None
+    mcp = _sdk()
+    for _ in range(1000):  # a server that pages forever is not followed forever
+        params = mcp.types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        listed = await session.list_tools(params=params)
+        for tool in listed.tools:
+            notes = tool.annotations
+            infos.append(
+                McpToolInfo(
+                    server=server,
+                    name=tool.name,
+                    description=tool.description or "",
+                    input_schema=dict(tool.input_schema or {}),
+                    read_only=bool(notes and notes.read_only_hint),
+                    idempotent_hint=bool(notes and notes.idempotent_hint),
+                    destructive=None if notes is None else notes.destructive_hint,
+                )
+            )
+        cursor = getattr(listed, "next_cursor", None)
+        if not cursor:
+            break
+    return infos
+
+
+#: Run by ``guarded_command``: ask Linux to SIGKILL this process when ``flow`` dies, then
+#: become the server (the request survives ``exec``). If ``flow`` died before the request
+#: was made, the server is not started at all.
+_GUARD = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    sys.exit(1)\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def guarded_command(config: McpServerConfig) -> tuple[str, list[str]]:
+    """The argv that starts a stdio server so that it cannot outlive ``flow``.
+
+    A server reads end of input when ``flow`` dies and should exit; one busy in a call (or
+    that ignores its input) would not. On Linux the server is therefore started through a
+    short Python prelude that sets the parent-death signal, then ``exec``s the server (same
+    process, same pid). A program that cannot be found is a ``FileNotFoundError`` here, as
+    it would be when started directly.
+    """
+    command, args = config.command or "", list(config.args)
+    if "/" in command:
+        base = config.cwd or Path.cwd()
+        found = command if (base / command).exists() else None
+    else:
+        path = config.env.get("PATH", os.environ.get("PATH", os.defpath))
+        found = shutil.which(command, path=path)
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, "no such program", command)
+    if not sys.platform.startswith("linux"):
+        return command, args
+    return sys.executable, ["-I", "-S", "-c", _GUARD, str(os.getpid()), command, *args]
+
+
+def _b64(text: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=False)
+    except ValueError:
+        return text.encode("utf-8", "replace")
+
+
+def _clean(name: str) -> str:
+    """``name`` with only the characters providers accept in a tool name."""
+    return _NAME_OK.sub("_", name)[:_MAX_NAME] or "tool"
+
+
+def _is_server_answer(exc: BaseException) -> bool:
+    """True for an error the server sent (it got the call and refused it), not a broken link."""
+    try:
+        from mcp import MCPError
+    except ImportError:  # pragma: no cover - the SDK is there once a server ran
+        return False
+    return isinstance(exc, MCPError) and exc.code not in (_CONNECTION_CLOSED, _REQUEST_TIMEOUT)
+
+
+def _describe(exc: BaseException) -> str:
+    """One line about an exception, from the innermost of an exception group."""
+    while getattr(exc, "exceptions", None):  # an exception group (anyio task groups)
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    text = str(exc).strip() or type(exc).__name__
+    if isinstance(exc, FileNotFoundError) and exc.filename:
+        text = f"no program {exc.filename!r} (is it installed and on PATH?)"
+    return text.splitlines()[0][:300]
+
+
+class _ErrLog:
+    """A server's stderr, redacted line by line into a log file (or dropped without one)."""
+
+    def __init__(self, path: Path | None, redact: Callable[[str], str]) -> None:
+        read_fd, write_fd = os.pipe()
+        self.writer = os.fdopen(write_fd, "w")
+        self._reader = os.fdopen(read_fd, "rb")
+        self._path = path
+        self._redact = redact
+        self._thread = threading.Thread(target=self._copy, daemon=True, name="flow-mcp-stderr")
+        self._thread.start()
+
+    def started(self) -> None:
+        """The server has its own copy of the pipe: close ours so its exit ends the log."""
+        with contextlib.suppress(OSError):
+            self.writer.close()
+
+    def _copy(self) -> None:
+        out = None
+        try:
+            if self._path is not None:
+                fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                out = os.fdopen(fd, "w", encoding="utf-8")
+            for line in self._reader:
+                if out is not None:
+                    out.write(self._redact(line.decode("utf-8", "replace")))
+                    out.flush()
+        except (OSError, ValueError):
+            pass
+        finally:
+            self._reader.close()
+            if out is not None:
+                out.close()
+
+    def close(self) -> None:
+        """Close our end; the copying thread ends when the server's end closes too."""
+        with contextlib.suppress(OSError):
+            self.writer.close()
+
+
+# --- setting up a run ---------------------------------------------------------------------
+
+
+def mcp_names(workflow: Workflow) -> list[str]:
+    """Names in the workflow's ``tools:`` that no built-in or declared command resolves."""
+    return [name for name, targets in workflow.tool_map.items() if not targets]
+
+
+def load_servers(
+    workflow: Workflow,
+    workspace: Path,
+    *,
+    config_path: str | Path | None = None,
+    ask: Callable[[str, str, bool], str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> McpConfig | None:
+    """The MCP configuration for a run of ``workflow``, or None when it needs none.
+
+    Read only when the workflow names tools that nothing else provides, or when
+    ``config_path`` is given (``--mcp-config``).
+    """
+    if not mcp_names(workflow) and config_path is None:
+        return None
+    path = find_config(workspace, config_path)
+    if path is None:
+        return None
+    return load_config(path, workspace=workspace, env=env, ask=ask)
+
+
+def tool_list_note(fingerprints: Mapping[str, str]) -> str:
+    """The attempt note that records the servers' tool-list hashes."""
+    return "mcp tools: " + ", ".join(f"{s}={h}" for s, h in sorted(fingerprints.items()))
+
+
+def changed_servers(previous_note: str | None, fingerprints: Mapping[str, str]) -> list[str]:
+    """Servers whose tool list differs from the one recorded in ``previous_note``."""
+    if not previous_note or not previous_note.startswith("mcp tools: "):
+        return []
+    old: dict[str, str] = {}
+    for item in previous_note[len("mcp tools: ") :].split(", "):
+        server, sep, digest = item.rpartition("=")
+        if sep:
+            old[server] = digest
+    return sorted(s for s, h in fingerprints.items() if s in old and old[s] != h)
+
+
+def start_servers(
+    workflow: Workflow,
+    workspace: Path,
+    tools: dict[str, Any],
+    *,
+    config: McpConfig | None,
+    log_dir: Path,
+    redact: Callable[[str], str],
+) -> McpServers | None:
+    """Start the servers ``workflow`` names and add their tools to ``tools`` (in place).
+
+    Returns the servers (close them when the run ends), or None without a configuration.
+    A server that cannot start raises ``ToolServerError`` and nothing is left running.
+    """
+    if config is None or not config.servers:
+        return None
+    log_dir.mkdir(parents=True, exist_ok=True)
+    servers = McpServers(
+        config, wanted=mcp_names(workflow), reserved=tools, log_dir=log_dir, redact=redact
+    )
+    try:
+        servers.offer()
+    except BaseException:
+        servers.close()
+        raise
+    tools.update(servers.tools)
+    return servers
+
+
+def previous_tool_note(notes: Iterable[str]) -> str | None:
+    """The last recorded tool-list note among ``notes`` (oldest first)."""
+    found = None
+    for note in notes:
+        if note.startswith("mcp tools: "):
+            found = note
+    return found
+
+
+def missing_tools_notice(workflow: Workflow, servers: McpServers | None) -> str | None:
+    """One line about tool names in ``tools:`` that nothing provides, or None."""
+    names = mcp_names(workflow)
+    if servers is not None:
+        names = [n for n in names if not servers.resolved.get(n)]
+    if not names:
+        return None
+    listed = ", ".join(f"`{n}`" for n in names)
+    if servers is None:
+        return (
+            f"the workflow names {listed}, which no built-in, command or MCP server provides "
+            "(no .vscode/mcp.json here; pass --mcp-config FILE); they are not offered."
+        )
+    return (
+        f"no MCP server in {servers.config.path} provides {listed}; they are not offered "
+        "(`flow check --mcp` lists what the servers offer)."
+    )

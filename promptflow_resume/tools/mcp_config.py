@@ -1,0 +1,451 @@
+"""MCP server configuration: the workspace's ``.vscode/mcp.json`` or ``--mcp-config FILE``.
+
+Servers are configured where users already keep them, never in a progress file: a shared
+progress file cannot make ``flow`` start a program. Two layouts are read::
+
+    {"inputs": [{"type": "promptString", "id": "token", "password": true}],
+     "servers": {"notes": {"command": "python", "args": ["notes.py"],
+                           "env": {"TOKEN": "${input:token}"}},
+                 "docs":  {"type": "http", "url": "http://127.0.0.1:8000/mcp",
+                           "headers": {"Authorization": "Bearer ${input:token}"}}}}
+
+    {"mcpServers": {"notes": {"command": "python", "args": ["notes.py"]}}}
+
+The first is VS Code's (comments and trailing commas allowed, as VS Code allows them); the
+second is what other MCP clients write. A stdio server has ``command`` with ``args``, ``env``,
+``envFile`` and ``cwd``; an HTTP (streamable HTTP) server has ``url`` and ``headers``.
+Values may use ``${input:ID}`` (an entry of ``inputs``), ``${env:NAME}``,
+``${workspaceFolder}`` and ``${userHome}``. An input's value comes from the environment
+variable ``FLOW_MCP_INPUT_<ID>`` (upper case, other characters as ``_``), else it is asked on a
+terminal (hidden when ``password`` is true); input values are secrets and are redacted from
+everything ``flow`` writes. flow's own settings for a server sit under ``"flow"``::
+
+    "flow": {"timeout": 30, "idempotent": {"append_note": false, "search": true}}
+
+``timeout`` is the seconds one call may take; ``idempotent`` overrides, per tool, what the
+server's annotations say (``readOnlyHint``/``idempotentHint``) about re-running a call that
+was in flight when a run stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import InputError, InvalidFileError
+
+#: Where VS Code keeps a workspace's MCP servers, relative to the workspace root.
+WORKSPACE_CONFIG = Path(".vscode") / "mcp.json"
+#: Seconds one tool call may take unless the server's ``flow.timeout`` says otherwise.
+DEFAULT_CALL_TIMEOUT = 60.0
+#: Seconds a server has to start and answer ``initialize`` and ``tools/list``.
+START_TIMEOUT = 30.0
+#: The largest configuration file read (a config is a few KiB; anything larger is a mistake).
+MAX_CONFIG_BYTES = 1024 * 1024
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z]+)(?::([^}]*))?\}")
+
+
+class McpConfigError(InvalidFileError):
+    """An MCP configuration file cannot be read or is not what it should be."""
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    """One configured server, its variables already substituted."""
+
+    name: str
+    transport: Literal["stdio", "http"]
+    #: The file it was configured in (for messages), and the field path of its entry.
+    source: Path
+    entry: str
+    #: The line of its entry in ``source`` (for messages).
+    line: int | None = None
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout: float = DEFAULT_CALL_TIMEOUT
+    #: Per tool: True/False overrides the annotations' verdict on re-running it.
+    idempotent: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        """``file ($.servers.name)``: how messages name this server's configuration."""
+        return f"{self.source} ({self.entry})"
+
+
+@dataclass(frozen=True)
+class McpConfig:
+    """The servers of one configuration file, in the file's order, and its secret values."""
+
+    path: Path
+    servers: dict[str, McpServerConfig]
+    #: Values of ``inputs`` and of variables with secret-looking names, for the redactor.
+    secrets: tuple[str, ...] = ()
+
+
+def find_config(workspace: Path, explicit: str | Path | None = None) -> Path | None:
+    """The configuration to use: ``explicit`` (``--mcp-config``), else the workspace's file."""
+    if explicit is not None:
+        path = Path(explicit)
+        if not path.is_file():
+            raise McpConfigError(
+                f"the MCP configuration {path} does not exist.",
+                path=path,
+                hint="Pass the path of a JSON file with `servers` or `mcpServers`.",
+            )
+        return path
+    candidate = workspace / WORKSPACE_CONFIG
+    return candidate if candidate.is_file() else None
+
+
+def load_config(
+    path: str | Path,
+    *,
+    workspace: Path,
+    env: Mapping[str, str] | None = None,
+    ask: Callable[[str, str, bool], str] | None = None,
+    resolve_inputs: bool = True,
+) -> McpConfig:
+    """Read and check one configuration file; McpConfigError names the file, line and field.
+
+    ``ask(id, description, password)`` is called for an input that has no value in the
+    environment (on a terminal); without it such an input is an InputError saying which
+    variable to set. With ``resolve_inputs`` False, ``${input:ID}`` is checked but left as
+    written (``flow check`` without starting servers needs no secrets).
+    """
+    path = Path(path)
+    env = os.environ if env is None else env
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise McpConfigError(
+            f"cannot read the MCP configuration: {exc.strerror or exc}.", path=path
+        ) from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise McpConfigError(
+            f"the file is {len(data):,} bytes; an MCP configuration is limited to "
+            f"{MAX_CONFIG_BYTES:,} bytes.",
+            path=path,
+        )
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise McpConfigError(
+            f"the file is not UTF-8 text (byte {exc.start}); save it as UTF-8.", path=path
+        ) from None
+    try:
+        raw = json.loads(strip_jsonc(text))
+    except json.JSONDecodeError as exc:
+        raise McpConfigError(
+            f"not valid JSON: {exc.msg}.", path=path, line=exc.lineno, column=exc.colno
+        ) from None
+    reader = _Reader(path, text, workspace, env, ask)
+    reader.resolve_inputs = resolve_inputs
+    return reader.config(raw)
+
+
+def strip_jsonc(text: str) -> str:
+    """JSON with comments and trailing commas as plain JSON, every line and column kept.
+
+    Comments become spaces (newlines stay), and a comma followed only by blanks and
+    comments before ``}`` or ``]`` becomes a space, so JSON errors keep their positions.
+    """
+    out = list(text)
+    i, n = 0, len(text)
+    last_comma: int | None = None
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            last_comma = None
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+            continue
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            for j in range(i, end):
+                out[j] = " "
+            i = end
+            continue
+        if text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            for j in range(i, end):
+                if out[j] != "\n":
+                    out[j] = " "
+            i = end
+            continue
+        if ch == ",":
+            last_comma = i
+        elif ch in "}]":
+            if last_comma is not None:
+                out[last_comma] = " "
+            last_comma = None
+        elif not ch.isspace():
+            last_comma = None
+        i += 1
+    return "".join(out)
+
+
+def input_variable(input_id: str) -> str:
+    """The environment variable that gives the input ``input_id`` its value."""
+    return "FLOW_MCP_INPUT_" + re.sub(r"[^A-Za-z0-9]", "_", input_id).upper()
+
+
+class _Reader:
+    """Checks one parsed file and builds its records, with positioned errors."""
+
+    def __init__(
+        self,
+        path: Path,
+        text: str,
+        workspace: Path,
+        env: Mapping[str, str],
+        ask: Callable[[str, str, bool], str] | None,
+    ) -> None:
+        self.path = path
+        self.text = text
+        self.workspace = workspace
+        self.env = env
+        self.ask = ask
+        self.inputs: dict[str, dict[str, Any]] = {}
+        self.values: dict[str, str] = {}
+        self.secrets: list[str] = []
+        self.resolve_inputs = True
+
+    # --- errors --------------------------------------------------------------------------
+
+    def fail(self, field_path: str, message: str, hint: str | None = None) -> McpConfigError:
+        line = self._line_of(field_path)
+        return McpConfigError(message, path=self.path, line=line, field=field_path, hint=hint)
+
+    def _line_of(self, field_path: str) -> int | None:
+        """The line of the last key of ``field_path`` (the first one found after its parents)."""
+        keys = [k for k in re.findall(r"\.([^.\[\]]+)", field_path)]
+        offset = 0
+        found: int | None = None
+        for key in keys:
+            at = self.text.find(json.dumps(key), offset)
+            if at < 0:
+                break
+            offset = at
+            found = at
+        return None if found is None else self.text.count("\n", 0, found) + 1
+
+    # --- the file ------------------------------------------------------------------------
+
+    def config(self, raw: Any) -> McpConfig:
+        if not isinstance(raw, dict):
+            raise self.fail("$", "an MCP configuration must be a JSON object.")
+        if "servers" in raw:
+            key = "servers"
+        elif "mcpServers" in raw:
+            key = "mcpServers"
+        else:
+            raise self.fail(
+                "$",
+                "the file has neither `servers` (VS Code's layout) nor `mcpServers`.",
+                hint='Write {"servers": {"NAME": {"command": ..., "args": [...]}}}.',
+            )
+        self._read_inputs(raw.get("inputs", []))
+        servers_raw = raw[key]
+        if not isinstance(servers_raw, dict):
+            raise self.fail(f"$.{key}", f"`{key}` must be an object of servers by name.")
+        servers: dict[str, McpServerConfig] = {}
+        for name, spec in servers_raw.items():
+            servers[name] = self._server(name, spec, f"$.{key}.{name}")
+        return McpConfig(path=self.path, servers=servers, secrets=tuple(self.secrets))
+
+    def _read_inputs(self, inputs: Any) -> None:
+        if not isinstance(inputs, list):
+            raise self.fail("$.inputs", "`inputs` must be a list of input definitions.")
+        for i, item in enumerate(inputs):
+            where = f"$.inputs[{i}]"
+            if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+                raise self.fail(where, "each input needs an `id` (a string).")
+            self.inputs[item["id"]] = item
+
+    def _input_value(self, input_id: str, where: str) -> str:
+        if input_id in self.values:
+            return self.values[input_id]
+        decl = self.inputs.get(input_id)
+        if decl is None:
+            known = ", ".join(self.inputs) or "none"
+            raise self.fail(
+                where,
+                f"`${{input:{input_id}}}` names no entry of `inputs` (defined: {known}).",
+            )
+        if not self.resolve_inputs:
+            return f"${{input:{input_id}}}"
+        variable = input_variable(input_id)
+        value = self.env.get(variable)
+        if value is None and self.ask is not None:
+            value = self.ask(
+                input_id, str(decl.get("description") or ""), bool(decl.get("password"))
+            )
+        if value is None:
+            raise InputError(
+                f"the MCP configuration {self.path} needs the input `{input_id}`"
+                f" ({decl.get('description') or 'no description'}), and there is no terminal to "
+                "ask on.",
+                path=self.path,
+                field=where,
+                hint=f"Set the environment variable {variable}.",
+            )
+        self.values[input_id] = value
+        self.secrets.append(value)
+        return value
+
+    def _substitute(self, value: Any, where: str) -> str:
+        if not isinstance(value, str):
+            raise self.fail(where, f"must be a string, not {type(value).__name__}.")
+
+        def replace(match: re.Match[str]) -> str:
+            kind, arg = match.group(1), match.group(2)
+            if kind == "input" and arg:
+                return self._input_value(arg, where)
+            if kind == "env" and arg:
+                return self.env.get(arg, "")
+            if kind == "workspaceFolder" and arg is None:
+                return str(self.workspace)
+            if kind == "userHome" and arg is None:
+                return str(Path.home())
+            raise self.fail(
+                where,
+                f"`{match.group(0)}` is not a variable flow knows; use ${{input:ID}}, "
+                "${env:NAME}, ${workspaceFolder} or ${userHome}.",
+            )
+
+        return _VARIABLE.sub(replace, value)
+
+    def _strings(self, value: Any, where: str) -> tuple[str, ...]:
+        if not isinstance(value, list):
+            raise self.fail(where, "must be a list of strings.")
+        return tuple(self._substitute(item, f"{where}[{i}]") for i, item in enumerate(value))
+
+    def _mapping(self, value: Any, where: str) -> dict[str, str]:
+        if not isinstance(value, dict):
+            raise self.fail(where, "must be an object of names to strings.")
+        return {str(k): self._substitute(v, f"{where}.{k}") for k, v in value.items()}
+
+    def _server(self, name: str, spec: Any, where: str) -> McpServerConfig:
+        if not isinstance(spec, dict):
+            raise self.fail(where, f"the server `{name}` must be an object.")
+        kind = spec.get("type")
+        if kind is None:
+            kind = "http" if "url" in spec and "command" not in spec else "stdio"
+        if kind == "streamableHttp":
+            kind = "http"
+        if kind == "sse":
+            raise self.fail(
+                f"{where}.type",
+                f"the server `{name}` uses the older SSE transport, which flow does not speak.",
+                hint='Use the server\'s streamable HTTP endpoint with "type": "http".',
+            )
+        if kind not in ("stdio", "http"):
+            raise self.fail(f"{where}.type", f'`type` is "{kind}"; flow knows "stdio" and "http".')
+        flow_opts = spec.get("flow", {})
+        if not isinstance(flow_opts, dict):
+            raise self.fail(f"{where}.flow", "`flow` must be an object.")
+        timeout = flow_opts.get("timeout", DEFAULT_CALL_TIMEOUT)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise self.fail(f"{where}.flow.timeout", "must be a number of seconds above 0.")
+        overrides = flow_opts.get("idempotent", {})
+        if not isinstance(overrides, dict) or not all(
+            isinstance(v, bool) for v in overrides.values()
+        ):
+            raise self.fail(
+                f"{where}.flow.idempotent",
+                "must map tool names to true or false.",
+            )
+        common: dict[str, Any] = {
+            "name": name,
+            "source": self.path,
+            "entry": where,
+            "line": self._line_of(where),
+            "timeout": float(timeout),
+            "idempotent": dict(overrides),
+        }
+        if kind == "http":
+            url = spec.get("url")
+            if not isinstance(url, str) or not re.match(r"https?://", url):
+                raise self.fail(
+                    f"{where}.url",
+                    f"the HTTP server `{name}` needs a `url` starting with http:// or https://.",
+                )
+            headers = self._mapping(spec.get("headers", {}), f"{where}.headers")
+            self._secret_values(headers)
+            return McpServerConfig(
+                transport="http",
+                url=self._substitute(url, f"{where}.url"),
+                headers=headers,
+                **common,
+            )
+        command = spec.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise self.fail(
+                f"{where}.command",
+                f"the stdio server `{name}` needs a `command` (the program to start).",
+            )
+        env: dict[str, str] = {}
+        if "envFile" in spec:
+            env.update(self._env_file(spec["envFile"], f"{where}.envFile"))
+        env.update(self._mapping(spec.get("env", {}), f"{where}.env"))
+        self._secret_values(env)
+        cwd = None
+        if "cwd" in spec:
+            cwd = Path(self._substitute(spec["cwd"], f"{where}.cwd"))
+            cwd = cwd if cwd.is_absolute() else self.workspace / cwd
+            if not cwd.is_dir():
+                raise self.fail(f"{where}.cwd", f"the folder {cwd} does not exist.")
+        return McpServerConfig(
+            transport="stdio",
+            command=self._substitute(command, f"{where}.command"),
+            args=self._strings(spec.get("args", []), f"{where}.args"),
+            env=env,
+            cwd=cwd,
+            **common,
+        )
+
+    def _env_file(self, value: Any, where: str) -> dict[str, str]:
+        path = Path(self._substitute(value, where))
+        path = path if path.is_absolute() else self.workspace / path
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            reason = exc.strerror or exc
+            raise self.fail(where, f"cannot read the env file {path}: {reason}.") from None
+        values: dict[str, str] = {}
+        for number, line in enumerate(lines, start=1):
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            name, sep, value_text = stripped.removeprefix("export ").partition("=")
+            if not sep or not name.strip():
+                raise McpConfigError("expected NAME=value.", path=path, line=number, field=where)
+            value_text = value_text.strip()
+            if len(value_text) >= 2 and value_text[0] == value_text[-1] and value_text[0] in "\"'":
+                value_text = value_text[1:-1]
+            values[name.strip()] = value_text
+        return values
+
+    def _secret_values(self, values: Mapping[str, str]) -> None:
+        """Values of secret-looking names (``TOKEN``, ``Authorization``) become secrets."""
+        from ..redact import is_secret_name
+
+        for name, value in values.items():
+            if value and (is_secret_name(name) or name.lower() == "authorization"):
+                self.secrets.append(value)
+                if name.lower() == "authorization" and " " in value:
+                    self.secrets.append(value.split(" ", 1)[1])
