@@ -2,18 +2,20 @@
 
 Run as a script (a real process a test can SIGKILL through ``FLOW_CRASH_AT``)::
 
-    python tests/long_run.py FOLDER TURNS [--steps N] [--reply BYTES] [--result BYTES]
+    python tests/long_run.py FOLDER TURNS [--steps N] [--reply BYTES] [--result BYTES] [--pace S]
 
 It writes ``FOLDER/long.prompt.md`` (``N`` steps) and runs it into ``FOLDER/run/progress.md``
 with a model that, in each step, calls the tool ``probe`` ``TURNS`` times and then answers, and
 a tool that returns at once. Both are in-process and instant, so the time is flow's own.
 ``probe`` is declared as an idempotent command in the workflow, so ``flow resume`` (with
 ``--provider echo``) accepts the run. Each step boundary folds the journal into the file.
+``--pace`` makes the tool take that many seconds, for tests that watch a run from outside.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -74,16 +76,25 @@ class InstantTool:
     spec = ToolSpec("probe", "Look at something.", {"type": "object", "properties": {}})
     idempotent = True
 
-    def __init__(self, result_bytes: int) -> None:
+    def __init__(self, result_bytes: int, pace: float = 0.0) -> None:
         self.text = ("line of tool output\n" * (result_bytes // 20 + 1))[:result_bytes]
+        self.pace = pace
 
     def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        """Return the fixed text."""
+        """Return the fixed text (after ``pace`` seconds)."""
+        if self.pace:
+            time.sleep(self.pace)
         return ToolResult(self.text)
 
 
 def run_loop(
-    folder: Path, turns: int, *, steps: int = 1, reply_bytes: int = 40, result_bytes: int = 40
+    folder: Path,
+    turns: int,
+    *,
+    steps: int = 1,
+    reply_bytes: int = 40,
+    result_bytes: int = 40,
+    pace: float = 0.0,
 ) -> Path:
     """Run the loop workflow in ``folder``; return its progress path."""
     workflow_path = folder / "long.prompt.md"
@@ -94,7 +105,9 @@ def run_loop(
     store = ProgressStore.create(progress, run)
     options = EngineOptions(workspace=folder, reporter=Reporter(), redactor=Redactor())
     model = LoopModel(turns, reply_bytes)
-    engine = Engine(workflow, run, store, model, {"probe": InstantTool(result_bytes)}, options)
+    engine = Engine(
+        workflow, run, store, model, {"probe": InstantTool(result_bytes, pace)}, options
+    )
     try:
         engine.execute()
     finally:
@@ -109,7 +122,13 @@ if __name__ == "__main__":
     parser.add_argument("--steps", type=int, default=1)
     parser.add_argument("--reply", type=int, default=40)
     parser.add_argument("--result", type=int, default=40)
+    parser.add_argument("--pace", type=float, default=0.0)
     args = parser.parse_args()
     run_loop(
-        args.folder, args.turns, steps=args.steps, reply_bytes=args.reply, result_bytes=args.result
+        args.folder,
+        args.turns,
+        steps=args.steps,
+        reply_bytes=args.reply,
+        result_bytes=args.result,
+        pace=args.pace,
     )
