@@ -469,6 +469,10 @@ def resume_run(
             notes.append(outside)
         if report.edited_entries:
             notes.append("entries edited by hand: " + ", ".join(map(str, report.edited_entries)))
+        notes.extend(
+            f"input edited by hand: {change} (used by every prompt not answered yet)"
+            for change in report.edited_inputs
+        )
         if provider is not None:
             run.config.provider = provider
         if model is not None:
@@ -541,6 +545,7 @@ class StatusReport:
             if plan
             else [],
             "edited_entries": list(self.load.edited_entries),
+            "edited_inputs": list(self.load.edited_inputs),
             "warnings": list(self.load.warnings),
             "usage": run.usage.to_dict(),
             "attempts": len(run.attempts),

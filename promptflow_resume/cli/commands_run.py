@@ -452,6 +452,8 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
     if data["edited_entries"]:
         edited = ", ".join(map(str, data["edited_entries"]))
         out(f"edited   transcript entries edited by hand: {edited}")
+    for change in data["edited_inputs"]:
+        out(f"edited   input edited by hand: {change} (used by every prompt not answered yet)")
     for warning in data["warnings"]:
         out(f"warning  {warning}")
     if run.status == "completed" and not data["reset_steps"]:

@@ -246,9 +246,7 @@ def _rank_light(
     best, exact = _choose_scored(scored)
     summaries = full([s.path for s in best])
     given = json.loads(inputs_json)
-    candidates = tuple(
-        _candidate(summaries[s.path], s, given) for s in best if s.path in summaries
-    )
+    candidates = tuple(_candidate(summaries[s.path], s, given) for s in best if s.path in summaries)
     chosen = next((c for c in candidates if exact is not None and str(c.path) == exact.path), None)
     return candidates, chosen
 

@@ -31,9 +31,11 @@ from .frontmatter import normalize_yaml_values, run_from_valid
 from .model import FORMAT_VERSION, ROLES, Entry, LoadReport, Run
 from .render import (
     ESCAPED_INFO,
+    INPUT_TABLE_HEADER,
     TOOL_ROLES,
     conversation_preamble,
     heading,
+    input_rows,
     section_digest,
     tool_line,
 )
@@ -708,9 +710,50 @@ def _check_generated(
         )
 
 
-def _conversation_start(sc: _Scanner, start: int, report: LoadReport) -> int:
+def _input_cells(text: str) -> dict[str, str]:
+    """Input name -> value, as the rows of a Configuration section's input table show them."""
+    out: dict[str, str] = {}
+    lines = text.split("\n")
+    if INPUT_TABLE_HEADER not in lines:
+        return out
+    for line in lines[lines.index(INPUT_TABLE_HEADER) + 2 :]:
+        match = _INPUT_ROW_RE.fullmatch(line)
+        if match is None:
+            break
+        out[match.group(1)] = match.group(2)
+    return out
+
+
+_INPUT_ROW_RE = re.compile(r"\| ((?:[^|\\]|\\.)*) \| ((?:[^|\\]|\\.)*) \|")
+
+
+def _check_inputs(
+    sc: _Scanner, recorded: str | None, start: int, end: int, run: Run, report: LoadReport
+) -> None:
+    """Name the inputs edited in the front matter: the Configuration section still shows the
+    values flow last wrote (unless it was edited itself, and then it tells nothing)."""
+    text = sc.text[start:end]
+    if recorded is None or section_digest(text) != recorded:
+        return
+    shown = _input_cells(text)
+    now = _input_cells(INPUT_TABLE_HEADER + "\n|---|---|\n" + "\n".join(input_rows(run.inputs)))
+
+    def plain(value: str | None) -> str:
+        return "(not set)" if value is None else value.replace("\\|", "|")
+
+    for name in [*shown, *(n for n in now if n not in shown)]:
+        if shown.get(name) != now.get(name):
+            report.edited_inputs.append(
+                f"{plain(name)}: {plain(shown.get(name))} -> {plain(now.get(name))}"
+            )
+
+
+def _conversation_start(
+    sc: _Scanner, start: int, report: LoadReport, run: Run | None = None
+) -> int:
     """Read the generated sections from ``start`` up to the conversation; return where its
-    first entry (or whatever follows its heading) starts."""
+    first entry (or whatever follows its heading) starts. With ``run``, name the inputs its
+    front matter changed since flow wrote the Configuration section."""
     text = sc.text
     pos = sc.next_marker(start)
     if pos == -1:
@@ -727,6 +770,8 @@ def _conversation_start(sc: _Scanner, start: int, report: LoadReport) -> int:
         if nxt == -1:
             raise sc.truncated(f"it ends inside the {name} section")
         _check_generated(sc, name, recorded, after, nxt, report)
+        if name == "configuration" and run is not None:
+            _check_inputs(sc, recorded, after, nxt, run, report)
         pos = nxt
     pos = sc.next_marker(after)
     if pos == -1:
@@ -770,7 +815,7 @@ def _body(
 ) -> tuple[list[str], list[str | None]]:
     """Scan the body from ``start``; fill ``run.transcript``; return the stored digests and
     the actual ones known so far (None where ``_verify`` must compute them)."""
-    pos = _conversation_start(sc, start, report)
+    pos = _conversation_start(sc, start, report, run)
     digests: list[str] = []
     actual: list[str | None] = []
     pos = _entries(sc, pos, run.transcript, digests, actual, report)
@@ -977,7 +1022,7 @@ def parse_bytes(
         validate_front_matter(fm, path=where, source=source, line_offset=1)
         run = run_from_valid(fm)
         report = LoadReport()
-        at = _conversation_start(head, body_start, report)  # counts characters, not bytes
+        at = _conversation_start(head, body_start, report, run)  # counts characters, not bytes
     except (FlowError, UnicodeDecodeError):
         # Reported with its place in the whole file (the front matter might even run past
         # this start).
