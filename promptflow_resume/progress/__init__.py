@@ -15,6 +15,8 @@ readable conversation. Everything that touches the disk format lives in this pac
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 #: Public name -> the module of this package that defines it. Imported on first use, so a
@@ -63,6 +65,19 @@ if TYPE_CHECKING:
     )
 
 
+class _Package(types.ModuleType):
+    """This package, keeping the functions ``parse`` and ``render`` under their names: the
+    import system sets an attribute for each submodule it loads, and two share those names."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("parse", "render") and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
@@ -70,6 +85,7 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     return value
+
 
 __all__ = [
     "FORMAT_VERSION",

@@ -114,6 +114,10 @@ class Parsed:
     actual_digests: list[str] = field(default_factory=list)
     #: The chain over ``stored_digests`` (its root is the front matter's transcript digest).
     chain: Chain = field(default_factory=Chain)
+    #: Byte offsets in the file where each of the first entries' blocks starts, then where the
+    #: last of them ends: the entries read straight from the bytes, as flow writes them (a
+    #: writer reuses the bytes of those unedited when it folds). Empty for a whole-text parse.
+    entry_spans: list[int] = field(default_factory=list)
 
 
 class _Scanner:
@@ -499,7 +503,12 @@ def _quick_entries(
 
 
 def _quick_entries_bytes(
-    data: bytes, pos: int, transcript: list[Entry], digests: list[str], actual: list[str | None]
+    data: bytes,
+    pos: int,
+    transcript: list[Entry],
+    digests: list[str],
+    actual: list[str | None],
+    starts: list[int] | None = None,
 ) -> int:
     """``_quick_entries`` over a file's bytes: the content is hashed as it is in the file and
     decoded once, entry by entry; returns where the entries stop matching (or a content is not
@@ -594,6 +603,8 @@ def _quick_entries_bytes(
                 None if size is None else int(size),
             )
         )
+        if starts is not None:
+            starts.append(pos)
         pos = end
         expected += 1
 
@@ -1031,7 +1042,8 @@ def parse_bytes(
         return parse_document(whole().text, path=path)
     digests: list[str] = []
     actual: list[str | None] = []
-    end = _quick_entries_bytes(data, first, run.transcript, digests, actual)
+    starts: list[int] = []
+    end = _quick_entries_bytes(data, first, run.transcript, digests, actual, starts)
     read_to_end = False
     if not data.startswith(b"<!-- flow:entry ", end):
         # The sections after the conversation, read on their own (their positions would be
@@ -1060,10 +1072,11 @@ def parse_bytes(
         and not any(e.sidecar is not None and check_link(e.sidecar, stem) for e in run.transcript)
     ):
         known = [a for a in actual if a is not None]
-        return Parsed(run, report, stored_digests=digests, actual_digests=known, chain=chain)
+        return Parsed(run, report, digests, known, chain, entry_spans=[*starts, end])
     # Edits or damage: _verify reports them with their places in the whole file.
     checked, chain = _verify(sc or whole(), fm, source, run, digests, actual, report)
-    return Parsed(run, report, stored_digests=digests, actual_digests=checked, chain=chain)
+    spans = [*starts, end] if starts else []
+    return Parsed(run, report, digests, checked, chain, entry_spans=spans)
 
 
 def parse(text: str, *, path: str | Path = "progress.md") -> tuple[Run, LoadReport]:

@@ -27,6 +27,7 @@ import json
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -309,11 +310,24 @@ def _locate(data: bytes, entry_id: int) -> int | None:
     return None if found == -1 else data.count(b"\n", 0, found) + 2
 
 
-def _load(
-    path: Path, *, verify_sidecars: bool = True, live: bool = False
-) -> tuple[Run, LoadReport, Chain, bool]:
-    """Load + replay; returns run, report, the chain over the stored digests and whether a
-    journal exists.
+@dataclass
+class _Loaded:
+    run: Run
+    report: LoadReport
+    #: The chain over the stored digests of the whole transcript (file and journal).
+    chain: Chain
+    has_journal: bool
+    #: The file's bytes, and where its entries' blocks start and end (``Parsed.entry_spans``).
+    data: bytes = b""
+    spans: list[int] = field(default_factory=list)
+    #: The stored digests of the whole transcript, and the digests of the file's entries as
+    #: read (they differ for an entry edited by hand).
+    digests: list[str] = field(default_factory=list)
+    actual: list[str] = field(default_factory=list)
+
+
+def _load(path: Path, *, verify_sidecars: bool = True, live: bool = False) -> _Loaded:
+    """Load + replay a progress file.
 
     The journal is read before the file. A fold writes the file before it drops the journal,
     so whatever a live writer does in between, the file read second is the one the journal
@@ -328,7 +342,6 @@ def _load(
     if raw_journal is not None:
         events = journal.parse_events(raw_journal, jpath, run.run_id, report, live=live)
         run = replay(run, digests, chain, events, jpath, report, live=live)
-
     if verify_sidecars:
         for entry in run.transcript:
             if entry.sidecar is None:
@@ -347,7 +360,9 @@ def _load(
                         "otherwise."
                     ),
                 )
-    return run, report, chain, has_journal
+    return _Loaded(
+        run, report, chain, has_journal, data, parsed.entry_spans, digests, parsed.actual_digests
+    )
 
 
 #: How often a reader retries a live run whose files changed under it while it read them.
@@ -364,8 +379,8 @@ def load_progress(path: str | Path) -> tuple[Run, LoadReport]:
     live = owner_alive(p)
     for attempt in range(_READ_RETRIES):
         try:
-            run, report, _, _ = _load(p, live=live)
-            return run, report
+            loaded = _load(p, live=live)
+            return loaded.run, loaded.report
         except (ProgressFormatError, DigestError, SidecarError):
             if not live or attempt == _READ_RETRIES - 1:
                 raise
@@ -496,7 +511,9 @@ class ProgressStore:
         try:
             store._write_owner()
             store._clean_leftovers()
-            run, report, chain, has_journal = _load(p)
+            loaded = _load(p)
+            run, report, chain = loaded.run, loaded.report, loaded.chain
+            store._seed_rendered(run.transcript, loaded)
             store._seq = run.journal_seq
             store._count = len(run.transcript)
             store._chain = chain
@@ -506,7 +523,7 @@ class ProgressStore:
             if report.replayed_events:
                 # Fold what the crash left in the journal so the file shows it again.
                 store.checkpoint(run)
-            elif has_journal:
+            elif loaded.has_journal:
                 # Already folded (a crash between the rename and the unlink): just drop it.
                 os.unlink(journal_path(p))
         except BaseException:
@@ -700,6 +717,29 @@ class ProgressStore:
         self._chain = chain
         self._fm = fm
 
+    def _seed_rendered(self, transcript: list[Entry], loaded: _Loaded) -> None:
+        """Take the blocks of the entries just read from the file as their renderings, so the
+        next fold copies them instead of rendering every entry again: the entries read straight
+        from the bytes (``Parsed.entry_spans``) and not edited by hand, and only if the first
+        and last of them are exactly what this version renders (a file from an older renderer
+        is rendered afresh)."""
+        spans, data, stored, actual = loaded.spans, loaded.data, loaded.digests, loaded.actual
+        count = min(len(spans) - 1, len(transcript), len(actual))
+        seeded: dict[tuple[Any, ...], tuple[str, str]] = {}
+        checked = []
+        for index in range(count):
+            if actual[index] != stored[index]:
+                continue
+            entry = transcript[index]
+            block = data[spans[index] : spans[index + 1]].decode("utf-8")
+            seeded[_render_key(entry)] = (stored[index], block)
+            checked.append(index)
+        for index in {checked[0], checked[-1]} if checked else ():
+            digest, block = seeded[_render_key(transcript[index])]
+            if entry_block(transcript[index], digest) != block:
+                return
+        self._rendered = seeded
+
     def _render_entries(self, transcript: list[Entry]) -> tuple[list[str], list[str]]:
         """Each entry's digest and ``entry_block``, reusing those of the entries unchanged since
         the last fold: a long run folds at every step boundary, and re-rendering thousands of
@@ -709,20 +749,7 @@ class ProgressStore:
         digests: list[str] = []
         blocks: list[str] = []
         for e in transcript:
-            # Every field the digest and the block depend on, so an entry changed in place
-            # (an accepted hand edit, say) misses and is rendered again.
-            key = (
-                e.id,
-                e.role,
-                e.content,
-                e.step,
-                e.call_id,
-                e.tool,
-                e.is_error,
-                e.sidecar,
-                e.sidecar_sha256,
-                e.sidecar_bytes,
-            )
+            key = _render_key(e)
             done = known.get(key)
             if done is None:
                 digest = entry_digest(e)
@@ -753,3 +780,20 @@ class ProgressStore:
                 hint=f"Restore {entry.sidecar} from version control or a backup.",
             )
         return data
+
+
+def _render_key(e: Entry) -> tuple[Any, ...]:
+    # Every field the digest and the block depend on, so an entry changed in place (an
+    # accepted hand edit, say) misses and is rendered again.
+    return (
+        e.id,
+        e.role,
+        e.content,
+        e.step,
+        e.call_id,
+        e.tool,
+        e.is_error,
+        e.sidecar,
+        e.sidecar_sha256,
+        e.sidecar_bytes,
+    )
