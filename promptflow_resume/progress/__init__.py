@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     "journal_path": "store",
     "load_progress": "store",
     "lock_path": "store",
-    "owner_path": "store",
+    "owner_path": "owner",
     "validate_file": "store",
 }
 
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .digest import entry_digest, transcript_digest
     from .frontmatter import from_front_matter, to_front_matter
     from .model import FORMAT_VERSION, Entry, LoadReport, Run
+    from .owner import owner_path
     from .parse import MIGRATIONS, Migration, parse
     from .render import render
     from .sidecar import SIDECAR_THRESHOLD, is_binary, needs_sidecar
@@ -60,7 +61,6 @@ if TYPE_CHECKING:
         journal_path,
         load_progress,
         lock_path,
-        owner_path,
         validate_file,
     )
 

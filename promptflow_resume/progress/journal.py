@@ -142,17 +142,20 @@ class PatchError(ValueError):
 def _parent(state: Any, path: Path_) -> tuple[Any, str | int]:
     if not isinstance(path, list) or not path:
         raise PatchError("a change names no field")
-    node = state
+    node: Any = state
     for key in path[:-1]:
-        if (isinstance(node, dict) and isinstance(key, str) and key in node) or (
+        if isinstance(node, dict) and isinstance(key, str) and key in node:
+            node = node[key]
+            continue
+        if (
             isinstance(node, list)
             and isinstance(key, int)
             and not isinstance(key, bool)
             and 0 <= key < len(node)
         ):
             node = node[key]
-        else:
-            raise PatchError(f"the field {_show(path)} does not exist")
+            continue
+        raise PatchError(f"the field {_show(path)} does not exist")
     return node, path[-1]
 
 
