@@ -189,7 +189,7 @@ def apply(state: dict[str, Any], sets: list[tuple[Path_, Any]], deletes: list[Pa
 
 
 def journal_error(
-    path: Path, line: int | None, message: str, *, live: bool = False
+    path: Path, line: int | None, message: str, *, live: bool = False, column: int | None = None
 ) -> ProgressFormatError:
     """A positioned error in the journal; ``live``: its run has a live writer right now."""
     if live:
@@ -202,7 +202,14 @@ def journal_error(
             "The journal holds events written after the last checkpoint of progress.md. Move "
             "it aside to resume from the checkpoint (losing those events), or restore it."
         )
-    return ProgressFormatError(message, path=path, line=line, column=1 if line else None, hint=hint)
+    return ProgressFormatError(
+        message, path=path, line=line, column=column or (1 if line else None), hint=hint
+    )
+
+
+def _at(data: bytes, offset: int) -> tuple[int, int]:
+    """Line and column (1-based) of byte ``offset`` in ``data``."""
+    return data.count(b"\n", 0, offset) + 1, offset - (data.rfind(b"\n", 0, offset) + 1) + 1
 
 
 def _nested_deeper_than(value: Any, limit: int) -> bool:
@@ -254,11 +261,21 @@ def parse_events(
     (no warning) and any damage is reported without advice to move the file.
     """
     if b"\0" in data:
-        raise journal_error(path, None, "the journal contains a NUL byte.", live=live)
+        line, column = _at(data, data.index(b"\0"))
+        raise journal_error(
+            path, line, "the journal contains a NUL byte.", live=live, column=column
+        )
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise journal_error(path, None, "the journal is not UTF-8 text.", live=live) from None
+    except UnicodeDecodeError as error:
+        line, column = _at(data, error.start)
+        raise journal_error(
+            path,
+            line,
+            f"the journal is not UTF-8 text (byte 0x{data[error.start]:02x} cannot be decoded).",
+            live=live,
+            column=column,
+        ) from None
     lines = text.split("\n")
     if lines and lines[-1] != "" and not live:
         report.warnings.append(
