@@ -600,6 +600,10 @@ def resume_run(
             notes.append(f"{entries_phrase(report.edited_entries)} edited by hand")
         if instructions:
             notes += _instructions_changed(run, root, file)
+        notes.extend(
+            f"input edited by hand: {change} (used by every prompt not answered yet)"
+            for change in report.edited_inputs
+        )
         if provider is not None:
             run.config.provider = provider
         if model is not None:
@@ -749,6 +753,7 @@ class StatusReport:
             if plan
             else [],
             "edited_entries": list(self.load.edited_entries),
+            "edited_inputs": list(self.load.edited_inputs),
             "warnings": list(self.load.warnings),
             "usage": run.usage.to_dict(),
             "attempts": len(run.attempts),

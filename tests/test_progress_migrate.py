@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from promptflow_resume.progress import FORMAT_VERSION, load_progress, parse, render
 from promptflow_resume.progress.store import ProgressStore, journal_path
@@ -62,21 +64,19 @@ def test_saving_a_v1_file_writes_the_current_version(tmp_path: Path) -> None:
 
 
 def test_a_v1_journal_is_upgraded_when_replayed(tmp_path: Path) -> None:
-    # A crash under a version 1 flow leaves a journal whose events carry v1 front matter.
+    # A crash under a version 1 flow leaves a version 1 journal: each event carries the whole
+    # front matter, in the version 1 format.
     path = tmp_path / "progress.md"
     shutil.copy(V1 / "example.md", path)
-    store, run, _ = ProgressStore.open(path)
-    try:
-        run.reason = "changed after the checkpoint"
-        store.save(run)
-    finally:
-        store.close()
-    journal = journal_path(path)
-    lines = journal.read_text(encoding="utf-8").splitlines()
-    assert len(lines) >= 2
-    events = [line.replace('"flow_progress":2', '"flow_progress":1') for line in lines[1:]]
-    journal.write_text("\n".join([lines[0], *events]) + "\n", encoding="utf-8")
-    assert '"flow_progress":1' in journal.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
+    front = yaml.safe_load(text.split("---\n", 2)[1])
+    assert front["flow_progress"] == 1
+    front["reason"] = "changed after the checkpoint"
+    header = {"flow_journal": 1, "run_id": front["run_id"]}
+    event = {"seq": 1, "fm": front, "entries": []}
+    journal_path(path).write_text(
+        json.dumps(header) + "\n" + json.dumps(event, default=str) + "\n", encoding="utf-8"
+    )
     again, report = load_progress(path)
     assert report.replayed_events >= 1
     assert again.reason == "changed after the checkpoint"

@@ -111,7 +111,10 @@ def test_save_appends_one_journal_line_and_leaves_progress_md_alone(tmp_path: Pa
     assert len(lines) == 2  # header + one event
     event = json.loads(lines[1])
     assert event["seq"] == 1 and event["entries"][0]["content"] == "Tests: 41 passed."
-    assert event["fm"]["status"] == "running"
+    # Only what changed: the status (and the transcript summary), not the whole front matter.
+    changed = {tuple(path): value for path, value in event["set"]}
+    assert changed[("status",)] == "running"
+    assert ("run_id",) not in changed and ("workflow",) not in changed
     assert stat.S_IMODE(journal_path(path).stat().st_mode) == 0o600
     store.close()
 

@@ -11,13 +11,19 @@ import importlib
 import os
 import signal
 import sys
-
-import typer
-
-from ..errors import EXIT_BUG, EXIT_INTERRUPTED, FlowError
-from .app import app, err, print_json
+from typing import Any
 
 __all__ = ["COMMAND_MODULES", "app", "main", "register_commands"]
+
+
+def __getattr__(name: str) -> Any:
+    # ``app`` is typer's: imported on first use, so `flow --version` never loads typer.
+    if name == "app":
+        from .app import app
+
+        return app
+    raise AttributeError(name)
+
 
 #: Which module registers each command. Importing a command module registers its commands on
 #: ``app``; ``main`` imports only the one a command line needs, so ``flow resume`` does not pay
@@ -54,6 +60,17 @@ def register_commands(args: list[str] | None = None) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``flow`` console script; returns the process exit code."""
     args = sys.argv[1:] if argv is None else argv
+    if args == ["--version"]:
+        # The one answer that needs nothing else: no typer, no command modules.
+        from .. import __version__
+
+        sys.stdout.write(f"flow {__version__}\n")
+        return 0
+    import typer
+
+    from ..errors import EXIT_BUG, EXIT_INTERRUPTED, FlowError
+    from .app import app, err, print_json
+
     register_commands(args)
     want_json = "--json" in args
     try:

@@ -595,6 +595,8 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
         from ..progress.render import entries_phrase
 
         out(f"edited   {entries_phrase(data['edited_entries'])} edited by hand")
+    for change in data["edited_inputs"]:
+        out(f"edited   input edited by hand: {change} (used by every prompt not answered yet)")
     for warning in data["warnings"]:
         out(f"warning  {warning}")
     if run.status == "completed" and not data["reset_steps"]:

@@ -183,6 +183,8 @@ def log_command(
     if log.pending_edits:
         entries = ", ".join(map(str, log.pending_edits))
         out(f"edited by hand since the last attempt (used at the next resume): entries {entries}")
+    for change in log.pending_inputs:
+        out(f"input edited by hand since the last attempt (used at the next resume): {change}")
     u = log.usage
     out(
         f"total: {count(u.turns, 'turn')} · {u.input_tokens:,} in / {u.output_tokens:,} out tokens"

@@ -13,6 +13,7 @@ returns an empty ``Detection`` whose ``skipped_reason`` says why, and the caller
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 import time
@@ -65,6 +66,9 @@ class Candidate:
     similarity: float = 0.0
     #: The recency factor applied (1.0 within a day, down to 0.2).
     recency: float = 0.0
+    #: Inputs whose value in this run differs from the new run's: (name, this run's value,
+    #: the new value); a value missing on one side is None. Empty for an exact match.
+    input_changes: tuple[tuple[str, Any, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form for ``--json`` output."""
@@ -84,6 +88,9 @@ class Candidate:
             "recency": self.recency,
             "matched": list(self.matched),
             "exact": self.exact,
+            "input_changes": [
+                {"name": name, "run": old, "given": new} for name, old, new in self.input_changes
+            ],
         }
 
 
@@ -191,7 +198,20 @@ def _choose_scored(scored: list[_Scored]) -> tuple[list[_Scored], _Scored | None
     return ranked[:MAX_CANDIDATES], exact
 
 
-def _candidate(summary: RunSummary, scored: _Scored) -> Candidate:
+def input_changes(
+    stored: Mapping[str, Any], given: Mapping[str, Any]
+) -> tuple[tuple[str, Any, Any], ...]:
+    """(name, stored value, given value) for every input on which two runs disagree."""
+    names = sorted(set(stored) | set(given))
+    return tuple(
+        (name, stored.get(name), given.get(name))
+        for name in names
+        if canonical_json(stored.get(name)) != canonical_json(given.get(name))
+    )
+
+
+def _candidate(summary: RunSummary, scored: _Scored, given: Mapping[str, Any]) -> Candidate:
+    stored = json.loads(summary.inputs_json or "{}")
     return Candidate(
         path=summary.path,
         run_id=summary.run_id,
@@ -208,6 +228,7 @@ def _candidate(summary: RunSummary, scored: _Scored) -> Candidate:
         workflow_name=summary.workflow_name,
         similarity=scored.similarity,
         recency=scored.recency,
+        input_changes=input_changes(stored if isinstance(stored, dict) else {}, given),
     )
 
 
@@ -224,7 +245,8 @@ def _rank_light(
     scored = _score_rows(rows, keywords, workflow_hash, inputs_json, now, alive)
     best, exact = _choose_scored(scored)
     summaries = full([s.path for s in best])
-    candidates = tuple(_candidate(summaries[s.path], s) for s in best if s.path in summaries)
+    given = json.loads(inputs_json)
+    candidates = tuple(_candidate(summaries[s.path], s, given) for s in best if s.path in summaries)
     chosen = next((c for c in candidates if exact is not None and str(c.path) == exact.path), None)
     return candidates, chosen
 

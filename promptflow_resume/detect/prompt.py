@@ -1,7 +1,11 @@
 """The question ``flow run`` asks when similar unfinished runs exist, and its line formats.
 
 One match: a short description, then ``Resume it? [Y/n]``. Several: a numbered list, then
-``Resume which? [1/2/3/n — start fresh]``. Without a terminal nothing waits for input::
+``Resume which? [1/2/3/n — start fresh]``. Without a terminal nothing waits for input.
+
+Inputs given for the new run are never dropped silently: a match whose inputs differ is shown
+with the differences, the question's default becomes a new run (``[y/N]``), and ``--yes``
+never picks such a match (an exact match, same workflow and inputs, still resumes)::
 
     chosen = choose(detection, interactive=sys.stdin.isatty(), assume_yes=False)
     if chosen is not None:
@@ -104,7 +108,20 @@ def _summary_lines(candidate: Candidate, now: datetime | None) -> list[str]:
     if candidate.matched:
         lines.append(f"  matched: {', '.join(candidate.matched)}")
     lines.append(f"  {display_path(candidate.path)}")
+    lines.extend(f"  {line}" for line in input_lines(candidate))
     return lines
+
+
+def _value(value: object) -> str:
+    return "(not set)" if value is None else repr(value) if not isinstance(value, str) else value
+
+
+def input_lines(candidate: Candidate) -> list[str]:
+    """``inputs differ: topic: bees (that run) -> ants (given)``, one line per input."""
+    return [
+        f"inputs differ: {name}: {_value(old)} (that run) -> {_value(new)} (given)"
+        for name, old, new in candidate.input_changes
+    ]
 
 
 def _list_lines(candidates: Sequence[Candidate], now: datetime | None) -> list[str]:
@@ -117,6 +134,7 @@ def _list_lines(candidates: Sequence[Candidate], now: datetime | None) -> list[s
             f"{c.steps_done}/{c.steps_total} {progress_bar(c.steps_done, c.steps_total)}  "
             f"{format_cost(c.cost_usd):>7}  {format_age(c.updated, now):<12} {what}".rstrip()
         )
+        lines.extend(f"     {line}" for line in input_lines(c))
     return lines
 
 
@@ -127,20 +145,26 @@ def render_matches(candidates: Sequence[Candidate], now: datetime | None = None)
     return [f"{len(candidates)} similar unfinished runs exist:", *_list_lines(candidates, now)]
 
 
-def question(count: int) -> str:
-    """The question for ``count`` matches."""
+def question(count: int, *, default_resume: bool = True) -> str:
+    """The question for ``count`` matches; ``default_resume``: Enter resumes the best one."""
     if count == 1:
-        return "Resume it? [Y/n] "
-    return f"Resume which? [{'/'.join(str(n) for n in range(1, count + 1))}/n — start fresh] "
+        return "Resume it? [Y/n] " if default_resume else "Resume it with its own inputs? [y/N] "
+    numbers = "/".join(str(n) for n in range(1, count + 1))
+    if default_resume:
+        return f"Resume which? [{numbers}/n — start fresh] "
+    return f"Resume which? [{numbers}/N — start fresh with the given inputs] "
 
 
-def _interpret(answer: str, count: int) -> int | str | None:
+def _interpret(answer: str, count: int, *, default_resume: bool = True) -> int | str | None:
     """An answer -> index of the chosen match, None (start fresh), or "again" (unusable)."""
     text = answer.strip().casefold()
     if text in _NO:
         return None
-    if text == "" or text in _YES:
-        return 0  # Enter accepts the best match, like the capital Y of [Y/n]
+    if text == "":
+        # Enter takes the capital letter: the best match, or a new run when its inputs differ.
+        return 0 if default_resume else None
+    if text in _YES:
+        return 0
     if count > 1 and text.isdigit() and 1 <= int(text) <= count:
         return int(text) - 1
     return "again"
@@ -168,9 +192,23 @@ def choose(
     if not candidates:
         return None
     if assume_yes:
+        same = [c for c in candidates if not c.input_changes]
+        if same:
+            best = same[0]
+            write(
+                f"Resuming similar run {best.run_id} (best match with the same inputs, score "
+                f"{best.score:.2f}; --yes)."
+            )
+            return best
         best = candidates[0]
-        write(f"Resuming similar run {best.run_id} (best match, score {best.score:.2f}; --yes).")
-        return best
+        write(
+            f"Starting a new run: the similar run {best.run_id} has other inputs, and --yes "
+            "never resumes a run with inputs other than the given ones."
+        )
+        for line in input_lines(best):
+            write(f"  {line}")
+        write(f"To resume it anyway: flow resume {display_path(best.path)}")
+        return None
     for line in render_matches(candidates, now):
         write(line)
     if not interactive:
@@ -180,13 +218,14 @@ def choose(
         )
         return None
     count = len(candidates)
+    default_resume = not candidates[0].input_changes
     for _ in range(MAX_ASKS):
         try:
-            answer = read(question(count))
+            answer = read(question(count, default_resume=default_resume))
         except EOFError:
             write("")
             return None
-        choice = _interpret(answer, count)
+        choice = _interpret(answer, count, default_resume=default_resume)
         if choice is None:
             return None
         if isinstance(choice, int):

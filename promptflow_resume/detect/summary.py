@@ -10,8 +10,6 @@ needs, by the fast scanner in ``scan`` (the YAML loader reads whatever the scann
 from __future__ import annotations
 
 import json
-import os
-import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
@@ -21,6 +19,7 @@ from typing import Any
 from .. import yamlio
 from ..errors import FlowError
 from ..progress.model import RESUMABLE_STATUSES, RUN_STATUSES
+from ..progress.owner import owner_alive as _owner_alive
 from .keywords import Vocabulary, normalize_words
 from .scan import Spec, Unsupported, scan
 
@@ -336,27 +335,8 @@ def read_summary(
 def owner_alive(progress: Path, *, host: str | None = None) -> bool:
     """True when the process that owns a ``running`` run is alive on this host.
 
-    Reads ``<progress>.owner`` (``{"pid", "host", "since"}``). Never touches the run's lock:
-    trying it could make a run that is just starting fail.
+    Reads ``<progress>.owner`` (``{"pid", "host", "since", "pid_start"}``); a pid now used by
+    a later process does not count. Never touches the run's lock: trying it could make a run
+    that is just starting fail.
     """
-    try:
-        with open(str(progress) + ".owner", encoding="utf-8") as handle:
-            owner = json.load(handle)
-    except (OSError, ValueError):
-        return False
-    if not isinstance(owner, dict):
-        return False
-    pid = owner.get("pid")
-    if owner.get("host") != (host or socket.gethostname()):
-        return False
-    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by another user
-    except OSError:
-        return False
-    return True
+    return _owner_alive(progress, host=host)

@@ -14,21 +14,78 @@ readable conversation. Everything that touches the disk format lives in this pac
 
 from __future__ import annotations
 
-from .digest import entry_digest, transcript_digest
-from .frontmatter import from_front_matter, to_front_matter
-from .model import FORMAT_VERSION, Entry, LoadReport, Run
-from .parse import MIGRATIONS, Migration, parse
-from .render import render
-from .sidecar import SIDECAR_THRESHOLD, is_binary, needs_sidecar
-from .store import (
-    MAX_FILE_BYTES,
-    ProgressStore,
-    journal_path,
-    load_progress,
-    lock_path,
-    owner_path,
-    validate_file,
-)
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+#: Public name -> the module of this package that defines it. Imported on first use, so a
+#: module that needs only the records (``progress.model``) does not load the parser, the
+#: schema checker and the store with them.
+_EXPORTS: dict[str, str] = {
+    "entry_digest": "digest",
+    "transcript_digest": "digest",
+    "from_front_matter": "frontmatter",
+    "to_front_matter": "frontmatter",
+    "FORMAT_VERSION": "model",
+    "Entry": "model",
+    "LoadReport": "model",
+    "Run": "model",
+    "MIGRATIONS": "parse",
+    "Migration": "parse",
+    "parse": "parse",
+    "render": "render",
+    "SIDECAR_THRESHOLD": "sidecar",
+    "is_binary": "sidecar",
+    "needs_sidecar": "sidecar",
+    "MAX_FILE_BYTES": "store",
+    "ProgressStore": "store",
+    "journal_path": "store",
+    "load_progress": "store",
+    "lock_path": "store",
+    "owner_path": "owner",
+    "validate_file": "store",
+}
+
+if TYPE_CHECKING:
+    from .digest import entry_digest, transcript_digest
+    from .frontmatter import from_front_matter, to_front_matter
+    from .model import FORMAT_VERSION, Entry, LoadReport, Run
+    from .owner import owner_path
+    from .parse import MIGRATIONS, Migration, parse
+    from .render import render
+    from .sidecar import SIDECAR_THRESHOLD, is_binary, needs_sidecar
+    from .store import (
+        MAX_FILE_BYTES,
+        ProgressStore,
+        journal_path,
+        load_progress,
+        lock_path,
+        validate_file,
+    )
+
+
+class _Package(types.ModuleType):
+    """This package, keeping the functions ``parse`` and ``render`` under their names: the
+    import system sets an attribute for each submodule it loads, and two share those names."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("parse", "render") and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "FORMAT_VERSION",

@@ -253,3 +253,6 @@ class LoadReport:
     warnings: list[str] = field(default_factory=list)
     #: Journal events replayed on top of the file (after a crash), 0 if none.
     replayed_events: int = 0
+    #: Inputs changed in the front matter by hand since flow last wrote the file, as
+    #: ``name: old -> new`` (values as the Configuration section shows them).
+    edited_inputs: list[str] = field(default_factory=list)

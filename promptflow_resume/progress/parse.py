@@ -34,11 +34,13 @@ from .rawtext import EMPTY_MESSAGE, OWN_FENCE_INFOS
 from .render import (
     EMPTY_RESULT,
     ESCAPED_INFO,
+    INPUT_TABLE_HEADER,
     TOOL_ROLES,
     call_head,
     conversation_preamble,
     heading,
     inline_arguments_ok,
+    input_rows,
     section_digest,
     tool_line,
 )
@@ -113,6 +115,10 @@ class Parsed:
     actual_digests: list[str] = field(default_factory=list)
     #: The chain over ``stored_digests`` (its root is the front matter's transcript digest).
     chain: Chain = field(default_factory=Chain)
+    #: Byte offsets in the file where each of the first entries' blocks starts, then where the
+    #: last of them ends: the entries read straight from the bytes, as flow writes them (a
+    #: writer reuses the bytes of those unedited when it folds). Empty for a whole-text parse.
+    entry_spans: list[int] = field(default_factory=list)
 
 
 class _Scanner:
@@ -507,7 +513,12 @@ def _quick_entries(
 
 
 def _quick_entries_bytes(
-    data: bytes, pos: int, transcript: list[Entry], digests: list[str], actual: list[str | None]
+    data: bytes,
+    pos: int,
+    transcript: list[Entry],
+    digests: list[str],
+    actual: list[str | None],
+    starts: list[int] | None = None,
 ) -> int:
     """``_quick_entries`` over a file's bytes: the content is hashed as it is in the file and
     decoded once, entry by entry; returns where the entries stop matching (or a content is not
@@ -612,6 +623,8 @@ def _quick_entries_bytes(
                 None if size is None else int(size),
             )
         )
+        if starts is not None:
+            starts.append(pos)
         pos = end
         expected += 1
 
@@ -768,9 +781,50 @@ def _is_blockquote(text: str) -> bool:
     return all(line.startswith(">") for line in text.strip().split("\n"))
 
 
-def _conversation_start(sc: _Scanner, start: int, report: LoadReport) -> int:
+def _input_cells(text: str) -> dict[str, str]:
+    """Input name -> value, as the rows of a Configuration section's input table show them."""
+    out: dict[str, str] = {}
+    lines = text.split("\n")
+    if INPUT_TABLE_HEADER not in lines:
+        return out
+    for line in lines[lines.index(INPUT_TABLE_HEADER) + 2 :]:
+        match = _INPUT_ROW_RE.fullmatch(line)
+        if match is None:
+            break
+        out[match.group(1)] = match.group(2)
+    return out
+
+
+_INPUT_ROW_RE = re.compile(r"\| ((?:[^|\\]|\\.)*) \| ((?:[^|\\]|\\.)*) \|")
+
+
+def _check_inputs(
+    sc: _Scanner, recorded: str | None, start: int, end: int, run: Run, report: LoadReport
+) -> None:
+    """Name the inputs edited in the front matter: the Configuration section still shows the
+    values flow last wrote (unless it was edited itself, and then it tells nothing)."""
+    text = sc.text[start:end]
+    if recorded is None or section_digest(text) != recorded:
+        return
+    shown = _input_cells(text)
+    now = _input_cells(INPUT_TABLE_HEADER + "\n|---|---|\n" + "\n".join(input_rows(run.inputs)))
+
+    def plain(value: str | None) -> str:
+        return "(not set)" if value is None else value.replace("\\|", "|")
+
+    for name in [*shown, *(n for n in now if n not in shown)]:
+        if shown.get(name) != now.get(name):
+            report.edited_inputs.append(
+                f"{plain(name)}: {plain(shown.get(name))} -> {plain(now.get(name))}"
+            )
+
+
+def _conversation_start(
+    sc: _Scanner, start: int, report: LoadReport, run: Run | None = None
+) -> int:
     """Read the generated sections from ``start`` up to the conversation; return where its
-    first entry (or whatever follows its heading) starts."""
+    first entry (or whatever follows its heading) starts. With ``run``, name the inputs its
+    front matter changed since flow wrote the Configuration section."""
     text = sc.text
     pos = sc.next_marker(start)
     if pos == -1:
@@ -787,6 +841,8 @@ def _conversation_start(sc: _Scanner, start: int, report: LoadReport) -> int:
         if nxt == -1:
             raise sc.truncated(f"it ends inside the {name} section")
         _check_generated(sc, name, recorded, after, nxt, report)
+        if name == "configuration" and run is not None:
+            _check_inputs(sc, recorded, after, nxt, run, report)
         pos = nxt
     pos = sc.next_marker(after)
     if pos == -1:
@@ -830,7 +886,7 @@ def _body(
 ) -> tuple[list[str], list[str | None]]:
     """Scan the body from ``start``; fill ``run.transcript``; return the stored digests and
     the actual ones known so far (None where ``_verify`` must compute them)."""
-    pos = _conversation_start(sc, start, report)
+    pos = _conversation_start(sc, start, report, run)
     digests: list[str] = []
     actual: list[str | None] = []
     pos = _entries(sc, pos, run.transcript, digests, actual, report)
@@ -1037,7 +1093,7 @@ def parse_bytes(
         validate_front_matter(fm, path=where, source=source, line_offset=1)
         run = run_from_valid(fm)
         report = LoadReport()
-        at = _conversation_start(head, body_start, report)  # counts characters, not bytes
+        at = _conversation_start(head, body_start, report, run)  # counts characters, not bytes
     except (FlowError, UnicodeDecodeError):
         # Reported with its place in the whole file (the front matter might even run past
         # this start).
@@ -1046,7 +1102,8 @@ def parse_bytes(
         return parse_document(whole().text, path=path)
     digests: list[str] = []
     actual: list[str | None] = []
-    end = _quick_entries_bytes(data, first, run.transcript, digests, actual)
+    starts: list[int] = []
+    end = _quick_entries_bytes(data, first, run.transcript, digests, actual, starts)
     read_to_end = False
     if not data.startswith(b"<!-- flow:entry ", end):
         # The sections after the conversation, read on their own (their positions would be
@@ -1075,10 +1132,11 @@ def parse_bytes(
         and not any(e.sidecar is not None and check_link(e.sidecar, stem) for e in run.transcript)
     ):
         known = [a for a in actual if a is not None]
-        return Parsed(run, report, stored_digests=digests, actual_digests=known, chain=chain)
+        return Parsed(run, report, digests, known, chain, entry_spans=[*starts, end])
     # Edits or damage: _verify reports them with their places in the whole file.
     checked, chain = _verify(sc or whole(), fm, source, run, digests, actual, report)
-    return Parsed(run, report, stored_digests=digests, actual_digests=checked, chain=chain)
+    spans = [*starts, end] if starts else []
+    return Parsed(run, report, digests, checked, chain, entry_spans=spans)
 
 
 def parse(text: str, *, path: str | Path = "progress.md") -> tuple[Run, LoadReport]:

@@ -341,12 +341,17 @@ def _configuration(run: Run) -> str:
     text = "## Configuration\n\n| Setting | Value |\n|---|---|\n"
     text += "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n\n"
     if run.inputs:
-        text += "| Input | Value |\n|---|---|\n"
-        text += "\n".join(
-            f"| {cell(str(k))} | {cell(_number(v), 200)} |" for k, v in run.inputs.items()
-        )
-        text += "\n\n"
+        text += f"{INPUT_TABLE_HEADER}\n|---|---|\n" + "\n".join(input_rows(run.inputs)) + "\n\n"
     return text
+
+
+#: The header row of the Configuration section's table of inputs.
+INPUT_TABLE_HEADER = "| Input | Value |"
+
+
+def input_rows(inputs: dict[str, Any]) -> list[str]:
+    """The rows of the Configuration section's table of inputs, one per input."""
+    return [f"| {cell(str(k))} | {cell(_number(v), 200)} |" for k, v in inputs.items()]
 
 
 def _state(run: Run) -> str:

@@ -2,11 +2,14 @@
 
 One live writer owns a progress file through ``ProgressStore``. Each event (a model reply, a
 tool call's start or result, a status change) is one fsync'd line appended to
-``<progress>.journal``: the new transcript entries plus the whole front matter state, so the
-cost of an event does not grow with the run. ``checkpoint`` folds everything into
-``progress.md`` with an atomic rewrite (temp file, fsync, rename, fsync the folder) and drops the
-journal; that happens at step boundaries and on exit. Loading replays a journal left by a
-crash. Readers (``load_progress``, ``validate_file``) never modify anything::
+``<progress>.journal``: the new transcript entries plus the front matter fields that changed
+(see ``journal``), so the cost and size of an event do not grow with the run. ``checkpoint``
+folds everything into ``progress.md`` with an atomic rewrite (temp file, fsync, rename, fsync
+the folder) and drops the journal; that happens at step boundaries, on exit, and whenever the
+journal grows past ``FOLD_JOURNAL_BYTES`` (so flow's own files never near ``MAX_FILE_BYTES``).
+Loading replays a journal left by a crash. Readers (``load_progress``, ``validate_file``) never
+modify anything, and see a consistent snapshot of a live run: they read the journal before the
+file, and a fold writes the file before it drops the journal::
 
     store = ProgressStore.create(".flow/runs/r1/progress.md", run)
     run.transcript.append(entry); store.save(run, [entry])   # O(1), durable
@@ -22,15 +25,14 @@ import contextlib
 import errno
 import json
 import os
-import socket
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .. import faults, yamlio
+from .. import faults
 from ..errors import (
     DigestError,
     FileNotFoundFlowError,
@@ -40,11 +42,13 @@ from ..errors import (
     SidecarError,
     StorageError,
 )
+from . import journal
 from .digest import Chain, entry_digest
 from .durable import fsync_dir, write_all, write_temp
 from .frontmatter import front_matter, run_from_valid
 from .migrations import upgrade_front_matter
 from .model import Entry, LoadReport, Run
+from .owner import owner_alive, owner_path, read_owner, write_owner
 from .parse import parse_bytes
 from .render import entry_block, render_document
 from .schema import validate_front_matter
@@ -53,7 +57,10 @@ from .sidecar import folder_name, read_checked, write_sidecar
 #: Progress files (and journals) larger than this are refused unread: a run keeps large
 #: outputs in sidecar files, so a file this big is not one we wrote, or is a runaway.
 MAX_FILE_BYTES = 32 * 1024 * 1024
-JOURNAL_VERSION = 1
+JOURNAL_VERSION = journal.JOURNAL_VERSION
+#: A journal this large is folded into progress.md at the next event, even mid-step: far below
+#: ``MAX_FILE_BYTES``, and large enough that folds stay rare (one per thousands of events).
+FOLD_JOURNAL_BYTES = 4 * 1024 * 1024
 #: Bytes of a file inspected for NUL before it is decoded.
 _BINARY_PROBE = 8192
 
@@ -68,16 +75,6 @@ def lock_path(progress: str | Path) -> Path:
     """``<progress>.lock``."""
     p = Path(progress)
     return p.with_name(p.name + ".lock")
-
-
-def owner_path(progress: str | Path) -> Path:
-    """``<progress>.owner``: JSON ``{pid, host, since}`` of the live writer."""
-    p = Path(progress)
-    return p.with_name(p.name + ".owner")
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 _WHY = {
@@ -192,14 +189,6 @@ def decode_text(data: bytes, path: str | Path, *, what: str = "progress file") -
         ) from None
 
 
-@dataclass
-class _Event:
-    seq: int
-    fm: dict[str, Any]
-    entries: list[dict[str, Any]]
-    line: int
-
-
 def entry_to_dict(entry: Entry) -> dict[str, Any]:
     """An entry as a compact JSON-ready dict (the journal's form)."""
     out: dict[str, Any] = {"id": entry.id, "role": entry.role, "content": entry.content}
@@ -228,102 +217,48 @@ def entry_from_dict(data: dict[str, Any]) -> Entry:
     )
 
 
-def _journal_error(path: Path, line: int | None, message: str) -> ProgressFormatError:
-    return ProgressFormatError(
-        message,
-        path=path,
-        line=line,
-        column=1 if line else None,
-        hint=(
-            "The journal holds events written after the last checkpoint of progress.md. Move "
-            "it aside to resume from the checkpoint (losing those events), or restore it."
-        ),
-    )
-
-
-def _nested_deeper_than(value: Any, limit: int) -> bool:
-    """True when lists and dicts in ``value`` nest more than ``limit`` levels (no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        current, depth = stack.pop()
-        if isinstance(current, (dict, list)):
-            if depth >= limit:
-                return True
-            items = current.values() if isinstance(current, dict) else current
-            stack.extend((item, depth + 1) for item in items)
-    return False
-
-
-def read_journal(path: Path, run_id: str, report: LoadReport) -> list[_Event]:
-    """The complete events of the journal at ``path`` (a torn last line is skipped)."""
-    text = read_text(path, what="journal")
-    lines = text.split("\n")
-    if lines and lines[-1] != "":
-        report.warnings.append(
-            f"{path}:{len(lines)}: the journal's last line is incomplete (the process stopped "
-            "while writing it); that event was never confirmed and is ignored."
-        )
-    lines = lines[:-1]
-    if not lines:
-        return []
-    try:
-        header = json.loads(lines[0])
-    except ValueError:
-        header = None
-    if not isinstance(header, dict) or header.get("flow_journal") != JOURNAL_VERSION:
-        raise _journal_error(path, 1, "this is not a flow journal of a known version.")
-    if header.get("run_id") != run_id:
-        raise _journal_error(
-            path, 1, f"this journal belongs to run {header.get('run_id')!r}, not to {run_id!r}."
-        )
-    events: list[_Event] = []
-    for number, line in enumerate(lines[1:], start=2):
-        try:
-            data = json.loads(line)
-            fm = upgrade_front_matter(dict(data["fm"]))  # a journal an older flow wrote
-            event = _Event(int(data["seq"]), fm, list(data["entries"]), number)
-        except (ValueError, KeyError, TypeError, RecursionError):
-            raise _journal_error(
-                path, number, "this journal line is damaged (not a complete event)."
-            ) from None
-        if _nested_deeper_than(data, yamlio.MAX_DEPTH + 1):  # + 1: the event wraps "fm"
-            # Deep values would fail later, when the checkpoint is written as YAML.
-            raise _journal_error(
-                path,
-                number,
-                f"this journal line nests values more than {yamlio.MAX_DEPTH} levels deep; "
-                "flow never writes such an event.",
-            )
-        if events and event.seq != events[-1].seq + 1:
-            raise _journal_error(
-                path,
-                number,
-                f"journal events must count up by one; expected {events[-1].seq + 1}, "
-                f"found {event.seq}.",
-            )
-        events.append(event)
-    return events
-
-
 def replay(
-    run: Run, digests: list[str], events: list[_Event], path: Path, report: LoadReport
+    run: Run,
+    digests: list[str],
+    chain: Chain,
+    events: list[journal.Event],
+    path: Path,
+    report: LoadReport,
+    *,
+    live: bool = False,
 ) -> Run:
     """Apply the journal ``events`` newer than the file to ``run``; return the resulting run.
 
-    ``digests`` are the stored digests of ``run.transcript`` and are extended in place.
+    ``digests`` are the stored digests of ``run.transcript`` and ``chain`` the chain over them;
+    both are extended in place. Each event patches the front matter state before it, starting
+    from the front matter of the file itself.
     """
     pending = [e for e in events if e.seq > run.journal_seq]
     if not pending:
         return run
+    hint_live = (
+        "The run is live: leave its files alone and read it again in a moment."
+        if live
+        else "Move the journal aside to resume from the checkpoint in progress.md."
+    )
+    if pending[0].whole is None and pending[0].seq != run.journal_seq + 1:
+        raise DigestError(
+            f"journal event {pending[0].seq} follows event {pending[0].seq - 1}, but the file "
+            f"was folded at event {run.journal_seq}: the journal does not continue this file.",
+            path=path,
+            line=pending[0].line,
+            column=1,
+            hint=hint_live,
+        )
     transcript = run.transcript
-    chain = Chain(zip((e.id for e in transcript), digests, strict=True))
+    state = front_matter(run, entries=len(transcript), digest=chain.root())
     for event in pending:
         for data in event.entries:
             try:
                 entry = entry_from_dict(data)
             except (KeyError, TypeError, ValueError):
-                raise _journal_error(
-                    path, event.line, "an entry in this journal event is damaged."
+                raise journal.journal_error(
+                    path, event.line, "an entry in this journal event is damaged.", live=live
                 ) from None
             if entry.id != len(transcript) + 1:
                 raise DigestError(
@@ -332,15 +267,29 @@ def replay(
                     path=path,
                     line=event.line,
                     column=1,
-                    hint="Move the journal aside to resume from the checkpoint in progress.md.",
+                    hint=hint_live,
                 )
             digest = entry_digest(entry)
             transcript.append(entry)
             digests.append(digest)
             chain.add(entry.id, digest)
+        if event.whole is not None:
+            # A version 1 journal (an older flow's): its whole front matter, upgraded.
+            state = upgrade_front_matter(dict(event.whole))
+            continue
+        try:
+            journal.apply(state, event.sets, event.deletes)
+        except journal.PatchError as error:
+            raise journal.journal_error(
+                path,
+                event.line,
+                f"journal event {event.seq} changes the front matter in a way that does not "
+                f"fit the state before it: {error}.",
+                live=live,
+            ) from None
     last = pending[-1]
-    validate_front_matter(last.fm, path=path, context=f"journal event {last.seq}: ")
-    recorded = last.fm["transcript"]
+    validate_front_matter(state, path=path, context=f"journal event {last.seq}: ")
+    recorded = state["transcript"]
     if recorded["entries"] != len(transcript) or recorded["digest"] != chain.root():
         raise DigestError(
             f"journal event {last.seq} records a transcript that does not match the entries "
@@ -348,9 +297,9 @@ def replay(
             path=path,
             line=last.line,
             column=1,
-            hint="Move the journal aside to resume from the checkpoint in progress.md.",
+            hint=hint_live,
         )
-    result = run_from_valid(last.fm)
+    result = run_from_valid(state)
     result.transcript = transcript
     result.journal_seq = last.seq
     report.replayed_events = len(pending)
@@ -363,19 +312,38 @@ def _locate(data: bytes, entry_id: int) -> int | None:
     return None if found == -1 else data.count(b"\n", 0, found) + 2
 
 
-def _load(path: Path, *, verify_sidecars: bool = True) -> tuple[Run, LoadReport, Chain, bool]:
-    """Load + replay; returns run, report, the chain over the stored digests and whether a
-    journal exists."""
+@dataclass
+class _Loaded:
+    run: Run
+    report: LoadReport
+    #: The chain over the stored digests of the whole transcript (file and journal).
+    chain: Chain
+    has_journal: bool
+    #: The file's bytes, and where its entries' blocks start and end (``Parsed.entry_spans``).
+    data: bytes = b""
+    spans: list[int] = field(default_factory=list)
+    #: The stored digests of the whole transcript, and the digests of the file's entries as
+    #: read (they differ for an entry edited by hand).
+    digests: list[str] = field(default_factory=list)
+    actual: list[str] = field(default_factory=list)
+
+
+def _load(path: Path, *, verify_sidecars: bool = True, live: bool = False) -> _Loaded:
+    """Load + replay a progress file.
+
+    The journal is read before the file. A fold writes the file before it drops the journal,
+    so whatever a live writer does in between, the file read second is the one the journal
+    continues, or a later one that already holds every event read (they are then skipped).
+    """
+    jpath = journal_path(path)
+    raw_journal = journal.read_raw(jpath, MAX_FILE_BYTES)
     data = read_bytes(path)
     parsed = parse_bytes(data, path=path, decode=lambda raw: decode_text(raw, path))
     run, report, digests, chain = parsed.run, parsed.report, parsed.stored_digests, parsed.chain
-    jpath = journal_path(path)
-    has_journal = jpath.exists()
-    if has_journal:
-        events = read_journal(jpath, run.run_id, report)
-        run = replay(run, digests, events, jpath, report)
-        if report.replayed_events:
-            chain = Chain(zip((e.id for e in run.transcript), digests, strict=True))
+    has_journal = raw_journal is not None
+    if raw_journal is not None:
+        events = journal.parse_events(raw_journal, jpath, run.run_id, report, live=live)
+        run = replay(run, digests, chain, events, jpath, report, live=live)
     if verify_sidecars:
         for entry in run.transcript:
             if entry.sidecar is None:
@@ -394,13 +362,33 @@ def _load(path: Path, *, verify_sidecars: bool = True) -> tuple[Run, LoadReport,
                         "otherwise."
                     ),
                 )
-    return run, report, chain, has_journal
+    return _Loaded(
+        run, report, chain, has_journal, data, parsed.entry_spans, digests, parsed.actual_digests
+    )
+
+
+#: How often a reader retries a live run whose files changed under it while it read them.
+_READ_RETRIES = 5
 
 
 def load_progress(path: str | Path) -> tuple[Run, LoadReport]:
-    """Load a progress file: parse, replay its journal, verify sidecars. Never writes."""
-    run, report, _, _ = _load(Path(path))
-    return run, report
+    """Load a progress file: parse, replay its journal, verify sidecars. Never writes.
+
+    A run with a live writer is read as a consistent snapshot; should its files still change
+    mid-read in a way that does not fit together, the read is retried before any error.
+    """
+    p = Path(path)
+    live = owner_alive(p)
+    for attempt in range(_READ_RETRIES):
+        try:
+            loaded = _load(p, live=live)
+            return loaded.run, loaded.report
+        except (ProgressFormatError, DigestError, SidecarError):
+            if not live or attempt == _READ_RETRIES - 1:
+                raise
+            time.sleep(0.02 * (attempt + 1))
+            live = owner_alive(p)
+    raise AssertionError("unreachable")
 
 
 def validate_file(path: str | Path) -> LoadReport:
@@ -416,13 +404,9 @@ def _read_owner(path: Path, wait: float = 1.0) -> dict[str, Any]:
     writes them a moment later, so a missing or half-written file is read again for a while."""
     deadline = time.monotonic() + wait
     while True:
-        try:
-            with open(owner_path(path), encoding="utf-8", newline="") as handle:
-                owner = json.load(handle)
-            if isinstance(owner, dict):
-                return owner
-        except (OSError, ValueError):
-            pass
+        owner = read_owner(path)
+        if owner:
+            return owner
         if time.monotonic() >= deadline:
             return {}
         time.sleep(0.02)
@@ -469,6 +453,10 @@ class ProgressStore:
         self._count = 0
         self._chain = Chain()
         self._last_text: str | None = None
+        #: The front matter as of the last event or fold: the base of the next event's delta.
+        self._fm: dict[str, Any] = {}
+        #: Bytes of progress.md as last written.
+        self._file_size = 0
         #: Digest and rendered block of each entry as of the last fold, by the entry's fields.
         self._rendered: dict[tuple[Any, ...], tuple[str, str]] = {}
         self._closed = False
@@ -525,14 +513,19 @@ class ProgressStore:
         try:
             store._write_owner()
             store._clean_leftovers()
-            run, report, chain, has_journal = _load(p)
+            loaded = _load(p)
+            run, report, chain = loaded.run, loaded.report, loaded.chain
+            store._seed_rendered(run.transcript, loaded)
             store._seq = run.journal_seq
             store._count = len(run.transcript)
             store._chain = chain
+            store._fm = front_matter(run, entries=len(run.transcript), digest=chain.root())
+            with contextlib.suppress(OSError):
+                store._file_size = p.stat().st_size
             if report.replayed_events:
                 # Fold what the crash left in the journal so the file shows it again.
                 store.checkpoint(run)
-            elif has_journal:
+            elif loaded.has_journal:
                 # Already folded (a crash between the rename and the unlink): just drop it.
                 os.unlink(journal_path(p))
         except BaseException:
@@ -568,19 +561,9 @@ class ProgressStore:
         self.close()
 
     def _write_owner(self) -> None:
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "since": _now()}
-        target = owner_path(self.path)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                write_all(fd, (json.dumps(info) + "\n").encode())
-            finally:
-                os.close(fd)
-            os.replace(tmp, target)
+            write_owner(self.path)
         except OSError as error:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
             raise storage_error(
                 error, self.path, "record the run's owner", resumable=False
             ) from None
@@ -628,15 +611,23 @@ class ProgressStore:
         for entry in new_entries:
             chain.add(entry.id, entry_digest(entry))
         fm = front_matter(run, entries=len(transcript), digest=chain.root())
+        sets, deletes = journal.diff(self._fm, fm)
         seq = self._seq + 1
-        line = json.dumps(
-            {"seq": seq, "fm": fm, "entries": [entry_to_dict(e) for e in new_entries]},
-            separators=(",", ":"),
-        )
-        self._append((line + "\n").encode("ascii"), run.run_id)
+        line = journal.event_line(seq, sets, deletes, [entry_to_dict(e) for e in new_entries])
+        self._append(line, run.run_id)
         self._seq = seq
         self._count = len(transcript)
         self._chain = chain
+        self._fm = fm
+        if self._journal_size > self._fold_at():
+            # Fold early, mid-step if need be: a run's own journal must never near the limit
+            # meant for files flow did not write.
+            self.checkpoint(run)
+
+    def _fold_at(self) -> int:
+        """Journal size that triggers a fold: at least the file's own size (so each fold
+        rewrites no more bytes than the journal grew by), within a quarter of the limit."""
+        return min(max(FOLD_JOURNAL_BYTES, self._file_size), MAX_FILE_BYTES // 4)
 
     def _append(self, data: bytes, run_id: str) -> None:
         try:
@@ -650,8 +641,7 @@ class ProgressStore:
             fd = os.open(jpath, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             self._journal_size = os.fstat(fd).st_size
             if self._journal_size == 0:
-                header = json.dumps({"flow_journal": JOURNAL_VERSION, "run_id": run_id}) + "\n"
-                data = header.encode("ascii") + data
+                data = journal.header_line(run_id) + data
                 new_file = True
             else:
                 new_file = False
@@ -712,6 +702,7 @@ class ProgressStore:
             except OSError as error:
                 raise storage_error(error, self.path, "write the checkpoint") from None
             self._last_text = text
+            self._file_size = len(data)
         faults.point("store.checkpoint_before_journal_remove")
         if self._journal_fd is not None:
             os.close(self._journal_fd)
@@ -726,6 +717,30 @@ class ProgressStore:
             raise storage_error(error, self.path, "remove the folded journal") from None
         self._count = len(run.transcript)
         self._chain = chain
+        self._fm = fm
+
+    def _seed_rendered(self, transcript: list[Entry], loaded: _Loaded) -> None:
+        """Take the blocks of the entries just read from the file as their renderings, so the
+        next fold copies them instead of rendering every entry again: the entries read straight
+        from the bytes (``Parsed.entry_spans``) and not edited by hand, and only if the first
+        and last of them are exactly what this version renders (a file from an older renderer
+        is rendered afresh)."""
+        spans, data, stored, actual = loaded.spans, loaded.data, loaded.digests, loaded.actual
+        count = min(len(spans) - 1, len(transcript), len(actual))
+        seeded: dict[tuple[Any, ...], tuple[str, str]] = {}
+        checked = []
+        for index in range(count):
+            if actual[index] != stored[index]:
+                continue
+            entry = transcript[index]
+            block = data[spans[index] : spans[index + 1]].decode("utf-8")
+            seeded[_render_key(entry)] = (stored[index], block)
+            checked.append(index)
+        for index in {checked[0], checked[-1]} if checked else ():
+            digest, block = seeded[_render_key(transcript[index])]
+            if entry_block(transcript[index], digest) != block:
+                return
+        self._rendered = seeded
 
     def _render_entries(self, transcript: list[Entry]) -> tuple[list[str], list[str]]:
         """Each entry's digest and ``entry_block``, reusing those of the entries unchanged since
@@ -736,20 +751,7 @@ class ProgressStore:
         digests: list[str] = []
         blocks: list[str] = []
         for e in transcript:
-            # Every field the digest and the block depend on, so an entry changed in place
-            # (an accepted hand edit, say) misses and is rendered again.
-            key = (
-                e.id,
-                e.role,
-                e.content,
-                e.step,
-                e.call_id,
-                e.tool,
-                e.is_error,
-                e.sidecar,
-                e.sidecar_sha256,
-                e.sidecar_bytes,
-            )
+            key = _render_key(e)
             done = known.get(key)
             if done is None:
                 digest = entry_digest(e)
@@ -780,3 +782,20 @@ class ProgressStore:
                 hint=f"Restore {entry.sidecar} from version control or a backup.",
             )
         return data
+
+
+def _render_key(e: Entry) -> tuple[Any, ...]:
+    # Every field the digest and the block depend on, so an entry changed in place (an
+    # accepted hand edit, say) misses and is rendered again.
+    return (
+        e.id,
+        e.role,
+        e.content,
+        e.step,
+        e.call_id,
+        e.tool,
+        e.is_error,
+        e.sidecar,
+        e.sidecar_sha256,
+        e.sidecar_bytes,
+    )

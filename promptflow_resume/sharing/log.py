@@ -82,6 +82,8 @@ class RunLog:
     parent: dict[str, str] | None = None
     #: Entries edited by hand since the last attempt; the next resume will note and use them.
     pending_edits: list[int] = field(default_factory=list)
+    #: Inputs edited by hand since the last attempt, as ``name: old -> new``.
+    pending_inputs: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -95,6 +97,7 @@ class RunLog:
             "parent": self.parent,
             "attempts": [a.to_dict() for a in self.attempts],
             "pending_edits": self.pending_edits,
+            "pending_inputs": self.pending_inputs,
             "warnings": self.warnings,
         }
 
@@ -112,6 +115,7 @@ def read_log(path: str | Path) -> RunLog:
         attempts=[AttemptView.of(a) for a in run.attempts],
         parent=dict(run.parent) if run.parent else None,
         pending_edits=list(report.edited_entries),
+        pending_inputs=list(report.edited_inputs),
         warnings=list(report.warnings),
     )
 

@@ -13,30 +13,87 @@ section 1 is the format. The engine calls::
 
 from __future__ import annotations
 
-from .commands import check_arguments, command_tool_spec, fill_argv
-from .hashing import HASH_PREFIX, normalize_text, short_hash
-from .inputs import load_inputs_file, resolve_inputs, typed_value
-from .loader import IMPLICIT_STEP_ID, check_workflow, load_workflow, parse_workflow, step_template
-from .model import (
-    Budget,
-    CommandDecl,
-    Diagnostic,
-    InputDecl,
-    RetryPolicy,
-    Step,
-    VariableUse,
-    Workflow,
-)
-from .prompts import (
-    context_prompt,
-    step_argv,
-    step_command_args,
-    step_prompt,
-    step_tools,
-    validate_editor,
-)
-from .values import parse_duration
-from .variables import EDITOR_VARIABLES, editor_variables, render_text
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: Public name -> the module of this package that defines it. Imported on first use, so a
+#: module that needs only the records (``workflow.model``) does not load the Markdown parser.
+_EXPORTS: dict[str, str] = {
+    "check_arguments": "commands",
+    "command_tool_spec": "commands",
+    "fill_argv": "commands",
+    "HASH_PREFIX": "hashing",
+    "normalize_text": "hashing",
+    "short_hash": "hashing",
+    "load_inputs_file": "inputs",
+    "resolve_inputs": "inputs",
+    "typed_value": "inputs",
+    "IMPLICIT_STEP_ID": "loader",
+    "check_workflow": "loader",
+    "load_workflow": "loader",
+    "parse_workflow": "loader",
+    "step_template": "loader",
+    "Budget": "model",
+    "CommandDecl": "model",
+    "Diagnostic": "model",
+    "InputDecl": "model",
+    "RetryPolicy": "model",
+    "Step": "model",
+    "VariableUse": "model",
+    "Workflow": "model",
+    "context_prompt": "prompts",
+    "step_argv": "prompts",
+    "step_command_args": "prompts",
+    "step_prompt": "prompts",
+    "step_tools": "prompts",
+    "validate_editor": "prompts",
+    "parse_duration": "values",
+    "EDITOR_VARIABLES": "variables",
+    "editor_variables": "variables",
+    "render_text": "variables",
+}
+
+if TYPE_CHECKING:
+    from .commands import check_arguments, command_tool_spec, fill_argv
+    from .hashing import HASH_PREFIX, normalize_text, short_hash
+    from .inputs import load_inputs_file, resolve_inputs, typed_value
+    from .loader import (
+        IMPLICIT_STEP_ID,
+        check_workflow,
+        load_workflow,
+        parse_workflow,
+        step_template,
+    )
+    from .model import (
+        Budget,
+        CommandDecl,
+        Diagnostic,
+        InputDecl,
+        RetryPolicy,
+        Step,
+        VariableUse,
+        Workflow,
+    )
+    from .prompts import (
+        context_prompt,
+        step_argv,
+        step_command_args,
+        step_prompt,
+        step_tools,
+        validate_editor,
+    )
+    from .values import parse_duration
+    from .variables import EDITOR_VARIABLES, editor_variables, render_text
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "EDITOR_VARIABLES",

@@ -1,0 +1,386 @@
+"""Start-up, resume and long-run costs, phase by phase; and readers polling a live run.
+
+    python bench/resume_bench.py                      # the table, this checkout
+    python bench/resume_bench.py --root ../other      # the same table for another checkout
+    python bench/resume_bench.py --importtime         # + the top `-X importtime` entries
+    python bench/resume_bench.py --readers 1000       # readers-during-writes stress mode
+
+Runs are built with the real engine and store from an instant in-process model and tool (a
+turn: a 300-byte reply with one tool call, and a 1 KiB result), so every number is flow's own
+work. Wall times are medians of ``--repeat`` runs of a new process, bytecode cached.
+
+Rows:
+- ``flow --version`` / ``--help``: process start to exit.
+- ``status --json`` at 1,000 turns.
+- resume, start to first model request: ``flow resume`` with ``echo`` on a run stopped after a
+  tool result, killed at its first model reply; then its phases measured in one process:
+  interpreter, imports (the CLI and what resume loads), ``ProgressStore.open``, building the
+  request, the final fold after one more turn.
+- per-turn overhead over a 10,000-turn run, and its last 1,000 turns ÷ its first 1,000.
+- peak RSS of ``flow resume`` at 10,000 turns.
+- progress.md + journal ÷ payload, for a run killed mid-step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+
+
+def _root_from_argv() -> Path:
+    if "--root" in sys.argv:
+        return Path(sys.argv[sys.argv.index("--root") + 1]).resolve()
+    return HERE
+
+
+ROOT = _root_from_argv()
+sys.path.insert(0, str(ROOT))
+
+from typing import Any  # noqa: E402
+
+from promptflow_resume.api import new_run  # noqa: E402
+from promptflow_resume.engine import Engine, EngineOptions  # noqa: E402
+from promptflow_resume.events import Reporter  # noqa: E402
+from promptflow_resume.progress import ProgressStore, journal_path  # noqa: E402
+from promptflow_resume.providers.base import Reply, ReplyUsage, ToolCall, ToolSpec  # noqa: E402
+from promptflow_resume.redact import Redactor  # noqa: E402
+from promptflow_resume.tools.base import ToolContext, ToolResult  # noqa: E402
+from promptflow_resume.workflow import load_workflow  # noqa: E402
+
+REPLY = "The next step is to look at the build output once more, " * 5  # ~300 bytes
+RESULT = "line of tool output with some detail in it .....\n" * 21  # ~1 KiB
+WORKFLOW = """---
+description: Benchmark loop
+commands:
+  probe:
+    description: Look at something
+    argv: ["true"]
+    idempotent: true
+tools: [probe]
+---
+You are a benchmark.
+
+## Step 1: Loop
+Call the tool until you are done.
+"""
+
+
+class InstantModel:
+    """``turns`` replies with one tool call, then a final one; notes when each call came."""
+
+    name = "bench"
+
+    def __init__(self, turns: int) -> None:
+        self.turns = turns
+        self.done = 0
+        self.times: list[float] = []
+
+    def complete(self, request: Any, on_text: Any = None) -> Reply:
+        """Reply at once."""
+        self.times.append(time.perf_counter())
+        done, self.done = self.done, self.done + 1
+        usage = ReplyUsage(input_tokens=1000, output_tokens=80)
+        if done >= self.turns:
+            return Reply(content="All done.", usage=usage)
+        call = ToolCall(id=f"call-{done}", name="probe", arguments=f'{{"n": {done}}}')
+        return Reply(content=REPLY, tool_calls=(call,), usage=usage)
+
+
+class InstantTool:
+    """A tool that returns 1 KiB at once."""
+
+    spec = ToolSpec("probe", "Look at something.", {"type": "object", "properties": {}})
+    idempotent = True
+
+    def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Return the fixed result."""
+        return ToolResult(RESULT)
+
+
+def build_run(folder: Path, turns: int) -> tuple[Path, list[float]]:
+    """A completed ``turns``-turn run in ``folder``; its path and the model call times."""
+    (folder / "bench.prompt.md").write_text(WORKFLOW, encoding="utf-8")
+    workflow = load_workflow(folder / "bench.prompt.md")
+    progress = folder / "run" / "progress.md"
+    run = new_run(workflow, {}, progress, provider="echo")
+    store = ProgressStore.create(progress, run)
+    options = EngineOptions(workspace=folder, reporter=Reporter(), redactor=Redactor())
+    model = InstantModel(turns)
+    try:
+        Engine(workflow, run, store, model, {"probe": InstantTool()}, options).execute()
+    finally:
+        store.close()
+    return progress, model.times
+
+
+def interrupt_after_tool_result(progress: Path) -> None:
+    """Turn a completed benchmark run into one stopped after its last tool result."""
+    store, run, _ = ProgressStore.open(progress)
+    try:
+        last = run.transcript[-1]
+        del run.transcript[-1:]
+        step = run.steps[last.step or ""]
+        step.status = "running"
+        step.output_entry = None
+        run.cursor.step = last.step
+        run.cursor.index = 1
+        run.status = "interrupted"
+        run.reason = "benchmark"
+        store.checkpoint(run)
+    finally:
+        store.close()
+
+
+#: Where every subprocess starts: never inside a checkout, whose folder would come first on
+#: ``sys.path`` (``-m``, ``-c``) and shadow the checkout being measured.
+NEUTRAL = tempfile.gettempdir()
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "FLOW_CRASH_AT"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env.update(extra)
+    return env
+
+
+def _flow(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "promptflow_resume", *args],
+        env=env or _env(),
+        cwd=cwd or NEUTRAL,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+    )
+    return time.perf_counter() - start
+
+
+def median_ms(fn: Any, repeat: int) -> float:
+    """Median wall milliseconds of ``fn()`` over ``repeat`` runs (after one warm-up)."""
+    fn()
+    return statistics.median(fn() for _ in range(repeat)) * 1000
+
+
+def resume_ms(progress: Path, repeat: int) -> float:
+    """``flow resume`` start to its first model reply (then killed), median ms."""
+    env = _env(FLOW_CRASH_AT="engine.model_replied:1")
+    backup = progress.read_bytes()
+
+    def once() -> float:
+        seconds = _flow("resume", str(progress), "--provider", "echo", env=env)
+        progress.write_bytes(backup)
+        for leftover in (journal_path(progress),):
+            leftover.unlink(missing_ok=True)
+        return seconds
+
+    return median_ms(once, repeat)
+
+
+PHASES = """
+import sys, time
+t0 = time.perf_counter()
+from promptflow_resume.cli import app  # what `flow` imports before any command runs
+import promptflow_resume.api, promptflow_resume.engine, promptflow_resume.providers.echo
+t1 = time.perf_counter()
+from pathlib import Path
+from promptflow_resume.conversation import MessageLog
+from promptflow_resume.progress import Entry, ProgressStore
+store, run, _ = ProgressStore.open(Path(sys.argv[1]))
+t2 = time.perf_counter()
+messages = MessageLog().messages(run.transcript)
+t3 = time.perf_counter()
+entry = Entry(run.next_entry_id(), "assistant", "x" * 300, step=run.transcript[-1].step)
+run.transcript.append(entry)
+store.save(run, [entry])
+t4 = time.perf_counter()
+store.checkpoint(run)
+t5 = time.perf_counter()
+store.close()
+print(t1 - t0, t2 - t1, t3 - t2, t5 - t4)
+"""
+
+
+def phases_ms(progress: Path, repeat: int) -> dict[str, float]:
+    """Interpreter start, imports, open, request build and final fold, medians in ms."""
+    backup = progress.read_bytes()
+    rows: list[list[float]] = []
+    for _ in range(repeat):
+        out = subprocess.run(
+            [sys.executable, "-c", PHASES, str(progress)],
+            env=_env(),
+            cwd=NEUTRAL,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        rows.append([float(x) * 1000 for x in out.split()])
+        progress.write_bytes(backup)
+    interpreter = median_ms(lambda: _python("pass"), repeat)
+    names = ("imports", "open", "request build", "final fold")
+    result = {"interpreter": interpreter}
+    result.update({n: statistics.median(r[i] for r in rows) for i, n in enumerate(names)})
+    return result
+
+
+def _python(code: str) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], cwd=NEUTRAL, check=True)
+    return time.perf_counter() - start
+
+
+def peak_rss_mib(progress: Path) -> float:
+    """Peak RSS of ``flow resume`` (to its first model reply) on ``progress``, MiB."""
+    code = (
+        "import resource, subprocess, sys\n"
+        "subprocess.run([sys.executable, '-m', 'promptflow_resume', 'resume', sys.argv[1],"
+        " '--provider', 'echo'], stdin=subprocess.DEVNULL, capture_output=True)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    backup = progress.read_bytes()
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(progress)],
+        env=_env(FLOW_CRASH_AT="engine.model_replied:1"),
+        cwd=NEUTRAL,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    progress.write_bytes(backup)
+    return int(out.split()[-1]) / 1024
+
+
+def size_ratio(turns: int) -> float:
+    """(progress.md + journal) ÷ payload for a run killed mid-step after ``turns`` turns."""
+    with tempfile.TemporaryDirectory() as tmp:
+        code = (
+            "import sys; sys.path.insert(0, sys.argv[2]); from pathlib import Path\n"
+            "import resume_bench as b; b.build_run(Path(sys.argv[1]), int(sys.argv[3]))\n"
+        )
+        subprocess.run(
+            [sys.executable, "-c", code, tmp, str(HERE / "bench"), str(turns), "--root", str(ROOT)],
+            env=_env(FLOW_CRASH_AT=f"engine.model_replied:{turns + 1}"),
+            cwd=NEUTRAL,
+            capture_output=True,
+            check=False,
+        )
+        progress = Path(tmp) / "run" / "progress.md"
+        on_disk = progress.stat().st_size + journal_path(progress).stat().st_size
+    payload = turns * (len(REPLY) + len(RESULT))
+    return on_disk / payload
+
+
+def per_turn(times: list[float]) -> tuple[float, float]:
+    """Mean ms per turn, and the last 1,000 turns' mean ÷ the first 1,000's."""
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    first = statistics.mean(gaps[:1000])
+    last = statistics.mean(gaps[-1000:])
+    return statistics.mean(gaps) * 1000, last / first
+
+
+def importtime(*args: str, top: int = 12) -> list[tuple[int, str]]:
+    """The ``top`` imports by cumulative microseconds for ``flow ARGS``."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "promptflow_resume", *args],
+        env=_env(),
+        cwd=NEUTRAL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    rows = []
+    for line in result.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _self, cumulative, name = line[len("import time:") :].split("|")
+        rows.append((int(cumulative), name.rstrip()))
+    return sorted(rows, reverse=True)[:top]
+
+
+def readers(count: int) -> None:
+    """Poll ``load_progress`` ``count`` times while a writer appends and folds; print errors."""
+    from promptflow_resume.errors import FlowError
+    from promptflow_resume.progress import load_progress
+
+    writer_code = (
+        "import sys; sys.path.insert(0, sys.argv[2]); from pathlib import Path\n"
+        "import resume_bench as b; b.build_run(Path(sys.argv[1]), 1_000_000)\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        progress = Path(tmp) / "run" / "progress.md"
+        writer = subprocess.Popen(
+            [sys.executable, "-c", writer_code, tmp, str(HERE / "bench"), "--root", str(ROOT)],
+            env=_env(),
+            cwd=NEUTRAL,
+        )
+        while not journal_path(progress).exists():
+            time.sleep(0.01)
+        errors: list[str] = []
+        start = time.perf_counter()
+        for _ in range(count):
+            try:
+                load_progress(progress)
+            except FlowError as error:
+                errors.append(error.message)
+        elapsed = time.perf_counter() - start
+        writer.kill()
+        writer.wait()
+    print(f"readers: {count} reads in {elapsed:.1f} s, {len(errors)} errors")
+    for message in errors[:5]:
+        print(f"  {message}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default=str(HERE), help="The checkout to measure.")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--importtime", action="store_true")
+    parser.add_argument("--readers", type=int, default=0, metavar="N")
+    args = parser.parse_args()
+    if args.readers:
+        readers(args.readers)
+        return
+    print(f"checkout: {ROOT}")
+    rows: list[tuple[str, str]] = []
+    rows.append(("flow --version ms", f"{median_ms(lambda: _flow('--version'), args.repeat):.0f}"))
+    rows.append(("flow --help ms", f"{median_ms(lambda: _flow('--help'), args.repeat):.0f}"))
+    with tempfile.TemporaryDirectory() as tmp:
+        small, _ = build_run(Path(tmp), 1000)
+        interrupt_after_tool_result(small)
+        status = median_ms(lambda: _flow("status", str(small), "--json"), args.repeat)
+        rows.append(("status --json, 1,000 turns ms", f"{status:.0f}"))
+        rows.append(
+            ("resume to 1st request, 1,000 turns ms", f"{resume_ms(small, args.repeat):.0f}")
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        large, times = build_run(Path(tmp), 10_000)
+        mean, growth = per_turn(times)
+        interrupt_after_tool_result(large)
+        rows.append(("resume to 1st request, 10,000 turns ms", f"{resume_ms(large, 3):.0f}"))
+        for name, value in phases_ms(large, 3).items():
+            rows.append((f"  phase: {name} ms", f"{value:.0f}"))
+        rows.append(("per-turn overhead at 10,000 turns ms", f"{mean:.3f}"))
+        rows.append(("  last 1,000 / first 1,000 turns", f"{growth:.2f}x"))
+        rows.append(("peak RSS, resume at 10,000 turns MiB", f"{peak_rss_mib(large):.0f}"))
+    rows.append(("progress.md + journal mid-step / payload", f"{size_ratio(2000):.2f}x"))
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name:<{width}} | {value:>8}")
+    if args.importtime:
+        for command in (("--version",), ("--help",)):
+            print(f"\n-X importtime, flow {' '.join(command)}: top cumulative (ms)")
+            for micros, name in importtime(*command):
+                print(f"  {micros / 1000:8.1f}  {name}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""Who owns a live run: ``<progress>.owner`` and whether that process still exists.
+
+The writer of a run records ``{"pid", "host", "since", "pid_start"}`` next to the progress
+file as it takes the lock. ``pid_start`` identifies the process beyond its pid: on Linux the
+boot id and the process's start time in clock ticks since boot (``/proc/<pid>/stat``, field
+22), so a pid the system has since given to another process does not make a dead owner look
+alive. Where ``/proc`` is missing the check falls back to the pid alone::
+
+    write_owner(path)                   # by the writer, under the lock
+    info = read_owner(path)             # {} when there is none
+    alive = owner_alive(path)           # False for a dead or reused pid, or another host
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from .durable import write_all
+
+
+def owner_path(progress: str | Path) -> Path:
+    """``<progress>.owner``: JSON ``{pid, host, since, pid_start}`` of the live writer."""
+    p = Path(progress)
+    return p.with_name(p.name + ".owner")
+
+
+def process_start(pid: int) -> str | None:
+    """``<boot id>:<start ticks>`` of process ``pid``, or None where it cannot be known (no
+    ``/proc``, or no such process)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    # The command name (field 2) is in parentheses and may itself hold spaces or ")".
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    if len(fields) < 20:
+        return None
+    ticks = fields[19].decode("ascii", "replace")  # field 22 overall
+    return f"{_boot_id()}:{ticks}"
+
+
+_BOOT_ID: list[str] = []
+
+
+def _boot_id() -> str:
+    # Start ticks count from boot: the boot id tells one boot's tick 1234 from another's.
+    if not _BOOT_ID:
+        try:
+            with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+                _BOOT_ID.append(handle.read().strip())
+        except OSError:
+            _BOOT_ID.append("")
+    return _BOOT_ID[0]
+
+
+def write_owner(progress: Path) -> None:
+    """Record this process as the owner of ``progress`` (atomic replace; raises OSError)."""
+    info: dict[str, Any] = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    start = process_start(os.getpid())
+    if start is not None:
+        info["pid_start"] = start
+    target = owner_path(progress)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            write_all(fd, (json.dumps(info) + "\n").encode())
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def read_owner(progress: Path) -> dict[str, Any]:
+    """The owner record of ``progress``, or ``{}`` when there is none or it is unreadable."""
+    try:
+        with open(owner_path(progress), encoding="utf-8", newline="") as handle:
+            owner = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return owner if isinstance(owner, dict) else {}
+
+
+def record_alive(owner: dict[str, Any], *, host: str | None = None) -> bool:
+    """True when the process an owner record names is alive on this host (same start time)."""
+    pid = owner.get("pid")
+    if owner.get("host") != (host or socket.gethostname()):
+        return False
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by another user
+    except OSError:
+        return False
+    recorded = owner.get("pid_start")
+    if isinstance(recorded, str):
+        current = process_start(pid)
+        if current is not None and current != recorded:
+            return False  # the pid now belongs to a process started later
+    return True
+
+
+def owner_alive(progress: Path, *, host: str | None = None) -> bool:
+    """True when the process recorded as owning ``progress`` is alive on this host.
+
+    Reads only ``<progress>.owner``; never touches the run's lock (trying it could make a run
+    that is just starting fail).
+    """
+    owner = read_owner(progress)
+    return bool(owner) and record_alive(owner, host=host)

@@ -1,0 +1,52 @@
+"""A fold after a resume copies the unchanged entries' bytes, and writes what a render would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from promptflow_resume.progress import Entry, ProgressStore, load_progress, render
+from promptflow_resume.progress.examples import example_run
+from promptflow_resume.progress.model import Run
+
+
+def _run(entries: int) -> Run:
+    run = example_run()
+    entry = run.transcript[4]
+    entry.sidecar = entry.sidecar_sha256 = entry.sidecar_bytes = None
+    for n in range(entries):
+        run.transcript.append(
+            Entry(run.next_entry_id(), "assistant", f"reply {n}\n\n# a heading\n", step="report")
+        )
+    return run
+
+
+def test_the_fold_after_open_reuses_file_blocks_and_matches_a_full_render(tmp_path: Path) -> None:
+    path = tmp_path / "progress.md"
+    with ProgressStore.create(path, _run(50)) as store:
+        store.checkpoint(store_run := _run(50))
+    store, run, _ = ProgressStore.open(path)
+    with store:
+        # Seeded from the file's bytes: every entry up to the example's one escaped entry
+        # (CRLF), which is read from the decoded text instead.
+        assert len(store._rendered) == 6
+        run.transcript[3].content = "edited in memory"  # an entry changed in place misses
+        entry = Entry(run.next_entry_id(), "user", "one more", step="report")
+        run.transcript.append(entry)
+        store.save(run, [entry])
+        store.checkpoint(run)
+    assert path.read_text(encoding="utf-8") == render(run)
+    assert load_progress(path)[0] == run != store_run
+
+
+def test_a_file_written_by_another_renderer_is_rendered_afresh(tmp_path: Path) -> None:
+    path = tmp_path / "progress.md"
+    with ProgressStore.create(path, _run(5)):
+        pass
+    store, run, _ = ProgressStore.open(path)
+    with store:
+        # As if this version rendered the last block differently than the file has it.
+        store._rendered = {}
+        data = path.read_bytes()
+        assert data.count(b"<!-- flow:entry ") == len(run.transcript)
+        store.checkpoint(run)
+    assert path.read_text(encoding="utf-8") == render(run)
