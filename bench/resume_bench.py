@@ -189,7 +189,7 @@ def resume_ms(progress: Path, repeat: int) -> float:
 PHASES = """
 import sys, time
 t0 = time.perf_counter()
-from promptflow_resume.cli import app  # what `flow` imports before any command runs
+from promptflow_resume.cli.app import app  # what `flow` imports before any command runs
 import promptflow_resume.api, promptflow_resume.engine, promptflow_resume.providers.echo
 t1 = time.perf_counter()
 from pathlib import Path

@@ -13,16 +13,9 @@ import signal
 import sys
 from typing import Any
 
-__all__ = ["COMMAND_MODULES", "app", "main", "register_commands"]
-
-
-def __getattr__(name: str) -> Any:
-    # ``app`` is typer's: imported on first use, so `flow --version` never loads typer.
-    if name == "app":
-        from .app import app
-
-        return app
-    raise AttributeError(name)
+# The typer app lives in ``cli.app`` (``from promptflow_resume.cli.app import app``); it is
+# not re-exported here, so that `flow --version` never loads typer.
+__all__ = ["COMMAND_MODULES", "main", "register_commands"]
 
 
 #: Which module registers each command. Importing a command module registers its commands on
