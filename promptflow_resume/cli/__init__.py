@@ -11,7 +11,6 @@ import importlib
 import os
 import signal
 import sys
-from typing import Any
 
 # The typer app lives in ``cli.app`` (``from promptflow_resume.cli.app import app``); it is
 # not re-exported here, so that `flow --version` never loads typer.
