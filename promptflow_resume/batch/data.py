@@ -188,7 +188,9 @@ def check_rows(workflow: Workflow, rows: list[DataRow], path: Path) -> list[dict
         except InputError as exc:
             bad.append((row, exc.message))
     if bad:
-        listed = "; ".join(f"row {r.number} (line {r.line}): {m}" for r, m in bad[:_LISTED])
+        listed = "; ".join(
+            f"row {r.number} (line {r.line}): {m.rstrip('.')}" for r, m in bad[:_LISTED]
+        )
         more = f"; and {len(bad) - _LISTED} more" if len(bad) > _LISTED else ""
         first = bad[0][0]
         raise InputError(

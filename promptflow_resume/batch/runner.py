@@ -70,6 +70,14 @@ class Engine(Protocol):
         """Release the workers."""
 
 
+class BatchInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped a batch; every row is checkpointed and so is ``path``."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(str(path))
+        self.path = path
+
+
 class BatchReporter:
     """Hooks called as a batch progresses; every method does nothing by default."""
 
@@ -441,7 +449,7 @@ def _execute(
         write()
         reporter.end(batch)
     if interrupted:
-        raise KeyboardInterrupt
+        raise BatchInterrupted(path)
     code = EXIT_OK if batch.status == "completed" else EXIT_RUN_INCOMPLETE
     return BatchOutcome(batch=batch, path=path, exit_code=code, ran=ran)
 
@@ -476,6 +484,7 @@ def batch_status(batch_path: str | Path) -> BatchStatus:
 
 
 __all__ = [
+    "BatchInterrupted",
     "BatchOutcome",
     "BatchReporter",
     "BatchStatus",

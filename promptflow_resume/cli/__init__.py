@@ -26,6 +26,7 @@ COMMAND_MODULES: dict[str, str] = {
     "run": "commands_run",
     "resume": "commands_run",
     "status": "commands_run",
+    "batch": "commands_batch",
     "check": "commands_workflow",
     "validate": "commands_progress",
     "schema": "commands_progress",
