@@ -14,11 +14,14 @@ stdout: ``started`` (with ``host:pid``), ``usage`` (after each model reply) and 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import sys
+import threading
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -26,6 +29,9 @@ from typing import IO, Any
 from ..errors import FlowError
 from ..events import Reporter
 from ..progress.model import Usage
+
+#: Seconds between checks that the batch process is still alive.
+_ORPHAN_CHECK = 0.5
 
 
 @dataclass
@@ -149,8 +155,10 @@ class _EventReporter(Reporter):
 
 def _serve(channel: IO[str]) -> None:
     def send(message: dict[str, Any]) -> None:
-        channel.write(json.dumps(message) + "\n")
-        channel.flush()
+        # The batch process may be gone (killed): the row goes on to its checkpoint anyway.
+        with contextlib.suppress(OSError, ValueError):
+            channel.write(json.dumps(message) + "\n")
+            channel.flush()
 
     for line in sys.stdin:
         if not line.strip():
@@ -167,11 +175,23 @@ def _serve(channel: IO[str]) -> None:
         send({"event": "done", **asdict(result)})
 
 
+def _stop_when_orphaned(parent: int) -> None:
+    """SIGTERM this process once the batch process that started it is gone.
+
+    A batch killed by SIGKILL cannot tell its workers to stop; each notices within a second,
+    checkpoints its row ``interrupted`` and exits, so ``flow resume`` finds no row locked.
+    """
+    while os.getppid() == parent:
+        time.sleep(_ORPHAN_CHECK)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def main() -> None:
     """The local worker process: tasks on stdin, events on stdout, until stdin closes."""
     # The batch process forwards a stop as SIGTERM; the run loop checkpoints on it. Outside a
     # run it ends the loop the way Ctrl-C would.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    threading.Thread(target=_stop_when_orphaned, args=(os.getppid(),), daemon=True).start()
     channel = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     # Anything else printed goes to stderr, never into the event stream.
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
@@ -181,4 +201,5 @@ def main() -> None:
     except KeyboardInterrupt:
         pass
     finally:
-        channel.close()
+        with contextlib.suppress(OSError):
+            channel.close()
