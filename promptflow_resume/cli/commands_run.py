@@ -461,7 +461,11 @@ def resume_command(
     choices = Choices(rerun_changed, keep_completed, rerun_unsafe)
     if rerun_changed and keep_completed:
         raise InputError("--rerun-changed and --keep-completed exclude each other; choose one.")
-    if _is_batch(progress) and not plan_only:
+    if _is_batch(progress) and plan_only:
+        from .commands_batch import batch_status_command
+
+        return batch_status_command(progress, as_json)
+    if _is_batch(progress):
         from .commands_batch import resume_batch_command
 
         return resume_batch_command(
