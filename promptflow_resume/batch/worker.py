@@ -130,8 +130,8 @@ def run_row(task: RowTask, reporter: Reporter | None = None) -> RowResult:
                 pass
         return _result(task.row, status, usage, str(error))
     run = outcome.run
-    error = run.last_error.message if run.last_error and run.status != "completed" else None
-    return _result(task.row, run.status, run.usage, error)
+    cause = run.last_error.message if run.last_error and run.status != "completed" else None
+    return _result(task.row, run.status, run.usage, cause)
 
 
 class _EventReporter(Reporter):
