@@ -332,3 +332,16 @@ def test_the_package_ships_the_batch_schema() -> None:
         "const": 1,
         "description": "the batch format version 1",
     }
+
+
+def test_a_second_process_on_a_running_batch_is_refused(tmp_path: Path) -> None:
+    write_case(tmp_path, ["apples", "pears"])
+    with RowServer(delay=0.3) as server:
+        proc = _spawn_batch(tmp_path, server, "--workers", "1")
+        _wait(lambda: _row_file(tmp_path, 1).exists())
+        second = flow("resume", "out/batch.md", cwd=tmp_path, env=_env())
+        _, stderr = proc.communicate(timeout=120)
+    assert second.returncode == 6, second.stderr
+    assert "this batch is in use by another flow process" in second.stderr
+    assert proc.returncode == 0, stderr
+    assert load_batch(tmp_path / "out" / "batch.md").status == "completed"

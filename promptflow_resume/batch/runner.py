@@ -30,6 +30,7 @@ from ..errors import (
     FileNotFoundFlowError,
     FlowError,
     InputError,
+    RunLockedError,
 )
 from ..runids import new_run_id
 from ..workflow import load_workflow
@@ -105,6 +106,24 @@ class BatchOutcome:
     ran: list[int] = field(default_factory=list)
 
 
+def _lock(path: Path) -> Any:
+    """Hold ``DIR/batch.md``: one batch process at a time (a dead one releases it)."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(
+        str(path.with_name(f".{path.name}.lock")), mode=0o600, thread_local=False, blocking=False
+    )
+    try:
+        lock.acquire()
+    except Timeout:
+        raise RunLockedError(
+            "this batch is in use by another flow process.",
+            path=path,
+            hint="Wait for that process to finish, or stop it (Ctrl-C) and run this again.",
+        ) from None
+    return lock
+
+
 def _relative(target: Path, start: Path) -> str:
     return Path(os.path.relpath(target.resolve(), start.resolve())).as_posix()
 
@@ -160,6 +179,7 @@ def start_batch(
             hint=f"Continue it with `flow resume {path}`, or choose another --out folder.",
         )
     folder.mkdir(parents=True, exist_ok=True)
+    lock = _lock(path)
     created = now_iso()
     batch = Batch(
         batch_id=batch_id,
@@ -178,7 +198,12 @@ def start_batch(
         max_cost_usd=max_cost,
         rows=[RowState(row=r.number) for r in rows],
     )
-    save_batch(path, batch)
+    try:
+        save_batch(path, batch)
+        engine_obj = make_engine(engine, workers, folder, address)
+    except BaseException:
+        lock.release()
+        raise
     inputs = {r.number: values for r, values in zip(rows, typed, strict=True)}
     template = RowTask(
         row=0,
@@ -190,9 +215,7 @@ def start_batch(
         base_url=base_url,
         recording=str(Path(recording).resolve()) if recording is not None else None,
     )
-    return _execute(
-        path, batch, template, inputs, make_engine(engine, workers, folder, address), reporter
-    )
+    return _execute(path, batch, template, inputs, engine_obj, reporter, lock=lock)
 
 
 def _workflow_of(batch: Batch, folder: Path, override: str | Path | None) -> Workflow:
@@ -286,15 +309,18 @@ def resume_batch(
 ) -> BatchOutcome:
     """Run every row of a batch that is not completed; completed rows are never re-run."""
     path = Path(batch_path)
-    batch = load_batch(path)
-    folder = path.parent
-    wf = _workflow_of(batch, folder, workflow_path)
-    _reconcile(batch, folder)
-    inputs = _pending_inputs(batch, folder, wf)
-    batch.workers = workers or batch.workers
-    batch.engine = engine or batch.engine
-    if batch.workers < 1:
-        raise InputError(f"--workers {batch.workers}: a batch needs at least 1 worker.")
+    load_batch(path)  # a file that is not a batch is refused before anything is locked
+    lock = _lock(path)
+    try:
+        batch = load_batch(path)  # as the process that holds the lock sees it
+        folder = path.parent
+        wf = _workflow_of(batch, folder, workflow_path)
+        _reconcile(batch, folder)
+        inputs = _pending_inputs(batch, folder, wf)
+        engine_obj = _resume_setup(batch, workers, engine, address, folder)
+    except BaseException:
+        lock.release()
+        raise
     if max_cost is not None:
         batch.max_cost_usd = max_cost
     for key, value in (("provider", provider), ("model", model), ("base_url", base_url)):
@@ -319,10 +345,22 @@ def resume_batch(
         batch,
         template,
         inputs,
-        make_engine(batch.engine, batch.workers, folder, address),
+        engine_obj,
         reporter,
         start_settings=start_settings,
+        lock=lock,
     )
+
+
+def _resume_setup(
+    batch: Batch, workers: int | None, engine: str | None, address: str | None, folder: Path
+) -> Engine:
+    """The engine a resumed batch runs on (the batch's own unless overridden)."""
+    batch.workers = workers or batch.workers
+    batch.engine = engine or batch.engine
+    if batch.workers < 1:
+        raise InputError(f"--workers {batch.workers}: a batch needs at least 1 worker.")
+    return make_engine(batch.engine, batch.workers, folder, address)
 
 
 def _task_for(
@@ -358,6 +396,7 @@ def _execute(
     reporter: BatchReporter | None,
     *,
     start_settings: dict[str, Any] | None = None,
+    lock: Any = None,
 ) -> BatchOutcome:
     """The batch loop: keep the engine's workers busy until every row has stopped."""
     reporter = reporter or BatchReporter()
@@ -447,6 +486,8 @@ def _execute(
         else:
             batch.status, batch.reason = "failed", "some rows did not complete"
         write()
+        if lock is not None:
+            lock.release()
         reporter.end(batch)
     if interrupted:
         raise BatchInterrupted(path)
