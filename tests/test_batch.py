@@ -345,3 +345,27 @@ def test_a_second_process_on_a_running_batch_is_refused(tmp_path: Path) -> None:
     assert "this batch is in use by another flow process" in second.stderr
     assert proc.returncode == 0, stderr
     assert load_batch(tmp_path / "out" / "batch.md").status == "completed"
+
+
+def test_a_changed_workflow_is_handled_per_row_with_the_run_rules(tmp_path: Path) -> None:
+    write_case(tmp_path, ["apples", "FAIL pears"])
+    # Row 2 completes its first step and fails in the second.
+    with RowServer(fail_marker="Think about FAIL") as server:
+        first = _batch(tmp_path, server)
+        assert first.returncode == 1, first.stderr
+        done = _row_file(tmp_path, 1).read_bytes()
+        wf = tmp_path / "triage.prompt.md"
+        wf.write_text(
+            wf.read_text(encoding="utf-8").replace("Read about", "Study"), encoding="utf-8"
+        )
+        server.failing = False
+        refused = flow("resume", "out/batch.md", cwd=tmp_path, env=_env())
+        assert refused.returncode == 1, refused.stderr
+        row = load_batch(tmp_path / "out" / "batch.md").rows[1]
+        assert row.status == "failed" and "changed" in (row.error or "")
+        assert "--rerun-changed" in (row.error or "")
+        rerun = flow("resume", "out/batch.md", "--rerun-changed", cwd=tmp_path, env=_env())
+        assert rerun.returncode == 0, rerun.stderr
+    # The completed row is never run again, whatever the workflow says now.
+    assert _row_file(tmp_path, 1).read_bytes() == done
+    assert any(e[3].startswith("## Read\n\nStudy") for e in transcript(_row_file(tmp_path, 2)))
