@@ -204,9 +204,15 @@ def start_batch(
         rows=[RowState(row=r.number) for r in rows],
     )
     try:
-        save_batch(path, batch)
+        # The engine first: a missing Ray must not leave a batch file behind.
         engine_obj = make_engine(engine, workers, folder, address)
     except BaseException:
+        lock.release()
+        raise
+    try:
+        save_batch(path, batch)
+    except BaseException:
+        engine_obj.close()
         lock.release()
         raise
     inputs = {r.number: values for r, values in zip(rows, typed, strict=True)}
