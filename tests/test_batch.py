@@ -213,6 +213,11 @@ def test_max_cost_stops_new_rows(tmp_path: Path) -> None:
     assert batch.status == "budget_exhausted"
     assert [r.status for r in batch.rows] == ["completed", "pending", "pending", "pending"]
     assert not _row_file(tmp_path, 2).exists()
+    status = flow("status", "out/batch.md", cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert "status   budget_exhausted — the batch's cost reached its limit" in status.stdout
+    assert "rows     4: 1 completed, 0 failed, 0 running, 3 pending" in status.stdout
+    assert "row    2 pending          rows/0002/progress.md" in status.stdout
 
 
 def test_sigkill_of_the_batch_then_resume_is_row_and_message_exact(
