@@ -89,8 +89,12 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[object
     topics = ["apples", "pears", "plums", "figs"]
     write_case(folder, topics)
     with RowServer() as server:
-        result = _batch(folder, server, "--workers", "2")
+        result = _batch(folder, server, "--workers", "2", "--json")
     assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["status"] == "completed" and summary["exit_code"] == 0
+    assert summary["ran"] == [1, 2, 3, 4] and summary["totals"]["completed"] == 4
+    assert summary["totals"]["input_tokens"] == 4 * 3 * 100  # the server's usage, summed
     return {t: transcript(_row_file(folder, i)) for i, t in enumerate(topics, start=1)}
 
 
