@@ -24,6 +24,7 @@ COMMAND_MODULES: dict[str, str] = {
     "run": "commands_run",
     "resume": "commands_run",
     "status": "commands_run",
+    "batch": "commands_batch",
     "check": "commands_workflow",
     "validate": "commands_progress",
     "show": "commands_show",

@@ -74,7 +74,7 @@ def _print_error(path: Path, error: FlowError) -> None:
 @app.command("schema")
 def schema(
     name: str = typer.Argument(
-        "progress", metavar="NAME", help="Which schema: progress or workflow."
+        "progress", metavar="NAME", help="Which schema: progress, workflow or batch."
     ),
 ) -> None:
     """Print a JSON schema (JSON Schema 2020-12) of flow's files."""

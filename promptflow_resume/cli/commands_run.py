@@ -469,6 +469,13 @@ def _confirm_change(plan: ResumePlan) -> Choices | None:
     return None
 
 
+def _is_batch(path: Path) -> bool:
+    """A batch file (``flow batch``'s ``batch.md``) is resumed and shown by the batch module."""
+    from ..batch.checkpoint import is_batch_file
+
+    return is_batch_file(path)
+
+
 @app.command("resume")
 def resume_command(
     progress: ProgressArg,
@@ -522,6 +529,24 @@ def resume_command(
     choices = Choices(rerun_changed, keep_completed, rerun_unsafe)
     if rerun_changed and keep_completed:
         raise InputError("--rerun-changed and --keep-completed exclude each other; choose one.")
+    if _is_batch(progress) and plan_only:
+        from .commands_batch import batch_status_command
+
+        return batch_status_command(progress, as_json)
+    if _is_batch(progress):
+        from .commands_batch import resume_batch_command
+
+        return resume_batch_command(
+            progress,
+            workflow=workflow,
+            provider=provider,
+            model=model,
+            base_url=base_url,
+            max_cost=max_cost,
+            rerun_changed=rerun_changed,
+            keep_completed=keep_completed,
+            as_json=as_json,
+        )
     if plan_only:
         status = run_status(
             progress, workflow_path=workflow, choices=choices, mcp_config=mcp_config
@@ -628,6 +653,11 @@ def status_command(
 ) -> int:
     """Where a run stands: status, step i of n, what resume would do, usage, edits, last error."""
     from ..api import run_status
+
+    if _is_batch(progress):
+        from .commands_batch import batch_status_command
+
+        return batch_status_command(progress, as_json)
 
     status = run_status(progress, workflow_path=workflow, mcp_config=mcp_config)
     return _print_status(status, as_json)

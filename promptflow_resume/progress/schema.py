@@ -20,7 +20,7 @@ import yaml
 from .. import yamlio
 from ..errors import FileNotFoundFlowError, FlowError, ProgressSchemaError
 
-SCHEMA_NAMES = ("progress", "workflow")
+SCHEMA_NAMES = ("progress", "workflow", "batch")
 
 
 def schema_file(name: str = "progress") -> Path:
@@ -46,11 +46,11 @@ def load_schema(name: str = "progress") -> dict[str, Any]:
     return data
 
 
-@functools.lru_cache(maxsize=1)
-def _validator() -> Any:
+@functools.lru_cache(maxsize=4)
+def _validator(name: str = "progress") -> Any:
     from jsonschema import Draft202012Validator
 
-    return Draft202012Validator(load_schema("progress"))
+    return Draft202012Validator(load_schema(name))
 
 
 def field_path(parts: Any) -> str:
@@ -179,13 +179,14 @@ def validate_front_matter(
     source: str | None = None,
     line_offset: int = 0,
     context: str = "",
+    schema: str = "progress",
 ) -> None:
     """Raise ``ProgressSchemaError`` for the first schema violation in ``data``.
 
     ``source`` is the YAML text ``data`` came from; when given, the error names the line and
     column of the offending value (``line_offset`` lines precede the text in the file).
     """
-    errors = list(_validator().iter_errors(data))
+    errors = list(_validator(schema).iter_errors(data))
     if not errors:
         return
     described = [(_describe(e), e) for e in errors]
@@ -236,6 +237,6 @@ def validate_front_matter(
         field=first.field,
         hint=(
             "Fix that value in the front matter (or restore the file from version control); "
-            "`flow schema progress` prints the full schema."
+            f"`flow schema {schema}` prints the full schema."
         ),
     )

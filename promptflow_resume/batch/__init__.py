@@ -1,0 +1,41 @@
+"""Batch runs: one workflow run per row of a data set, resumable row by row.
+
+A batch lives in a folder: ``batch.md`` (the batch's checkpoint and a readable table of its
+rows) and ``rows/<n>/progress.md`` (each row's own run, an ordinary progress file)::
+
+    from promptflow_resume.batch import start_batch, resume_batch, batch_status
+
+    outcome = start_batch("triage.prompt.md", "issues.jsonl", out="out", workers=4)
+    print(outcome.batch.totals(), outcome.exit_code)
+    outcome = resume_batch("out/batch.md")       # only the rows that did not complete
+
+Modules: ``data`` (reading and checking rows), ``checkpoint`` (the batch file), ``worker``
+(one row through the library API), ``local`` and ``ray_engine`` (where rows run), ``runner``
+(the batch loop and this API).
+"""
+
+from __future__ import annotations
+
+from .checkpoint import BATCH_FILE, Batch, RowState, is_batch_file, load_batch
+from .runner import (
+    BatchOutcome,
+    BatchReporter,
+    BatchStatus,
+    batch_status,
+    resume_batch,
+    start_batch,
+)
+
+__all__ = [
+    "BATCH_FILE",
+    "Batch",
+    "BatchOutcome",
+    "BatchReporter",
+    "BatchStatus",
+    "RowState",
+    "batch_status",
+    "is_batch_file",
+    "load_batch",
+    "resume_batch",
+    "start_batch",
+]

@@ -1,0 +1,205 @@
+"""One row of a batch, run through the library API; and the local engine's worker process.
+
+``run_row`` is what every engine runs for a row, in a worker process on this machine or in a
+Ray task: a row whose progress file does not exist yet starts a run (``start_run``); a row
+whose file exists resumes it (``resume_run``), so a row taken up again after a crash, a
+Ctrl-C or a dead worker continues at message granularity and a completed run is never
+re-run. Whatever happens, the answer is a ``RowResult``; a row's failure is data, not an
+exception, so it cannot stop the other rows.
+
+Run as ``python -m promptflow_resume.batch``, this module is a local worker: it reads
+one task per line (JSON) on stdin and answers with events, one JSON object per line, on
+stdout: ``started`` (with ``host:pid``), ``usage`` (after each model reply) and ``done``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from ..errors import FlowError
+from ..events import Reporter
+from ..progress.model import Usage
+
+#: Seconds between checks that the batch process is still alive.
+_ORPHAN_CHECK = 0.5
+
+
+@dataclass
+class RowTask:
+    """What a worker needs to run one row (plain data: it crosses process boundaries)."""
+
+    row: int
+    #: Absolute path of the row's progress file.
+    progress: str
+    #: Absolute path of the workflow file.
+    workflow: str
+    #: Typed input values (used only when the row starts).
+    inputs: dict[str, Any] = field(default_factory=dict)
+    workspace: str = "."
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    recording: str | None = None
+    rerun_changed: bool = False
+    keep_completed: bool = False
+
+
+@dataclass
+class RowResult:
+    """How a row's run ended this time."""
+
+    row: int
+    status: str
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    error: str | None = None
+
+
+def worker_name() -> str:
+    """``host:pid`` of this process, as the batch file shows it for a running row."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _result(row: int, status: str, usage: Usage, error: str | None) -> RowResult:
+    return RowResult(
+        row=row,
+        status=status,
+        turns=usage.turns,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cost_usd=usage.cost_usd,
+        error=error,
+    )
+
+
+def run_row(task: RowTask, reporter: Reporter | None = None) -> RowResult:
+    """Start or resume the row's run until it stops; never raises for a user-caused failure."""
+    from ..api import resume_run, start_run
+    from ..reconcile import Choices
+
+    progress = Path(task.progress)
+    try:
+        if progress.exists():
+            outcome = resume_run(
+                progress,
+                choices=Choices(
+                    rerun_changed=task.rerun_changed, keep_completed=task.keep_completed
+                ),
+                provider=task.provider,
+                model=task.model,
+                base_url=task.base_url,
+                workspace=task.workspace,
+                reporter=reporter,
+            )
+        else:
+            progress.parent.mkdir(parents=True, exist_ok=True)
+            outcome = start_run(
+                task.workflow,
+                resolved_inputs=task.inputs,
+                provider=task.provider,
+                model=task.model,
+                base_url=task.base_url,
+                recording=task.recording,
+                progress=progress,
+                workspace=task.workspace,
+                reporter=reporter,
+            )
+    except FlowError as error:
+        usage = Usage()
+        status = "failed"
+        if progress.exists():
+            try:
+                from ..progress import load_progress
+
+                run, _ = load_progress(progress)
+                usage = run.usage
+                status = "needs_review" if run.status == "needs_review" else "failed"
+            except FlowError:
+                pass
+        return _result(task.row, status, usage, str(error))
+    run = outcome.run
+    cause = run.last_error.message if run.last_error and run.status != "completed" else None
+    return _result(task.row, run.status, run.usage, cause)
+
+
+class _EventReporter(Reporter):
+    """Sends the run's usage after every model reply, for the batch's live totals."""
+
+    def __init__(self, send: Any, row: int) -> None:
+        self._send = send
+        self._row = row
+
+    def model_reply(self, step_id: str, usage: Usage, run_usage: Usage) -> None:
+        self._send(
+            {
+                "event": "usage",
+                "row": self._row,
+                "input_tokens": run_usage.input_tokens,
+                "output_tokens": run_usage.output_tokens,
+                "cost_usd": run_usage.cost_usd,
+            }
+        )
+
+
+def _serve(channel: IO[str]) -> None:
+    def send(message: dict[str, Any]) -> None:
+        # The batch process may be gone (killed): the row goes on to its checkpoint anyway.
+        with contextlib.suppress(OSError, ValueError):
+            channel.write(json.dumps(message) + "\n")
+            channel.flush()
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        task = RowTask(**json.loads(line))
+        send({"event": "started", "row": task.row, "worker": worker_name()})
+        try:
+            result = run_row(task, _EventReporter(send, task.row))
+        except KeyboardInterrupt:
+            # Stopped outside the run loop (the loop itself checkpoints and returns): the
+            # row's file, if any, holds its last checkpoint.
+            send({"event": "done", **asdict(RowResult(task.row, "interrupted"))})
+            return
+        send({"event": "done", **asdict(result)})
+
+
+def _stop_when_orphaned(parent: int) -> None:
+    """SIGTERM this process once the batch process that started it is gone.
+
+    A batch killed by SIGKILL cannot tell its workers to stop; each notices within a second,
+    checkpoints its row ``interrupted`` and exits, so ``flow resume`` finds no row locked.
+    """
+    while os.getppid() == parent:
+        time.sleep(_ORPHAN_CHECK)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def main() -> None:
+    """The local worker process: tasks on stdin, events on stdout, until stdin closes."""
+    # The batch process forwards a stop as SIGTERM; the run loop checkpoints on it. Outside a
+    # run it ends the loop the way Ctrl-C would.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    threading.Thread(target=_stop_when_orphaned, args=(os.getppid(),), daemon=True).start()
+    channel = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    # Anything else printed goes to stderr, never into the event stream.
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    try:
+        _serve(channel)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            channel.close()

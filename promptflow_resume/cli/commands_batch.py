@@ -1,0 +1,277 @@
+"""``flow batch``, and ``flow resume`` / ``flow status`` when given a ``batch.md``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..errors import EXIT_INTERRUPTED
+from ..wording import count
+from .app import app, err, out, print_json
+from .options import BaseUrlOpt, MaxCostOpt, ModelOpt, ProviderOpt, SummaryJson, WorkflowArg
+
+
+class _Progress:
+    """A rich progress bar on a terminal (completed / failed / running, tokens, cost); a
+    plain line per finished row otherwise (CI logs)."""
+
+    def __init__(self, live: bool) -> None:
+        self.live = live
+        self._bar: Any = None
+        self._task: Any = None
+
+    def _counts(self, batch: Any, live_usage: dict[int, tuple[int, int, float]]) -> dict[str, Any]:
+        t = batch.totals()
+        running = {r.row for r in batch.rows if r.status == "running"}
+        tokens = sum(
+            r.input_tokens + r.output_tokens for r in batch.rows if r.row not in live_usage
+        ) + sum(u[0] + u[1] for u in live_usage.values())
+        cost = sum(r.cost_usd for r in batch.rows if r.row not in live_usage) + sum(
+            u[2] for u in live_usage.values()
+        )
+        return {**t, "running": len(running), "tokens": tokens, "cost": cost}
+
+    def begin(self, batch: Any) -> None:
+        if not self.live:
+            err(f"flow: batch {batch.batch_id}: {count(len(batch.rows), 'row')}")
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self._bar = Progress(
+            TextColumn("batch"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[detail]}"),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self._bar.start()
+        self._task = self._bar.add_task("batch", total=len(batch.rows), detail="")
+        self.update(batch, {})
+
+    def update(self, batch: Any, live_usage: dict[int, tuple[int, int, float]]) -> None:
+        if self._bar is None:
+            return
+        c = self._counts(batch, live_usage)
+        detail = (
+            f"{c['completed']} completed · {c['failed']} failed · {c['running']} running · "
+            f"{c['tokens']:,} tokens · ${c['cost']:.4f}"
+        )
+        self._bar.update(self._task, completed=c["completed"] + c["failed"], detail=detail)
+
+    def row_finished(self, batch: Any, row: Any) -> None:
+        if self.live:
+            return
+        t = batch.totals()
+        done = t["completed"] + t["failed"]
+        tail = f": {row.error}" if row.error else ""
+        err(f"flow: row {row.row} {row.status} ({done}/{t['rows']} done){tail}")
+
+    def end(self, batch: Any) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+def _reporter(live: bool) -> Any:
+    from ..batch import BatchReporter
+
+    progress = _Progress(live)
+
+    class Reporter(BatchReporter):
+        def begin(self, batch: Any) -> None:
+            progress.begin(batch)
+
+        def update(self, batch: Any, live_usage: dict[int, tuple[int, int, float]]) -> None:
+            progress.update(batch, live_usage)
+
+        def row_finished(self, batch: Any, row: Any) -> None:
+            progress.row_finished(batch, row)
+
+        def end(self, batch: Any) -> None:
+            progress.end(batch)
+
+    return Reporter()
+
+
+def _shown(path: Path) -> Path:
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
+def _report(outcome: Any, as_json: bool) -> int:
+    batch, path = outcome.batch, _shown(outcome.path)
+    t = batch.totals()
+    if as_json:
+        print_json(
+            {
+                "path": str(path),
+                "batch_id": batch.batch_id,
+                "status": batch.status,
+                "reason": batch.reason,
+                "totals": t,
+                "ran": outcome.ran,
+                "exit_code": outcome.exit_code,
+            }
+        )
+        return int(outcome.exit_code)
+    tokens = t["input_tokens"] + t["output_tokens"]
+    line = (
+        f"{t['completed']}/{t['rows']} rows completed, {t['failed']} failed, "
+        f"{t['pending']} not started; {tokens:,} tokens, ${t['cost_usd']:.4f} — {path}"
+    )
+    if batch.status == "completed":
+        out(f"completed: {line}")
+    else:
+        reason = f" ({batch.reason})" if batch.reason else ""
+        err(f"{batch.status}{reason}: {line}")
+        for row in batch.rows:
+            if row.status not in ("completed", "pending"):
+                tail = f": {row.error}" if row.error else ""
+                err(f"  row {row.row} {row.status}{tail}")
+        err(f"Resume with: flow resume {path}")
+    return int(outcome.exit_code)
+
+
+def _interrupted(path: Path) -> int:
+    err("interrupted: every running row saved its progress.")
+    err(f"Resume with: flow resume {_shown(path)}")
+    return EXIT_INTERRUPTED
+
+
+@app.command("batch")
+def batch_command(
+    workflow: WorkflowArg,
+    data: Path = typer.Option(
+        ...,
+        "--data",
+        metavar="FILE",
+        help="The rows: a JSONL, CSV or YAML file; each row's keys are input names.",
+    ),
+    workers: int = typer.Option(2, "--workers", "-w", metavar="N", help="Rows run at once."),
+    engine: str = typer.Option(
+        "local", "--engine", metavar="ENGINE", help="Where rows run: local (processes) or ray."
+    ),
+    address: str | None = typer.Option(
+        None,
+        "--address",
+        metavar="ADDR",
+        help="With --engine ray: the cluster to join (default RAY_ADDRESS, else a local Ray).",
+    ),
+    out_dir: Path | None = typer.Option(
+        None,
+        "--out",
+        metavar="DIR",
+        help="The batch folder: batch.md and rows/ (default .flow/batches/<batch-id>/).",
+    ),
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    recording: Path | None = typer.Option(
+        None,
+        "--recording",
+        metavar="FILE",
+        help="With --provider replay or scripted: the recording or script every row uses.",
+    ),
+    max_cost: MaxCostOpt = None,
+    as_json: SummaryJson = False,
+) -> int:
+    """Run WORKFLOW once per row of a data file, each row with its own progress file.
+
+    Every row is checked against the workflow's inputs before anything runs. A failing row
+    does not stop the others; --max-cost is a total that stops new rows. Exit codes: 0 every
+    row completed, 1 some row did not, 9 bad rows, 130 interrupted (resume with
+    `flow resume DIR/batch.md`).
+    """
+    from ..batch import start_batch
+    from ..batch.runner import BatchInterrupted
+
+    live = sys.stderr.isatty() and not as_json
+    try:
+        outcome = start_batch(
+            workflow,
+            data,
+            out=out_dir,
+            workers=workers,
+            engine=engine,
+            address=address,
+            provider=provider,
+            model=model,
+            base_url=base_url,
+            recording=recording,
+            max_cost=max_cost,
+            reporter=_reporter(live),
+        )
+    except BatchInterrupted as stop:
+        return _interrupted(stop.path)
+    return _report(outcome, as_json)
+
+
+def resume_batch_command(
+    path: Path,
+    *,
+    workflow: Path | None,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    max_cost: float | None,
+    rerun_changed: bool,
+    keep_completed: bool,
+    as_json: bool,
+) -> int:
+    """``flow resume DIR/batch.md``: run every row that did not complete."""
+    from ..batch import resume_batch
+    from ..batch.runner import BatchInterrupted
+
+    live = sys.stderr.isatty() and not as_json
+    try:
+        outcome = resume_batch(
+            path,
+            workflow_path=workflow,
+            provider=provider,
+            model=model,
+            base_url=base_url,
+            max_cost=max_cost,
+            rerun_changed=rerun_changed,
+            keep_completed=keep_completed,
+            reporter=_reporter(live),
+        )
+    except BatchInterrupted:
+        return _interrupted(path)
+    return _report(outcome, as_json)
+
+
+def batch_status_command(path: Path, as_json: bool) -> int:
+    """``flow status DIR/batch.md``: counts and each row's status."""
+    from ..batch import batch_status
+
+    data = batch_status(path).to_dict()
+    if as_json:
+        print_json(data)
+        return 0
+    t = data["totals"]
+    out(f"batch    {data['batch_id']}")
+    reason = f" — {data['reason']}" if data["reason"] else ""
+    out(f"status   {data['status']}{reason}")
+    out(
+        f"rows     {t['rows']}: {t['completed']} completed, {t['failed']} failed, "
+        f"{t['running']} running, {t['pending']} pending"
+    )
+    out(
+        f"usage    {t['input_tokens']:,} in / {t['output_tokens']:,} out tokens, "
+        f"${t['cost_usd']:.4f}"
+    )
+    for row in data["rows"]:
+        tail = f" — {row['error']}" if row.get("error") else ""
+        out(f"  row {row['row']:>4} {row['status']:<16} {row['progress']}{tail}")
+    if data["can_resume"]:
+        out(f"resume   flow resume {path} runs the rows that did not complete")
+    else:
+        out("resume   nothing to do: every row completed")
+    return 0
