@@ -188,11 +188,21 @@ def test_a_server_that_speaks_no_mcp_fails_to_start(tmp_path: Path) -> None:
     )
     config = tmp_path / "mcp.json"
     config.write_text(
-        json.dumps({"servers": {"liar": {"command": sys.executable, "args": [str(liar)]}}}),
+        json.dumps(
+            {
+                "servers": {
+                    "liar": {
+                        "command": sys.executable,
+                        "args": [str(liar)],
+                        "flow": {"start_timeout": 2},
+                    }
+                }
+            }
+        ),
         encoding="utf-8",
     )
     servers = open_servers(tmp_path, config, ["liar/*"])
-    with pytest.raises(ToolServerError, match="`liar`"):
+    with pytest.raises(ToolServerError, match="`liar` did not answer within 2 s of starting"):
         servers.offer()
     servers.close()
 

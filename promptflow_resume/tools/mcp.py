@@ -58,7 +58,7 @@ from ..errors import ToolServerError
 from ..providers.base import ToolSpec
 from ..workflow.model import Workflow
 from .base import ToolContext, ToolResult
-from .mcp_config import START_TIMEOUT, McpConfig, McpServerConfig, find_config, load_config
+from .mcp_config import McpConfig, McpServerConfig, find_config, load_config
 from .names import BUILTIN_TOOLS
 
 #: How often, and after how long, an idempotent call is retried on a restarted server.
@@ -254,11 +254,12 @@ class McpServers:
         conn = _Connection(config)
         self._conns[server] = conn
         try:
-            self._run(self._open(conn), START_TIMEOUT + 5)
+            self._run(self._open(conn), config.start_timeout + 5)
         except FutureTimeout:
             self._stop(conn)
             raise ToolServerError(
-                f"the MCP server `{server}` did not answer within {START_TIMEOUT:g} s of starting.",
+                f"the MCP server `{server}` did not answer within {config.start_timeout:g} s of "
+                "starting.",
                 path=config.source,
                 line=config.line,
                 field=config.entry,
@@ -294,7 +295,7 @@ class McpServers:
         conn.stop = asyncio.Event()
         conn.done = loop.create_future()
         conn.task = loop.create_task(self._hold(conn, ready))
-        await asyncio.wait_for(ready, START_TIMEOUT)
+        await asyncio.wait_for(ready, conn.config.start_timeout)
 
     async def _hold(self, conn: _Connection, ready: asyncio.Future[None]) -> None:
         """Own the transport and session contexts for the connection's whole life."""

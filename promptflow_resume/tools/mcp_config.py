@@ -22,7 +22,8 @@ everything ``flow`` writes. flow's own settings for a server sit under ``"flow"`
 
     "flow": {"timeout": 30, "idempotent": {"append_note": false, "search": true}}
 
-``timeout`` is the seconds one call may take; ``idempotent`` overrides, per tool, what the
+``timeout`` is the seconds one call may take (``start_timeout``: the seconds the server may
+take to start, 30 by default); ``idempotent`` overrides, per tool, what the
 server's annotations say (``readOnlyHint``/``idempotentHint``) about re-running a call that
 was in flight when a run stopped.
 """
@@ -73,6 +74,8 @@ class McpServerConfig:
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_CALL_TIMEOUT
+    #: Seconds the server may take to start and answer the handshake.
+    start_timeout: float = START_TIMEOUT
     #: Per tool: True/False overrides the annotations' verdict on re-running it.
     idempotent: dict[str, bool] = field(default_factory=dict)
 
@@ -361,6 +364,13 @@ class _Reader:
         timeout = flow_opts.get("timeout", DEFAULT_CALL_TIMEOUT)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise self.fail(f"{where}.flow.timeout", "must be a number of seconds above 0.")
+        start_timeout = flow_opts.get("start_timeout", START_TIMEOUT)
+        if (
+            isinstance(start_timeout, bool)
+            or not isinstance(start_timeout, (int, float))
+            or start_timeout <= 0
+        ):
+            raise self.fail(f"{where}.flow.start_timeout", "must be a number of seconds above 0.")
         overrides = flow_opts.get("idempotent", {})
         if not isinstance(overrides, dict) or not all(
             isinstance(v, bool) for v in overrides.values()
@@ -375,6 +385,7 @@ class _Reader:
             "entry": where,
             "line": self._line_of(where),
             "timeout": float(timeout),
+            "start_timeout": float(start_timeout),
             "idempotent": dict(overrides),
         }
         if kind == "http":
