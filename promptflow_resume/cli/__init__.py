@@ -24,6 +24,7 @@ def __getattr__(name: str) -> Any:
         return app
     raise AttributeError(name)
 
+
 #: Which module registers each command. Importing a command module registers its commands on
 #: ``app``; ``main`` imports only the one a command line needs, so ``flow resume`` does not pay
 #: for the imports of ``flow list`` or ``flow share``.

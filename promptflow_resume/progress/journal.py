@@ -315,9 +315,9 @@ def parse_events(
             live=live,
         )
     events: list[Event] = []
-    for number, line in enumerate(lines[1:], start=2):
+    for number, raw_line in enumerate(lines[1:], start=2):
         try:
-            data_ = json.loads(line)
+            data_ = json.loads(raw_line)
             event = _event(data_, number)
         except (ValueError, KeyError, TypeError, RecursionError):
             raise journal_error(
