@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from promptflow_resume.progress import Entry, ProgressStore, load_progress, render
@@ -26,9 +27,9 @@ def test_the_fold_after_open_reuses_file_blocks_and_matches_a_full_render(tmp_pa
         store.checkpoint(store_run := _run(50))
     store, run, _ = ProgressStore.open(path)
     with store:
-        # Seeded from the file's bytes: every entry up to the example's one escaped entry
+        # Remembered in the file's bytes: every entry up to the example's one escaped entry
         # (CRLF), which is read from the decoded text instead.
-        assert len(store._rendered) == 6
+        assert len(store._file_blocks) == 6
         run.transcript[3].content = "edited in memory"  # an entry changed in place misses
         entry = Entry(run.next_entry_id(), "user", "one more", step="report")
         run.transcript.append(entry)
@@ -38,15 +39,30 @@ def test_the_fold_after_open_reuses_file_blocks_and_matches_a_full_render(tmp_pa
     assert load_progress(path)[0] == run != store_run
 
 
-def test_a_file_written_by_another_renderer_is_rendered_afresh(tmp_path: Path) -> None:
+def test_a_file_changed_since_it_was_opened_is_rendered_afresh(tmp_path: Path) -> None:
     path = tmp_path / "progress.md"
     with ProgressStore.create(path, _run(5)):
         pass
     store, run, _ = ProgressStore.open(path)
     with store:
-        # As if this version rendered the last block differently than the file has it.
-        store._rendered = {}
-        data = path.read_bytes()
-        assert data.count(b"<!-- flow:entry ") == len(run.transcript)
+        assert store._file_blocks
+        stat = path.stat()
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+        run.transcript[-1].content = "changed"
+        store.checkpoint(run)
+        assert not store._file_blocks
+    assert path.read_text(encoding="utf-8") == render(run)
+
+
+def test_blocks_of_another_renderer_are_not_copied(tmp_path: Path) -> None:
+    path = tmp_path / "progress.md"
+    with ProgressStore.create(path, _run(5)):
+        pass
+    data = path.read_bytes()
+    # The same file as an older renderer might have spaced its first entry's heading.
+    first = data.index(b"\n### 1 ")
+    path.write_bytes(data[:first] + b"\n###  1 " + data[first + len(b"\n### 1 ") :])
+    store, run, _ = ProgressStore.open(path)
+    with store:
         store.checkpoint(run)
     assert path.read_text(encoding="utf-8") == render(run)

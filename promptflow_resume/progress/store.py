@@ -36,6 +36,7 @@ from .. import faults
 from ..errors import (
     DigestError,
     FileNotFoundFlowError,
+    FlowError,
     InputError,
     ProgressFormatError,
     RunLockedError,
@@ -457,6 +458,10 @@ class ProgressStore:
         self._fm: dict[str, Any] = {}
         #: Bytes of progress.md as last written.
         self._file_size = 0
+        #: Entries of the file as opened whose blocks the first fold may copy: (render key,
+        #: digest, start, end), and the file's (size, mtime) when it was read.
+        self._file_blocks: list[tuple[tuple[Any, ...], str, int, int]] = []
+        self._file_stamp: tuple[int, int] = (0, 0)
         #: Digest and rendered block of each entry as of the last fold, by the entry's fields.
         self._rendered: dict[tuple[Any, ...], tuple[str, str]] = {}
         self._closed = False
@@ -671,6 +676,7 @@ class ProgressStore:
     def checkpoint(self, run: Run) -> None:
         """Fold: rewrite progress.md atomically with the run as it is now; drop the journal."""
         self._check_open()
+        self._take_file_blocks()
         digests, blocks = self._render_entries(run.transcript)
         chain = Chain(zip((e.id for e in run.transcript), digests, strict=True))
         run.journal_seq = self._seq
@@ -720,26 +726,48 @@ class ProgressStore:
         self._fm = fm
 
     def _seed_rendered(self, transcript: list[Entry], loaded: _Loaded) -> None:
-        """Take the blocks of the entries just read from the file as their renderings, so the
-        next fold copies them instead of rendering every entry again: the entries read straight
-        from the bytes (``Parsed.entry_spans``) and not edited by hand, and only if the first
-        and last of them are exactly what this version renders (a file from an older renderer
-        is rendered afresh)."""
-        spans, data, stored, actual = loaded.spans, loaded.data, loaded.digests, loaded.actual
+        """Remember where the entries just read from the file are, so the next fold copies
+        their blocks instead of rendering every entry again: the entries read straight from
+        the bytes (``Parsed.entry_spans``) and not edited by hand. Only their places and fields
+        are kept (the bytes are read again at the fold), so opening a long run costs no memory
+        for it."""
+        spans, stored, actual = loaded.spans, loaded.digests, loaded.actual
         count = min(len(spans) - 1, len(transcript), len(actual))
-        seeded: dict[tuple[Any, ...], tuple[str, str]] = {}
-        checked = []
-        for index in range(count):
-            if actual[index] != stored[index]:
-                continue
-            entry = transcript[index]
-            block = data[spans[index] : spans[index + 1]].decode("utf-8")
-            seeded[_render_key(entry)] = (stored[index], block)
-            checked.append(index)
-        for index in {checked[0], checked[-1]} if checked else ():
-            digest, block = seeded[_render_key(transcript[index])]
-            if entry_block(transcript[index], digest) != block:
+        self._file_blocks = [
+            (_render_key(transcript[i]), stored[i], spans[i], spans[i + 1])
+            for i in range(count)
+            if actual[i] == stored[i]
+        ]
+        try:
+            stat = self.path.stat()
+            self._file_stamp = (stat.st_size, stat.st_mtime_ns)
+        except OSError:
+            self._file_blocks = []
+
+    def _take_file_blocks(self) -> None:
+        """Turn the places remembered by ``_seed_rendered`` into renderings (once), if the file
+        is still the one read and this version renders the first and last of them the same
+        way (a file from an older renderer is rendered afresh)."""
+        places, self._file_blocks = self._file_blocks, []
+        if not places:
+            return
+        try:
+            stat = self.path.stat()
+            if (stat.st_size, stat.st_mtime_ns) != self._file_stamp:
                 return
+            data = read_bytes(self.path)
+        except (OSError, FlowError):
+            return
+        seeded: dict[tuple[Any, ...], tuple[str, str]] = {}
+        try:
+            for key, digest, start, end in places:
+                seeded[key] = (digest, data[start:end].decode("utf-8"))
+        except UnicodeDecodeError:
+            return
+        for key, digest, _, _ in {places[0], places[-1]}:
+            if entry_block(Entry(*key), digest) != seeded[key][1]:
+                return
+        seeded.update(self._rendered)
         self._rendered = seeded
 
     def _render_entries(self, transcript: list[Entry]) -> tuple[list[str], list[str]]:
