@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..globs import glob_regex
 from ..providers.base import ToolSpec
 from .base import Tool, ToolContext, ToolResult
 from .scan import SNIFF_BYTES, TOO_LARGE, read_text, required_literal, walk
@@ -478,45 +479,10 @@ def glob_matcher(pattern: str) -> Callable[[str], bool]:
     glob = pattern.strip()
     while glob.startswith("./"):
         glob = glob[2:]
-    regex = re.compile(_glob_regex(glob or "*") + r"\Z", re.DOTALL)
+    regex = re.compile(glob_regex(glob or "*") + r"\Z", re.DOTALL)
     if "/" in glob:
         return lambda rel: regex.match(rel) is not None
     return lambda rel: regex.match(rel.rsplit("/", 1)[-1]) is not None
-
-
-def _glob_regex(glob: str) -> str:
-    out: list[str] = []
-    i, n = 0, len(glob)
-    while i < n:
-        c = glob[i]
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[" and (end := glob.find("]", i + 2)) != -1:
-            body = glob[i + 1 : end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end + 1
-            continue
-        elif c == "{" and (end := glob.find("}", i + 1)) != -1:
-            options = glob[i + 1 : end].split(",")
-            out.append("(?:" + "|".join(_glob_regex(o) for o in options) + ")")
-            i = end + 1
-            continue
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
 
 
 # --- search_files -------------------------------------------------------------------------

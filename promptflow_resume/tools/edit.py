@@ -242,6 +242,21 @@ def _target(root: Path, name: str) -> tuple[Path, str] | ToolResult:
     return path, rel
 
 
+def _existing(root: Path, name: str, hint: str) -> tuple[Path, str, str] | ToolResult:
+    """The path, workspace-relative name and text of an existing text file, or an error
+    result (``hint`` follows the one for a missing file)."""
+    target = _target(root, name)
+    if isinstance(target, ToolResult):
+        return target
+    path, rel = target
+    if not path.exists():
+        return error_result(f"there is no file '{rel}'{hint}")
+    text = _read_text(path, rel)
+    if isinstance(text, ToolResult):
+        return text
+    return path, rel, text
+
+
 def _read_text(path: Path, rel: str) -> str | ToolResult:
     data = path.read_bytes()
     if b"\x00" in data[:SNIFF_BYTES]:
@@ -329,15 +344,10 @@ class ReplaceString(EditTool):
 
     def plan(self, arguments: dict[str, Any], root: Path) -> Planned | ToolResult:
         """The file with the one occurrence replaced, or an error naming how many there are."""
-        target = _target(root, arguments["path"])
-        if isinstance(target, ToolResult):
-            return target
-        path, rel = target
-        if not path.exists():
-            return error_result(f"there is no file '{rel}'; create it with create_file")
-        text = _read_text(path, rel)
-        if isinstance(text, ToolResult):
-            return text
+        found = _existing(root, arguments["path"], "; create it with create_file")
+        if isinstance(found, ToolResult):
+            return found
+        path, rel, text = found
         old: str = arguments["old_string"]
         new: str = arguments["new_string"]
         if (bad := _encodable(new, "new_string")) is not None:
@@ -401,15 +411,10 @@ class InsertText(EditTool):
 
     def plan(self, arguments: dict[str, Any], root: Path) -> Planned | ToolResult:
         """The file with the text inserted as whole lines."""
-        target = _target(root, arguments["path"])
-        if isinstance(target, ToolResult):
-            return target
-        path, rel = target
-        if not path.exists():
-            return error_result(f"there is no file '{rel}'; create it with create_file")
-        text = _read_text(path, rel)
-        if isinstance(text, ToolResult):
-            return text
+        found = _existing(root, arguments["path"], "; create it with create_file")
+        if isinstance(found, ToolResult):
+            return found
+        path, rel, text = found
         insert: str = arguments["text"]
         if (bad := _encodable(insert, "the text")) is not None:
             return bad
@@ -459,15 +464,10 @@ class DeleteFile(EditTool):
 
     def plan(self, arguments: dict[str, Any], root: Path) -> Planned | ToolResult:
         """The file gone, or an error when there is none."""
-        target = _target(root, arguments["path"])
-        if isinstance(target, ToolResult):
-            return target
-        path, rel = target
-        if not path.exists():
-            return error_result(f"there is no file '{rel}'")
-        text = _read_text(path, rel)
-        if isinstance(text, ToolResult):
-            return text
+        found = _existing(root, arguments["path"], "")
+        if isinstance(found, ToolResult):
+            return found
+        path, rel, text = found
         return Planned(path, rel, text, None, f"deleted '{rel}'")
 
 

@@ -17,46 +17,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..globs import glob_regex
+
 
 @dataclass(frozen=True)
 class _Rule:
     regex: re.Pattern[str]
     negated: bool
     dir_only: bool
-
-
-def _translate(glob: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("/**", i) and i + 3 == len(glob):
-            out.append("/.*")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif glob[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif glob[i] == "[" and (end := glob.find("]", i + 2)) != -1:
-            body = glob[i + 1 : end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end + 1
-        elif glob[i] == "\\" and i + 1 < len(glob):
-            out.append(re.escape(glob[i + 1]))
-            i += 2
-        else:
-            out.append(re.escape(glob[i]))
-            i += 1
-    return "".join(out)
 
 
 def parse_rules(text: str, base: str) -> list[_Rule]:
@@ -76,7 +44,7 @@ def parse_rules(text: str, base: str) -> list[_Rule]:
             continue
         anchored = "/" in line
         line = line.lstrip("/")
-        body = _translate(line)
+        body = glob_regex(line, braces=False)
         where = re.escape(prefix) + body if anchored else re.escape(prefix) + "(?:.*/)?" + body
         rules.append(_Rule(re.compile(where + r"\Z", re.DOTALL), negated, dir_only))
     return rules

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .. import yamlio
 from ..errors import FlowError
+from ..globs import glob_regex
 from .source import normalize_newlines, split_source
 
 HEADING = "## Custom instructions"
@@ -48,38 +49,13 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def _glob_regex(glob: str) -> re.Pattern[str]:
-    out: list[str] = []
-    i = 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif glob[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif glob[i] == "{" and (end := glob.find("}", i)) != -1:
-            out.append("(?:" + "|".join(re.escape(o) for o in glob[i + 1 : end].split(",")) + ")")
-            i = end + 1
-        else:
-            out.append(re.escape(glob[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
-
-
 def applies(apply_to: str, file: str | None) -> bool:
     """True when an ``applyTo`` value covers the run: ``**`` always, a glob when ``file``
     (relative to the workspace) matches it."""
     globs = [g.strip().removeprefix("./") for g in _split_globs(apply_to) if g.strip()]
     if any(g in ("**", "**/*", "*") for g in globs):
         return True
-    return file is not None and any(_glob_regex(g).match(file) for g in globs)
+    return file is not None and any(re.match(glob_regex(g) + r"\Z", file) for g in globs)
 
 
 def _split_globs(value: str) -> list[str]:
