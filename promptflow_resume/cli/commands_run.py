@@ -8,7 +8,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -16,7 +16,6 @@ from ..errors import InputError
 from ..events import Reporter
 from ..progress.model import Run, Usage
 from ..providers.base import Request
-from ..reconcile import Choices, ResumePlan
 from ..wording import count
 from .app import app, err, out, print_json
 from .options import (
@@ -41,6 +40,10 @@ from .options import (
     WorkflowArg,
     WorkflowMovedOpt,
 )
+
+if TYPE_CHECKING:
+    # reconcile pulls in every tool; `flow --help` registers this module without needing it.
+    from ..reconcile import Choices, ResumePlan
 
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
 
@@ -452,6 +455,8 @@ def _ask_on_stderr(prompt: str) -> str:
 
 
 def _confirm_change(plan: ResumePlan) -> Choices | None:
+    from ..reconcile import Choices
+
     changed = ", ".join(c.step_id for c in plan.changes if c.started)
     err(f"flow: the workflow changed in steps that already ran: {changed}.")
     answer = (
@@ -525,6 +530,7 @@ def resume_command(
     that already ran, choose --rerun-changed or --keep-completed (on a terminal you are asked).
     """
     from ..api import Limits, resume_run, run_status
+    from ..reconcile import Choices
 
     choices = Choices(rerun_changed, keep_completed, rerun_unsafe)
     if rerun_changed and keep_completed:

@@ -11,21 +11,11 @@ from pathlib import Path
 import typer
 
 from ..errors import EXIT_INVALID_FILE, EXIT_NOT_FOUND, EXIT_OK, FileNotFoundFlowError
-from ..tools.mcp import mcp_names
-from ..tools.mcp_check import add_mcp_plan, format_mcp
-from ..tools.names import BUILTIN_TOOLS
-from ..workflow import check_workflow
-from ..workflow.model import Diagnostic
-from ..workflow.plan import (
-    format_plan,
-    format_summary,
-    format_tally,
-    format_tool_tally,
-    plan_dict,
-    tool_tally,
-)
 from .app import app, err, out, print_json
 from .options import McpConfigOpt
+
+# The workflow and tool modules are imported where they are used: `flow --help` registers
+# this command without paying for them.
 
 
 def _workflow_files(given: Path) -> list[Path]:
@@ -34,6 +24,12 @@ def _workflow_files(given: Path) -> list[Path]:
 
 
 def _check_one(path: Path, mcp: bool, mcp_config: Path | None) -> tuple[dict[str, object], int]:
+    from ..tools.mcp import mcp_names
+    from ..tools.mcp_check import add_mcp_plan
+    from ..workflow import check_workflow
+    from ..workflow.model import Diagnostic
+    from ..workflow.plan import plan_dict
+
     try:
         workflow, diagnostics = check_workflow(path)
     except FileNotFoundFlowError as error:
@@ -46,6 +42,8 @@ def _check_one(path: Path, mcp: bool, mcp_config: Path | None) -> tuple[dict[str
 
 
 def _with_mcp(text: str, plan: dict[str, object]) -> str:
+    from ..tools.mcp_check import format_mcp
+
     extra = format_mcp(plan)
     return text if extra is None else f"{text}\n{extra}"
 
@@ -69,6 +67,17 @@ def check(
     One file: its whole plan. Several files or a folder: one line per file and a tally
     (-v prints every plan).
     """
+    from ..tools.names import BUILTIN_TOOLS
+    from ..workflow.model import Diagnostic
+    from ..workflow.plan import (
+        format_plan,
+        format_summary,
+        format_tally,
+        format_tool_tally,
+        plan_dict,
+        tool_tally,
+    )
+
     plans: list[dict[str, object]] = []  # every file checked, and every empty folder
     checked: list[dict[str, object]] = []  # the files alone
     codes: set[int] = set()
