@@ -13,8 +13,10 @@ import pytest
 from flowproc import REPO, flow, flow_env
 from long_run import run_loop
 
+from promptflow_resume.errors import ProgressFormatError
 from promptflow_resume.progress import (
     MAX_FILE_BYTES,
+    MAX_JOURNAL_BYTES,
     Entry,
     ProgressStore,
     journal_path,
@@ -154,8 +156,9 @@ def test_a_run_killed_after_20000_turns_of_one_step_resumes(tmp_path: Path) -> N
     )
     assert result.returncode == -9, result.stderr  # SIGKILLed after 20,000 complete turns
     progress = tmp_path / "run" / "progress.md"
-    for own in (progress, journal_path(progress)):
-        assert own.stat().st_size < MAX_FILE_BYTES // 2
+    # Both stay far below the limits meant for files flow did not write.
+    assert progress.stat().st_size < MAX_FILE_BYTES // 2
+    assert journal_path(progress).stat().st_size < MAX_JOURNAL_BYTES // 2
     status = flow("status", str(progress), "--json", cwd=tmp_path, timeout=300)
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["usage"]["turns"] == 20_000
@@ -174,3 +177,15 @@ def test_the_loop_helper_runs_in_process(tmp_path: Path) -> None:
     assert run.status == "completed"
     assert sum(e.role == "tool_result" for e in run.transcript) == 6
     assert os.fspath(REPO) in os.fspath(Path(LONG_RUN).resolve())
+
+
+def test_a_journal_over_its_limit_is_refused_unread(tmp_path: Path) -> None:
+    # Only a journal flow did not write can be this large: flow folds its own at a few MiB.
+    progress = tmp_path / "progress.md"
+    progress.write_bytes((REPO / "tests/fixtures/progress/valid/example.md").read_bytes())
+    before = progress.read_bytes()
+    with open(journal_path(progress), "wb") as handle:  # sparse: nothing written to disk
+        handle.truncate(MAX_JOURNAL_BYTES + 1)
+    with pytest.raises(ProgressFormatError, match="over the 32 MiB limit"):
+        load_progress(progress)
+    assert progress.read_bytes() == before

@@ -39,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "is_binary": "sidecar",
     "needs_sidecar": "sidecar",
     "MAX_FILE_BYTES": "store",
+    "MAX_JOURNAL_BYTES": "store",
     "ProgressStore": "store",
     "journal_path": "store",
     "load_progress": "store",
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from .sidecar import SIDECAR_THRESHOLD, is_binary, needs_sidecar
     from .store import (
         MAX_FILE_BYTES,
+        MAX_JOURNAL_BYTES,
         ProgressStore,
         journal_path,
         load_progress,
@@ -90,6 +92,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "FORMAT_VERSION",
     "MAX_FILE_BYTES",
+    "MAX_JOURNAL_BYTES",
     "MIGRATIONS",
     "SIDECAR_THRESHOLD",
     "Entry",

@@ -6,7 +6,7 @@ tool call's start or result, a status change) is one fsync'd line appended to
 (see ``journal``), so the cost and size of an event do not grow with the run. ``checkpoint``
 folds everything into ``progress.md`` with an atomic rewrite (temp file, fsync, rename, fsync
 the folder) and drops the journal; that happens at step boundaries, on exit, and whenever the
-journal grows past ``FOLD_JOURNAL_BYTES`` (so flow's own files never near ``MAX_FILE_BYTES``).
+journal grows past ``FOLD_JOURNAL_BYTES`` (so flow's own journal never nears ``MAX_JOURNAL_BYTES``).
 Loading replays a journal left by a crash. Readers (``load_progress``, ``validate_file``) never
 modify anything, and see a consistent snapshot of a live run: they read the journal before the
 file, and a fold writes the file before it drops the journal::
@@ -55,12 +55,17 @@ from .render import entry_block, render_document
 from .schema import validate_front_matter
 from .sidecar import folder_name, read_checked, write_sidecar
 
-#: Progress files (and journals) larger than this are refused unread: a run keeps large
-#: outputs in sidecar files, so a file this big is not one we wrote, or is a runaway.
-MAX_FILE_BYTES = 32 * 1024 * 1024
+#: Progress files larger than this are refused unread. A run keeps large outputs in sidecar
+#: files, so only a very long run comes near it (about 190,000 turns of 1 KiB), far beyond
+#: what a pull request can carry (GitHub refuses files over 100 MB); it bounds the memory a
+#: file received from someone else can make flow use.
+MAX_FILE_BYTES = 256 * 1024 * 1024
+#: Journals larger than this are refused unread. flow folds its own journal long before (see
+#: ``FOLD_JOURNAL_BYTES``), so only a journal flow did not write comes near it.
+MAX_JOURNAL_BYTES = 32 * 1024 * 1024
 JOURNAL_VERSION = journal.JOURNAL_VERSION
 #: A journal this large is folded into progress.md at the next event, even mid-step: far below
-#: ``MAX_FILE_BYTES``, and large enough that folds stay rare (one per thousands of events).
+#: ``MAX_JOURNAL_BYTES``, and large enough that folds stay rare (one per thousands of events).
 FOLD_JOURNAL_BYTES = 4 * 1024 * 1024
 #: Bytes of a file inspected for NUL before it is decoded.
 _BINARY_PROBE = 8192
@@ -142,10 +147,10 @@ def read_bytes(path: str | Path, *, what: str = "progress file") -> bytes:
         raise ProgressFormatError(
             f"{p} is a folder, not a {what}.", path=p, hint="Pass the progress.md inside it."
         )
-    if size > MAX_FILE_BYTES:
+    limit = MAX_JOURNAL_BYTES if what == "journal" else MAX_FILE_BYTES
+    if size > limit:
         raise ProgressFormatError(
-            f"the file is {size / 1_000_000:.1f} MB, over the "
-            f"{MAX_FILE_BYTES // (1024 * 1024)} MiB "
+            f"the file is {size / 1_000_000:.1f} MB, over the {limit // (1024 * 1024)} MiB "
             f"limit for a {what}; it was not read.",
             path=p,
             hint=(
@@ -155,7 +160,7 @@ def read_bytes(path: str | Path, *, what: str = "progress file") -> bytes:
         )
     try:
         with open(p, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+            data = handle.read(limit + 1)
     except OSError as error:
         raise storage_error(error, p, f"read the {what}", resumable=False) from None
     if b"\0" in data[:_BINARY_PROBE] or b"\0" in data:
@@ -337,7 +342,7 @@ def _load(path: Path, *, verify_sidecars: bool = True, live: bool = False) -> _L
     continues, or a later one that already holds every event read (they are then skipped).
     """
     jpath = journal_path(path)
-    raw_journal = journal.read_raw(jpath, MAX_FILE_BYTES)
+    raw_journal = journal.read_raw(jpath, MAX_JOURNAL_BYTES)
     data = read_bytes(path)
     parsed = parse_bytes(data, path=path, decode=lambda raw: decode_text(raw, path))
     run, report, digests, chain = parsed.run, parsed.report, parsed.stored_digests, parsed.chain
@@ -632,7 +637,7 @@ class ProgressStore:
     def _fold_at(self) -> int:
         """Journal size that triggers a fold: at least the file's own size (so each fold
         rewrites no more bytes than the journal grew by), within a quarter of the limit."""
-        return min(max(FOLD_JOURNAL_BYTES, self._file_size), MAX_FILE_BYTES // 4)
+        return min(max(FOLD_JOURNAL_BYTES, self._file_size), MAX_JOURNAL_BYTES // 4)
 
     def _append(self, data: bytes, run_id: str) -> None:
         try:
