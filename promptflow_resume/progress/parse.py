@@ -200,6 +200,10 @@ def _migrate(
     return data, body
 
 
+#: A front matter longer than this is refused before it is parsed: flow's holds the checkpoint
+#: only (a few KB, tens of KB for a run of many steps), while the body may be large.
+MAX_FRONT_MATTER_CHARS = 8 * 1024 * 1024
+
 #: Values a front matter may expand to once aliases are followed; flow writes no aliases, so
 #: only a hand edit can have any, and a few are fine.
 MAX_EXPANDED_NODES = 100_000
@@ -267,6 +271,17 @@ def _front_matter(sc: _Scanner) -> tuple[dict[str, Any], str, int]:
         else:
             raise sc.truncated("its front matter never ends (no closing `---` line)")
     source = text[4 : end + 1]
+    if len(source) > MAX_FRONT_MATTER_CHARS:
+        raise ProgressFormatError(
+            f"the front matter is {len(source) / 1_000_000:.1f} MB, over the "
+            f"{MAX_FRONT_MATTER_CHARS // (1024 * 1024)} MiB limit for a front matter; it was "
+            "not parsed.",
+            path=sc.path,
+            line=1,
+            column=1,
+            hint="flow's front matter holds the checkpoint only (the conversation is in the "
+            "body, large outputs in sidecar files); restore the file from version control.",
+        )
     if "*" in source:
         _refuse_alias_bombs(source, sc.path)
     data = yamlio.load(source, path=sc.path, line_offset=1)
