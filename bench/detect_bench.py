@@ -26,7 +26,8 @@ from typing import Any
 from promptflow_resume import yamlio
 from promptflow_resume.detect import detect, keywords_for, list_runs
 from promptflow_resume.detect.index import INDEX_NAME
-from promptflow_resume.workflow.model import Budget, RetryPolicy, Step, Workflow
+from promptflow_resume.providers.retry import RetryPolicy
+from promptflow_resume.workflow.model import Budget, Step, Workflow
 
 COLD_GOAL_MS = 2000.0  # at 10,000 files
 WARM_GOAL_MS = 100.0  # at 10,000 files

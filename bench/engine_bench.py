@@ -32,15 +32,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from promptflow_resume.chat import ToolCall, ToolSpec  # noqa: E402
 from promptflow_resume.engine import Engine, EngineOptions  # noqa: E402
 from promptflow_resume.progress import ProgressStore  # noqa: E402
-from promptflow_resume.providers.base import (  # noqa: E402
-    Reply,
-    ReplyUsage,
-    Request,
-    ToolCall,
-    ToolSpec,
-)
+from promptflow_resume.providers.base import Reply, ReplyUsage, Request  # noqa: E402
 from promptflow_resume.tools.base import ToolContext, ToolResult  # noqa: E402
 from promptflow_resume.workflow import load_workflow  # noqa: E402
 

@@ -29,13 +29,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from promptflow_resume.chat import Message
 from promptflow_resume.providers.anthropic import AnthropicProvider
-from promptflow_resume.providers.base import (
-    Message,
-    ProviderSettings,
-    ReplyUsage,
-    Request,
-)
+from promptflow_resume.providers.base import ProviderSettings, ReplyUsage, Request
 from promptflow_resume.providers.openai import OpenAIProvider, to_openai_messages
 from promptflow_resume.providers.pricing import cost_usd, estimate_request_cost
 from tests.providers_server import (

@@ -48,10 +48,11 @@ sys.path.insert(0, str(ROOT))
 from typing import Any  # noqa: E402
 
 from promptflow_resume.api import new_run  # noqa: E402
+from promptflow_resume.chat import ToolCall, ToolSpec  # noqa: E402
 from promptflow_resume.engine import Engine, EngineOptions  # noqa: E402
 from promptflow_resume.events import Reporter  # noqa: E402
 from promptflow_resume.progress import ProgressStore, journal_path  # noqa: E402
-from promptflow_resume.providers.base import Reply, ReplyUsage, ToolCall, ToolSpec  # noqa: E402
+from promptflow_resume.providers.base import Reply, ReplyUsage  # noqa: E402
 from promptflow_resume.redact import Redactor  # noqa: E402
 from promptflow_resume.tools.base import ToolContext, ToolResult  # noqa: E402
 from promptflow_resume.workflow import load_workflow  # noqa: E402

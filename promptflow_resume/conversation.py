@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .chat import Message, ToolCall
 from .progress.model import Entry
-from .providers.base import Message, ToolCall
 
 
 def to_messages(entries: Sequence[Entry]) -> tuple[Message, ...]:

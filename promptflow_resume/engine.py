@@ -29,21 +29,22 @@ from types import FrameType
 from typing import Any
 
 from . import faults
+from .chat import ToolSpec
 from .clock import now_iso
 from .conversation import MessageLog, final_answer, step_entries, unanswered_calls
 from .errors import NeedsReviewError, ProviderError, ToolServerError
 from .events import Reporter
 from .progress import ProgressStore
 from .progress.model import Attempt, Entry, ErrorInfo, InFlight, Run, StepState, Usage
-from .providers.base import Provider, Reply, Request, ToolSpec
+from .providers.base import Provider, Reply, Request
 from .redact import Redactor
 from .tools import offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
 from .tools.commands import command_output, stop_running_commands
 from .tools.consent import Consent
-from .tools.names import editor_only_line, is_editor_only
 from .workflow import context_prompt, step_command_args, step_prompt
 from .workflow.model import Step, Workflow
+from .workflow.toolnames import editor_only_line, is_editor_only
 
 #: How the model is told that a tool is not available (a hand-edited or hostile transcript).
 _UNKNOWN_TOOL = (

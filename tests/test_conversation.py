@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from promptflow_resume.chat import Message, ToolCall
 from promptflow_resume.conversation import (
     MessageLog,
     final_answer,
@@ -12,7 +13,6 @@ from promptflow_resume.conversation import (
     unanswered_calls,
 )
 from promptflow_resume.progress.model import Entry
-from promptflow_resume.providers.base import Message, ToolCall
 
 
 def entries(*specs: tuple[str, str]) -> list[Entry]:

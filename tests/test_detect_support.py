@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from promptflow_resume import yamlio
-from promptflow_resume.workflow.model import Budget, RetryPolicy, Step, Workflow
+from promptflow_resume.providers.retry import RetryPolicy
+from promptflow_resume.workflow.model import Budget, Step, Workflow
 
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=timezone.utc)
 HASH = "sha256:v1:" + "ab" * 32

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from promptflow_resume.chat import Message, ToolCall, ToolSpec
 from promptflow_resume.providers import REGISTRY, create_provider
-from promptflow_resume.providers.base import (
-    Message,
-    ProviderSettings,
-    Request,
-    ToolCall,
-    ToolSpec,
-)
+from promptflow_resume.providers.base import ProviderSettings, Request
 from promptflow_resume.providers.echo import format_request
 
 TOOLS = (

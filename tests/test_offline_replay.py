@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from promptflow_resume.chat import Message, ToolSpec
 from promptflow_resume.errors import (
     EXIT_PROVIDER,
     ProviderError,
@@ -19,14 +20,7 @@ from promptflow_resume.errors import (
     ReplayMismatchError,
 )
 from promptflow_resume.providers import create_provider
-from promptflow_resume.providers.base import (
-    Message,
-    Provider,
-    ProviderSettings,
-    Reply,
-    Request,
-    ToolSpec,
-)
+from promptflow_resume.providers.base import Provider, ProviderSettings, Reply, Request
 from promptflow_resume.providers.recording import RecordingProvider, read_recording
 from promptflow_resume.providers.replay import ReplayProvider
 from promptflow_resume.providers.scripted import ScriptedProvider

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from promptflow_resume.chat import Message, ToolCall, ToolSpec
 from promptflow_resume.errors import ProviderError, ProviderSetupError
 from promptflow_resume.providers import create_provider
 from promptflow_resume.providers.anthropic import (
@@ -16,13 +17,7 @@ from promptflow_resume.providers.anthropic import (
     resolve_credentials,
     to_anthropic,
 )
-from promptflow_resume.providers.base import (
-    Message,
-    ProviderSettings,
-    Request,
-    ToolCall,
-    ToolSpec,
-)
+from promptflow_resume.providers.base import ProviderSettings, Request
 from promptflow_resume.providers.pricing import DEFAULT_MAX_OUTPUT_TOKENS, cost_usd
 from promptflow_resume.providers.retry import RetryEvent, call_with_retry
 from tests.provider_support import FAST, PROXY_ENV_VARS, Sleeps, ask

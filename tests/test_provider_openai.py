@@ -10,15 +10,10 @@ from typing import Any
 
 import pytest
 
+from promptflow_resume.chat import Message, ToolCall, ToolSpec
 from promptflow_resume.errors import ProviderError, ProviderSetupError
 from promptflow_resume.providers import create_provider
-from promptflow_resume.providers.base import (
-    Message,
-    ProviderSettings,
-    Request,
-    ToolCall,
-    ToolSpec,
-)
+from promptflow_resume.providers.base import ProviderSettings, Request
 from promptflow_resume.providers.openai import (
     GITHUB_MODELS_URL,
     NO_KEY,

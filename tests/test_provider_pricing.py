@@ -8,7 +8,8 @@ from importlib import resources
 
 import pytest
 
-from promptflow_resume.providers.base import Message, ReplyUsage, Request, ToolCall, ToolSpec
+from promptflow_resume.chat import Message, ToolCall, ToolSpec
+from promptflow_resume.providers.base import ReplyUsage, Request
 from promptflow_resume.providers.pricing import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     cost_usd,

@@ -9,19 +9,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from promptflow_resume.chat import Message
 from promptflow_resume.errors import ProviderError
-from promptflow_resume.providers.base import Message, Reply, Request
+from promptflow_resume.providers.base import Reply, Request
 from promptflow_resume.providers.retry import (
     REASON_DEADLINE,
     REASON_UNAVAILABLE,
     RetryEvent,
+    RetryPolicy,
     backoff_delay,
     call_with_retry,
     http_failure,
     is_transport_error,
     parse_retry_after,
 )
-from promptflow_resume.workflow.model import RetryPolicy
 
 REQUEST = Request(messages=(Message("user", "hi"),))
 NO_JITTER = RetryPolicy(max_attempts=4, initial_delay=1.0, max_delay=10.0, multiplier=2.0, jitter=0)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from promptflow_resume.providers.retry import RetryPolicy
 from promptflow_resume.tools import (
     build_tools,
     call_tool,
@@ -20,7 +21,7 @@ from promptflow_resume.tools.builtin import ReadFile, WriteFile
 from promptflow_resume.tools.commands import CommandTool
 from promptflow_resume.tools.edit import ReplaceString
 from promptflow_resume.workflow import load_workflow
-from promptflow_resume.workflow.model import Budget, CommandDecl, RetryPolicy, Step, Workflow
+from promptflow_resume.workflow.model import Budget, CommandDecl, Step, Workflow
 
 
 def workflow(tools: tuple[str, ...], commands: dict[str, CommandDecl] | None = None) -> Workflow:

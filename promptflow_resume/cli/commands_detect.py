@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -176,7 +177,7 @@ def _would(detection: Detection) -> str:
 _MATCHED_WIDTH = 40
 
 
-def _matched_cell(matched: list[str]) -> str:
+def _matched_cell(matched: Sequence[str]) -> str:
     shown: list[str] = []
     for number, word in enumerate(matched):
         more = len(matched) - number

@@ -67,7 +67,6 @@ def check(
     One file: its whole plan. Several files or a folder: one line per file and a tally
     (-v prints every plan).
     """
-    from ..tools.names import BUILTIN_TOOLS
     from ..workflow.model import Diagnostic
     from ..workflow.plan import (
         format_plan,
@@ -77,6 +76,7 @@ def check(
         plan_dict,
         tool_tally,
     )
+    from ..workflow.toolnames import BUILTIN_TOOLS
 
     plans: list[dict[str, object]] = []  # every file checked, and every empty folder
     checked: list[dict[str, object]] = []  # the files alone

@@ -22,17 +22,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..chat import Message, ToolCall, ToolSpec
 from ..errors import ProviderError, ProviderSetupError
-from .base import (
-    Message,
-    ProviderSettings,
-    Reply,
-    ReplyUsage,
-    Request,
-    ToolCall,
-    ToolSpec,
-    require_model,
-)
+from .base import ProviderSettings, Reply, ReplyUsage, Request, require_model
 from .pricing import DEFAULT_MAX_OUTPUT_TOKENS
 from .retry import connection_failure, guard_callback, http_failure
 from .sdkcall import call_sdk, map_sdk_error, read_stream

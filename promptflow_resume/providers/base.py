@@ -10,45 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from ..chat import Message, ToolCall, ToolSpec
 from ..errors import ProviderSetupError
-
-MessageRole = Literal["system", "user", "assistant", "tool"]
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool the model may call: name, description, JSON Schema of its arguments."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """A tool call the model asked for. ``arguments`` is the JSON text the model produced."""
-
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass(frozen=True)
-class Message:
-    """One chat message in the provider-neutral shape."""
-
-    role: MessageRole
-    content: str
-    tool_calls: tuple[ToolCall, ...] = ()
-    #: For ``role == "tool"``: the call this message answers, and the tool's name.
-    tool_call_id: str | None = None
-    name: str | None = None
-    is_error: bool = False
-    #: A message flow adds about the run itself (e.g. "this run was resumed"). Providers send
-    #: it like any other; ``replay`` ignores it when matching a request to the recording.
-    note: bool = False
 
 
 @dataclass(frozen=True)

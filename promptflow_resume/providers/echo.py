@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from .base import Message, ProviderSettings, Reply, ReplyUsage, Request
+from ..chat import Message
+from .base import ProviderSettings, Reply, ReplyUsage, Request
 
 #: How much of a message's first line the reply quotes.
 _QUOTE_CHARS = 60

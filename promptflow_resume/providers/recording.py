@@ -59,16 +59,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast, get_args
 
+from ..chat import Message, MessageRole, ToolCall
 from ..errors import ProviderSetupError
-from .base import (
-    Message,
-    MessageRole,
-    Provider,
-    Reply,
-    ReplyUsage,
-    Request,
-    ToolCall,
-)
+from .base import Provider, Reply, ReplyUsage, Request
 
 RECORDING_VERSION = 1
 #: The file name suffix ``flow run --record`` uses by convention.

@@ -35,14 +35,22 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timezone
-from typing import TYPE_CHECKING
 
 from ..errors import ProviderError
 from .base import Provider, Reply, Request
 
-if TYPE_CHECKING:
-    # Only for annotations: importing the workflow package would load its parsers too.
-    from ..workflow.model import RetryPolicy
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How transient provider errors are retried (the workflow's ``retry:``): exponential backoff
+    with jitter."""
+
+    max_attempts: int = 5
+    initial_delay: float = 1.0
+    max_delay: float = 60.0
+    multiplier: float = 2.0
+    jitter: float = 0.25
+
 
 #: HTTP statuses retried: request timeout, rate limit, server errors, Anthropic's "overloaded".
 TRANSIENT_STATUS: frozenset[int] = frozenset({408, 429, 500, 502, 503, 504, 529})

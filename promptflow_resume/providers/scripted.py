@@ -53,8 +53,9 @@ from typing import Any
 import yaml
 
 from .. import yamlio
+from ..chat import Message, ToolCall
 from ..errors import ProviderError, ProviderSetupError
-from .base import Message, ProviderSettings, Reply, ReplyUsage, Request, ToolCall
+from .base import ProviderSettings, Reply, ReplyUsage, Request
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ never from a progress file, so a shared progress file cannot make ``flow`` run a
     result = call_tool(tools, "read_file", '{"path": "README.md"}', ToolContext(Path.cwd()))
 
 A name in ``tools:`` resolves to a declared command of that name first, else to the built-ins
-``tools.names.map_tool_name`` maps it to (``edit/editFiles`` → ``read_file``, ``write_file``);
-a name that resolves to nothing is skipped here (``flow check`` reports it).
+``workflow.toolnames.map_tool_name`` maps it to (``edit/editFiles`` → ``read_file``,
+``write_file``); a name that resolves to nothing is skipped here (``flow check`` reports it).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..workflow.model import CommandDecl, Step, Workflow
+from ..workflow.toolnames import BUILTIN_TOOLS, map_tool_name
 from .base import Tool, ToolContext, ToolResult
 from .builtin import BUILTINS, error_result
 from .changes import GetChangedFiles
@@ -27,7 +28,6 @@ from .codebase import CodebaseSearch
 from .commands import CommandTool, command_tool
 from .edit import EDIT_TOOLS
 from .fetch import FetchWebpage
-from .names import BUILTIN_TOOLS, map_tool_name
 from .notes import ManageTodoList, Think
 from .terminal import FailingTests, RunInTerminal, RunTests
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..providers.base import ToolSpec
+from ..chat import ToolSpec
 from .consent import Consent
 
 

@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..chat import ToolSpec
 from ..globs import glob_regex
-from ..providers.base import ToolSpec
 from .base import Tool, ToolContext, ToolResult
 from .scan import SNIFF_BYTES, TOO_LARGE, read_text, required_literal, walk
 

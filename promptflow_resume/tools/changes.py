@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..providers.base import ToolSpec
+from ..chat import ToolSpec
 from .base import ToolContext, ToolResult
 from .builtin import _object_schema, error_result
 from .commands import run_process

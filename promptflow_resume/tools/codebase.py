@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..providers.base import ToolSpec
+from ..chat import ToolSpec
 from .base import ToolContext, ToolResult
 from .builtin import _object_schema, confine, error_result, signature, validate_arguments
 from .scan import TOO_LARGE, read_text, walk

@@ -57,8 +57,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from ..chat import ToolSpec
 from ..errors import InputError, WorkflowError
-from ..providers.base import ToolSpec
+from ..workflow.commands import check_arguments, fill_argv
 from ..workflow.model import CommandDecl
 from .base import ToolContext, ToolResult
 from .builtin import (
@@ -103,11 +104,8 @@ class CommandTool:
 
     def argv(self, arguments: Mapping[str, Any]) -> list[str]:
         """The argv one call runs; InputError says what is wrong with ``arguments``."""
-        # Imported here: the workflow package imports ``tools.names`` while it loads, so a
-        # module-level import would be circular. Placeholders and argument types are the
-        # workflow's own rules, shared with command steps.
-        from ..workflow.commands import check_arguments, fill_argv
-
+        # Placeholders and argument types are the workflow's own rules, shared with command
+        # steps.
         values = check_arguments(self.decl, arguments)
         # The declared schema may say more than types and choices (a pattern, a range).
         problem = validate_arguments(self.spec.parameters, values)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .. import faults
-from ..providers.base import ToolSpec
+from ..chat import ToolSpec
 from .base import ToolContext, ToolResult
 from .builtin import (
     MAX_WRITE_BYTES,

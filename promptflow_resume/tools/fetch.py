@@ -18,7 +18,7 @@ import urllib.request
 from html.parser import HTMLParser
 from typing import Any
 
-from ..providers.base import ToolSpec
+from ..chat import ToolSpec
 from .base import ToolContext, ToolResult
 from .builtin import _object_schema, error_result, signature, validate_arguments
 

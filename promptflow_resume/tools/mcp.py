@@ -54,12 +54,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..chat import ToolSpec
 from ..errors import ToolServerError
-from ..providers.base import ToolSpec
 from ..workflow.model import Workflow
+from ..workflow.toolnames import BUILTIN_TOOLS
 from .base import ToolContext, ToolResult
 from .mcp_config import McpConfig, McpServerConfig, find_config, load_config
-from .names import BUILTIN_TOOLS
 
 #: How often, and after how long, an idempotent call is retried on a restarted server.
 RETRY_DELAYS = (0.5, 1.0)

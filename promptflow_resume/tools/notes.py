@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..providers.base import ToolSpec
+from ..chat import ToolSpec
 from .base import ToolContext, ToolResult
 from .builtin import _object_schema, error_result, signature, validate_arguments
 

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..providers.base import ToolSpec
+from ..chat import ToolSpec
 from ..workflow.model import CommandDecl, Workflow
 from .base import ToolContext, ToolResult
 from .builtin import _object_schema, error_result, signature, validate_arguments

@@ -24,12 +24,12 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from ..chat import ToolSpec
 from ..errors import InputError
-from ..providers.base import ToolSpec
-from ..tools.names import BUILTIN_TOOLS
 from .diagnostics import Collector
 from .model import CommandDecl
 from .source import YamlPositions, field_path
+from .toolnames import BUILTIN_TOOLS
 from .values import coerce_value, parse_duration, parse_size, value_text
 
 _PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")

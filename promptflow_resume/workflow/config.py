@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from ..providers.models import model_id
-from ..tools.names import ASK_EXCLUDED, BUILTIN_TOOLS, editor_only_line, map_tool_name
+from ..providers.retry import RetryPolicy
 from .commands import build_commands
 from .diagnostics import Collector, did_you_mean
 from .frontmatter import PARAM_KEYS
-from .model import Budget, CommandDecl, InputDecl, InputType, RetryPolicy
+from .model import Budget, CommandDecl, InputDecl, InputType
 from .source import YamlPositions, field_path
+from .toolnames import ASK_EXCLUDED, BUILTIN_TOOLS, editor_only_line, map_tool_name
 from .values import coerce_value, parse_duration, value_text
 
 ToolKind = Literal["command", "builtin", "alias", "editor", "unknown"]

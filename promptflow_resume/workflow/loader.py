@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..errors import FileNotFoundFlowError, InputError, WorkflowError
-from ..tools.names import BUILTIN_TOOLS
 from .body import ID_PATTERN, ParsedBody, RawStep, parse_body, slugify
 from .commands import check_argument, command_definition
 from .config import Config, build_config, is_ask_mode, resolve_tool, without_editing
@@ -30,6 +29,7 @@ from .source import (
     normalize_newlines,
     split_source,
 )
+from .toolnames import BUILTIN_TOOLS
 from .variables import SELECTION_VARIABLES, scan
 
 IMPLICIT_STEP_ID = "main"

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..providers.retry import RetryPolicy
+
 InputType = Literal["string", "integer", "number", "boolean", "list"]
 StepKind = Literal["prompt", "command", "human"]
 Severity = Literal["error", "warning"]
@@ -84,17 +86,6 @@ class Budget:
     max_cost_usd: float | None = None
     max_turns: int | None = None
     max_seconds: float | None = None
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How transient provider errors are retried: exponential backoff with jitter."""
-
-    max_attempts: int = 5
-    initial_delay: float = 1.0
-    max_delay: float = 60.0
-    multiplier: float = 2.0
-    jitter: float = 0.25
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tools.names import is_editor_only
 from ..wording import count
 from .hashing import short_hash
 from .model import Diagnostic, InputDecl, Workflow
 from .prompts import step_tools
+from .toolnames import is_editor_only
 from .values import value_text
 from .variables import ALWAYS_RESOLVED, EDITOR_VARIABLES, FILE_VARIABLES
 
