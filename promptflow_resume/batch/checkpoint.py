@@ -13,14 +13,13 @@ and never parsed back. Writes are atomic (temp file, fsync, rename, fsync the fo
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import faults, yamlio
+from ..durable import replace_file
 from ..errors import FileNotFoundFlowError, ProgressFormatError
-from ..progress.durable import fsync_dir, write_temp
 from ..progress.schema import validate_front_matter
 
 #: The batch format version written into ``flow_batch``.
@@ -237,12 +236,12 @@ def render(batch: Batch) -> str:
 def save_batch(path: Path, batch: Batch) -> None:
     """Write ``batch`` to ``path`` atomically: a reader finds the old file or the new one."""
     data = render(batch).encode("utf-8")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    write_temp(tmp, data)
-    faults.point("batch.before_rename")
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-    faults.point("batch.after_rename")
+    replace_file(
+        path,
+        data,
+        before_rename=lambda: faults.point("batch.before_rename"),
+        after_rename=lambda: faults.point("batch.after_rename"),
+    )
 
 
 def is_batch_file(path: str | Path) -> bool:

@@ -56,13 +56,14 @@ def show(
         )
         return
     if html is not None:
-        from ..progress.store import atomic_write, storage_error
+        from ..durable import replace_file
+        from ..progress.store import storage_error
         from ..show.html import html_page
 
         page = html_page(run, source=path.name).encode("utf-8")
         try:
             html.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(html, page)
+            replace_file(html, page)
         except OSError as error:
             raise storage_error(error, html, "write the page", resumable=False) from None
         out(f"wrote {html}")

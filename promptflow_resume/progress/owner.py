@@ -13,7 +13,6 @@ alive. Where ``/proc`` is missing the check falls back to the pid alone::
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
@@ -21,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .durable import write_all
+from ..durable import replace_file
 
 
 def owner_path(progress: str | Path) -> Path:
@@ -70,19 +69,7 @@ def write_owner(progress: Path) -> None:
     start = process_start(os.getpid())
     if start is not None:
         info["pid_start"] = start
-    target = owner_path(progress)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            write_all(fd, (json.dumps(info) + "\n").encode())
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    replace_file(owner_path(progress), (json.dumps(info) + "\n").encode())
 
 
 def read_owner(progress: Path) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import stat
 from pathlib import Path
 
 from .. import faults
-from .durable import fsync_dir, write_temp
+from ..durable import fsync_dir, replace_file
 from .model import Entry
 
 #: Tool outputs larger than this (bytes) belong in a sidecar file, not in the transcript.
@@ -100,12 +100,13 @@ def write_sidecar(progress: Path, name_hint: str, data: bytes) -> tuple[str, str
             except OSError:
                 pass
             continue
-        tmp = folder / f".{name}.{os.getpid()}.tmp"
-        write_temp(tmp, data)  # a full disk leaves no half sidecar behind
-        faults.point("sidecar.after_temp")
-        os.replace(tmp, target)
-        faults.point("sidecar.after_rename")
-        fsync_dir(folder)
+        # A full disk leaves no half sidecar behind.
+        replace_file(
+            target,
+            data,
+            before_rename=lambda: faults.point("sidecar.after_temp"),
+            after_rename=lambda: faults.point("sidecar.after_rename"),
+        )
         if created:
             fsync_dir(folder.parent)
         return f"{folder.name}/{name}", digest

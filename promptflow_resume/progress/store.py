@@ -33,6 +33,7 @@ from types import TracebackType
 from typing import Any
 
 from .. import faults
+from ..durable import fsync_dir, replace_file, write_all
 from ..errors import (
     DigestError,
     FileNotFoundFlowError,
@@ -45,7 +46,6 @@ from ..errors import (
 )
 from . import journal
 from .digest import Chain, entry_digest
-from .durable import fsync_dir, write_all, write_temp
 from .frontmatter import front_matter, run_from_valid
 from .migrations import upgrade_front_matter
 from .model import Entry, LoadReport, Run
@@ -112,15 +112,16 @@ def storage_error(
     )
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so a reader sees the old or the new file, never a mix."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+def write_checkpoint(path: Path, data: bytes) -> None:
+    """Replace progress.md with ``data`` (a fold), with a crash point between each phase."""
     faults.point("store.checkpoint_before_temp")
-    write_temp(tmp, data, after_write=lambda: faults.point("store.checkpoint_after_temp"))
-    faults.point("store.checkpoint_after_fsync")
-    os.replace(tmp, path)
-    faults.point("store.checkpoint_after_rename")
-    fsync_dir(path.parent)
+    replace_file(
+        path,
+        data,
+        after_write=lambda: faults.point("store.checkpoint_after_temp"),
+        before_rename=lambda: faults.point("store.checkpoint_after_fsync"),
+        after_rename=lambda: faults.point("store.checkpoint_after_rename"),
+    )
     faults.point("store.checkpoint_after_dir_fsync")
 
 
@@ -709,7 +710,7 @@ class ProgressStore:
                     ),
                 )
             try:
-                atomic_write(self.path, data)
+                write_checkpoint(self.path, data)
             except OSError as error:
                 raise storage_error(error, self.path, "write the checkpoint") from None
             self._last_text = text

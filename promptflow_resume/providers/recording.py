@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any, cast, get_args
 
 from ..chat import Message, MessageRole, ToolCall
+from ..durable import append_synced
 from ..errors import ProviderSetupError
 from .base import Provider, Reply, ReplyUsage, Request
 
@@ -563,19 +564,6 @@ def _created_stamp() -> str:
     return when.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # some platforms cannot open a folder; the file itself is synced
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 class RecordingProvider:
     """Wraps a provider and appends each exchange to a recording file (``flow run --record``).
 
@@ -648,17 +636,7 @@ class RecordingProvider:
             os.fsync(fh.fileno())
 
     def _append(self, data: bytes) -> None:
-        created = not self.path.exists()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if created:
-            _fsync_dir(self.path.parent.resolve())
+        append_synced(self.path, data)
 
     def complete(self, request: Request, on_text: Callable[[str], None] | None = None) -> Reply:
         """Forward to the wrapped provider, then append the exchange durably."""

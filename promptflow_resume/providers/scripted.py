@@ -43,7 +43,6 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +53,7 @@ import yaml
 
 from .. import yamlio
 from ..chat import Message, ToolCall
+from ..durable import replace_file
 from ..errors import ProviderError, ProviderSetupError
 from .base import ProviderSettings, Reply, ReplyUsage, Request
 
@@ -508,13 +508,4 @@ def _read_state(path: Path) -> dict[int, int]:
 def _write_state(path: Path, fired: dict[int, int]) -> None:
     """Write the failure counts atomically, so a crash right after still sees them."""
     text = json.dumps({"fired": {str(k): v for k, v in sorted(fired.items())}}) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_file(path, text.encode("utf-8"))

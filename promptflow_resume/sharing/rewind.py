@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from ..clock import now_iso
+from ..durable import replace_file
 from ..progress import ProgressStore
 from ..progress.model import Attempt, Cursor, StepState
 from ..progress.render import entries_phrase
-from ..progress.store import atomic_write
 from .common import (
     first_entry_of,
     id_range,
@@ -90,7 +90,7 @@ def rewind(path: str | Path, to_step: str) -> RewindResult:
             return result  # already at the start of that step: nothing to move, no backup
 
         backup = backup_path(progress)
-        atomic_write(backup, progress.read_bytes())
+        replace_file(backup, progress.read_bytes())
         result.backup = backup
         attempt_n = len(run.attempts) + 1
         parts = [f"{now_iso()}: flow rewind --to {step}"]

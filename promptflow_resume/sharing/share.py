@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from ..clock import now_iso
+from ..durable import replace_file
 from ..errors import InputError
 from ..progress import load_progress
 from ..progress.model import Run
 from ..progress.sidecar import folder_name, is_binary, write_sidecar
-from ..progress.store import atomic_write
 from ..redact import Redactor
 from .common import git_root, inside, is_live, output_file, rebase, relative_path
 from .files import archive_files, edited_digests, read_sidecar, render_copy, sidecar_folder
@@ -266,7 +266,7 @@ def share(
             run.redactions.where += [w for w in scrub.where if w not in run.redactions.where]
         keep = edited_digests(source, report)
         text = render_copy(run, path=output, keep=keep, header=_header(result, output, run.status))
-        atomic_write(output, text.encode("utf-8", "surrogatepass"))
+        replace_file(output, text.encode("utf-8", "surrogatepass"))
         load_progress(output)  # the copy must load as it stands, sidecars included
     except BaseException:
         with contextlib.suppress(OSError):

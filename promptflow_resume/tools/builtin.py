@@ -23,14 +23,13 @@ import functools
 import json
 import os
 import re
-import stat
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..chat import ToolSpec
+from ..durable import replace_file
 from ..globs import glob_regex
 from .base import Tool, ToolContext, ToolResult
 from .scan import SNIFF_BYTES, TOO_LARGE, read_text, required_literal, walk
@@ -353,7 +352,7 @@ class WriteFile(BuiltinTool):
                 return ToolResult(
                     f"'{rel}' already has this content ({len(data)} bytes); unchanged"
                 )
-            _replace_atomically(path, data)
+            replace_file(path, data, mode=None)
             return ToolResult(f"wrote {len(data)} bytes to '{rel}' (replaced {len(old)} bytes)")
         path.parent.mkdir(parents=True, exist_ok=True)
         # O_EXCL + O_NOFOLLOW: never follow a link planted after the check above.
@@ -361,21 +360,6 @@ class WriteFile(BuiltinTool):
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         return ToolResult(f"wrote {len(data)} bytes to '{rel}' (new file)")
-
-
-def _replace_atomically(path: Path, data: bytes) -> None:
-    mode = stat.S_IMODE(path.stat().st_mode)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # --- list_files ---------------------------------------------------------------------------

@@ -36,13 +36,13 @@ from typing import Any, Literal
 
 from .. import faults
 from ..chat import ToolSpec
+from ..durable import replace_file
 from .base import ToolContext, ToolResult
 from .builtin import (
     MAX_WRITE_BYTES,
     PROTECTED_DIRS,
     PathEscapeError,
     _object_schema,
-    _replace_atomically,
     confine,
     error_result,
     relative_name,
@@ -223,7 +223,7 @@ def _apply(planned: Planned) -> None:
             fh.flush()
             os.fsync(fh.fileno())
     else:
-        _replace_atomically(path, data)
+        replace_file(path, data, mode=None)
     faults.point("edit.after_write")
 
 
