@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from promptflow_resume.durations import parse_age
 from promptflow_resume.errors import FileNotFoundFlowError, InputError
 from promptflow_resume.progress import ProgressStore
 from promptflow_resume.progress.model import Run
 from promptflow_resume.sharing import clean_runs
-from promptflow_resume.sharing.common import parse_age
 from tests.test_share_support import make_project, start
 
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=timezone.utc)

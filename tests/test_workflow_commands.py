@@ -8,6 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from promptflow_resume.durations import parse_duration
 from promptflow_resume.errors import InputError
 from promptflow_resume.providers import REGISTRY
 from promptflow_resume.workflow import (
@@ -15,7 +16,6 @@ from promptflow_resume.workflow import (
     command_tool_spec,
     fill_argv,
     load_workflow,
-    parse_duration,
     parse_workflow,
 )
 from promptflow_resume.workflow.frontmatter import KNOWN_KEYS, workflow_schema

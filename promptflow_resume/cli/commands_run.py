@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 import sys
 import textwrap
 import time
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from ..durations import option_seconds
 from ..errors import InputError
 from ..events import Reporter
 from ..progress.model import Run, Usage
@@ -44,22 +44,6 @@ from .options import (
 if TYPE_CHECKING:
     # reconcile pulls in every tool; `flow --help` registers this module without needing it.
     from ..reconcile import Choices, ResumePlan
-
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
-
-
-def parse_duration(text: str | None) -> float | None:
-    """``90``, ``90s``, ``10m``, ``1h30m`` → seconds."""
-    if text is None:
-        return None
-    match = _DURATION.match(text.strip())
-    if not match or not any(match.groups()):
-        raise InputError(
-            f"--timeout {text!r} is not a duration.",
-            hint="Write it as seconds (90, 90s), minutes (10m) or hours (1h30m).",
-        )
-    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
-    return hours * 3600 + minutes * 60 + seconds
 
 
 def parse_assignments(items: list[str], option: str) -> dict[str, str]:
@@ -325,7 +309,7 @@ def run_command(
     interactive = _stdin_is_terminal() and not as_json
     ask = _ask_input if interactive else None
     values = prepare_inputs(wf, parse_assignments(input_, "--input"), inputs_file, ask)
-    limits = Limits(max_cost, max_tokens, max_turns, parse_duration(timeout))
+    limits = Limits(max_cost, max_tokens, max_turns, option_seconds("--timeout", timeout))
     live = sys.stderr.isatty() and not as_json
     dry_run = (provider or wf.provider) == "echo"
     reporter = ConsoleReporter(live=live, verbose=verbose, show_requests=dry_run and not as_json)
@@ -569,7 +553,7 @@ def resume_command(
         provider=provider,
         model=model,
         base_url=base_url,
-        limits=Limits(max_cost, max_tokens, max_turns, parse_duration(timeout)),
+        limits=Limits(max_cost, max_tokens, max_turns, option_seconds("--timeout", timeout)),
         file=file,
         reporter=reporter,
         stream=live,

@@ -204,7 +204,7 @@ def clean_command(
         "30d",
         "--older-than",
         metavar="AGE",
-        help="Only runs not updated for this long: 30d, 12h, 2w, 0.",
+        help="Only runs not updated for this long: 30d, 12h, 2w, 0 (a bare number is days).",
     ),
     status: list[str] = typer.Option(
         ["completed"],

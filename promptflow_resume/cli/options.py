@@ -75,7 +75,7 @@ TimeoutOpt = Annotated[
     typer.Option(
         "--timeout",
         metavar="DURATION",
-        help="Wall-clock limit for this attempt: 90s, 10m, 1h30m.",
+        help="Wall-clock limit for this attempt: 90 (seconds), 10m, 1h30m, 2d.",
     ),
 ]
 FileOpt = Annotated[

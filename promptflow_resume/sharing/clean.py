@@ -275,7 +275,7 @@ def clean_runs(
     now: datetime | None = None,
 ) -> CleanReport:
     """Delete runs under ``root`` in ``statuses`` (None = any) not updated for ``older_than``."""
-    from .common import parse_age
+    from ..durations import parse_age
 
     folder = Path(root) if root is not None else DEFAULT_ROOT
     if not folder.is_dir():

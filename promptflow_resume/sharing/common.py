@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import InputError
@@ -14,9 +13,6 @@ from ..progress.model import Entry, Run, StepState, Usage
 
 #: Step statuses after which a run has a checkpoint at the start of the next step.
 DONE_STATUSES = frozenset({"completed", "skipped"})
-
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
-_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def relative_path(target: Path, folder: Path) -> str:
@@ -94,18 +90,6 @@ def id_range(entries: list[Entry]) -> str:
 def stamp(now: datetime | None = None) -> str:
     """A compact UTC timestamp for file names: ``20261121T232529Z``."""
     return (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
-
-
-def parse_age(text: str, *, option: str = "--older-than") -> timedelta:
-    """``30d``, ``12h``, ``90m``, ``2w``, ``45s`` or a bare number of days → a timedelta."""
-    match = _AGE.match(text)
-    if match is None:
-        raise InputError(
-            f"{option} {text!r} is not an age.",
-            hint="Write a number and a unit: 30d, 12h, 90m, 45s or 2w (a bare number means days).",
-        )
-    value, unit = float(match.group(1)), match.group(2) or "d"
-    return timedelta(seconds=value * _AGE_UNITS[unit])
 
 
 def is_live(progress: Path) -> bool:

@@ -46,7 +46,6 @@ _EXPORTS: dict[str, str] = {
     "step_prompt": "prompts",
     "step_tools": "prompts",
     "validate_editor": "prompts",
-    "parse_duration": "values",
     "EDITOR_VARIABLES": "variables",
     "editor_variables": "variables",
     "render_text": "variables",
@@ -80,7 +79,6 @@ if TYPE_CHECKING:
         step_tools,
         validate_editor,
     )
-    from .values import parse_duration
     from .variables import EDITOR_VARIABLES, editor_variables, render_text
 
 
@@ -113,7 +111,6 @@ __all__ = [
     "load_inputs_file",
     "load_workflow",
     "normalize_text",
-    "parse_duration",
     "parse_workflow",
     "render_text",
     "resolve_inputs",

@@ -25,12 +25,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..chat import ToolSpec
+from ..durations import parse_duration
 from ..errors import InputError
 from .diagnostics import Collector
 from .model import CommandDecl
 from .source import YamlPositions, field_path
 from .toolnames import BUILTIN_TOOLS
-from .values import coerce_value, parse_duration, parse_size, value_text
+from .values import coerce_value, parse_size, value_text
 
 _PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "fish"}

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from ..durations import parse_duration
 from ..providers.models import model_id
 from ..providers.retry import RetryPolicy
 from .commands import build_commands
@@ -14,7 +15,7 @@ from .frontmatter import PARAM_KEYS
 from .model import Budget, CommandDecl, InputDecl, InputType
 from .source import YamlPositions, field_path
 from .toolnames import ASK_EXCLUDED, BUILTIN_TOOLS, editor_only_line, map_tool_name
-from .values import coerce_value, parse_duration, value_text
+from .values import coerce_value, value_text
 
 ToolKind = Literal["command", "builtin", "alias", "editor", "unknown"]
 

@@ -1,9 +1,8 @@
-"""Small value parsers shared by the workflow loader: durations, byte sizes, typed values.
+"""Small value parsers shared by the workflow loader: byte sizes, typed values.
 
 Each parser raises ``ValueError`` with a message that completes the sentence "... must be";
 callers attach the file position and field path::
 
-    parse_duration("1h30m")     # 5400.0
     parse_size("64KiB")         # 65536
     coerce_value("3", "integer")  # 3
 """
@@ -13,10 +12,6 @@ from __future__ import annotations
 import math
 import re
 from typing import Any
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)", re.IGNORECASE)
-_DURATION_FULL = re.compile(r"^\s*(?:\d+(?:\.\d+)?\s*(?:ms|s|m|h|d)\s*)+$", re.IGNORECASE)
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 _SIZE = re.compile(r"^\s*(\d+)\s*(B|KB|KIB|MB|MIB|GB|GIB)?\s*$", re.IGNORECASE)
 _SIZE_FACTOR = {
@@ -29,30 +24,10 @@ _SIZE_FACTOR = {
     "GIB": 1024**3,
 }
 
-DURATION_HINT = "a number of seconds or a duration such as 30s, 10m or 1h30m"
 SIZE_HINT = "a number of bytes or a size such as 64KiB or 1MB"
 
 _TRUE = {"true", "yes", "y", "on", "1"}
 _FALSE = {"false", "no", "n", "off", "0"}
-
-
-def parse_duration(value: Any) -> float:
-    """Seconds from a number or a string such as ``90``, ``30s``, ``10m``, ``1h30m``."""
-    if isinstance(value, bool):
-        raise ValueError(DURATION_HINT)
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    elif isinstance(value, str) and _DURATION_FULL.match(value):
-        seconds = sum(
-            float(num) * _UNIT_SECONDS[unit.lower()] for num, unit in _DURATION_PART.findall(value)
-        )
-    elif isinstance(value, str) and _is_number(value):
-        seconds = float(value)
-    else:
-        raise ValueError(DURATION_HINT)
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise ValueError(f"{DURATION_HINT}, greater than zero")
-    return seconds
 
 
 def parse_size(value: Any) -> int:
