@@ -28,8 +28,9 @@ except ImportError:  # pragma: no cover - depends on how PyYAML was built
     from yaml import SafeDumper as _Dumper  # type: ignore[assignment]
     from yaml import SafeLoader as _Loader  # type: ignore[assignment]
 
-#: More alias references than this in one document is treated as an attack, not a checkpoint.
-MAX_ALIASES = 100
+#: Values a document may expand to once aliases are followed. flow writes no aliases, so only a
+#: hand edit has any, and a few are fine; a small text that expands past this is an attack.
+MAX_EXPANDED_NODES = 100_000
 #: Collections nested deeper than this are refused before anything is built. No file flow reads
 #: needs more than a few levels, and libyaml's composer recurses in C: a document nested some
 #: 50,000 levels deep (100 KB of ``[``) would crash the process instead of raising an error.
@@ -80,25 +81,6 @@ class _FlowDumper(_Dumper):  # type: ignore[misc,valid-type]
 _FlowDumper.add_representer(str, _represent_str)
 _FlowDumper.add_representer(OneLine, _represent_one_line)
 _FlowDumper.add_representer(OneLineList, _represent_one_line_list)
-
-
-def _count_aliases(node: yaml.Node, seen: set[int], budget: list[int]) -> None:
-    """Walk a composed node graph, counting every alias reference (a re-visited node)."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if id(current) in seen:
-            budget[0] -= 1
-            if budget[0] < 0:
-                raise ValueError("too many aliases")
-            continue
-        seen.add(id(current))
-        if isinstance(current, yaml.SequenceNode):
-            stack.extend(current.value)
-        elif isinstance(current, yaml.MappingNode):
-            for key, value in current.value:
-                stack.append(key)
-                stack.append(value)
 
 
 def _error(err: yaml.YAMLError, text: str, path: str | Path | None, line_offset: int) -> YamlError:
@@ -217,26 +199,19 @@ def compose(text: str, *, path: str | Path | None = None, line_offset: int = 0) 
     except yaml.YAMLError as err:
         raise _error(err, text, path, line_offset) from None
     if node is not None:
-        try:
-            _count_aliases(node, set(), [MAX_ALIASES])
-        except ValueError:
-            raise YamlError(
-                f"the YAML uses more than {MAX_ALIASES} alias references; "
-                "this looks like an alias bomb and is refused.",
-                path=path,
-                hint="Write the values out instead of using anchors and aliases.",
-            ) from None
         _check_graph(node, path, line_offset)
     return node
 
 
 def _check_graph(root: yaml.Node, path: str | Path | None, line_offset: int) -> None:
-    """Refuse a value that refers to itself (``&a [*a]``) and aliases that nest too deeply.
+    """Refuse aliases that expand to a huge value, nest too deeply, or refer to themselves.
 
     Text nesting is checked before composing; aliases can still stack shallow pieces into a
-    deep value, and a value that contains itself can never be written as JSON or walked.
+    deep or huge value (an alias bomb), and a value that contains itself can never be written
+    as JSON or walked. One post-order walk measures each node once, however often aliased.
     """
     depth: dict[int, int] = {}
+    size: dict[int, int] = {}
     on_path: set[int] = set()
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
@@ -249,6 +224,16 @@ def _check_graph(root: yaml.Node, path: str | Path | None, line_offset: int) -> 
         if done:
             on_path.discard(id(node))
             depth[id(node)] = 1 + max((depth.get(id(c), 0) for c in children), default=0)
+            size[id(node)] = 1 + sum(size.get(id(c), 1) for c in children)
+            if size[id(node)] > MAX_EXPANDED_NODES:
+                raise YamlError(
+                    "the YAML uses aliases that expand to more than "
+                    f"{MAX_EXPANDED_NODES:,} values; this looks like an alias bomb and is refused.",
+                    path=path,
+                    line=node.start_mark.line + 1 + line_offset,
+                    column=node.start_mark.column + 1,
+                    hint="Write the values out instead of using anchors (&) and aliases (*).",
+                )
             if depth[id(node)] > MAX_DEPTH:
                 raise YamlError(
                     f"the YAML's aliases build a value nested more than {MAX_DEPTH} levels "

@@ -22,8 +22,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-import yaml
-
 from .. import yamlio
 from ..errors import DigestError, FlowError, ProgressFormatError, UnsupportedVersionError
 from .digest import ENTRY_DIGEST_HEX, Chain, entry_digest
@@ -204,44 +202,6 @@ def _migrate(
 #: only (a few KB, tens of KB for a run of many steps), while the body may be large.
 MAX_FRONT_MATTER_CHARS = 8 * 1024 * 1024
 
-#: Values a front matter may expand to once aliases are followed; flow writes no aliases, so
-#: only a hand edit can have any, and a few are fine.
-MAX_EXPANDED_NODES = 100_000
-
-
-def _refuse_alias_bombs(source: str, path: str) -> None:
-    """Refuse YAML whose aliases expand to a huge structure, before anything walks it."""
-    root = yamlio.compose(source, path=path, line_offset=1)
-    if root is None:
-        return
-    sizes: dict[int, int] = {}
-    # Iterative post-order walk: each node's expanded size is computed once, so shared
-    # (aliased) nodes cost nothing extra to measure however often they are referenced.
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        if id(node) in sizes:
-            continue
-        children: list[yaml.Node] = []
-        if isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
-        elif isinstance(node, yaml.MappingNode):
-            children = [n for pair in node.value for n in pair]
-        if done:
-            sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) for c in children)
-            if sizes[id(node)] > MAX_EXPANDED_NODES:
-                raise yamlio.YamlError(
-                    "the front matter uses YAML aliases that expand to more than "
-                    f"{MAX_EXPANDED_NODES:,} values; this looks like an alias bomb and is refused.",
-                    path=path,
-                    line=node.start_mark.line + 2,
-                    column=node.start_mark.column + 1,
-                    hint="Write the values out instead of using anchors (&) and aliases (*).",
-                )
-            continue
-        stack.append((node, True))
-        stack.extend((c, False) for c in children if id(c) not in sizes)
-
 
 def _front_matter(sc: _Scanner) -> tuple[dict[str, Any], str, int]:
     """The front matter dict, its text, and where the body starts."""
@@ -282,8 +242,6 @@ def _front_matter(sc: _Scanner) -> tuple[dict[str, Any], str, int]:
             hint="flow's front matter holds the checkpoint only (the conversation is in the "
             "body, large outputs in sidecar files); restore the file from version control.",
         )
-    if "*" in source:
-        _refuse_alias_bombs(source, sc.path)
     data = yamlio.load(source, path=sc.path, line_offset=1)
     if not isinstance(data, dict):
         raise ProgressFormatError(
