@@ -578,9 +578,9 @@ def merge_run(progress_path: str | Path, *, squash: bool = False) -> MergeResult
         )
         if merged_already.returncode != 0:
             if squash:
-                _merge_squash(root, run.run_id, tree.branch, into)
+                _merge_squash(root, run.run_id, tree.branch, into, tree.path)
             else:
-                _merge(root, run.run_id, tree.branch, into)
+                _merge(root, run.run_id, tree.branch, into, tree.path)
             after = head_commit(root)
             if after != before:
                 result.commit = after
@@ -602,18 +602,19 @@ def _conflicted(root: Path) -> list[str]:
     return [line for line in text.splitlines() if line]
 
 
-def _conflict_error(branch: str, into: str, files: list[str]) -> MergeConflictError:
+def _conflict_error(branch: str, into: str, files: list[str], tree_path: str) -> MergeConflictError:
     return MergeConflictError(
         f"merging {branch} into {into} conflicts in {len(files)} file(s): {_listed(files)}. "
         f"The merge was aborted: {into} and the main checkout are as they were, and the run's "
         "worktree and branch are kept.",
         files=files,
-        hint=f"Resolve it by hand (`git merge {branch}`, fix the files, commit), or resume the "
-        "run after bringing its branch up to date, then merge again.",
+        hint=f"Either resolve it here (`git merge {branch}`, fix the files, commit), or in the "
+        f"run's worktree (`git -C {tree_path} merge {into}`, fix, commit) and run flow merge "
+        "again.",
     )
 
 
-def _merge(root: Path, run_id: str, branch: str, into: str) -> None:
+def _merge(root: Path, run_id: str, branch: str, into: str, tree_path: str) -> None:
     message = f"Merge run {run_id} ({branch})"
     done = git(
         [*_identity(root), "merge", "--no-ff", "--no-edit", "--no-verify", "-m", message, branch],
@@ -625,20 +626,20 @@ def _merge(root: Path, run_id: str, branch: str, into: str) -> None:
     files = _conflicted(root)
     git(["merge", "--abort"], root, check=False)
     if files:
-        raise _conflict_error(branch, into, files)
+        raise _conflict_error(branch, into, files, tree_path)
     raise GitError(
         f"`git merge {branch}` failed in {root}: {_last_lines(done.stderr or done.stdout)}"
     )
 
 
-def _merge_squash(root: Path, run_id: str, branch: str, into: str) -> None:
+def _merge_squash(root: Path, run_id: str, branch: str, into: str, tree_path: str) -> None:
     done = git(["merge", "--squash", branch], root, check=False)
     if done.returncode != 0:
         files = _conflicted(root)
         # A squash merge leaves no MERGE_HEAD to abort: put index and files back instead.
         git(["reset", "--merge"], root, check=False)
         if files:
-            raise _conflict_error(branch, into, files)
+            raise _conflict_error(branch, into, files, tree_path)
         raise GitError(
             f"`git merge --squash {branch}` failed in {root}: "
             f"{_last_lines(done.stderr or done.stdout)}"
