@@ -385,14 +385,14 @@ def start_run(
             path=recording,
             hint="Pass the path of a *.recording.jsonl file written by `flow run --record`.",
         )
-    root = Path(workspace) if workspace is not None else Path.cwd()
+    root = main_root = Path(workspace) if workspace is not None else Path.cwd()
     run_id: str | None = None
     tree = None
     if worktree:
         from .worktree import create_worktree
 
         run_id = _run_id_for(path, wf)
-        tree, root = create_worktree(root, run_id)
+        tree, root = create_worktree(root, run_id, progress=path)
     try:
         return _start_in(
             wf,
@@ -421,7 +421,7 @@ def start_run(
             # Nothing recorded the worktree: it would be left behind with no run to own it.
             from .worktree import remove_worktree, repository_root
 
-            remove_worktree(tree, repository_root(root))
+            remove_worktree(tree, repository_root(main_root))
         raise
 
 

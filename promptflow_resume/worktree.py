@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .clock import now_iso
-from .errors import FlowError, GitError
+from .errors import FlowError, GitError, InputError
 from .progress import ProgressStore, load_progress
 from .progress.model import Run, WorktreeRef, WorktreeState
 
@@ -205,13 +205,26 @@ def branch_for(run_id: str) -> str:
     return f"{BRANCH_PREFIX}{run_id}"
 
 
-def create_worktree(workspace: Path, run_id: str) -> tuple[WorktreeRef, Path]:
+def create_worktree(
+    workspace: Path, run_id: str, *, progress: Path | None = None
+) -> tuple[WorktreeRef, Path]:
     """Make branch ``flow/<run-id>`` from HEAD and its worktree; the record and the folder.
 
     GitError when ``workspace`` is not in a repository, the repository has no commit, tracked
-    files have uncommitted changes, or the branch or folder already exists.
+    files have uncommitted changes, or the branch or folder already exists. InputError when
+    ``progress`` (the run's progress file) would lie outside the repository's main checkout:
+    the worktree is found from it later.
     """
     root = repository_root(workspace)
+    if progress is not None and not _inside(progress, root):
+        raise InputError(
+            f"with --worktree the progress file must lie inside the repository {root} (outside "
+            f"{WORKTREES_DIR.as_posix()}/): {progress} does not; the run's worktree is found "
+            "from it.",
+            path=progress,
+            hint="Leave out --progress (the default .flow/runs/<run-id>/ is inside), or name a "
+            "path inside the repository.",
+        )
     base = head_commit(root)
     dirty = uncommitted_files(root)
     if dirty:
@@ -257,6 +270,15 @@ def remove_worktree(tree: WorktreeRef, root: Path) -> None:
     git(["worktree", "prune"], root)
     if branch_exists(root, tree.branch):
         git(["branch", "-D", tree.branch], root)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """True when ``path`` lies in ``root`` but not in its worktrees folder."""
+    target = path.resolve()
+    top = root.resolve()
+    if top not in target.parents:
+        return False
+    return (top / WORKTREES_DIR) not in target.parents
 
 
 def _located(tree: WorktreeRef, root: Path) -> Path:

@@ -438,6 +438,23 @@ def test_an_existing_branch_is_refused(repo: Path) -> None:
     _no_run_written(repo)
 
 
+def test_a_progress_file_outside_the_repository_is_refused(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "progress.md"
+    args = [a if a != PROGRESS else str(outside) for a in RUN]
+    done = flow(*args, cwd=repo)
+    assert done.returncode == 9
+    assert "with --worktree the progress file must lie inside the repository" in done.stderr
+    assert not outside.exists() and not (repo / ".flow" / "worktrees").exists()
+
+
+def test_a_run_that_cannot_start_leaves_no_worktree_behind(repo: Path) -> None:
+    done = flow(*RUN, "--provider", "no-such-provider", cwd=repo)
+    assert done.returncode == 10, done.stderr
+    _no_run_written(repo)
+    assert BRANCH not in _branches(repo)
+    assert git(repo, "worktree", "list").count("\n") == 1
+
+
 def test_git_not_installed(repo: Path, tmp_path: Path) -> None:
     empty = tmp_path / "bin"
     empty.mkdir()
