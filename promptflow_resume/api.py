@@ -907,6 +907,8 @@ def run_status(
                 servers.close()
     except FlowError as error:
         problem = str(error)
-    if run.worktree is not None and run.worktree.state == "discarded":
-        plan, problem = None, "the run's worktree and branch were discarded (flow discard)"
+    if plan is not None and run.worktree is not None and run.worktree.state == "discarded":
+        # Resume refuses such a run (its files are gone); status says so the same way.
+        plan.can_resume = False
+        plan.blocked = "the run's worktree and branch were discarded (flow discard)"
     return StatusReport(path=path, run=run, load=report, plan=plan, workflow_error=problem)
