@@ -487,6 +487,11 @@ def _start_in(
                 _instructions(root, file) if instructions else "",
             )
             _commit_steps(options, run, root)
+            if tree is not None:
+                options.reporter.notice(
+                    f"working in the worktree {tree.path} on branch {tree.branch} "
+                    f"(made from {tree.base[:12]})"
+                )
             engine = Engine(wf, run, store, provider_obj, tools, options)
             if servers is not None:
                 options.extra_tools = servers.offer()

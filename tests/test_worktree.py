@@ -116,6 +116,10 @@ def test_a_run_in_a_worktree_changes_the_worktree_only(repo: Path) -> None:
     done = flow(*RUN, cwd=repo)
     assert done.returncode == 0, done.stderr
     assert f"Worktree: {TREE.as_posix()} (branch {BRANCH})" in done.stderr
+    assert (
+        f"flow: working in the worktree {TREE.as_posix()} on branch {BRANCH} "
+        f"(made from {base[:12]})" in done.stderr
+    )
     # The main checkout: untouched, and its status does not show the worktree.
     assert (repo / "hello.txt").read_text() == "Hello\n"
     assert not (repo / "docs").exists() and not (repo / "count.txt").exists()
