@@ -323,6 +323,21 @@ def test_merge_refuses_a_main_checkout_with_uncommitted_changes(repo: Path) -> N
     assert (repo / "hello.txt").read_text() == "Hello\n"
 
 
+def test_merge_and_discard_leave_a_live_run_alone(repo: Path) -> None:
+    from promptflow_resume.progress import ProgressStore
+
+    _ran(repo)
+    store, _, _ = ProgressStore.open(repo / PROGRESS)  # this process owns the run now
+    try:
+        for command in ("merge", "discard"):
+            refused = flow(command, PROGRESS, cwd=repo)
+            assert refused.returncode == 6, refused.stderr
+    finally:
+        store.close()
+    assert (repo / "hello.txt").read_text() == "Hello\n"
+    assert (repo / TREE).is_dir() and BRANCH in _branches(repo)
+
+
 # --- discard and clean ----------------------------------------------------------------------
 
 
