@@ -45,6 +45,7 @@ from .progress.model import (
     Run,
     StepState,
     WorkflowRef,
+    WorktreeRef,
 )
 from .progress.render import entries_phrase
 from .providers import create_provider
@@ -287,15 +288,16 @@ def new_run(
     limits: Limits = Limits(),
     redactor: Redactor | None = None,
     keywords: list[str] | None = None,
+    run_id: str | None = None,
 ) -> Run:
-    """The checkpoint of a run that has not started yet."""
+    """The checkpoint of a run that has not started yet (``run_id``: one chosen already)."""
     redactor = redactor or Redactor.from_environment()
     clean_inputs, redacted = redactor.redact_value(dict(inputs))
     # A password in the endpoint (https://user:pass@host) must not reach the file either.
     clean_url, url_redacted = redactor.redact(base_url) if base_url else (None, 0)
     created = now_iso()
     run = Run(
-        run_id=_run_id_for(progress_path, workflow),
+        run_id=run_id or _run_id_for(progress_path, workflow),
         workflow=WorkflowRef(
             path=_relative(workflow.path, progress_path.parent),
             hash=workflow.hash,
@@ -361,11 +363,14 @@ def start_run(
     instructions: bool = True,
     mcp_config: str | Path | None = None,
     mcp_ask: Callable[[str, str, bool], str] | None = None,
+    worktree: bool = False,
 ) -> Outcome:
     """Start a new run of a workflow and execute it until it completes or stops.
 
     MCP servers come from ``mcp_config`` or the workspace's ``.vscode/mcp.json``;
     ``mcp_ask(id, description, password)`` asks for a configuration input on a terminal.
+    With ``worktree``, the run works in a new git worktree on branch ``flow/<run-id>`` made
+    from HEAD (see ``promptflow_resume.worktree``); the progress file stays where it is.
     """
     wf = workflow or load_workflow(workflow_path)
     values = (
@@ -380,9 +385,72 @@ def start_run(
             path=recording,
             hint="Pass the path of a *.recording.jsonl file written by `flow run --record`.",
         )
+    root = main_root = Path(workspace) if workspace is not None else Path.cwd()
+    run_id: str | None = None
+    tree = None
+    if worktree:
+        from .worktree import create_worktree
+
+        run_id = _run_id_for(path, wf)
+        tree, root = create_worktree(root, run_id, progress=path)
+    try:
+        return _start_in(
+            wf,
+            values,
+            path,
+            root,
+            run_id,
+            tree,
+            provider=provider,
+            model=model,
+            base_url=base_url,
+            recording=recording,
+            record=record,
+            limits=limits,
+            file=file,
+            reporter=reporter,
+            stream=stream,
+            permissions=permissions,
+            selection=selection,
+            instructions=instructions,
+            mcp_config=mcp_config,
+            mcp_ask=mcp_ask,
+        )
+    except BaseException:
+        if tree is not None and not path.exists():
+            # Nothing recorded the worktree: it would be left behind with no run to own it.
+            from .worktree import remove_worktree, repository_root
+
+            remove_worktree(tree, repository_root(main_root))
+        raise
+
+
+def _start_in(
+    wf: Workflow,
+    values: dict[str, Any],
+    path: Path,
+    root: Path,
+    run_id: str | None,
+    tree: WorktreeRef | None,
+    *,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    recording: str | Path | None,
+    record: bool,
+    limits: Limits,
+    file: str | Path | None,
+    reporter: Reporter | None,
+    stream: bool,
+    permissions: Permissions,
+    selection: str | None,
+    instructions: bool,
+    mcp_config: str | Path | None,
+    mcp_ask: Callable[[str, str, bool], str] | None,
+) -> Outcome:
+    """``start_run`` once the workspace (``root``, a worktree's folder or not) is known."""
     from .detect import keywords_for
 
-    root = Path(workspace) if workspace is not None else Path.cwd()
     mcp = _mcp_config(wf, root, mcp_config, mcp_ask)
     redactor = Redactor.from_environment(extra_values=mcp.secrets if mcp else ())
     run = new_run(
@@ -397,7 +465,9 @@ def start_run(
         redactor=redactor,
         # From the redacted values: keywords are words of the inputs, and a token is a word.
         keywords=keywords_for(wf, redactor.redact_value(dict(values))[0]),
+        run_id=run_id,
     )
+    run.worktree = tree
     provider_obj = _make_provider(
         run, path, stream=stream, record=record, redactor=redactor, base_url=base_url
     )
@@ -416,6 +486,12 @@ def start_run(
                 selection,
                 _instructions(root, file) if instructions else "",
             )
+            _commit_steps(options, run, root)
+            if tree is not None:
+                options.reporter.notice(
+                    f"working in the worktree {tree.path} on branch {tree.branch} "
+                    f"(made from {tree.base[:12]})"
+                )
             engine = Engine(wf, run, store, provider_obj, tools, options)
             if servers is not None:
                 options.extra_tools = servers.offer()
@@ -428,6 +504,14 @@ def start_run(
         if servers is not None:
             servers.close()
     return Outcome(run=run, path=path, exit_code=exit_code_for(run))
+
+
+def _commit_steps(options: EngineOptions, run: Run, folder: Path) -> None:
+    """A run in a worktree commits there at the end of every step."""
+    if run.worktree is not None:
+        from .worktree import step_committer
+
+        options.on_step_completed = step_committer(folder, run.run_id, options.reporter.notice)
 
 
 def _workflow_for(run: Run, progress_path: Path, override: str | Path | None) -> Workflow:
@@ -567,6 +651,11 @@ def resume_run(
         wf = _workflow_for(run, path, workflow_path)
         root = Path(workspace) if workspace is not None else Path.cwd()
         outside = None if workflow_path is not None else outside_workspace(run, path, root)
+        tree_note = None
+        if run.worktree is not None:
+            from .worktree import attach_worktree
+
+            root, tree_note = attach_worktree(run.worktree, path)
         tools = build_tools(wf, root)
         mcp = _mcp_config(wf, root, mcp_config, mcp_ask)
         mcp_secrets = mcp.secrets if mcp else ()
@@ -596,6 +685,8 @@ def resume_run(
         notes += _apply_set(run, wf, set_values or {})
         if outside:
             notes.append(outside)
+        if tree_note:
+            notes.append(tree_note)
         if report.edited_entries:
             notes.append(f"{entries_phrase(report.edited_entries)} edited by hand")
         if instructions:
@@ -634,6 +725,7 @@ def resume_run(
         )
         note_run = replace(run, status=stopped_status, reason=stopped_reason)
         options.resume_note = resume_note(note_run, plan, wf)
+        _commit_steps(options, run, root)
         engine = Engine(wf, run, store, provider_obj, tools, options)
         engine.attempt_notes(notes + mcp_notes)
         for note in notes + mcp_notes[1:]:
@@ -766,7 +858,16 @@ class StatusReport:
             },
             "workflow_error": self.workflow_error,
             "estimated_input_tokens": plan.estimated_input_tokens if plan else None,
+            "worktree": _worktree_status(run, self.path),
         }
+
+
+def _worktree_status(run: Run, path: Path) -> dict[str, Any] | None:
+    if run.worktree is None:
+        return None
+    from .worktree import worktree_summary
+
+    return worktree_summary(run.worktree, path)
 
 
 def run_status(
@@ -794,6 +895,10 @@ def run_status(
         outside = None if workflow_path is not None else outside_workspace(run, path, root)
         if outside:
             report.warnings.append(outside)
+        if run.worktree is not None:
+            from .worktree import worktree_folder
+
+            root = worktree_folder(run.worktree, path)
         tools: dict[str, Tool] = build_tools(wf, root)
         servers = None
         if any(f.tool not in tools for f in run.in_flight):
@@ -807,4 +912,8 @@ def run_status(
                 servers.close()
     except FlowError as error:
         problem = str(error)
+    if plan is not None and run.worktree is not None and run.worktree.state == "discarded":
+        # Resume refuses such a run (its files are gone); status says so the same way.
+        plan.can_resume = False
+        plan.blocked = "the run's worktree and branch were discarded (flow discard)"
     return StatusReport(path=path, run=run, load=report, plan=plan, workflow_error=problem)

@@ -111,6 +111,8 @@ class EngineOptions:
     instructions: str = ""
     #: Tools offered besides the workflow's own in steps without a ``tools`` list (MCP).
     extra_tools: tuple[str, ...] = ()
+    #: Called with a step's id when the step completes (a run in a worktree commits there).
+    on_step_completed: Callable[[str], None] | None = None
 
 
 class Engine:
@@ -323,6 +325,8 @@ class Engine:
         self.run.cursor.step = following.id if following else None
         self.run.cursor.index = min(index + 1, len(self.workflow.steps))
         self.reporter.step_finished(step.id, "completed")
+        if self.options.on_step_completed is not None:
+            self.options.on_step_completed(step.id)
         faults.point("engine.step_completed")
         if following is not None:
             self._fold()

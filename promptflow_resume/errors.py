@@ -33,6 +33,7 @@ EXIT_PROVIDER = 10
 EXIT_AWAITING_INPUT = 11
 EXIT_STORAGE = 12
 EXIT_TOOL_SERVER = 13
+EXIT_GIT = 14
 EXIT_INTERRUPTED = 130
 
 
@@ -241,3 +242,11 @@ class ToolServerError(FlowError):
     nonsense). A call it was running stays recorded as in flight, so resume decides about it."""
 
     exit_code = EXIT_TOOL_SERVER
+
+
+class GitError(FlowError):
+    """A run in its own git worktree (``flow run --worktree``, ``review``, ``merge``,
+    ``discard``) met a git problem: not a repository, uncommitted changes, an existing branch,
+    a merge conflict, git not installed. Nothing is lost: the worktree and branch stay."""
+
+    exit_code = EXIT_GIT

@@ -23,6 +23,7 @@ LAYERS: list[set[str]] = [
     {"api"},
     {"engine", "reconcile", "sharing", "detect", "show"},
     {"conversation", "events"},
+    {"worktree"},
     {"tools"},
     {"workflow"},
     {"providers"},

@@ -16,6 +16,7 @@ from promptflow_resume.progress.model import (
     ROLES,
     RUN_STATUSES,
     STEP_STATUSES,
+    WORKTREE_STATES,
     Attempt,
     Config,
     Cursor,
@@ -27,6 +28,7 @@ from promptflow_resume.progress.model import (
     StepState,
     Usage,
     WorkflowRef,
+    WorktreeRef,
 )
 from promptflow_resume.progress.render import call_line, entry_marker, raw_ok
 
@@ -238,6 +240,16 @@ def runs(draw: st.DrawFn) -> Run:
         redactions=draw(st.builds(Redactions, count=count, where=st.lists(fm_text, max_size=2))),
         keywords=draw(st.lists(fm_text, max_size=3)),
         parent=draw(st.none() | st.dictionaries(fm_text, fm_text, max_size=2)),
+        worktree=draw(
+            st.none()
+            | st.builds(
+                WorktreeRef,
+                path=name,
+                branch=name,
+                base=st.from_regex(r"\A[0-9a-f]{40}\Z"),
+                state=st.sampled_from(WORKTREE_STATES),
+            )
+        ),
         transcript=draw(entries()),
         journal_seq=draw(st.integers(0, 1000)),
     )

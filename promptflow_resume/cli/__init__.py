@@ -36,6 +36,9 @@ COMMAND_MODULES: dict[str, str] = {
     "rewind": "commands_share",
     "log": "commands_share",
     "clean": "commands_share",
+    "review": "commands_worktree",
+    "merge": "commands_worktree",
+    "discard": "commands_worktree",
 }
 
 

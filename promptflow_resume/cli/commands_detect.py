@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -98,6 +99,9 @@ def _print_runs(runs: list[RunSummary]) -> None:
         ("path", "left"),
     ):
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    trees = any(s.worktree_json for s in runs)
+    if trees:
+        table.add_column("worktree", overflow="fold")
     for s in runs:
         steps = f"{s.steps_done}/{s.steps_total} " + progress_bar(
             s.steps_done, s.steps_total, unicode=unicode
@@ -111,9 +115,18 @@ def _print_runs(runs: list[RunSummary]) -> None:
             Text(format_cost(s.cost_usd)),
             Text(format_age(s.updated)),
             Text(display_path(s.path)),
+            *([Text(_worktree_cell(s))] if trees else []),
             style=style,
         )
     console.print(table)
+
+
+def _worktree_cell(summary: RunSummary) -> str:
+    """``.flow/worktrees/<id> (active)`` for a run made with ``--worktree``, else empty."""
+    if not summary.worktree_json:
+        return ""
+    tree = json.loads(summary.worktree_json)
+    return f"{tree.get('path', '?')} ({tree.get('state', 'active')})"
 
 
 def _unicode_ok(console: Console) -> bool:

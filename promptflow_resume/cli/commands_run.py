@@ -199,6 +199,7 @@ def _summary(run: Run, path: Path) -> dict[str, Any]:
         "step": run.cursor.step,
         "usage": run.usage.to_dict(),
         "last_error": run.last_error.message if run.last_error else None,
+        **({"worktree": run.worktree.path} if run.worktree else {}),
     }
 
 
@@ -232,6 +233,11 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
         if run.status == "awaiting_input":
             err(f"Write the answer at {_placeholder_location(path)}, then resume.")
         err(f"Resume with: flow resume {path}")
+    if run.worktree is not None:
+        err(
+            f"Worktree: {run.worktree.path} (branch {run.worktree.branch}). "
+            f"See the changes with: flow review {path}"
+        )
     return exit_code
 
 
@@ -293,14 +299,21 @@ def run_command(
         False, "--yes", "-y", help="Accept the best similar run without asking."
     ),
     mcp_config: McpConfigOpt = None,
+    worktree: bool = typer.Option(
+        False,
+        "--worktree",
+        help="Work in a new git worktree on branch flow/<run-id> made from HEAD (needs a "
+        "clean checkout); the progress file stays here. Then: flow review, flow merge, "
+        "flow discard. Always starts a new run.",
+    ),
     as_json: SummaryJson = False,
     verbose: VerboseOpt = False,
 ) -> int:
     """Start a run of WORKFLOW; first offer to resume a similar incomplete run.
 
     The run is checkpointed after every model reply, tool call and step into its progress.md.
-    Exit codes: 0 completed, 1 failed/budget/timeout, 8 needs review, 130 interrupted
-    (see docs/spec.md for all).
+    Exit codes: 0 completed, 1 failed/budget/timeout, 8 needs review, 14 git problem
+    (--worktree), 130 interrupted (see docs/spec.md for all).
     """
     from ..api import Limits, prepare_inputs, resume_run, start_run
     from ..workflow import load_workflow
@@ -315,7 +328,8 @@ def run_command(
     reporter = ConsoleReporter(live=live, verbose=verbose, show_requests=dry_run and not as_json)
     permissions = _permissions(allow_commands, allow_fetch, interactive, reporter)
 
-    if not new and progress is None:
+    # A run in a worktree is new by definition: a similar run found would not be isolated.
+    if not new and progress is None and not worktree:
         chosen = _offer_similar(wf, values, interactive=interactive, yes=yes, verbose=verbose)
         if chosen is not None:
             outcome = resume_run(
@@ -354,6 +368,7 @@ def run_command(
         instructions=not no_instructions,
         mcp_config=mcp_config,
         mcp_ask=_ask_mcp_input if interactive else None,
+        worktree=worktree,
     )
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
 
@@ -606,6 +621,13 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
         out(f"workflow changed since the checkpoint: {changed}")
     else:
         out("workflow unchanged since the checkpoint")
+    tree = data.get("worktree")
+    if tree:
+        missing = "" if tree["exists"] or tree["state"] == "discarded" else ", folder missing"
+        out(
+            f"worktree {tree['path']} on branch {tree['branch']} from {tree['base'][:12]} "
+            f"({tree['state']}{missing})"
+        )
     if data["edited_entries"]:
         from ..progress.render import entries_phrase
 

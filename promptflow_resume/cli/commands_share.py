@@ -215,7 +215,11 @@ def clean_command(
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Only list what would be deleted."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> int:
-    """Delete old runs: list what goes and the space it frees. Live runs are never touched."""
+    """Delete old runs: list what goes and the space it frees. Live runs are never touched.
+
+    A run made with --worktree loses its worktree and its branch flow/<run-id> too (merge
+    first what you want to keep).
+    """
     from ..sharing import clean_runs
 
     report = clean_runs(folder, older_than, status, dry_run)
@@ -232,6 +236,11 @@ def clean_command(
         out(f"  {item.status:<16} {days:>5} {_size(item.bytes):>9}  {item.run_id}")
         for target in item.targets:
             out(f"      {target}")
+        if item.worktree is not None:
+            tree = item.worktree
+            out(f"      worktree {tree.get('path')} and branch {tree.get('branch')}")
+        if item.worktree_problem:
+            err(f"warning: run {item.run_id}: {item.worktree_problem}")
     for path, why in report.skipped:
         err(f"skipped {path}: {why}")
     if report.kept:

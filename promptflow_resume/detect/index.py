@@ -33,7 +33,7 @@ from .summary import Reader, RunSummary, owner_alive, read_summary
 #: File name of the index inside a runs folder.
 INDEX_NAME = ".index.sqlite"
 #: Bump when the table changes; an index of another version is dropped and rebuilt.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: How deep below a plain folder (not a runs folder) progress files are looked for.
 TREE_DEPTH = 3
 #: Folders never searched, besides hidden ones (.git, .venv): dependencies, caches, builds.
@@ -58,6 +58,7 @@ _COLUMNS = (
     "keywords",
     "inputs_json",
     "error",
+    "worktree_json",
 )
 _CREATE = (
     "CREATE TABLE runs (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, "
@@ -427,12 +428,13 @@ def _to_row(stamp: Stamp, s: RunSummary | None) -> tuple[Any, ...]:
         " ".join(s.keywords),
         s.inputs_json,
         s.error,
+        s.worktree_json,
     )
 
 
 def _from_row(row: Sequence[Any]) -> RunSummary:
     (path, size, mtime, run_id, status, reason, wf_name, wf_path, description, wf_hash) = row[:10]
-    (done, total, cost, created, updated, keywords, inputs_json, error) = row[10:]
+    (done, total, cost, created, updated, keywords, inputs_json, error, tree) = row[10:]
     return RunSummary(
         path=Path(path),
         run_id=run_id,
@@ -450,6 +452,7 @@ def _from_row(row: Sequence[Any]) -> RunSummary:
         keywords=tuple(keywords.split()) if keywords else (),
         inputs_json=inputs_json or "{}",
         error=error,
+        worktree_json=tree,
         size=int(size),
         mtime_ns=int(mtime),
     )

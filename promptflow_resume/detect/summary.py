@@ -65,6 +65,8 @@ class RunSummary:
     owner_alive: bool | None = None
     #: Why the file could not be read, for ``invalid`` summaries.
     error: str | None = None
+    #: The run's ``worktree`` front matter as canonical JSON (``flow run --worktree``), or None.
+    worktree_json: str | None = None
     size: int = 0
     mtime_ns: int = 0
 
@@ -98,6 +100,7 @@ class RunSummary:
             "keywords": list(self.keywords),
             "inputs": json.loads(self.inputs_json),
             "error": self.error,
+            "worktree": json.loads(self.worktree_json) if self.worktree_json else None,
         }
 
 
@@ -170,6 +173,7 @@ WANTED: Spec = {
     "steps": {"*": {"status": True}},
     "usage": {"cost_usd": True},
     "keywords": True,
+    "worktree": True,
 }
 
 
@@ -276,9 +280,18 @@ def summary_from_data(
         updated=_text(data.get("updated")),
         keywords=keywords,
         inputs_json=canonical_json(inputs if isinstance(inputs, Mapping) else {}),
+        worktree_json=_worktree_json(data.get("worktree")),
         size=size,
         mtime_ns=mtime_ns,
     )
+
+
+def _worktree_json(value: Any) -> str | None:
+    """The ``worktree`` mapping's text fields as canonical JSON (None when absent)."""
+    if not isinstance(value, Mapping):
+        return None
+    fields = ("path", "branch", "base", "state")
+    return canonical_json({k: str(value[k]) for k in fields if isinstance(value.get(k), str)})
 
 
 def default_run_id(path: Path) -> str:

@@ -33,6 +33,8 @@ from .model import (
     StepStatus,
     Usage,
     WorkflowRef,
+    WorktreeRef,
+    WorktreeState,
 )
 
 #: Top-level keys in the order they are written.
@@ -55,6 +57,7 @@ KEY_ORDER: tuple[str, ...] = (
     "redactions",
     "keywords",
     "parent",
+    "worktree",
     "transcript",
 )
 
@@ -176,6 +179,15 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
     _put(out, "keywords", OneLineList(run.keywords))
     if run.parent is not None:
         out["parent"] = OneLine(run.parent)
+    if run.worktree is not None:
+        out["worktree"] = OneLine(
+            {
+                "path": run.worktree.path,
+                "branch": run.worktree.branch,
+                "base": run.worktree.base,
+                "state": run.worktree.state,
+            }
+        )
     out["transcript"] = {"entries": entries, "digest": digest}
     return out
 
@@ -275,6 +287,18 @@ def run_from_valid(data: dict[str, Any]) -> Run:
         redactions=Redactions(count=red.get("count", 0), where=list(red.get("where") or [])),
         keywords=list(data.get("keywords") or []),
         parent=dict(data["parent"]) if data.get("parent") is not None else None,
+        worktree=_worktree_from(data.get("worktree")),
+    )
+
+
+def _worktree_from(data: Any) -> WorktreeRef | None:
+    if not isinstance(data, dict):
+        return None
+    return WorktreeRef(
+        path=data["path"],
+        branch=data["branch"],
+        base=data["base"],
+        state=cast(WorktreeState, data.get("state", "active")),
     )
 
 

@@ -203,6 +203,26 @@ class Redactions:
     where: list[str] = field(default_factory=list)
 
 
+WorktreeState = Literal["active", "merged", "discarded"]
+WORKTREE_STATES: tuple[str, ...] = ("active", "merged", "discarded")
+
+
+@dataclass
+class WorktreeRef:
+    """The git worktree a run works in (``flow run --worktree``)."""
+
+    #: The worktree's folder: relative to the repository's root (forward slashes) when it
+    #: lies inside it, else absolute.
+    path: str
+    #: The run's branch, ``flow/<run-id>``.
+    branch: str
+    #: The commit the branch was made from (full hash): what ``flow review`` compares with.
+    base: str
+    #: ``merged`` after ``flow merge``; ``discarded`` after ``flow discard`` (worktree and
+    #: branch removed, the run cannot resume).
+    state: WorktreeState = "active"
+
+
 @dataclass
 class Run:
     """A whole run: the checkpoint (front matter) plus the transcript (body)."""
@@ -226,6 +246,8 @@ class Run:
     keywords: list[str] = field(default_factory=list)
     #: Where this run was forked from: {"path", "run_id", "step"}.
     parent: dict[str, str] | None = None
+    #: The git worktree the run works in, when started with ``--worktree``.
+    worktree: WorktreeRef | None = None
     transcript: list[Entry] = field(default_factory=list)
     #: Storage bookkeeping, managed by ``ProgressStore``: the last journal event folded into
     #: the file, so a journal left beside a newer file is never applied twice. Not compared.

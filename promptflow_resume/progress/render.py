@@ -320,6 +320,15 @@ def _metadata(run: Run) -> str:
         rows.append(
             ("Forked from", cell(", ".join(f"{k} {v}" for k, v in run.parent.items()), 300))
         )
+    if run.worktree is not None:
+        tree = run.worktree
+        rows.append(
+            (
+                "Worktree",
+                f"{code(tree.path, 300)} on branch {code(tree.branch, 200)} from "
+                f"{code(tree.base[:12])} ({tree.state})",
+            )
+        )
     if run.status != "completed":
         rows.append(("Resume", "run `flow resume` on this file"))
     table = "\n".join(f"| **{k}** | {v} |" for k, v in rows)

@@ -50,6 +50,11 @@ class CleanItem:
     #: What is removed: files and folders (a folder goes with everything inside it).
     targets: list[Path] = field(default_factory=list)
     bytes: int = 0
+    #: The run's ``worktree`` front matter (``flow run --worktree``): its worktree and branch
+    #: are removed with it.
+    worktree: dict[str, Any] | None = None
+    #: Why the worktree or branch could not be removed (the run's files went all the same).
+    worktree_problem: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form."""
@@ -61,6 +66,9 @@ class CleanItem:
             "age_days": round(self.age_days, 2),
             "targets": [str(t) for t in self.targets],
             "bytes": self.bytes,
+            "worktree": self.worktree.get("path") if self.worktree else None,
+            "branch": self.worktree.get("branch") if self.worktree else None,
+            "worktree_problem": self.worktree_problem,
         }
 
 
@@ -134,7 +142,15 @@ def _summary(path: Path) -> dict[str, Any]:
     """
     if journal_path(path).exists():
         run, _ = load_progress(path)
-        return {"run_id": run.run_id, "status": run.status, "updated": run.updated}
+        tree = run.worktree
+        return {
+            "run_id": run.run_id,
+            "status": run.status,
+            "updated": run.updated,
+            "worktree": None
+            if tree is None
+            else {"path": tree.path, "branch": tree.branch, "base": tree.base, "state": tree.state},
+        }
     with open(path, "rb") as handle:
         head = handle.read(_HEAD_BYTES).decode("utf-8", "replace").replace("\r\n", "\n")
     end = head.find("\n---\n", 3)
@@ -146,6 +162,13 @@ def _summary(path: Path) -> dict[str, Any]:
     ):
         raise InputError("its front matter lacks run_id, status or updated.", path=path)
     return data
+
+
+def _live_worktree(value: Any) -> dict[str, Any] | None:
+    """The ``worktree`` mapping of a run whose worktree was not discarded yet, else None."""
+    if not isinstance(value, dict) or value.get("state") == "discarded":
+        return None
+    return value
 
 
 def _size(path: Path) -> int:
@@ -233,6 +256,7 @@ def plan_clean(
                 age_days=age.total_seconds() / 86400,
                 targets=targets,
                 bytes=sum(_size(t) for t in targets),
+                worktree=_live_worktree(info.get("worktree")),
             )
         )
     return report
@@ -251,6 +275,11 @@ def _delete(item: CleanItem) -> bool:
         except Timeout:
             return False
     try:
+        if item.worktree is not None:
+            from ..worktree import remove_for_clean
+
+            # Before the run's files go: the repository is found from the progress file.
+            item.worktree_problem = remove_for_clean(item.worktree, item.path)
         for target in item.targets:
             if target == lock_file:
                 continue  # last, after the lock is released
