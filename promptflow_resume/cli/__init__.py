@@ -36,6 +36,7 @@ COMMAND_MODULES: dict[str, str] = {
     "rewind": "commands_share",
     "log": "commands_share",
     "clean": "commands_share",
+    "compact": "commands_compact",
 }
 
 
