@@ -225,6 +225,4 @@ def summarise(
 
 def view_tokens(view: RequestView, model: str | None) -> int:
     """An estimate of the tokens a request built from ``view`` sends (without tools)."""
-    from .conversation import to_messages
-
-    return estimate_tokens(Request(messages=to_messages(view.entries), model=model))
+    return estimate_tokens(Request(messages=view.messages(), model=model))

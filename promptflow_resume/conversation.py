@@ -54,6 +54,10 @@ class RequestView:
         self._seen = 0
         self._seen_last: Entry | None = None
 
+    def messages(self) -> tuple[Message, ...]:
+        """The provider messages of the view as it is now."""
+        return _convert(self.entries, self.replies)
+
     def is_kept(self, entry: Entry) -> bool:
         """True for the entries a compaction never covers (system entry, step prompts)."""
         return entry.id in self._kept

@@ -40,6 +40,8 @@ from tests.providers_server import (
     Canned,
     ModelServer,
     Received,
+    anthropic_error,
+    anthropic_message,
     error_body,
     openai_completion,
     openai_tool_call,
@@ -521,3 +523,46 @@ def test_the_scripted_provider_answers_compactions_and_keeps_its_reply_order(
     calls = [json.loads(e.content)["n"] for e in run.transcript if e.role == "tool_call"]
     assert calls == [str(n) for n in range(1, 41)]
     assert probe_results(run) == list(range(1, 41))
+
+
+def test_anthropics_prompt_is_too_long_compacts_and_retries_once(
+    tmp_path: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    wf = write_workflow(tmp_path, "")
+    wf.write_text(
+        wf.read_text().replace(
+            "provider: openai\nmodel: local-model", "provider: anthropic\nmodel: claude-local"
+        ),
+        encoding="utf-8",
+    )
+    too_long = Canned(
+        status=400,
+        body=anthropic_error(
+            "prompt is too long: 215000 tokens > 200000 maximum", "invalid_request_error"
+        ),
+    )
+    server.push(
+        Canned(body=anthropic_message("Probe 1.", [("toolu_1", "probe", {"n": "1"})])),
+        Canned(body=anthropic_message("Probe 2.", [("toolu_2", "probe", {"n": "2"})])),
+        too_long,
+        Canned(body=anthropic_message("Probes 1 and 2 printed their lines.")),
+        Canned(body=anthropic_message("Done probing.")),
+        Canned(body=anthropic_message("Every probe printed its line.")),
+    )
+    outcome = start_run(
+        wf, base_url=server.url, progress=tmp_path / "run" / "progress.md", workspace=tmp_path
+    )
+    assert outcome.exit_code == 0, outcome.run.last_error
+    assert server.pending == 0
+    run = outcome.run
+    [summary] = [e for e in run.transcript if e.role == "compaction"]
+    assert summary.content == "Probes 1 and 2 printed their lines." and summary.covers == (3, 5)
+    bodies = [r.body for r in server.requests]
+    # The compaction request has no tools; the retry carries the summary instead of turn 1.
+    assert "tools" not in bodies[3] and bodies[3]["system"].startswith("You compact")
+    retry = json.dumps(bodies[4]["messages"])
+    assert "Probes 1 and 2 printed their lines." in retry and "toolu_1" not in retry
+    assert "toolu_2" in retry
+    assert probe_results(run) == [1, 2]
