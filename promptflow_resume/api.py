@@ -918,6 +918,15 @@ def compact_run(
         run.usage.add(done.usage)
         if step is not None and step in run.steps:
             run.steps[step].usage.add(done.usage)
+        if run.attempts:
+            # No attempt of its own: the last one carries the call, with a note saying so, so
+            # that `flow log` accounts for every model call.
+            last = run.attempts[-1]
+            last.usage.add(done.usage)
+            first, final = done.plan.covers
+            last.notes.append(
+                f"flow compact: entries {first}-{final} summarised in entry {done.entry.id}"
+            )
         run.updated = now_iso()
         store.save(run, [done.entry])
         store.checkpoint(run)

@@ -390,7 +390,8 @@ class Engine:
             return whole
         _, count, usage = reported
         added = Request(messages=request.messages[count:], model=request.model)
-        return max(whole, usage.input_tokens + usage.output_tokens + estimate_tokens(added))
+        # The previous reply is among the added messages, so its output tokens are estimated.
+        return max(whole, usage.input_tokens + estimate_tokens(added))
 
     def _fit_context(self, step: Step, state: StepState, request: Request) -> Request:
         """Compact before a request that would pass the threshold of the context window."""

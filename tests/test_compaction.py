@@ -18,8 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from promptflow_resume.api import compact_run, start_run
+from promptflow_resume.compaction import plan_compaction
 from promptflow_resume.conversation import RequestView, request_view, to_messages
 from promptflow_resume.errors import (
     EXIT_LOCKED,
@@ -402,6 +405,10 @@ def test_flow_compact_words_and_exit_codes(tmp_path: Path, server: ModelServer) 
     assert done.compacted and done.covers is not None and done.covers[0] == 3
     assert done.tokens_after < done.tokens_before
     assert done.usage.turns == 1
+    after, _ = load_progress(progress)
+    assert after.attempts[-1].notes[-1] == (
+        f"flow compact: entries 3-{done.covers[1]} summarised in entry {done.entry}"
+    )
     # A live run is refused with the lock error.
     store, _, _ = ProgressStore.open(progress)
     try:
@@ -566,3 +573,72 @@ def test_anthropics_prompt_is_too_long_compacts_and_retries_once(
     assert "Probes 1 and 2 printed their lines." in retry and "toolu_1" not in retry
     assert "toolu_2" in retry
     assert probe_results(run) == [1, 2]
+
+
+@st.composite
+def transcripts(draw: st.DrawFn) -> list[Entry]:
+    """A system entry, then steps of turns: replies with 0-3 tool calls and their results,
+    notes, long and short contents, and earlier compactions made by the planner itself."""
+    entries: list[Entry] = [Entry(id=1, role="system", content="sys")]
+
+    def add(role: str, content: str, step: str, **extra: object) -> None:
+        entries.append(Entry(id=len(entries) + 1, role=role, content=content, step=step, **extra))  # type: ignore[arg-type]
+
+    for s in range(draw(st.integers(1, 3))):
+        step = f"s{s}"
+        add("user", f"prompt {s}", step)
+        for t in range(draw(st.integers(0, 8))):
+            if draw(st.booleans()) and t:
+                add("note", "resumed", step)
+            add("assistant", "x" * draw(st.integers(0, 400)), step)
+            for c in range(draw(st.integers(0, 3))):
+                call = f"c{len(entries)}-{c}"
+                add("tool_call", "{}", step, call_id=call, tool="probe")
+                add(
+                    "tool_result", "y" * draw(st.integers(0, 900)), step, call_id=call, tool="probe"
+                )
+            if draw(st.integers(0, 4)) == 0:
+                view = RequestView()
+                view.update(entries)
+                plan = plan_compaction(
+                    view,
+                    keep_tokens=draw(st.integers(0, 400)),
+                    max_tokens=draw(st.integers(1, 600)),
+                )
+                if plan is not None:
+                    add("compaction", "summary", step, covers=plan.covers)
+    return entries
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts(), st.integers(0, 500), st.integers(1, 800))
+def test_a_compaction_never_splits_a_call_from_its_result(
+    entries: list[Entry], keep: int, read: int
+) -> None:
+    view = RequestView()
+    view.update(entries)
+    plan = plan_compaction(view, keep_tokens=keep, max_tokens=read)
+    if plan is not None:
+        assert plan.covers[0] <= plan.covers[1] < len(entries) + 1
+        entries = [
+            *entries,
+            Entry(id=len(entries) + 1, role="compaction", content="S", covers=plan.covers),
+        ]
+    messages = to_messages(entries)
+    # The system entry and every step prompt are still sent, verbatim and in order.
+    prompts = [m.content for m in messages if m.role in ("system", "user") and not m.note]
+    expected = [e.content for e in entries if e.role == "system" or e.content.startswith("prompt")]
+    assert [p for p in prompts if not p.startswith("Summary of")] == expected
+    called: set[str] = set()
+    answered: set[str] = set()
+    for m in messages:
+        called.update(c.id for c in m.tool_calls)
+        if m.role == "tool":
+            assert m.tool_call_id in called  # never a result without its call
+            answered.add(m.tool_call_id or "")
+    assert called == answered  # never a call without its result
+    # The incremental view (as the engine keeps it) agrees with the one built at once.
+    grown = RequestView()
+    for n in range(1, len(entries) + 1):
+        grown.update(entries[:n])
+    assert [e.id for e in grown.entries] == [e.id for e in request_view(entries)]
