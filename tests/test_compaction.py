@@ -642,3 +642,34 @@ def test_a_compaction_never_splits_a_call_from_its_result(
     for n in range(1, len(entries) + 1):
         grown.update(entries[:n])
     assert [e.id for e in grown.entries] == [e.id for e in request_view(entries)]
+
+
+def test_large_tool_results_keep_their_sidecars_and_send_only_previews(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    model = ProbeModel(turns=30)
+    server.responder = model
+    wf = write_workflow(tmp_path)
+    # Each probe prints ~1,000 characters; only 120 bytes of it go into the transcript's
+    # preview, the whole output into a sidecar file.
+    wf.write_text(
+        wf.read_text()
+        .replace("    idempotent: true\n", "    idempotent: true\n    max_output: 120\n")
+        .replace(FILLER.strip(), FILLER.strip() * 5),
+        encoding="utf-8",
+    )
+    progress = tmp_path / "run" / "progress.md"
+    outcome = start_run(wf, base_url=server.url + "/v1", progress=progress, workspace=tmp_path)
+    assert outcome.exit_code == 0, outcome.run.last_error
+    run, _ = load_progress(progress)  # verifies every sidecar's hash
+    results = [e for e in run.transcript if e.role == "tool_result"]
+    assert len(results) == 30 and all(e.sidecar for e in results)
+    for entry in results:
+        full = (progress.parent / str(entry.sidecar)).read_bytes()
+        assert len(full) > 1000 and full.startswith(b"exit code: 0")
+    assert any(e.role == "compaction" for e in run.transcript)
+    sent = [
+        str(m["content"]) for messages in model.requests for m in messages if m["role"] == "tool"
+    ]
+    assert sent and max(map(len, sent)) < 600  # previews only, never the whole output
+    assert not any(FILLER.strip() * 5 in text for text in model.summaries)
