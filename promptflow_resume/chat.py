@@ -46,3 +46,6 @@ class Message:
     #: A message flow adds about the run itself (e.g. "this run was resumed"). Providers send
     #: it like any other; ``replay`` ignores it when matching a request to the recording.
     note: bool = False
+    #: For the summary that stands for compacted entries: how many assistant replies it
+    #: replaces (the ``scripted`` provider counts them to pick its reply). Never sent.
+    replaces_replies: int = 0

@@ -15,9 +15,115 @@ from collections.abc import Sequence
 from .chat import Message, ToolCall
 from .progress.model import Entry
 
+#: How a compaction summary opens in a request, before the summary itself.
+SUMMARY_LEAD = (
+    "Summary of the earlier conversation (entries {first}-{last} of the run's transcript, "
+    "compacted to fit the context window; the step prompts above are kept verbatim):"
+)
+
+
+def summary_message_text(entry: Entry) -> str:
+    """The text a ``compaction`` entry is sent as: a lead naming what it covers, the summary."""
+    first, last = entry.covers or (entry.id, entry.id)
+    return f"{SUMMARY_LEAD.format(first=first, last=last)}\n\n{entry.content}"
+
+
+class RequestView:
+    """The entries a request is built from, kept up to date as the transcript grows.
+
+    A ``compaction`` entry is appended to the transcript like any other, but in the view it
+    takes the place of the entries it covers (``Entry.covers``), except the ones kept verbatim:
+    the system entry and each step's prompt (its first user entry). It stands where the last
+    entry it covers stood, so the model reads the step prompts, the summary, then the recent
+    turns. A later compaction may cover an earlier one (then the new summary includes it).
+    The view depends on the transcript alone, so a resumed or replayed run builds the same
+    requests as the run that wrote it.
+    """
+
+    def __init__(self) -> None:
+        #: Bumped whenever the view changed other than by an append.
+        self.generation = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self.entries: list[Entry] = []
+        #: Assistant replies each compaction in the view stands for (id -> count).
+        self.replies: dict[int, int] = {}
+        self._kept: set[int] = set()
+        self._steps: set[str | None] = set()
+        self._seen = 0
+        self._seen_last: Entry | None = None
+
+    def messages(self) -> tuple[Message, ...]:
+        """The provider messages of the view as it is now."""
+        return _convert(self.entries, self.replies)
+
+    def is_kept(self, entry: Entry) -> bool:
+        """True for the entries a compaction never covers (system entry, step prompts)."""
+        return entry.id in self._kept
+
+    def update(self, entries: Sequence[Entry]) -> list[Entry]:
+        """The view of ``entries`` (which extend the previous call's, else it is rebuilt)."""
+        if self._seen > len(entries) or (
+            self._seen and entries[self._seen - 1] is not self._seen_last
+        ):
+            self._reset()  # a hand edit or another transcript
+            self.generation += 1
+        for entry in entries[self._seen :]:
+            if entry.role == "compaction" and entry.covers is not None:
+                self._apply(entry)
+                continue
+            if entry.role == "system" or (entry.role == "user" and entry.step not in self._steps):
+                self._kept.add(entry.id)
+            if entry.role == "user":
+                self._steps.add(entry.step)
+            self.entries.append(entry)
+        self._seen = len(entries)
+        self._seen_last = entries[-1] if entries else None
+        return self.entries
+
+    def _apply(self, compaction: Entry) -> None:
+        first, last = compaction.covers or (0, -1)
+        kept: list[Entry] = []
+        position = None
+        replies = 0
+        for entry in self.entries:
+            key = entry.covers[1] if entry.role == "compaction" and entry.covers else entry.id
+            if first <= key <= last and entry.id not in self._kept:
+                position = len(kept)
+                replies += self.replies.pop(entry.id, 0) + (entry.role == "assistant")
+                continue
+            kept.append(entry)
+        if position is None:  # covers nothing the view still holds: it goes by its place
+            position = sum(
+                1
+                for e in kept
+                if (e.covers[1] if e.role == "compaction" and e.covers else e.id) <= last
+            )
+        kept.insert(position, compaction)
+        self.entries = kept
+        self.replies[compaction.id] = replies
+        self.generation += 1
+
+
+def request_view(entries: Sequence[Entry]) -> list[Entry]:
+    """The entries a request is built from: compaction summaries in place of what they cover."""
+    return RequestView().update(entries)
+
 
 def to_messages(entries: Sequence[Entry]) -> tuple[Message, ...]:
-    """Provider messages for a transcript (system, user, assistant + tool calls, tool results)."""
+    """Provider messages for a transcript (system, user, assistant + tool calls, tool results);
+    compaction summaries stand in for the entries they cover."""
+    if not any(e.role == "compaction" for e in entries):
+        return _convert(entries)
+    view = RequestView()
+    return _convert(view.update(entries), view.replies)
+
+
+def _convert(
+    entries: Sequence[Entry], replies: dict[int, int] | None = None
+) -> tuple[Message, ...]:
+    """Provider messages for entries already in request order."""
     messages: list[Message] = []
     pending_calls: list[ToolCall] = []
     assistant: Entry | None = None
@@ -45,6 +151,14 @@ def to_messages(entries: Sequence[Entry]) -> tuple[Message, ...]:
             messages.append(Message("user", entry.content))
         elif entry.role == "note":
             messages.append(Message("user", entry.content, note=True))
+        elif entry.role == "compaction":
+            messages.append(
+                Message(
+                    "user",
+                    summary_message_text(entry),
+                    replaces_replies=(replies or {}).get(entry.id, 0),
+                )
+            )
         elif entry.role == "tool_result":
             messages.append(
                 Message(
@@ -104,27 +218,35 @@ class MessageLog:
 
     Messages up to the last assistant entry are final (its tool calls follow it directly); only
     the tail after it is converted again on each call. Any change other than an append (a new
-    log is made per engine, and hand edits happen before) rebuilds from scratch.
+    log is made per engine, and hand edits happen before) rebuilds from scratch; so does a
+    compaction, which changes the view the messages are built from (``RequestView``).
     """
 
     def __init__(self) -> None:
+        self.view = RequestView()
         self._done: list[Message] = []
         self._count = 0
         self._last: Entry | None = None
+        self._generation = 0
 
     def messages(self, entries: Sequence[Entry]) -> tuple[Message, ...]:
         """The provider messages for ``entries`` (which must extend the previous call's)."""
-        if self._count > len(entries) or (
-            self._count and entries[self._count - 1] is not self._last
+        view = self.view.update(entries)
+        if (
+            self._generation != self.view.generation
+            or self._count > len(view)
+            or (self._count and view[self._count - 1] is not self._last)
         ):
             self._done, self._count, self._last = [], 0, None
+            self._generation = self.view.generation
         split = None
-        for index in range(len(entries) - 1, self._count - 1, -1):
-            if entries[index].role == "assistant":
+        for index in range(len(view) - 1, self._count - 1, -1):
+            if view[index].role == "assistant":
                 split = index
                 break
+        replies = self.view.replies
         if split is not None and split > self._count:
-            self._done.extend(to_messages(entries[self._count : split]))
+            self._done.extend(_convert(view[self._count : split], replies))
             self._count = split
-            self._last = entries[split - 1]
-        return (*self._done, *to_messages(entries[self._count :]))
+            self._last = view[split - 1]
+        return (*self._done, *_convert(view[self._count :], replies))

@@ -36,7 +36,7 @@ from .errors import NeedsReviewError, ProviderError, ToolServerError
 from .events import Reporter
 from .progress import ProgressStore
 from .progress.model import Attempt, Entry, ErrorInfo, InFlight, Run, StepState, Usage
-from .providers.base import Provider, Reply, Request
+from .providers.base import Provider, Reply, ReplyUsage, Request
 from .redact import Redactor
 from .tools import offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
@@ -139,6 +139,9 @@ class Engine:
         #: Entries appended but not yet saved (a model reply waits for its first tool start).
         self._unsaved: list[Entry] = []
         self._log = MessageLog()
+        #: The last turn's view generation, message count and reported usage: the base of
+        #: the next request's size estimate (see ``_request_tokens``).
+        self._reported: tuple[int, int, ReplyUsage] | None = None
 
     def attempt_notes(self, notes: list[str]) -> None:
         """Record notes (resume decisions, hand edits) in this attempt's history."""
@@ -341,15 +344,11 @@ class Engine:
         if self.options.resume_note:
             self._append([self._entry("note", self.options.resume_note, step.id)])
             self.options.resume_note = None
-        request = Request(
-            messages=self._log.messages(run.transcript),
-            tools=self._tool_specs(step),
-            model=run.config.model,
-            params=dict(run.config.params),
-        )
+        request = self._fit_context(step, state, self._turn_request(step))
         self.reporter.model_call(step.id, state.turns + 1, request)
-        reply = self._call_model(request)
+        request, reply = self._call_model_compacting(step, state, request)
         faults.point("engine.model_replied")
+        self._reported = (self._log.view.generation, len(request.messages), reply.usage)
 
         usage = Usage(
             input_tokens=reply.usage.input_tokens,
@@ -372,6 +371,105 @@ class Engine:
         # durable write instead of two, and still before the tool has any effect.
         self._append(entries, durable=not reply.tool_calls)
         self.reporter.model_reply(step.id, usage, run.usage)
+
+    # --- context compaction (see compaction.py) -------------------------------------------
+
+    def _turn_request(self, step: Step) -> Request:
+        """The request for the step's next model turn, built from the transcript."""
+        return Request(
+            messages=self._log.messages(self.run.transcript),
+            tools=self._tool_specs(step),
+            model=self.run.config.model,
+            params=dict(self.run.config.params),
+        )
+
+    def _request_tokens(self, request: Request) -> int:
+        """The request's size: the provider's count for the previous turn plus an estimate
+        of what was added since, or the estimate of the whole, whichever is larger."""
+        from .providers.context import estimate_tokens
+
+        whole = estimate_tokens(request)
+        reported = self._reported
+        if reported is None or reported[0] != self._log.view.generation:
+            return whole
+        _, count, usage = reported
+        added = Request(messages=request.messages[count:], model=request.model)
+        # The previous reply is among the added messages, so its output tokens are estimated.
+        return max(whole, usage.input_tokens + estimate_tokens(added))
+
+    def _fit_context(self, step: Step, state: StepState, request: Request) -> Request:
+        """Compact before a request that would pass the threshold of the context window."""
+        from .compaction import window_for
+
+        settings = self.workflow.compaction
+        window = window_for(settings, self.run.config.model)
+        if not settings.enabled or window is None:
+            return request
+        # A few rounds at most: each covers what fits the summariser's own request.
+        for _ in range(8):
+            if self._request_tokens(request) <= settings.threshold * window:
+                break
+            if not self._compact(step, state, window):
+                break
+            request = self._turn_request(step)
+        return request
+
+    def _call_model_compacting(
+        self, step: Step, state: StepState, request: Request
+    ) -> tuple[Request, Reply]:
+        """Call the model; a context-length error compacts once and retries once."""
+        try:
+            return request, self._call_model(request)
+        except ProviderError as error:
+            if error.reason != "context_length_exceeded" or not self.workflow.compaction.enabled:
+                raise
+            from .compaction import window_for
+
+            # The request did not fit: take its size as the window when none is known.
+            size = self._request_tokens(request)
+            known = window_for(self.workflow.compaction, self.run.config.model)
+            window = min(known, size) if known else size
+            self.reporter.notice(
+                f"step {step.id}: the provider refused the request as too long for the "
+                "model's context; compacting and trying once more."
+            )
+            if not self._compact(step, state, window):
+                raise
+            request = self._turn_request(step)
+            return request, self._call_model(request)
+
+    def _compact(self, step: Step, state: StepState, window: int) -> bool:
+        """Summarise the oldest turns into one durable ``compaction`` entry; False when
+        nothing can be compacted."""
+        from .compaction import CompactionPlan, summarise
+
+        def announce(plan: CompactionPlan) -> None:
+            first, last = plan.covers
+            self.reporter.notice(
+                f"step {step.id}: compacting entries {first}-{last} (about {plan.tokens:,} "
+                "tokens) into a summary to fit the context window."
+            )
+
+        self._log.messages(self.run.transcript)  # brings the view up to date
+        done = summarise(
+            self._log.view,
+            self.workflow.compaction,
+            window,
+            call=self._call_model,
+            cost=self._cost,
+            model=self.run.config.model,
+            params=self.run.config.params,
+            step=step.id,
+            redact=lambda text: self._redacted(text, "compaction"),
+            announce=announce,
+        )
+        if done is None:
+            return False
+        for total in (self.run.usage, state.usage, self._attempt.usage):
+            total.add(done.usage)
+        self._append([done.entry])
+        faults.point("compaction.recorded")
+        return True
 
     def _call_model(self, request: Request) -> Reply:
         from .providers.retry import RetryEvent, call_with_retry

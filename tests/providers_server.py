@@ -23,7 +23,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -67,6 +67,9 @@ class ModelServer:
         self._queue: deque[Canned] = deque()
         self._lock = threading.Lock()
         self.requests: list[Received] = []
+        #: Answers computed from the request (a server with state of its own, e.g. one that
+        #: enforces a context limit); when it returns None the queue answers.
+        self.responder: Callable[[Received], Canned | None] | None = None
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         # Quiet: a client that gives up mid-answer (timeout tests) is expected here.
@@ -131,17 +134,18 @@ class ModelServer:
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
                 parts = urlsplit(self.path)
+                received = Received(
+                    method=self.command,
+                    path=parts.path,
+                    query=parse_qs(parts.query),
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                    body=body,
+                )
                 with server._lock:
-                    server.requests.append(
-                        Received(
-                            method=self.command,
-                            path=parts.path,
-                            query=parse_qs(parts.query),
-                            headers={k.lower(): v for k, v in self.headers.items()},
-                            body=body,
-                        )
-                    )
-                canned = server._next()
+                    server.requests.append(received)
+                    canned = server.responder(received) if server.responder else None
+                if canned is None:
+                    canned = server._next()
                 if canned is None:
                     canned = Canned(status=500, body=error_body("no scripted response left"))
                 # The client may give up first (a timeout test): nothing left to do then.

@@ -39,6 +39,7 @@ COMMAND_MODULES: dict[str, str] = {
     "review": "commands_worktree",
     "merge": "commands_worktree",
     "discard": "commands_worktree",
+    "compact": "commands_compact",
 }
 
 

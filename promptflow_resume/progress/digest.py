@@ -40,6 +40,25 @@ def _head(entry: Entry) -> str:
     """
     e = entry
     size = e.sidecar_bytes
+    if e.covers is not None:
+        # Only compaction entries carry it: every other entry's head (and so every digest
+        # written before compaction existed) stays as it was.
+        return json.dumps(
+            [
+                e.id,
+                e.role,
+                e.step,
+                e.call_id,
+                e.tool,
+                e.is_error,
+                e.sidecar,
+                e.sidecar_sha256,
+                e.sidecar_bytes,
+                list(e.covers),
+            ],
+            ensure_ascii=True,
+            separators=(",", ":"),
+        )
     if (
         type(e.id) is int
         and type(e.role) is str

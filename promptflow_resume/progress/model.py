@@ -42,8 +42,16 @@ RESUMABLE_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - {"completed"}
 StepStatus = Literal["pending", "running", "completed", "failed", "skipped"]
 STEP_STATUSES: tuple[str, ...] = ("pending", "running", "completed", "failed", "skipped")
 
-Role = Literal["system", "user", "assistant", "tool_call", "tool_result", "note"]
-ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool_call", "tool_result", "note")
+Role = Literal["system", "user", "assistant", "tool_call", "tool_result", "note", "compaction"]
+ROLES: tuple[str, ...] = (
+    "system",
+    "user",
+    "assistant",
+    "tool_call",
+    "tool_result",
+    "note",
+    "compaction",
+)
 
 
 @dataclass
@@ -89,6 +97,11 @@ class Entry:
     JSON text. ``sidecar`` names a file in the sidecar folder holding the full content of a
     large or binary tool result (then ``content`` is a short preview and ``sidecar_sha256``
     the hash of the file's bytes).
+
+    A ``compaction`` entry holds a summary that stands, in model requests, for the entries
+    whose ids lie in ``covers`` (first and last id, inclusive) other than the ones kept
+    verbatim (the system entry and each step's prompt); see ``conversation.request_view``.
+    The covered entries stay in the transcript unchanged.
     """
 
     id: int
@@ -101,6 +114,8 @@ class Entry:
     sidecar: str | None = None
     sidecar_sha256: str | None = None
     sidecar_bytes: int | None = None
+    #: For a ``compaction`` entry: the first and last id of the entries it summarises.
+    covers: tuple[int, int] | None = None
 
 
 @dataclass

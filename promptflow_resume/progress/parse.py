@@ -48,6 +48,7 @@ from .sidecar import check_link
 _MARK = "<!-- flow:"
 _ENTRY_RE = re.compile(r"<!-- flow:entry ([0-9]+) ([a-z_]+)((?: [^ ]+)*?) d=([0-9a-f]{16}) -->")
 _SECTION_RE = re.compile(r"<!-- flow:section ([a-z]+)(?: d=([0-9a-f]{16}))?(?: .*)? -->")
+_COVERS = re.compile(r"[1-9][0-9]*-[1-9][0-9]*")
 _END_RE = re.compile(r"<!-- flow:end seq=([0-9]+) -->")
 _FENCE_OPEN = re.compile(r"(`{3,})([^`]*)")
 # Characters a marker value keeps unencoded (``render.marker_value``); \w is [A-Za-z0-9_].
@@ -329,6 +330,16 @@ def _parse_marker(sc: _Scanner, pos: int, line: str) -> tuple[Entry, str]:
             entry.sidecar_sha256 = value
         elif key == "bytes" and value.isdigit():
             entry.sidecar_bytes = int(value)
+        elif key == "covers" and _COVERS.fullmatch(value):
+            first, _, last = value.partition("-")
+            if not int(first) <= int(last) < entry.id:
+                raise sc.fail(
+                    ProgressFormatError,
+                    pos,
+                    f"the field {token!r} on this flow:entry line names entries {first} to "
+                    f"{last}; a compaction covers earlier entries, first id not above the last.",
+                )
+            entry.covers = (int(first), int(last))
         else:
             raise sc.fail(
                 ProgressFormatError,

@@ -41,6 +41,7 @@ ROLE_LABELS: dict[str, str] = {
     "tool_call": "tool call",
     "tool_result": "tool result",
     "note": "note from flow",
+    "compaction": "compaction summary",
 }
 TOOL_ROLES = frozenset({"tool_call", "tool_result"})
 ESCAPED_INFO = "flow-escaped"
@@ -144,6 +145,8 @@ def entry_marker(entry: Entry, digest: str) -> str:
         fields += f" sha256={marker_value(entry.sidecar_sha256)}"
     if entry.sidecar_bytes is not None:
         fields += f" bytes={entry.sidecar_bytes}"
+    if entry.covers is not None:
+        fields += f" covers={entry.covers[0]}-{entry.covers[1]}"
     return f"<!-- flow:entry {entry.id} {entry.role}{fields} d={digest} -->"
 
 

@@ -205,6 +205,8 @@ def entry_to_dict(entry: Entry) -> dict[str, Any]:
             out[key] = value
     if entry.is_error:
         out["is_error"] = True
+    if entry.covers is not None:
+        out["covers"] = list(entry.covers)
     return out
 
 
@@ -221,6 +223,7 @@ def entry_from_dict(data: dict[str, Any]) -> Entry:
         sidecar=data.get("sidecar"),
         sidecar_sha256=data.get("sidecar_sha256"),
         sidecar_bytes=data.get("sidecar_bytes"),
+        covers=(int(data["covers"][0]), int(data["covers"][1])) if data.get("covers") else None,
     )
 
 
@@ -832,4 +835,5 @@ def _render_key(e: Entry) -> tuple[Any, ...]:
         e.sidecar,
         e.sidecar_sha256,
         e.sidecar_bytes,
+        e.covers,
     )

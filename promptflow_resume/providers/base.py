@@ -25,6 +25,9 @@ class Request:
     model: str | None = None
     #: temperature, max_tokens, top_p, ... as the workflow gives them.
     params: dict[str, Any] = field(default_factory=dict)
+    #: True for the request that asks the model to summarise older turns (context
+    #: compaction); providers send it like any other.
+    compaction: bool = False
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,12 @@ def _candidates(model: str) -> list[str]:
     return names
 
 
+def lookup_names(model: str) -> list[str]:
+    """The names a model-keyed table is searched for, most specific first (also used by the
+    context-window table, so both match model ids alike)."""
+    return _candidates(model)
+
+
 def price_for(model: str | None) -> Price | None:
     """The price of ``model``, or None when it is not in the table.
 

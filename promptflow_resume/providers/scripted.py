@@ -16,12 +16,16 @@ which may also hold the script itself as a mapping)::
       1: {transient: true, status: 503, retry_after: 0.01, message: "overloaded"}
       3: {transient: false, reason: auth, message: "bad key", times: always}
     state: script.state.json                  # optional, see "Failures" below
+    summary: "The notes were read."           # the answer to context-compaction requests
 
 Which reply: the reply to a request is ``replies[k]`` where ``k`` is the number of assistant
 messages already in the request (flow's own note messages are not counted). That depends on
 the request alone, so a run stopped and resumed in a new process gets the same replies as one
 that never stopped. Tool calls get the ids ``call_<k>_<i>`` unless the script gives an ``id``.
-Running out of replies is a permanent ``ProviderError``.
+Running out of replies is a permanent ``ProviderError``. A compaction summary in the request
+counts as the replies it stands for. A context-compaction request (``Request.compaction``) is
+answered with ``summary`` (by default a sentence naming how many messages it summarised) and
+takes no reply from ``replies``.
 
 Failures: ``failures`` is keyed by the same ``k`` (0 is the first model call of the
 conversation). The call that would get ``replies[k]`` raises a ``ProviderError`` instead, the
@@ -112,11 +116,13 @@ class Script:
     #: Where the script came from, for messages (a path, or a description).
     source: str = "the script"
     path: Path | None = None
+    #: The answer to context-compaction requests (None: a sentence counting the messages).
+    summary: str | None = None
 
 
 # --- parsing -----------------------------------------------------------------------------
 
-_TOP_KEYS = ("replies", "failures", "state", "description")
+_TOP_KEYS = ("replies", "failures", "state", "description", "summary")
 _REPLY_KEYS = ("content", "tool_calls", "usage", "model", "finish_reason", "delay")
 _CALL_KEYS = ("name", "arguments", "id")
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens")
@@ -234,7 +240,15 @@ def parse_script(
         state = Path(ck.string(top["state"], ["state"]))
         if path is not None and not state.is_absolute():
             state = path.parent / state
-    return Script(replies=replies, failures=failures, state=state, source=source, path=path)
+    summary = ck.string(top["summary"], ["summary"]) if top.get("summary") is not None else None
+    return Script(
+        replies=replies,
+        failures=failures,
+        state=state,
+        source=source,
+        path=path,
+        summary=summary,
+    )
 
 
 def _parse_reply(ck: _Checker, raw: Any, i: int) -> ScriptedReply:
@@ -435,7 +449,7 @@ class ScriptedProvider:
             count, tail = self._seen_count, raw[n:]
         else:
             count, tail = 0, raw
-        count += sum(1 for m in tail if m.role == "assistant" and not m.note)
+        count += sum((m.role == "assistant" and not m.note) + m.replaces_replies for m in tail)
         self._seen, self._seen_count = raw, count
         return count
 
@@ -444,6 +458,8 @@ class ScriptedProvider:
         self.call_count += 1
         if self._keep_calls:
             self.calls.append(request)
+        if request.compaction:
+            return self._summary(request)
         k = self.reply_index(request)
         failure = self.script.failures.get(k)
         if failure is not None and self._take_failure(k, failure):
@@ -475,6 +491,21 @@ class ScriptedProvider:
             usage=scripted.usage,
             model=scripted.model or request.model or "scripted",
             finish_reason=scripted.finish_reason or ("tool_calls" if calls else "stop"),
+        )
+
+    def _summary(self, request: Request) -> Reply:
+        """The answer to a context-compaction request: the script's ``summary``."""
+        text = self.script.summary
+        if text is None:
+            text = f"Summary of {len(request.messages)} earlier messages: the work went on."
+        return Reply(
+            content=text,
+            usage=ReplyUsage(
+                input_tokens=sum(len(m.content) for m in request.messages) // 4,
+                output_tokens=max(1, len(text) // 4),
+            ),
+            model=request.model or "scripted",
+            finish_reason="stop",
         )
 
     def _take_failure(self, k: int, failure: ScriptedFailure) -> bool:

@@ -98,6 +98,8 @@ def _entry(entry: Entry) -> str:
     label = f"{entry.id} · {ROLE_LABELS.get(entry.role, entry.role)}"
     if entry.step:
         label += f" · {one_line(entry.step, 80)}"
+    if entry.covers is not None:
+        label += f" · stands for entries {entry.covers[0]}–{entry.covers[1]} in requests"
     classes = ["entry", entry.role] + (["error"] if entry.is_error else [])
     if entry.role == "tool_call":
         args = escape(one_line(entry.content, 300)) if entry.content else ""

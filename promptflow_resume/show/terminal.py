@@ -38,6 +38,7 @@ _ROLE_STYLES = {
     "tool_call": "yellow",
     "tool_result": "yellow",
     "note": "blue",
+    "compaction": "blue",
 }
 
 
@@ -101,6 +102,8 @@ def entry_view(entry: Entry, *, result_lines: int = 5) -> RenderableType:
     label = f"{entry.id} · {ROLE_LABELS.get(entry.role, entry.role)}"
     if entry.step:
         label += f" · {one_line(entry.step, 60)}"
+    if entry.covers is not None:
+        label += f" · stands for entries {entry.covers[0]}–{entry.covers[1]} in requests"
     rule = Rule(Text(label, style=f"bold {_ROLE_STYLES.get(entry.role, '')}"), align="left")
     if entry.role == "tool_call":
         args = one_line(entry.content, 160) if entry.content else ""

@@ -12,7 +12,7 @@ from ..providers.retry import RetryPolicy
 from .commands import build_commands
 from .diagnostics import Collector, did_you_mean
 from .frontmatter import PARAM_KEYS
-from .model import Budget, CommandDecl, InputDecl, InputType
+from .model import Budget, CommandDecl, Compaction, InputDecl, InputType
 from .source import YamlPositions, field_path
 from .toolnames import ASK_EXCLUDED, BUILTIN_TOOLS, editor_only_line, map_tool_name
 from .values import coerce_value, value_text
@@ -35,6 +35,7 @@ class Config:
     params: dict[str, Any] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    compaction: Compaction = field(default_factory=Compaction)
 
 
 def build_config(data: dict[str, Any], pos: YamlPositions, col: Collector, bad: set[str]) -> Config:
@@ -61,6 +62,12 @@ def build_config(data: dict[str, Any], pos: YamlPositions, col: Collector, bad: 
         cfg.budget = _build_budget(data["budget"] or {}, pos, col)
     if usable("retry"):
         cfg.retry = _build_retry(data["retry"] or {}, pos, col)
+    cfg.compaction = _build_compaction(
+        data.get("compaction") if usable("compaction") else None,
+        data.get("context_window") if usable("context_window") else None,
+        pos,
+        col,
+    )
     if "tools" in data and "tools" not in bad:
         cfg.tools_listed = True
         broken = data.get("commands") if isinstance(data.get("commands"), dict) else {}
@@ -184,6 +191,30 @@ def _build_budget(raw: dict[str, Any], pos: YamlPositions, col: Collector) -> Bu
         max_turns=raw.get("max_turns"),
         max_seconds=seconds,
     )
+
+
+def _build_compaction(
+    raw: Any, window: int | None, pos: YamlPositions, col: Collector
+) -> Compaction:
+    base = Compaction()
+    if raw is False:
+        return Compaction(enabled=False, context_window=window)
+    spec = raw if isinstance(raw, dict) else {}
+    policy = Compaction(
+        threshold=float(spec.get("threshold", base.threshold)),
+        keep_recent=float(spec.get("keep_recent", base.keep_recent)),
+        context_window=window,
+    )
+    if policy.keep_recent >= policy.threshold:
+        _err(
+            col,
+            pos,
+            ("compaction", "keep_recent"),
+            f"keep_recent ({policy.keep_recent:g}) must be below threshold "
+            f"({policy.threshold:g}): the turns kept verbatim must leave room to shrink.",
+            "compaction",
+        )
+    return policy
 
 
 def _build_retry(raw: dict[str, Any], pos: YamlPositions, col: Collector) -> RetryPolicy:

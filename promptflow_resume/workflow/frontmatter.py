@@ -49,6 +49,8 @@ KNOWN_KEYS: tuple[str, ...] = (
     "commands",
     "budget",
     "retry",
+    "context_window",
+    "compaction",
     "allow-commands",
     "allow-fetch",
     "steps",

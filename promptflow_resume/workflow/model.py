@@ -89,6 +89,19 @@ class Budget:
 
 
 @dataclass(frozen=True)
+class Compaction:
+    """Context compaction settings: ``compaction:`` and ``context_window:`` in the front matter."""
+
+    enabled: bool = True
+    #: Compact before a request would pass this share of the context window.
+    threshold: float = 0.8
+    #: Share of the window the most recent turns, kept verbatim, may take.
+    keep_recent: float = 0.3
+    #: The model's window in tokens; None: from the table (``providers.context``).
+    context_window: int | None = None
+
+
+@dataclass(frozen=True)
 class Step:
     """One step: a prompt for the model, a direct command run, or a question for a person."""
 
@@ -159,6 +172,7 @@ class Workflow:
     #: Each name in the front matter's ``tools:`` as written -> the tools it resolves to
     #: (empty for a name nothing fits, which is not offered to the model).
     tool_map: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    compaction: Compaction = field(default_factory=Compaction)
 
     def step(self, step_id: str) -> Step | None:
         """The step with ``step_id``, or None."""

@@ -1,0 +1,228 @@
+"""Context compaction: when a run outgrows the model's window, older turns become a summary.
+
+Before a model call whose request would pass ``threshold`` (default 80%) of the context window,
+flow asks the model to summarise the oldest turns that are not needed verbatim, and records the
+answer as a ``compaction`` entry naming the entries it covers (``Entry.covers``). From then on
+requests carry the summary in place of those entries (``conversation.RequestView``); the
+entries themselves stay in the transcript, so nothing is lost from the file. Kept verbatim:
+the system entry, every step's prompt, and the most recent turns (up to ``keep_recent`` of the
+window). A cut never falls between a tool call and its result: it falls only before an
+assistant reply, a user message, a note or an earlier summary. The compaction request is a
+model call like any other (retried, recorded by ``--record``, counted in the usage), and its
+entry is durable before the next request is built; a process killed in between finds no entry
+on resume and compacts again::
+
+    plan = plan_compaction(view, keep_tokens=30_000, max_tokens=60_000)
+    request = summary_request(plan, model="gpt-4o", params={})
+    entry = compaction_entry(plan, reply.content, step="main")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import faults
+from .chat import Message
+from .conversation import RequestView
+from .progress.model import Entry, Usage
+from .providers.base import Reply, Request
+from .providers.context import context_window, estimate_tokens, text_tokens
+from .workflow.model import Compaction
+
+#: What the model is asked to do with the turns it summarises.
+INSTRUCTIONS = (
+    "You compact the history of a long-running task so that it fits the model's context "
+    "window. Below is the oldest part of the conversation, as numbered transcript entries. "
+    "Write a concise summary that lets the work continue without it: what was done, what was "
+    "found (facts, numbers, file names, decisions), which tool calls were made and what their "
+    "results said where later steps still need them, and what remains open. The task prompts "
+    "and the most recent turns are kept verbatim and are not shown here; do not restate them. "
+    "Answer with the summary only."
+)
+#: A tool result's characters shown to the summariser (the file keeps the whole result).
+RESULT_PREVIEW_CHARS = 2_000
+#: A message's characters shown to the summariser.
+MESSAGE_CHARS = 8_000
+#: Roles a cut may fall before: never a tool call or result, which belong to their reply.
+BOUNDARY_ROLES = frozenset({"system", "user", "assistant", "note", "compaction"})
+#: Tokens set aside in the summariser's request for the instructions and its answer.
+SUMMARY_RESERVE_TOKENS = 1_000
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """What one compaction summarises: the entries of the request view, and the id range."""
+
+    covers: tuple[int, int]
+    entries: tuple[Entry, ...]
+    #: Estimated tokens of those entries as the requests carried them.
+    tokens: int
+
+
+def window_for(settings: Compaction, model: str | None) -> int | None:
+    """The context window to respect: the workflow's ``context_window:``, else the table's."""
+    return settings.context_window or context_window(model)
+
+
+def entry_tokens(entry: Entry) -> int:
+    """A character estimate of what ``entry`` adds to a request."""
+    return text_tokens(entry.content) + text_tokens(entry.tool or "") + 4
+
+
+def _key(entry: Entry) -> int:
+    return entry.covers[1] if entry.role == "compaction" and entry.covers else entry.id
+
+
+def _first(entry: Entry) -> int:
+    return entry.covers[0] if entry.role == "compaction" and entry.covers else entry.id
+
+
+def plan_compaction(
+    view: RequestView, *, keep_tokens: int, max_tokens: int
+) -> CompactionPlan | None:
+    """The oldest turns of ``view`` to summarise, or None when nothing can be.
+
+    The newest turns are kept while they fit in ``keep_tokens`` (the last turn always is);
+    of the rest, every entry not kept verbatim is covered, from the oldest, while the
+    summariser's input stays within ``max_tokens`` (at least one turn).
+    """
+    entries = view.entries
+    boundaries = [i for i, e in enumerate(entries) if e.role in BOUNDARY_ROLES]
+    if not boundaries:
+        return None
+    cut = boundaries[-1]
+    total = 0
+    for index in range(len(entries) - 1, -1, -1):
+        total += entry_tokens(entries[index])
+        if total > keep_tokens and index < cut:
+            break
+        if entries[index].role in BOUNDARY_ROLES and index < cut:
+            cut = index
+    candidates = [e for e in entries[:cut] if not view.is_kept(e)]
+    covered: list[Entry] = []
+    size = 0
+    for entry in candidates:
+        cost = text_tokens(entry_text(entry))
+        if covered and entry.role in BOUNDARY_ROLES and size + cost > max_tokens:
+            break
+        covered.append(entry)
+        size += cost
+    # Only whole turns: drop a tail that is not followed by a boundary (a reply whose calls
+    # were cut off from their results cannot be, but a capped prefix is checked anyway).
+    while covered and covered[-1] is not candidates[-1]:
+        following = candidates[len(covered)]
+        if following.role in BOUNDARY_ROLES:
+            break
+        covered.pop()
+    if not covered:
+        return None
+    return CompactionPlan(
+        covers=(_first(covered[0]), _key(covered[-1])),
+        entries=tuple(covered),
+        tokens=sum(entry_tokens(e) for e in covered),
+    )
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[... {len(text) - limit:,} more characters, kept in the progress file]"
+
+
+def entry_text(entry: Entry) -> str:
+    """One covered entry as the summariser reads it: a bracketed head, then its text."""
+    if entry.role == "compaction" and entry.covers:
+        head = f"[summary of entries {entry.covers[0]}-{entry.covers[1]}]"
+        return f"{head}\n{entry.content}"
+    if entry.role == "tool_call":
+        return f"[{entry.id} · call to {entry.tool} ({entry.call_id})]\n{entry.content}"
+    if entry.role == "tool_result":
+        error = " · error" if entry.is_error else ""
+        head = f"[{entry.id} · result of {entry.tool} ({entry.call_id}){error}]"
+        return f"{head}\n{_cut(entry.content, RESULT_PREVIEW_CHARS)}"
+    return f"[{entry.id} · {entry.role}]\n{_cut(entry.content, MESSAGE_CHARS)}"
+
+
+def summary_request(
+    plan: CompactionPlan, *, model: str | None, params: Mapping[str, Any]
+) -> Request:
+    """The model call that asks for the summary of ``plan``'s entries (no tools)."""
+    text = "\n\n".join(entry_text(e) for e in plan.entries)
+    first, last = plan.covers
+    return Request(
+        messages=(
+            Message("system", INSTRUCTIONS),
+            Message("user", f"Transcript entries {first} to {last}:\n\n{text}"),
+        ),
+        model=model,
+        params=dict(params),
+        compaction=True,
+    )
+
+
+def compaction_entry(plan: CompactionPlan, summary: str, step: str | None) -> Entry:
+    """The transcript entry recording a summary (its id is given when it is appended)."""
+    text = summary.strip() or "(the model returned an empty summary)"
+    return Entry(id=0, role="compaction", content=text, step=step, covers=plan.covers)
+
+
+def budgets(settings: Compaction, window: int) -> tuple[int, int]:
+    """(tokens the recent turns may keep, tokens the summariser may read) for ``window``."""
+    keep = int(window * settings.keep_recent)
+    read = max(int(window * settings.threshold) - SUMMARY_RESERVE_TOKENS, window // 4)
+    return keep, read
+
+
+def compactions(entries: Sequence[Entry]) -> list[Entry]:
+    """The compaction entries of a transcript, in order."""
+    return [e for e in entries if e.role == "compaction"]
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """One compaction done: the entry to append (no id yet), what it covers, its usage."""
+
+    entry: Entry
+    plan: CompactionPlan
+    usage: Usage
+    reply: Reply
+
+
+def summarise(
+    view: RequestView,
+    settings: Compaction,
+    window: int,
+    *,
+    call: Callable[[Request], Reply],
+    cost: Callable[[Reply], float],
+    model: str | None,
+    params: Mapping[str, Any],
+    step: str | None,
+    redact: Callable[[str], str],
+    announce: Callable[[CompactionPlan], None] | None = None,
+) -> Compacted | None:
+    """Plan a compaction of ``view`` for ``window``, ask the model (through ``call``) for the
+    summary and return the entry to record; None when nothing can be compacted."""
+    keep, read = budgets(settings, window)
+    plan = plan_compaction(view, keep_tokens=keep, max_tokens=read)
+    if plan is None:
+        return None
+    if announce is not None:
+        announce(plan)
+    reply = call(summary_request(plan, model=model, params=params))
+    faults.point("compaction.replied")
+    usage = Usage(
+        input_tokens=reply.usage.input_tokens,
+        output_tokens=reply.usage.output_tokens,
+        cached_tokens=reply.usage.cached_tokens,
+        cost_usd=cost(reply),
+        turns=1,
+    )
+    return Compacted(compaction_entry(plan, redact(reply.content), step), plan, usage, reply)
+
+
+def view_tokens(view: RequestView, model: str | None) -> int:
+    """An estimate of the tokens a request built from ``view`` sends (without tools)."""
+    return estimate_tokens(Request(messages=view.messages(), model=model))
