@@ -65,6 +65,7 @@ from .workflow import (
 from .workflow.model import InputDecl, Workflow
 
 if TYPE_CHECKING:
+    from .subworkflows import SubworkflowRunner
     from .tools.mcp import McpServers
     from .tools.mcp_config import McpConfig
 
@@ -416,6 +417,7 @@ def start_run(
                 selection,
                 _instructions(root, file) if instructions else "",
             )
+            options.children = _children(permissions, Choices())
             engine = Engine(wf, run, store, provider_obj, tools, options)
             if servers is not None:
                 options.extra_tools = servers.offer()
@@ -564,6 +566,9 @@ def resume_run(
     store, run, report = ProgressStore.open(path)
     servers = None
     try:
+        from .subworkflows import refuse_direct_resume
+
+        refuse_direct_resume(run, path)
         wf = _workflow_for(run, path, workflow_path)
         root = Path(workspace) if workspace is not None else Path.cwd()
         outside = None if workflow_path is not None else outside_workspace(run, path, root)
@@ -632,6 +637,7 @@ def resume_run(
             selection,
             _instructions(root, file) if instructions else "",
         )
+        options.children = _children(permissions, choices)
         note_run = replace(run, status=stopped_status, reason=stopped_reason)
         options.resume_note = resume_note(note_run, plan, wf)
         engine = Engine(wf, run, store, provider_obj, tools, options)
@@ -646,6 +652,17 @@ def resume_run(
         if servers is not None:
             servers.close()
     return Outcome(run=run, path=path, exit_code=exit_code_for(run), resumed=True, notes=notes)
+
+
+def _children(permissions: Permissions, choices: Choices) -> SubworkflowRunner:
+    """The runner of the sub-workflows of workflow steps (docs/spec.md 4.10)."""
+    from .subworkflows import SubworkflowRunner
+
+    return SubworkflowRunner(
+        make_run=new_run,
+        consent_for=permissions.consent,
+        choices=choices,
+    )
 
 
 def _mcp_config(

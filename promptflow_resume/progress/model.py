@@ -116,6 +116,8 @@ class StepState:
     usage: Usage = field(default_factory=Usage)
     #: Number of model turns taken in this step (for the step's own turn limit).
     turns: int = 0
+    #: A workflow step's child run: its progress file, relative to this file's folder.
+    child: str | None = None
 
 
 @dataclass
@@ -224,7 +226,8 @@ class Run:
     redactions: Redactions = field(default_factory=Redactions)
     #: Keywords for the similar-run detector, written when the run starts.
     keywords: list[str] = field(default_factory=list)
-    #: Where this run was forked from: {"path", "run_id", "step"}.
+    #: Where this run was forked from: {"path", "run_id", "step"}; a sub-workflow's run adds
+    #: ``"kind": "workflow"`` (the step of the parent run that runs it).
     parent: dict[str, str] | None = None
     transcript: list[Entry] = field(default_factory=list)
     #: Storage bookkeeping, managed by ``ProgressStore``: the last journal event folded into
