@@ -65,7 +65,7 @@ from .workflow import (
 from .workflow.model import InputDecl, Workflow
 
 if TYPE_CHECKING:
-    from .subworkflows import SubworkflowRunner
+    from .subworkflows import ChildNode, SubworkflowRunner
     from .tools.mcp import McpServers
     from .tools.mcp_config import McpConfig
 
@@ -736,6 +736,8 @@ class StatusReport:
     load: LoadReport
     plan: ResumePlan | None
     workflow_error: str | None
+    #: The run's sub-workflow runs, each with its own (docs/spec.md 4.10).
+    children: list[ChildNode] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable ``flow status --json`` document (documented in docs/spec.md)."""
@@ -783,7 +785,20 @@ class StatusReport:
             },
             "workflow_error": self.workflow_error,
             "estimated_input_tokens": plan.estimated_input_tokens if plan else None,
+            **self._tree(),
         }
+
+    def _tree(self) -> dict[str, Any]:
+        """``children``, ``usage_total`` and, for a child run, ``parent`` (spec 4.10)."""
+        from .subworkflows import is_child, usage_with_children
+
+        tree: dict[str, Any] = {
+            "children": [c.to_dict() for c in self.children],
+            "usage_total": usage_with_children(self.run, self.children).to_dict(),
+        }
+        if is_child(self.run):
+            tree["parent"] = dict(self.run.parent or {})
+        return tree
 
 
 def run_status(
@@ -824,4 +839,13 @@ def run_status(
                 servers.close()
     except FlowError as error:
         problem = str(error)
-    return StatusReport(path=path, run=run, load=report, plan=plan, workflow_error=problem)
+    from .subworkflows import child_runs
+
+    return StatusReport(
+        path=path,
+        run=run,
+        load=report,
+        plan=plan,
+        workflow_error=problem,
+        children=child_runs(run, path),
+    )

@@ -68,7 +68,7 @@ def parent_of(run: Run, path: Path) -> Path | None:
     """The parent's progress file of a child run, or None for any other run."""
     if not is_child(run) or run.parent is None or not run.parent.get("path"):
         return None
-    return path.parent / run.parent["path"]
+    return Path(os.path.normpath(path.parent / run.parent["path"]))
 
 
 def refuse_direct_resume(run: Run, path: Path) -> None:
@@ -321,3 +321,136 @@ def _rebase(relative: str, old_folder: Path, new_folder: Path) -> str:
     """A path written relative to ``old_folder``, rewritten relative to ``new_folder``."""
     target = (old_folder / relative).resolve()
     return Path(os.path.relpath(target, new_folder.resolve())).as_posix()
+
+
+# --- the tree of runs: status and list ---------------------------------------------------------
+
+
+@dataclass
+class ChildNode:
+    """One child run under its parent, for ``flow status`` and ``flow list``."""
+
+    step: str
+    path: Path
+    run_id: str | None
+    status: str
+    reason: str | None
+    steps_done: int
+    steps_total: int
+    usage: Usage
+    children: list[ChildNode] = field(default_factory=list)
+    #: Why the child's file could not be read (then the other fields are defaults).
+    error: str | None = None
+
+    def total_usage(self) -> Usage:
+        """The child's usage (its own children's usage is rolled up into it already, or is
+        counted here when a grandchild is still running)."""
+        total = Usage(**vars(self.usage))
+        for child in self.children:
+            total.add(_unrolled(child, self.usage_of_step(child.step)))
+        return total
+
+    #: The child's own step usages, to tell what of a grandchild is not rolled up yet.
+    step_usage: dict[str, Usage] = field(default_factory=dict)
+
+    def usage_of_step(self, step_id: str) -> Usage:
+        """The usage recorded for one of this child's steps."""
+        return self.step_usage.get(step_id, Usage())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: ``step``, ``path``, ``run_id``, ``status`` … ``children``."""
+        return {
+            "step": self.step,
+            "path": str(self.path),
+            "run_id": self.run_id,
+            "status": self.status,
+            "reason": self.reason,
+            "steps_done": self.steps_done,
+            "steps_total": self.steps_total,
+            "usage": self.total_usage().to_dict(),
+            "error": self.error,
+            "children": [c.to_dict() for c in self.children],
+        }
+
+
+def _unrolled(child: ChildNode, recorded: Usage) -> Usage:
+    """What a child used beyond what its parent step records (a child still running)."""
+    total = child.total_usage()
+    return Usage(
+        input_tokens=total.input_tokens - recorded.input_tokens,
+        output_tokens=total.output_tokens - recorded.output_tokens,
+        cached_tokens=total.cached_tokens - recorded.cached_tokens,
+        cost_usd=round(total.cost_usd - recorded.cost_usd, 6),
+        turns=total.turns - recorded.turns,
+    )
+
+
+def child_runs(run: Run, path: Path, *, depth: int = 0) -> list[ChildNode]:
+    """The child runs of ``run`` (stored at ``path``), each with its own children, in step order."""
+    from .errors import FlowError
+    from .progress import load_progress
+
+    nodes: list[ChildNode] = []
+    if depth >= MAX_DEPTH:
+        return nodes
+    for step_id, state in run.steps.items():
+        if not state.child:
+            continue
+        where = path.parent / state.child
+        node = ChildNode(
+            step=step_id,
+            path=where,
+            run_id=None,
+            status="not started",
+            reason=None,
+            steps_done=0,
+            steps_total=0,
+            usage=Usage(),
+        )
+        if where.exists():
+            try:
+                child, _report = load_progress(where)
+            except FlowError as error:
+                node.status, node.error = "invalid", str(error)
+            else:
+                node.run_id = child.run_id
+                node.status = child.status
+                node.reason = child.reason
+                node.steps_done = sum(1 for s in child.steps.values() if s.status == "completed")
+                node.steps_total = child.cursor.total or len(child.steps)
+                node.usage = child.usage
+                node.step_usage = {sid: s.usage for sid, s in child.steps.items()}
+                node.children = child_runs(child, where, depth=depth + 1)
+        nodes.append(node)
+    return nodes
+
+
+def usage_with_children(run: Run, children: list[ChildNode]) -> Usage:
+    """The run's usage plus what its children used that is not rolled up into it yet."""
+    total = Usage(**vars(run.usage))
+    for child in children:
+        state = run.steps.get(child.step)
+        total.add(_unrolled(child, state.usage if state is not None else Usage()))
+    return total
+
+
+def children_of_file(path: Path) -> list[ChildNode]:
+    """The child runs of the run stored at ``path`` ([] when it has none or cannot be read).
+
+    Only a run whose ``<stem>.steps`` folder exists is read in full, so listing thousands of
+    runs without sub-workflows reads no more than before."""
+    from .errors import FlowError
+    from .progress import load_progress
+
+    if not (path.parent / child_folder(path)).is_dir():
+        return []
+    try:
+        run, _report = load_progress(path)
+    except FlowError:
+        return []
+    return child_runs(run, path)
+
+
+def is_child_path(path: Path) -> bool:
+    """True for a progress file stored as a child: ``…/<stem>.steps/<step-id>/<file>``."""
+    return path.parent.parent.name.endswith(".steps")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..detect import Detection, RunSummary
+    from ..subworkflows import ChildNode
 
 
 def _console() -> Console:
@@ -48,10 +49,19 @@ def list_command(
 ) -> int:
     """List runs, unfinished ones first: id, workflow, status, steps, cost, last update, path."""
     from ..detect import list_runs
+    from ..subworkflows import children_of_file, is_child_path
 
     runs = list_runs(dirs or (), include_completed=all_, status=status)
+    # A sub-workflow's run is shown under its parent, not as a run of its own (spec 4.10).
+    runs = [r for r in runs if not is_child_path(Path(r.path))]
+    children = {str(r.path): children_of_file(Path(r.path)) for r in runs}
     if as_json:
-        print_json([summary.to_dict() for summary in runs])
+        print_json(
+            [
+                {**s.to_dict(), "children": [c.to_dict() for c in children[str(s.path)]]}
+                for s in runs
+            ]
+        )
         return 0
     if not runs:
         where = ", ".join(str(d) for d in dirs) if dirs else ".flow/runs"
@@ -59,7 +69,7 @@ def list_command(
         hint = "" if all_ or status else " (--all includes completed runs)"
         out(f"No{more} runs in {where}{hint}.")
         return 0
-    _print_runs(runs)
+    _print_runs(runs, children)
     return 0
 
 
@@ -79,7 +89,7 @@ def _status_cell(summary: RunSummary) -> str:
     return status_text(summary.status, reason)
 
 
-def _print_runs(runs: list[RunSummary]) -> None:
+def _print_runs(runs: list[RunSummary], children: dict[str, list[ChildNode]]) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -113,7 +123,32 @@ def _print_runs(runs: list[RunSummary]) -> None:
             Text(display_path(s.path)),
             style=style,
         )
+        _child_rows(table, children.get(str(s.path), []), "  ", unicode)
     console.print(table)
+
+
+def _child_rows(table: Any, nodes: list[ChildNode], indent: str, unicode: bool) -> None:
+    """Child runs indented under their parent's row: step, workflow run id, status, cost."""
+    from rich.text import Text
+
+    from ..detect.prompt import display_path, format_cost, progress_bar, status_text
+
+    for node in nodes:
+        steps = f"{node.steps_done}/{node.steps_total} " + progress_bar(
+            node.steps_done, node.steps_total, unicode=unicode
+        )
+        mark = "└ " if unicode else "- "
+        table.add_row(
+            Text(f"{indent}{mark}{node.run_id or '-'}"),
+            Text(f"step {node.step}"),
+            Text(status_text(node.status, node.reason)),
+            Text(steps),
+            Text(format_cost(node.total_usage().cost_usd)),
+            Text(""),
+            Text(display_path(node.path)),
+            style="dim",
+        )
+        _child_rows(table, node.children, indent + "  ", unicode)
 
 
 def _unicode_ok(console: Console) -> bool:
