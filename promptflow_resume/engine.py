@@ -354,6 +354,8 @@ class Engine:
         call_id = f"{step.id}-{WORKFLOW_TOOL}"
         call = next((e for e in mine if e.role == "tool_call" and e.call_id == call_id), None)
         if call is None:
+            # A budget already used up stops the run before the child exists.
+            self._check_budget(step)
             values = step_workflow_inputs(
                 self.workflow,
                 step,
