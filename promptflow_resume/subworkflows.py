@@ -121,35 +121,47 @@ def _own_budget(workflow: Workflow) -> dict[str, Any]:
 
 
 class _ChildReporter(Reporter):
-    """The parent's display, told about the child's steps as ``parent-step/child-step``."""
+    """The parent's display, told about the child's progress within the parent's step.
 
-    def __init__(self, parent: Reporter, step_id: str) -> None:
+    The display shows one step at a time, the parent's: the child's steps are notices
+    (``Triage › step 1/2 Collect: started``), its model calls count toward the parent's step,
+    and the totals shown are the parent's with the child's usage so far."""
+
+    def __init__(self, parent: Reporter, call: ChildCall) -> None:
         self.parent = parent
-        self.prefix = f"{step_id}/"
+        self.step_id = call.step.id
+        self.title = call.step.title
+        self.run = call.parent
+
+    def _with_parent(self, child_total: Usage) -> Usage:
+        state = self.run.steps.get(self.step_id)
+        total = Usage(**vars(self.run.usage))
+        total.add(_difference(child_total, state.usage if state is not None else Usage()))
+        return total
 
     def notice(self, text: str) -> None:
-        """Forwarded with the step's name in front."""
-        self.parent.notice(f"{self.prefix.rstrip('/')}: {text}")
+        """Forwarded with the parent step's title in front."""
+        self.parent.notice(f"{self.title} › {text}")
 
     def step_started(self, step_id: str, title: str, index: int, total: int) -> None:
-        """Forwarded as ``parent-step/child-step``."""
-        self.parent.step_started(self.prefix + step_id, title, index, total)
+        """A notice: the child's step within the parent's."""
+        self.parent.notice(f"{self.title} › step {index}/{total} {title}: started")
 
     def step_finished(self, step_id: str, status: str) -> None:
-        """Forwarded as ``parent-step/child-step``."""
-        self.parent.step_finished(self.prefix + step_id, status)
+        """A notice: the child's step ended."""
+        self.parent.notice(f"{self.title} › step {step_id}: {status}")
 
     def model_call(self, step_id: str, turn: int, request: Request) -> None:
-        """Forwarded as ``parent-step/child-step``."""
-        self.parent.model_call(self.prefix + step_id, turn, request)
+        """Forwarded as a call of the parent's step."""
+        self.parent.model_call(f"{self.step_id}/{step_id}", turn, request)
 
     def text(self, delta: str) -> None:
         """Forwarded."""
         self.parent.text(delta)
 
     def model_reply(self, step_id: str, usage: Usage, run_usage: Usage) -> None:
-        """Forwarded as ``parent-step/child-step``."""
-        self.parent.model_reply(self.prefix + step_id, usage, run_usage)
+        """Forwarded with the parent's totals including the child's usage so far."""
+        self.parent.model_reply(self.step_id, usage, self._with_parent(run_usage))
 
     def tool_started(self, name: str, arguments: str) -> None:
         """Forwarded."""
@@ -164,6 +176,17 @@ class _ChildReporter(Reporter):
         self.parent.retry(attempt, delay, message)
 
     # run_started and close stay no-ops: the parent's display lives on after the child.
+
+
+def _difference(a: Usage, b: Usage) -> Usage:
+    """``a - b``, field by field."""
+    return Usage(
+        input_tokens=a.input_tokens - b.input_tokens,
+        output_tokens=a.output_tokens - b.output_tokens,
+        cached_tokens=a.cached_tokens - b.cached_tokens,
+        cost_usd=round(a.cost_usd - b.cost_usd, 6),
+        turns=a.turns - b.turns,
+    )
 
 
 @dataclass
@@ -219,7 +242,7 @@ class SubworkflowRunner:
         parent = call.options
         return replace(
             parent,
-            reporter=_ChildReporter(parent.reporter, call.step.id),
+            reporter=_ChildReporter(parent.reporter, call),
             timeout=call.timeout,
             resume_note=None,
             consent=self.consent_for(workflow),
@@ -375,14 +398,7 @@ class ChildNode:
 
 def _unrolled(child: ChildNode, recorded: Usage) -> Usage:
     """What a child used beyond what its parent step records (a child still running)."""
-    total = child.total_usage()
-    return Usage(
-        input_tokens=total.input_tokens - recorded.input_tokens,
-        output_tokens=total.output_tokens - recorded.output_tokens,
-        cached_tokens=total.cached_tokens - recorded.cached_tokens,
-        cost_usd=round(total.cost_usd - recorded.cost_usd, 6),
-        turns=total.turns - recorded.turns,
-    )
+    return _difference(child.total_usage(), recorded)
 
 
 def child_runs(run: Run, path: Path, *, depth: int = 0) -> list[ChildNode]:

@@ -364,3 +364,32 @@ def test_a_child_changed_while_it_runs_continues_with_keep_completed(project: Pa
         "## Judge\n\nJudge it in two lines.",
     ]
     assert any("judge changed before it started" in n for n in child.attempts[-1].notes)
+
+
+def test_the_example_runs_offline(tmp_path: Path) -> None:
+    # The child is answered by the triage's recorded session: its requests are the ones a
+    # run of triage-todos.prompt.md on its own sends, so they match the recording.
+    root = Path(__file__).parent.parent
+    result = flow(
+        "run",
+        "workflows/release-check.prompt.md",
+        "--recording",
+        "workflows/triage-todos.recording.jsonl",
+        "--progress",
+        str(tmp_path / "progress.md"),
+        "--new",
+        cwd=root,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Triage › step 2/2 Prioritise: started" in result.stderr
+    parent, _ = load_progress(tmp_path / "progress.md")
+    child_file = tmp_path / "progress.steps" / "triage" / "progress.md"
+    child, _ = load_progress(child_file)
+    results = [e.content for e in child.transcript if e.role == "tool_result"]
+    assert "inventory.py:" in results[0]  # the child's own grep tool really ran
+    assert parent.transcript[-1].content == child.transcript[-1].content
+    assert "Task list" in parent.transcript[-1].content
+    assert parent.usage.to_dict() == child.usage.to_dict()
+    # The child records the recording it was answered from, relative to its own folder.
+    recording = (child_file.parent / (child.config.recording or "")).resolve()
+    assert recording == (root / "workflows" / "triage-todos.recording.jsonl").resolve()
