@@ -393,3 +393,24 @@ def test_the_example_runs_offline(tmp_path: Path) -> None:
     # The child records the recording it was answered from, relative to its own folder.
     recording = (child_file.parent / (child.config.recording or "")).resolve()
     assert recording == (root / "workflows" / "triage-todos.recording.jsonl").resolve()
+
+
+def test_a_question_in_the_child_is_answered_in_the_childs_file(workdir: Path) -> None:
+    (workdir / "ship.prompt.md").write_text(
+        "## Step 1: Ask {#ask}\n> workflow: approve.prompt.md\n\n## Step 2: Use\nUse ${step:ask}.\n"
+    )
+    (workdir / "approve.prompt.md").write_text("## Step 1: Approve\n> kind: human\n\nShip it?\n")
+    args = ("--provider", "echo", "--progress", "run/progress.md", "--new")
+    result = flow("run", "ship.prompt.md", *args, cwd=workdir)
+    assert result.returncode == 11
+    child = workdir / "run" / "progress.steps" / "ask" / "progress.md"
+    assert f"Write the answer at {child.relative_to(workdir)}:" in result.stderr
+    parent, _ = load_progress(workdir / "run" / "progress.md")
+    assert parent.status == "awaiting_input"
+    text = child.read_text(encoding="utf-8")
+    child.write_text(text.replace("WRITE YOUR ANSWER HERE, then run flow resume", "yes, ship"))
+    result = flow("resume", "run/progress.md", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    parent, _ = load_progress(workdir / "run" / "progress.md")
+    prompts = [e.content for e in parent.transcript if e.role == "user"]
+    assert prompts == ["## Use\n\nUse yes, ship."]

@@ -181,3 +181,28 @@ def test_sigkill_after_the_child_completed_then_resume_the_parent(
     assert (where / CHILD_FILE).read_bytes() == child_bytes
     assert len(server.requests) == 5
     assert server.requests[4].body["messages"][-1]["role"] == "user"  # the resume note
+
+
+def test_ctrl_c_inside_the_child_stops_both_then_resume_completes(
+    tmp_path: Path, server: ModelServer, reference: tuple[Path, list[object], list[object]]
+) -> None:
+    _, parent_ref, child_ref = reference
+    where = _project(tmp_path / "stopped")
+    server.push(_reply(0), _reply(1, delay=10))
+    proc = spawn(*_run_args(server), cwd=where, env=_env())
+    deadline = time.monotonic() + 60
+    while len(server.requests) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(proc.pid, 2)  # SIGINT, as Ctrl-C
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    data = json.loads(flow("status", "--json", "run/progress.md", cwd=where).stdout)
+    assert data["status"] == "interrupted"
+    assert data["reason"].startswith("in the sub-workflow of step 'review'")
+    assert data["children"][0]["status"] == "interrupted"
+
+    server.push(_reply(1), _reply(2), _reply(3))
+    result = flow("resume", "run/progress.md", cwd=where, env=_env())
+    assert result.returncode == 0, result.stderr
+    assert transcript(where / "run" / "progress.md") == parent_ref
+    assert transcript(where / CHILD_FILE) == child_ref

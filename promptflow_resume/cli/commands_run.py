@@ -248,6 +248,12 @@ def _placeholder_location(path: Path) -> str:
     for number, line in enumerate(lines[closing + 1 :], start=closing + 2):
         if ANSWER_PLACEHOLDER in line:
             return f"{path}:{number} (replace {ANSWER_PLACEHOLDER!r})"
+    # A sub-workflow's question is in its child's file (docs/spec.md 4.10).
+    from ..subworkflows import children_of_file
+
+    for child in children_of_file(path):
+        if child.status == "awaiting_input":
+            return _placeholder_location(child.path)
     return str(path)
 
 
