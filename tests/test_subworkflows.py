@@ -413,4 +413,5 @@ def test_a_question_in_the_child_is_answered_in_the_childs_file(workdir: Path) -
     assert result.returncode == 0, result.stderr
     parent, _ = load_progress(workdir / "run" / "progress.md")
     prompts = [e.content for e in parent.transcript if e.role == "user"]
-    assert prompts == ["## Use\n\nUse yes, ship."]
+    # A human step's output is its entry, question and answer, in a child as anywhere.
+    assert prompts == ["## Use\n\nUse Ship it?\n\nAnswer: yes, ship."]
