@@ -31,10 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from .engine import ChildCall, ChildResult, Engine, EngineOptions
-from .errors import FileNotFoundFlowError, InputError, NeedsReviewError
+from .errors import FileNotFoundFlowError, InputError, NeedsReviewError, StorageError
 from .events import Reporter
 from .progress import ProgressStore
 from .progress.model import Run, Usage
+from .progress.render import entries_phrase
 from .providers.base import Request
 from .reconcile import Choices, apply_plan, plan_resume, resume_note
 from .tools import build_tools
@@ -214,7 +215,15 @@ class SubworkflowRunner:
         n = 1
         while (folder.parent / f"{folder.name}.archive-{n}").exists():
             n += 1
-        os.replace(folder, folder.parent / f"{folder.name}.archive-{n}")
+        try:
+            os.replace(folder, folder.parent / f"{folder.name}.archive-{n}")
+        except OSError as error:
+            raise StorageError(
+                f"cannot set the earlier child run {folder} aside (renaming it to "
+                f"{folder.name}.archive-{n}): {error.strerror or error}.",
+                path=folder,
+                hint="Fix the folder's permissions or free some space, then resume.",
+            ) from error
 
     def run(self, call: ChildCall) -> ChildResult:
         """Start the step's child run, or resume it, and execute it until it stops."""
@@ -311,7 +320,7 @@ class SubworkflowRunner:
             if plan.answered_tools or plan.applied_tools:
                 store.checkpoint(run)
             if report.edited_entries:
-                notes.append(f"entries {report.edited_entries} edited by hand")
+                notes.append(f"{entries_phrase(report.edited_entries)} edited by hand")
             run.config.budget = _tighter(_own_budget(workflow), call.budget)
             stopped = replace(run, status=stopped_status, reason=stopped_reason)
             note = resume_note(stopped, plan, workflow)
