@@ -405,6 +405,7 @@ class Engine:
                 editor=self.options.editor,
             )
         self._check_deadline()
+        faults.point("engine.child_started")
         left = self._deadline - time.monotonic() if self._deadline is not None else None
         self.reporter.notice(f"step {step.id}: runs the workflow {step.workflow} ({state.child})")
         outcome = runner.run(
@@ -420,6 +421,7 @@ class Engine:
                 options=self.options,
             )
         )
+        faults.point("engine.child_returned")
         self._roll_up(state, outcome.run.usage)
         child = outcome.run
         if child.status != "completed" or outcome.output is None:

@@ -206,3 +206,79 @@ def test_ctrl_c_inside_the_child_stops_both_then_resume_completes(
     assert result.returncode == 0, result.stderr
     assert transcript(where / "run" / "progress.md") == parent_ref
     assert transcript(where / CHILD_FILE) == child_ref
+
+
+# --- SIGKILL at named crash points, in parent and child alike ---------------------------------
+
+SCRIPT = """\
+replies:
+  - content: "alpha"
+    usage: {input_tokens: 10, output_tokens: 1}
+  - content: "beta"
+    usage: {input_tokens: 20, output_tokens: 2}
+"""
+
+SCRIPTED_RUN = (
+    "run",
+    "parent.prompt.md",
+    "--provider",
+    "scripted",
+    "--recording",
+    "script.yaml",
+    "--input",
+    "topic=bees",
+    "--progress",
+    "run/progress.md",
+    "--new",
+)
+
+#: The points a run of these workflows passes (the crash points of tool calls are not on its
+#: path); the two ``child`` points are the workflow step's own.
+POINTS = (
+    "engine.child_started",
+    "engine.child_returned",
+    "engine.model_replied",
+    "engine.step_completed",
+    "store.journal_after_fsync",
+    "store.checkpoint_after_rename",
+    "store.checkpoint_before_journal_remove",
+)
+
+
+def _scripted_project(where: Path) -> Path:
+    _project(where)
+    (where / "script.yaml").write_text(SCRIPT, encoding="utf-8")
+    return where
+
+
+@pytest.fixture(scope="module")
+def scripted_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, object]:
+    where = _scripted_project(tmp_path_factory.mktemp("scripted") / "reference")
+    result = flow(*SCRIPTED_RUN, cwd=where)
+    assert result.returncode == 0, result.stderr
+    return transcript(where / "run" / "progress.md"), transcript(where / CHILD_FILE)
+
+
+@pytest.mark.parametrize("point", POINTS)
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_sigkill_at_a_crash_point_then_resume(
+    point: str, n: int, tmp_path: Path, scripted_reference: tuple[object, object]
+) -> None:
+    where = _scripted_project(tmp_path / "p")
+    first = flow(*SCRIPTED_RUN, cwd=where, env=flow_env(FLOW_CRASH_AT=f"{point}:{n}"))
+    assert first.returncode in (0, -9), first.stderr
+    if n == 1:
+        assert first.returncode == -9  # every point is on this run's path at least once
+    progress = where / "run" / "progress.md"
+    for _ in range(3):
+        if not progress.exists():
+            result = flow(*SCRIPTED_RUN, cwd=where)
+        else:
+            result = flow("resume", "run/progress.md", cwd=where)
+        if result.returncode == 0:
+            break
+    assert result.returncode == 0, result.stderr
+    assert (transcript(progress), transcript(where / CHILD_FILE)) == scripted_reference
+    parent = json.loads(flow("status", "--json", "run/progress.md", cwd=where).stdout)
+    # Four replies, each counted once however often the run was resumed.
+    assert parent["usage"]["turns"] == 4 and parent["usage"]["input_tokens"] == 60
