@@ -67,6 +67,7 @@ from .workflow import (
 from .workflow.model import InputDecl, Workflow
 
 if TYPE_CHECKING:
+    from .subworkflows import ChildNode, SubworkflowRunner
     from .tools.mcp import McpServers
     from .tools.mcp_config import McpConfig
 
@@ -493,6 +494,7 @@ def _start_in(
                     f"working in the worktree {tree.path} on branch {tree.branch} "
                     f"(made from {tree.base[:12]})"
                 )
+            options.children = _children(permissions, Choices())
             engine = Engine(wf, run, store, provider_obj, tools, options)
             if servers is not None:
                 options.extra_tools = servers.offer()
@@ -649,6 +651,9 @@ def resume_run(
     store, run, report = ProgressStore.open(path)
     servers = None
     try:
+        from .subworkflows import refuse_direct_resume
+
+        refuse_direct_resume(run, path)
         wf = _workflow_for(run, path, workflow_path)
         root = Path(workspace) if workspace is not None else Path.cwd()
         outside = None if workflow_path is not None else outside_workspace(run, path, root)
@@ -724,6 +729,7 @@ def resume_run(
             selection,
             _instructions(root, file) if instructions else "",
         )
+        options.children = _children(permissions, choices)
         note_run = replace(run, status=stopped_status, reason=stopped_reason)
         options.resume_note = resume_note(note_run, plan, wf)
         _commit_steps(options, run, root)
@@ -739,6 +745,17 @@ def resume_run(
         if servers is not None:
             servers.close()
     return Outcome(run=run, path=path, exit_code=exit_code_for(run), resumed=True, notes=notes)
+
+
+def _children(permissions: Permissions, choices: Choices) -> SubworkflowRunner:
+    """The runner of the sub-workflows of workflow steps (docs/spec.md 4.10)."""
+    from .subworkflows import SubworkflowRunner
+
+    return SubworkflowRunner(
+        make_run=new_run,
+        consent_for=permissions.consent,
+        choices=choices,
+    )
 
 
 def _mcp_config(
@@ -812,6 +829,8 @@ class StatusReport:
     load: LoadReport
     plan: ResumePlan | None
     workflow_error: str | None
+    #: The run's sub-workflow runs, each with its own (docs/spec.md 4.10).
+    children: list[ChildNode] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable ``flow status --json`` document (documented in docs/spec.md)."""
@@ -860,7 +879,20 @@ class StatusReport:
             "workflow_error": self.workflow_error,
             "estimated_input_tokens": plan.estimated_input_tokens if plan else None,
             "worktree": _worktree_status(run, self.path),
+            **self._tree(),
         }
+
+    def _tree(self) -> dict[str, Any]:
+        """``children``, ``usage_total`` and, for a child run, ``parent`` (spec 4.10)."""
+        from .subworkflows import is_child, usage_with_children
+
+        tree: dict[str, Any] = {
+            "children": [c.to_dict() for c in self.children],
+            "usage_total": usage_with_children(self.run, self.children).to_dict(),
+        }
+        if is_child(self.run):
+            tree["parent"] = dict(self.run.parent or {})
+        return tree
 
 
 def _worktree_status(run: Run, path: Path) -> dict[str, Any] | None:
@@ -917,7 +949,16 @@ def run_status(
         # Resume refuses such a run (its files are gone); status says so the same way.
         plan.can_resume = False
         plan.blocked = "the run's worktree and branch were discarded (flow discard)"
-    return StatusReport(path=path, run=run, load=report, plan=plan, workflow_error=problem)
+    from .subworkflows import child_runs
+
+    return StatusReport(
+        path=path,
+        run=run,
+        load=report,
+        plan=plan,
+        workflow_error=problem,
+        children=child_runs(run, path),
+    )
 
 
 @dataclass

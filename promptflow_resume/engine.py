@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 from . import faults
 from .chat import ToolSpec
@@ -42,7 +42,7 @@ from .tools import offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
 from .tools.commands import command_output, stop_running_commands
 from .tools.consent import Consent
-from .workflow import context_prompt, step_command_args, step_prompt
+from .workflow import context_prompt, step_command_args, step_prompt, step_workflow_inputs
 from .workflow.model import Step, Workflow
 from .workflow.toolnames import editor_only_line, is_editor_only
 
@@ -81,6 +81,54 @@ class Interrupted(BaseException):
         self.signum = signum
 
 
+#: The tool name of a workflow step's call and result entries (docs/spec.md 4.10).
+WORKFLOW_TOOL = "workflow"
+
+
+@dataclass
+class ChildCall:
+    """What a workflow step asks of the sub-workflow runner: run or resume its child."""
+
+    #: The parent's progress file and run, and the step that runs the child.
+    parent_path: Path
+    parent: Run
+    step: Step
+    #: The child's progress file, relative to the parent's folder (``steps.<id>.child``).
+    child: str
+    #: The child's input values, as recorded in the step's call entry.
+    inputs: dict[str, Any]
+    #: What is left of the parent's budget for this step (turns, tokens, cost), as limits.
+    budget: dict[str, Any]
+    #: Seconds left of this attempt's time limit, or None.
+    timeout: float | None
+    provider: Provider
+    options: EngineOptions
+
+
+@dataclass
+class ChildResult:
+    """How a child run ended: the run itself and, once completed, its final output."""
+
+    run: Run
+    output: str | None
+
+
+class ChildRunner(Protocol):
+    """Runs sub-workflows for workflow steps (``subworkflows.SubworkflowRunner``)."""
+
+    def location(self, parent_path: Path, step_id: str) -> str:
+        """Where a step's child progress file goes, relative to the parent's folder."""
+        ...
+
+    def set_aside(self, parent_path: Path, child: str) -> None:
+        """Move an earlier child run of a step that starts again out of the way."""
+        ...
+
+    def run(self, call: ChildCall) -> ChildResult:
+        """Start the child, or resume it when its progress file exists; until it stops."""
+        ...
+
+
 class _Stop(Exception):
     """Internal: end the run with a status and reason (budget, timeout, review, input)."""
 
@@ -113,6 +161,8 @@ class EngineOptions:
     extra_tools: tuple[str, ...] = ()
     #: Called with a step's id when the step completes (a run in a worktree commits there).
     on_step_completed: Callable[[str], None] | None = None
+    #: Runs the sub-workflows of workflow steps (None: a workflow step cannot run here).
+    children: ChildRunner | None = None
 
 
 class Engine:
@@ -223,6 +273,9 @@ class Engine:
         if step.kind == "human":
             self._human_step(step, state, mine)
             return
+        if step.kind == "workflow":
+            self._workflow_step(step, state, mine)
+            return
         if not mine:
             self._append(self._opening_entries(step))
 
@@ -287,6 +340,142 @@ class Engine:
         if answer is None:
             raise _Stop("awaiting_input", awaiting_reason(step.id))
         self._complete_step(step, state, entry)
+
+    def _workflow_step(self, step: Step, state: StepState, mine: list[Entry]) -> None:
+        """A step that runs another workflow as a child run; its final output is the step's.
+
+        The call entry and the child's location are durable before the child's file exists,
+        so a resumed parent always finds its child (or starts it); the child itself resumes at
+        message granularity like any run. Nothing of the child is re-run: a completed child is
+        only read back.
+        """
+        runner = self.options.children
+        if runner is None:
+            raise NeedsReviewError(
+                f"step {step.id!r} runs the workflow {step.workflow}, which this caller of the "
+                "engine does not support.",
+                hint="Run the workflow with `flow run` / `flow resume`.",
+            )
+        call_id = f"{step.id}-{WORKFLOW_TOOL}"
+        call = next((e for e in mine if e.role == "tool_call" and e.call_id == call_id), None)
+        if call is None:
+            # A budget already used up stops the run before the child exists.
+            self._check_budget(step)
+            values = step_workflow_inputs(
+                self.workflow,
+                step,
+                inputs=self.run.inputs,
+                step_outputs=self._step_outputs(),
+                editor=self.options.editor,
+            )
+            # A step that starts (again) begins a new child: an earlier one is set aside first.
+            location = runner.location(self.store.path, step.id)
+            runner.set_aside(self.store.path, location)
+            state.child = location
+            arguments = json.dumps(
+                {"workflow": step.workflow, "inputs": values},
+                sort_keys=True,
+                ensure_ascii=False,
+                default=str,
+            )
+            call = self._entry("tool_call", arguments, step.id, call_id=call_id, tool=WORKFLOW_TOOL)
+            self._append([call])
+        result = next(
+            (
+                e
+                for e in step_entries(self.run.transcript, step.id)
+                if e.role == "tool_result" and e.call_id == call_id
+            ),
+            None,
+        )
+        if result is None:
+            result = self._run_child(runner, step, state, call)
+        self._complete_step(step, state, result)
+
+    def _run_child(self, runner: ChildRunner, step: Step, state: StepState, call: Entry) -> Entry:
+        run = self.run
+        if state.child is None:  # removed by hand: the step's child goes where it always goes
+            state.child = runner.location(self.store.path, step.id)
+        try:
+            recorded = json.loads(call.content)
+            inputs = recorded["inputs"] if isinstance(recorded, dict) else None
+        except (ValueError, KeyError):
+            inputs = None
+        if not isinstance(inputs, dict):
+            inputs = step_workflow_inputs(
+                self.workflow,
+                step,
+                inputs=run.inputs,
+                step_outputs=self._step_outputs(),
+                editor=self.options.editor,
+            )
+        self._check_deadline()
+        faults.point("engine.child_started")
+        left = self._deadline - time.monotonic() if self._deadline is not None else None
+        self.reporter.notice(f"step {step.id}: runs the workflow {step.workflow} ({state.child})")
+        outcome = runner.run(
+            ChildCall(
+                parent_path=self.store.path,
+                parent=run,
+                step=step,
+                child=state.child,
+                inputs=inputs,
+                budget=self._budget_left(state),
+                timeout=left,
+                provider=self.provider,
+                options=self.options,
+            )
+        )
+        faults.point("engine.child_returned")
+        self._roll_up(state, outcome.run.usage)
+        child = outcome.run
+        if child.status != "completed" or outcome.output is None:
+            if child.last_error is not None:
+                run.last_error = ErrorInfo(
+                    type=child.last_error.type,
+                    message=child.last_error.message,
+                    at=child.last_error.at,
+                    step=step.id,
+                )
+            raise _Stop(
+                child.status,
+                f"in the sub-workflow of step {step.id!r} ({state.child}): "
+                f"{child.reason or child.status}",
+            )
+        entry = self._entry(
+            "tool_result", outcome.output, step.id, call_id=call.call_id, tool=WORKFLOW_TOOL
+        )
+        self._append([entry])
+        return entry
+
+    def _roll_up(self, state: StepState, child: Usage) -> None:
+        """The step's usage becomes the child's; the run's grows by what is new since."""
+        delta = Usage(
+            input_tokens=child.input_tokens - state.usage.input_tokens,
+            output_tokens=child.output_tokens - state.usage.output_tokens,
+            cached_tokens=child.cached_tokens - state.usage.cached_tokens,
+            cost_usd=round(child.cost_usd - state.usage.cost_usd, 6),
+            turns=child.turns - state.usage.turns,
+        )
+        for total in (self.run.usage, self._attempt.usage):
+            total.add(delta)
+        state.usage = Usage(**vars(child))
+        state.turns = child.turns
+
+    def _budget_left(self, state: StepState) -> dict[str, Any]:
+        """The parent's limits less what the rest of the run used: the child's ceiling."""
+        budget = self.run.config.budget
+        usage = self.run.usage
+        left: dict[str, Any] = {}
+        if budget.get("max_turns") is not None:
+            left["max_turns"] = int(budget["max_turns"]) - (usage.turns - state.usage.turns)
+        if budget.get("max_tokens") is not None:
+            used = usage.total_tokens - state.usage.total_tokens
+            left["max_tokens"] = int(budget["max_tokens"]) - used
+        if budget.get("max_cost_usd") is not None:
+            used_cost = usage.cost_usd - state.usage.cost_usd
+            left["max_cost_usd"] = round(float(budget["max_cost_usd"]) - used_cost, 6)
+        return {k: max(v, 0) for k, v in left.items()}
 
     def _opening_entries(self, step: Step) -> list[Entry]:
         """The entries that start a step: its prompt, or for a command step the call itself."""
@@ -764,7 +953,10 @@ class Engine:
         for step_id, state in self.run.steps.items():
             entry = self.run.entry(state.output_entry) if state.output_entry else None
             if entry is not None:
-                is_command = entry.role == "tool_result"
+                source = self.workflow.step(step_id)
+                is_command = entry.role == "tool_result" and not (
+                    source is not None and source.kind == "workflow"
+                )
                 outputs[step_id] = command_output(entry.content) if is_command else entry.content
         return outputs
 

@@ -21,6 +21,7 @@ LAYERS: list[set[str]] = [
     {"__main__", "cli"},
     {"batch"},
     {"api"},
+    {"subworkflows"},
     {"engine", "reconcile", "sharing", "detect", "show", "compaction"},
     {"conversation", "events"},
     {"worktree"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..detect import Detection, RunSummary
+    from ..subworkflows import ChildNode
 
 
 def _console() -> Console:
@@ -49,10 +50,19 @@ def list_command(
 ) -> int:
     """List runs, unfinished ones first: id, workflow, status, steps, cost, last update, path."""
     from ..detect import list_runs
+    from ..subworkflows import children_of_file, is_child_path
 
     runs = list_runs(dirs or (), include_completed=all_, status=status)
+    # A sub-workflow's run is shown under its parent, not as a run of its own (spec 4.10).
+    runs = [r for r in runs if not is_child_path(Path(r.path))]
+    children = {str(r.path): children_of_file(Path(r.path)) for r in runs}
     if as_json:
-        print_json([summary.to_dict() for summary in runs])
+        print_json(
+            [
+                {**s.to_dict(), "children": [c.to_dict() for c in children[str(s.path)]]}
+                for s in runs
+            ]
+        )
         return 0
     if not runs:
         where = ", ".join(str(d) for d in dirs) if dirs else ".flow/runs"
@@ -60,7 +70,7 @@ def list_command(
         hint = "" if all_ or status else " (--all includes completed runs)"
         out(f"No{more} runs in {where}{hint}.")
         return 0
-    _print_runs(runs)
+    _print_runs(runs, children)
     return 0
 
 
@@ -80,7 +90,7 @@ def _status_cell(summary: RunSummary) -> str:
     return status_text(summary.status, reason)
 
 
-def _print_runs(runs: list[RunSummary]) -> None:
+def _print_runs(runs: list[RunSummary], children: dict[str, list[ChildNode]]) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -118,6 +128,7 @@ def _print_runs(runs: list[RunSummary]) -> None:
             *([Text(_worktree_cell(s))] if trees else []),
             style=style,
         )
+        _child_rows(table, children.get(str(s.path), []), "  ", unicode)
     console.print(table)
 
 
@@ -127,6 +138,30 @@ def _worktree_cell(summary: RunSummary) -> str:
         return ""
     tree = json.loads(summary.worktree_json)
     return f"{tree.get('path', '?')} ({tree.get('state', 'active')})"
+
+
+def _child_rows(table: Any, nodes: list[ChildNode], indent: str, unicode: bool) -> None:
+    """Child runs indented under their parent's row: step, workflow run id, status, cost."""
+    from rich.text import Text
+
+    from ..detect.prompt import display_path, format_cost, progress_bar, status_text
+
+    for node in nodes:
+        steps = f"{node.steps_done}/{node.steps_total} " + progress_bar(
+            node.steps_done, node.steps_total, unicode=unicode
+        )
+        mark = "└ " if unicode else "- "
+        table.add_row(
+            Text(f"{indent}{mark}{node.run_id or '-'}"),
+            Text(f"step {node.step}"),
+            Text(status_text(node.status, node.reason)),
+            Text(steps),
+            Text(format_cost(node.total_usage().cost_usd)),
+            Text(""),
+            Text(display_path(node.path)),
+            style="dim",
+        )
+        _child_rows(table, node.children, indent + "  ", unicode)
 
 
 def _unicode_ok(console: Console) -> bool:

@@ -254,6 +254,12 @@ def _placeholder_location(path: Path) -> str:
     for number, line in enumerate(lines[closing + 1 :], start=closing + 2):
         if ANSWER_PLACEHOLDER in line:
             return f"{path}:{number} (replace {ANSWER_PLACEHOLDER!r})"
+    # A sub-workflow's question is in its child's file (docs/spec.md 4.10).
+    from ..subworkflows import children_of_file
+
+    for child in children_of_file(path):
+        if child.status == "awaiting_input":
+            return _placeholder_location(child.path)
     return str(path)
 
 
@@ -585,6 +591,37 @@ def resume_command(
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
 
 
+def _print_tree(data: dict[str, Any]) -> None:
+    """The sub-workflow runs under a run, indented, and the usage they add (spec 4.10)."""
+    parent = data.get("parent")
+    if parent:
+        out(
+            f"parent   step {parent.get('step')} of run {parent.get('run_id')} "
+            f"({parent.get('path')}); resume that run"
+        )
+
+    def lines(children: list[dict[str, Any]], indent: str) -> None:
+        for child in children:
+            usage = child["usage"]
+            reason = f" — {child['reason']}" if child["reason"] else ""
+            out(
+                f"{indent}{child['step']}: {child['status']}{reason} · "
+                f"{child['steps_done']}/{child['steps_total']} steps · "
+                f"{count(usage['turns'], 'turn')}, ${usage['cost_usd']:.4f} · {child['path']}"
+            )
+            lines(child["children"], indent + "  ")
+
+    if data.get("children"):
+        out("children")
+        lines(data["children"], "  ")
+        total = data["usage_total"]
+        if total != data["usage"]:
+            out(
+                f"total    {total['input_tokens']:,} in / {total['output_tokens']:,} out tokens, "
+                f"{count(total['turns'], 'turn')}, ${total['cost_usd']:.4f} with the children"
+            )
+
+
 def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
     data = status.to_dict()
     if as_json:
@@ -608,6 +645,7 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
         f"{count(usage['turns'], 'turn')}, ${usage['cost_usd']:.4f}, "
         f"{count(data['attempts'], 'attempt')}"
     )
+    _print_tree(data)
     if data["workflow_error"]:
         out(f"workflow {data['workflow_error']}")
     elif data["workflow_changed"]:

@@ -96,6 +96,7 @@ def _step(state: StepState) -> dict[str, Any]:
         out["turns"] = state.turns
     if not _is_zero(state.usage):
         out["usage"] = _usage(state.usage)
+    _put(out, "child", state.child)
     return out
 
 
@@ -223,6 +224,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
             finished=s.get("finished"),
             usage=_usage_from(s.get("usage")),
             turns=s["turns"] if "turns" in s else _usage_from(s.get("usage")).turns,
+            child=s.get("child"),
         )
         for sid, s in (data.get("steps") or {}).items()
     }

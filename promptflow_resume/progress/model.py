@@ -131,6 +131,8 @@ class StepState:
     usage: Usage = field(default_factory=Usage)
     #: Number of model turns taken in this step (for the step's own turn limit).
     turns: int = 0
+    #: A workflow step's child run: its progress file, relative to this file's folder.
+    child: str | None = None
 
 
 @dataclass
@@ -259,7 +261,8 @@ class Run:
     redactions: Redactions = field(default_factory=Redactions)
     #: Keywords for the similar-run detector, written when the run starts.
     keywords: list[str] = field(default_factory=list)
-    #: Where this run was forked from: {"path", "run_id", "step"}.
+    #: Where this run was forked from: {"path", "run_id", "step"}; a sub-workflow's run adds
+    #: ``"kind": "workflow"`` (the step of the parent run that runs it).
     parent: dict[str, str] | None = None
     #: The git worktree the run works in, when started with ``--worktree``.
     worktree: WorktreeRef | None = None

@@ -319,7 +319,17 @@ def _metadata(run: Run) -> str:
     if run.keywords:
         # All of them: a table cell wraps, so nothing is cut mid-word.
         rows.append(("Keywords", cell(", ".join(run.keywords), 10_000)))
-    if run.parent is not None:
+    sub = run.parent is not None and run.parent.get("kind") == "workflow"
+    if run.parent is not None and sub:
+        rows.append(
+            (
+                "Part of",
+                f"step {cell(run.parent.get('step', ''), 80)} of run "
+                f"{cell(run.parent.get('run_id', ''), 80)} "
+                f"({cell(run.parent.get('path', ''), 300)})",
+            )
+        )
+    elif run.parent is not None:
         rows.append(
             ("Forked from", cell(", ".join(f"{k} {v}" for k, v in run.parent.items()), 300))
         )
@@ -333,7 +343,9 @@ def _metadata(run: Run) -> str:
             )
         )
     if run.status != "completed":
-        rows.append(("Resume", "run `flow resume` on this file"))
+        # A sub-workflow's run is resumed through its parent (docs/spec.md 4.10).
+        what = "its parent's progress file" if sub else "this file"
+        rows.append(("Resume", f"run `flow resume` on {what}"))
     table = "\n".join(f"| **{k}** | {v} |" for k, v in rows)
     head = f"# {cell(title, 120)} · run {cell(run.run_id)}\n\n"
     return f"{head}| Field | Value |\n|---|---|\n{table}\n\n"
@@ -384,6 +396,11 @@ def _state(run: Run) -> str:
                 f"| {cell(s.started or '')} | {cell(s.finished or '')} |\n"
             )
         text += "\n"
+        children = [(sid, s.child) for sid, s in run.steps.items() if s.child]
+        if children:
+            text += "Sub-workflow runs (progress files relative to this one):\n\n"
+            text += "".join(f"- step {code(sid, 80)}: {code(p, 300)}\n" for sid, p in children)
+            text += "\n"
     if run.in_flight:
         text += "Tool calls in flight (started, result not recorded):\n\n"
         for f in run.in_flight:

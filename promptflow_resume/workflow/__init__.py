@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "step_command_args": "prompts",
     "step_prompt": "prompts",
     "step_tools": "prompts",
+    "step_workflow_inputs": "prompts",
     "validate_editor": "prompts",
     "EDITOR_VARIABLES": "variables",
     "editor_variables": "variables",
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
         step_command_args,
         step_prompt,
         step_tools,
+        step_workflow_inputs,
         validate_editor,
     )
     from .variables import EDITOR_VARIABLES, editor_variables, render_text
@@ -120,6 +122,7 @@ __all__ = [
     "step_prompt",
     "step_template",
     "step_tools",
+    "step_workflow_inputs",
     "typed_value",
     "validate_editor",
 ]

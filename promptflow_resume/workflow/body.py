@@ -36,8 +36,8 @@ ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$")
 _DIRECTIVE_ITEM = re.compile(r"^\s*(?P<key>[A-Za-z_][A-Za-z0-9_-]*)\s*:\s*(?P<value>.*?)\s*$", re.S)
 _QUOTE_PREFIX = re.compile(r"^ {0,3}> ?")
 
-DIRECTIVE_KEYS: tuple[str, ...] = ("tools", "max_turns", "kind", "run")
-STEP_KINDS: tuple[str, ...] = ("prompt", "human", "command")
+DIRECTIVE_KEYS: tuple[str, ...] = ("tools", "max_turns", "kind", "run", "workflow", "inputs")
+STEP_KINDS: tuple[str, ...] = ("prompt", "human", "command", "workflow")
 
 
 @dataclass
@@ -49,6 +49,10 @@ class Directive:
     kind: str | None = None
     run: str | None = None
     run_args: dict[str, str] = field(default_factory=dict)
+    #: ``workflow: child.prompt.md``: the sub-workflow to run (relative to this file).
+    workflow: str | None = None
+    #: ``inputs: name=value, …``: the sub-workflow's input values (may hold variables).
+    inputs: dict[str, str] | None = None
     #: key -> (line, column) of each item, for later diagnostics.
     where: dict[str, tuple[int, int]] = field(default_factory=dict)
 
@@ -352,6 +356,10 @@ def _parse_directive(
                 )
         elif key == "run":
             _parse_run(value, directive, line, column, col)
+        elif key == "workflow":
+            _parse_workflow(value, directive, line, column, col)
+        elif key == "inputs":
+            _parse_inputs(value, directive, line, column, col)
     return directive, min(offset, start + len(quote))
 
 
@@ -382,6 +390,50 @@ def _parse_run(value: str, directive: Directive, line: int, column: int, col: Co
             )
             continue
         directive.run_args[name] = arg
+
+
+def _parse_workflow(
+    value: str, directive: Directive, line: int, column: int, col: Collector
+) -> None:
+    path = value.strip().strip("`'\"").strip()
+    if not path:
+        col.error(
+            "workflow needs the path of a workflow file, relative to this one, e.g. "
+            "`> workflow: review.prompt.md`.",
+            line=line,
+            column=column,
+            code="directive",
+        )
+        return
+    directive.workflow = path
+
+
+def _parse_inputs(value: str, directive: Directive, line: int, column: int, col: Collector) -> None:
+    """``name=value, name2="two words"``: commas (or spaces) separate, quotes as in a shell."""
+    lexer = shlex.shlex(value, posix=True)
+    lexer.whitespace += ","
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        words = list(lexer)
+    except ValueError as exc:
+        col.error(
+            f"cannot read the inputs line: {exc}.", line=line, column=column, code="directive"
+        )
+        return
+    directive.inputs = {}
+    for word in words:
+        name, eq, arg = word.partition("=")
+        if not eq or not name.strip():
+            col.error(
+                f"sub-workflow inputs are written name=value, separated by commas (got "
+                f'`{word}`); quote values with commas or spaces: name="a, b".',
+                line=line,
+                column=column,
+                code="directive",
+            )
+            continue
+        directive.inputs[name.strip()] = arg
 
 
 def slugify(text: str) -> str:

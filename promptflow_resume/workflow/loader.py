@@ -9,6 +9,7 @@ for ``flow check`` (every problem comes back as a diagnostic, loading goes as fa
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
@@ -35,19 +36,24 @@ from .variables import SELECTION_VARIABLES, scan
 IMPLICIT_STEP_ID = "main"
 
 
-def load_workflow(path: str | Path, *, single_prompt: bool = False) -> Workflow:
+def load_workflow(
+    path: str | Path, *, single_prompt: bool = False, chain: tuple[Path, ...] = ()
+) -> Workflow:
     """Read and check a workflow file; the first error raises ``WorkflowError`` (exit 4).
 
-    ``single_prompt`` keeps the whole body one step, as ``steps: false`` does."""
+    ``single_prompt`` keeps the whole body one step, as ``steps: false`` does. ``chain`` holds
+    the (resolved) workflows that run this one as a sub-workflow, to refuse cycles."""
     text, problem = _read(Path(path))
     if problem is not None:
         raise _as_error(problem, 1)
-    return parse_workflow(text, path=path, single_prompt=single_prompt)
+    return parse_workflow(text, path=path, single_prompt=single_prompt, chain=chain)
 
 
-def parse_workflow(text: str, *, path: str | Path, single_prompt: bool = False) -> Workflow:
+def parse_workflow(
+    text: str, *, path: str | Path, single_prompt: bool = False, chain: tuple[Path, ...] = ()
+) -> Workflow:
     """Check workflow ``text`` as if read from ``path``; errors raise ``WorkflowError``."""
-    workflow, col = _analyze(text, str(path), single_prompt=single_prompt)
+    workflow, col = _analyze(text, str(path), single_prompt=single_prompt, chain=chain)
     errors = [d for d in col.sorted() if d.severity == "error"]
     if errors or workflow is None:
         raise _as_error(errors[0], len(errors))
@@ -157,10 +163,12 @@ class _Analysis:
     index: LineIndex
     #: Top-level front-matter keys that failed the schema.
     bad: set[str]
+    #: The workflows running this one as a sub-workflow, this one last (resolved paths).
+    chain: tuple[Path, ...] = ()
 
 
 def _analyze(
-    text: str, path: str, *, single_prompt: bool = False
+    text: str, path: str, *, single_prompt: bool = False, chain: tuple[Path, ...] = ()
 ) -> tuple[Workflow | None, Collector]:
     col = Collector(path)
     text = normalize_newlines(text)
@@ -200,7 +208,7 @@ def _analyze(
     body = parse_body(
         src.body, index=index, col=col, single=single_prompt or data.get("steps") is False
     )
-    analysis = _Analysis(src, data, cfg, body, index, bad)
+    analysis = _Analysis(src, data, cfg, body, index, bad, (*chain, Path(path).resolve()))
     steps = _build_steps(analysis, col)
     variables, inputs = _check_variables(analysis, steps, col)
     _check_commands_used(cfg, steps, col)
@@ -297,6 +305,17 @@ def _build_steps(analysis: _Analysis, col: Collector) -> list[Step]:
         args: dict[str, Any] = {}
         if kind == "command" and directive.run is not None:
             command, args = _check_run(raw, cfg, col)
+        child: Workflow | None = None
+        if directive.inputs is not None and kind != "workflow":
+            _directive_error(
+                col,
+                raw,
+                "inputs",
+                "`inputs:` gives the values of a sub-workflow's inputs; "
+                "it needs `workflow: FILE` on the same step.",
+            )
+        if kind == "workflow" and directive.workflow is not None:
+            child = _load_child(raw, analysis, col)
         body = normalize_text(raw.text)
         if kind == "prompt" and not body and not raw.implicit:
             col.warning(
@@ -319,6 +338,9 @@ def _build_steps(analysis: _Analysis, col: Collector) -> list[Step]:
                 command=command,
                 command_args=args,
                 heading=None if raw.implicit else raw.heading,
+                workflow=directive.workflow if kind == "workflow" else None,
+                workflow_inputs=dict(directive.inputs or {}) if kind == "workflow" else {},
+                child=child,
             )
         )
     return steps
@@ -376,6 +398,19 @@ def _assign_ids(raws: list[RawStep], col: Collector) -> list[str]:
 def _step_kind(raw: RawStep, col: Collector) -> str:
     directive = raw.directive
     kind = directive.kind
+    if directive.workflow is not None:
+        if directive.run is not None:
+            _directive_error(
+                col, raw, "workflow", "a step either runs a command or a workflow, not both."
+            )
+        elif kind not in (None, "workflow"):
+            _directive_error(col, raw, "workflow", f"a {kind} step cannot run a workflow.")
+        return "workflow"
+    if kind == "workflow":
+        _directive_error(
+            col, raw, "kind", "a workflow step needs `workflow: FILE` naming the workflow to run."
+        )
+        return "prompt"
     if directive.run is not None:
         if kind not in (None, "command"):
             _directive_error(col, raw, "run", f"a {kind} step cannot `run:` a command.")
@@ -390,6 +425,80 @@ def _step_kind(raw: RawStep, col: Collector) -> str:
 def _directive_error(col: Collector, raw: RawStep, key: str, message: str) -> None:
     line, column = raw.directive.where.get(key, (raw.line, raw.column))
     col.error(message, line=line, column=column, code="directive")
+
+
+def _display(path: Path) -> str:
+    """A workflow path as a person reads it in a message: relative to here when inside."""
+    try:
+        shown = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return str(path)
+    return str(path) if shown.startswith("..") else shown
+
+
+def _load_child(raw: RawStep, analysis: _Analysis, col: Collector) -> Workflow | None:
+    """The sub-workflow a step runs, loaded and checked, or None after reporting why not.
+
+    A workflow that is already in the chain of workflows running this one would run itself
+    forever: the cycle is refused here, naming the chain, so `flow check` finds it too."""
+    directive = raw.directive
+    line, column = directive.where.get("workflow", (raw.line, raw.column))
+    written = directive.workflow or ""
+    target = Path(analysis.src.path).parent / written
+    resolved = target.resolve()
+    chain = analysis.chain
+    if resolved in chain:
+        names = [_display(p) for p in (*chain[chain.index(resolved) :], resolved)]
+        col.error(
+            f"workflow cycle: {' → '.join(names)}; a workflow cannot run itself, directly or "
+            "through the workflows it runs.",
+            line=line,
+            column=column,
+            code="workflow-cycle",
+        )
+        return None
+    if not target.is_file():
+        col.error(
+            f"the sub-workflow `{written}` does not exist (looked for {_display(resolved)}; the "
+            "path is relative to this workflow's folder).",
+            line=line,
+            column=column,
+            code="sub-workflow",
+        )
+        return None
+    try:
+        child = load_workflow(target, chain=chain)
+    except WorkflowError as exc:
+        col.error(
+            f"the sub-workflow `{written}` cannot be loaded: {exc}",
+            line=line,
+            column=column,
+            code="workflow-cycle" if "workflow cycle:" in exc.message else "sub-workflow",
+        )
+        return None
+    given = directive.inputs or {}
+    at = directive.where.get("inputs", (line, column))
+    takes = ", ".join(child.inputs) or "no inputs"
+    for name in given:
+        if name not in child.inputs:
+            col.error(
+                f"the sub-workflow `{written}` has no input `{name}`"
+                f"{did_you_mean(name, child.inputs)}; it takes: {takes}.",
+                line=at[0],
+                column=at[1],
+                code="sub-workflow-inputs",
+            )
+    for name, decl in child.inputs.items():
+        if name not in given and decl.required and decl.default is None:
+            col.error(
+                f"the sub-workflow `{written}` needs the input `{name}`: write "
+                f"`> inputs: {name}=VALUE` under the step heading (values may use "
+                "${input:…} and ${step:…}).",
+                line=at[0],
+                column=at[1],
+                code="sub-workflow-inputs",
+            )
+    return child
 
 
 def _resolve_step_tools(
@@ -641,7 +750,7 @@ def _inputs(
 
 def step_template(step: Step) -> str:
     """The text a step sends before variables are filled in (what its hash covers)."""
-    if step.kind == "command":
+    if step.kind in ("command", "workflow"):
         return ""
     if step.heading is None:
         return step.body
@@ -678,6 +787,13 @@ def _hash_steps(steps: list[Step], context: str, cfg: Config) -> list[Step]:
             payload.update(
                 command=command_definition(cmd) if cmd else step.command,
                 args=step.command_args,
+            )
+        elif step.kind == "workflow":
+            # The child's own hash is part of this step's: a changed child is a changed step.
+            payload.update(
+                workflow=step.workflow,
+                inputs=step.workflow_inputs,
+                child=step.child.hash if step.child is not None else None,
             )
         hashed.append(replace(step, hash=digest(payload)))
     return hashed

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from ..providers.retry import RetryPolicy
 
 InputType = Literal["string", "integer", "number", "boolean", "list"]
-StepKind = Literal["prompt", "command", "human"]
+StepKind = Literal["prompt", "command", "human", "workflow"]
 Severity = Literal["error", "warning"]
 VariableKind = Literal["input", "step", "editor"]
 
@@ -124,6 +124,11 @@ class Step:
     command_args: dict[str, Any] = field(default_factory=dict)
     #: The step heading as written (``Step 1: Inspect``); None for a file without steps.
     heading: str | None = None
+    #: For ``kind == "workflow"``: the sub-workflow's path as written (relative to this file),
+    #: its input values (variables not yet substituted) and the loaded sub-workflow.
+    workflow: str | None = None
+    workflow_inputs: dict[str, str] = field(default_factory=dict)
+    child: Workflow | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

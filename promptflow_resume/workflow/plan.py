@@ -45,6 +45,16 @@ def plan_dict(path: str, wf: Workflow | None, diagnostics: list[Diagnostic]) -> 
                     "command": s.command,
                     "command_args": s.command_args,
                     "hash": s.hash,
+                    # Only workflow steps carry these, so other steps' records stay as they were.
+                    **(
+                        {
+                            "workflow": s.workflow,
+                            "workflow_inputs": dict(s.workflow_inputs),
+                            "workflow_hash": s.child.hash if s.child is not None else None,
+                        }
+                        if s.kind == "workflow"
+                        else {}
+                    ),
                 }
                 for s in wf.steps
             ],
@@ -201,6 +211,9 @@ def format_plan(plan: dict[str, Any]) -> str:
                 what = f"run: {s['command']}" + (f" {args}" if args else "")
             elif s["kind"] == "human":
                 what = "waits for a person's answer"
+            elif s["kind"] == "workflow":
+                args = ", ".join(f"{k}={v}" for k, v in s["workflow_inputs"].items())
+                what = f"workflow: {s['workflow']}" + (f" · inputs: {args}" if args else "")
             else:
                 what = "tools: " + (", ".join(s["tools"]) or "none")
                 if s["max_turns"]:

@@ -62,6 +62,26 @@ def step_command_args(
     return check_arguments(cmd, rendered)
 
 
+def step_workflow_inputs(
+    wf: Workflow,
+    step: Step,
+    *,
+    inputs: Mapping[str, Any],
+    step_outputs: Mapping[str, str],
+    editor: Mapping[str, str],
+) -> dict[str, Any]:
+    """A workflow step's ``inputs:`` values, variables filled in, typed for its sub-workflow."""
+    from .inputs import resolve_inputs
+
+    if step.child is None:
+        raise InputError(f"step `{step.id}` runs no loaded workflow.", path=str(wf.path))
+    rendered = {
+        name: render_text(str(value), inputs=inputs, step_outputs=step_outputs, editor=editor)
+        for name, value in step.workflow_inputs.items()
+    }
+    return resolve_inputs(step.child, rendered, ask=None)
+
+
 def step_argv(
     wf: Workflow,
     step: Step,

@@ -1,0 +1,481 @@
+"""Sub-workflows: a workflow step runs another workflow as a child run of its own.
+
+A step with ``> workflow: child.prompt.md`` runs the child workflow in its own progress file
+beside the parent's (``<stem>.steps/<step-id>/progress.md``, e.g.
+``.flow/runs/<run-id>/progress.steps/review/progress.md``). The two are linked both ways: the
+parent's ``steps.<id>.child`` names the child's file, the child's ``parent`` names the parent's
+file (relative to the child's folder), its run id and the step, with ``kind: workflow``. The
+rules (docs/spec.md section 4.10):
+
+- The child uses the parent's provider connection (the same replies, recording or script), its
+  own steps, tools, commands and inputs, and a budget no larger than what the parent has left.
+  Its usage becomes the parent step's usage and is added to the parent run's.
+- Resume descends: resuming the parent resumes the child through the same path as
+  ``flow resume`` (journal replay, reconcile, resume note), then the parent goes on. A
+  completed child is only read back, never run again.
+- A child's own progress file is not resumed directly (``flow resume`` refuses it and names
+  the parent), so the parent always learns how its child ended.
+
+The engine calls ``SubworkflowRunner`` through ``EngineOptions.children``::
+
+    runner = SubworkflowRunner(make_run=new_run, consent_for=permissions.consent)
+    options.children = runner
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .engine import ChildCall, ChildResult, Engine, EngineOptions
+from .errors import FileNotFoundFlowError, InputError, NeedsReviewError, StorageError
+from .events import Reporter
+from .progress import ProgressStore
+from .progress.model import Run, Usage
+from .progress.render import entries_phrase
+from .providers.base import Request
+from .reconcile import Choices, apply_plan, plan_resume, resume_note
+from .tools import build_tools
+from .tools.commands import command_output
+from .tools.consent import Consent
+from .workflow import load_workflow
+from .workflow.model import Workflow
+
+#: ``parent.kind`` of a child run (a fork's ``parent`` has no ``kind``).
+CHILD_KIND = "workflow"
+#: The largest depth of workflows running workflows (a guard; cycles are refused at load).
+MAX_DEPTH = 16
+
+#: ``make_run(workflow, inputs, progress_path, provider=, model=, limits_budget=)`` → new Run.
+MakeRun = Callable[..., Run]
+
+
+def child_folder(parent_path: Path) -> str:
+    """The folder, relative to the parent's, that holds its children: ``<stem>.steps``."""
+    name = parent_path.name
+    stem = name[: -len(".md")] if name.endswith(".md") else name
+    return f"{stem}.steps"
+
+
+def is_child(run: Run) -> bool:
+    """True for the run of a sub-workflow (its ``parent`` has ``kind: workflow``)."""
+    return run.parent is not None and run.parent.get("kind") == CHILD_KIND
+
+
+def parent_of(run: Run, path: Path) -> Path | None:
+    """The parent's progress file of a child run, or None for any other run."""
+    if not is_child(run) or run.parent is None or not run.parent.get("path"):
+        return None
+    return Path(os.path.normpath(path.parent / run.parent["path"]))
+
+
+def refuse_direct_resume(run: Run, path: Path) -> None:
+    """A child is resumed through its parent: raise ``InputError`` naming the parent."""
+    parent = parent_of(run, path)
+    if parent is None:
+        return
+    step = run.parent.get("step", "?") if run.parent else "?"
+    raise InputError(
+        f"{path} is the run of a sub-workflow: step {step!r} of the run in {parent}. It is "
+        "resumed through that run, which then goes on with its own steps.",
+        path=path,
+        field="$.parent",
+        hint=f"Run `flow resume {parent}`.",
+    )
+
+
+def child_output(run: Run, workflow: Workflow) -> str | None:
+    """A completed child's final output: the output of its last step (None before that)."""
+    if run.status != "completed" or not workflow.steps:
+        return None
+    last = workflow.steps[-1]
+    state = run.steps.get(last.id)
+    entry = run.entry(state.output_entry) if state and state.output_entry else None
+    if entry is None:
+        return ""
+    if entry.role == "tool_result" and last.kind == "command":
+        return command_output(entry.content)
+    return entry.content
+
+
+def _tighter(budget: dict[str, Any], caps: dict[str, Any]) -> dict[str, Any]:
+    """``budget`` with each of ``caps`` applied where it is lower (or the budget has none)."""
+    merged = dict(budget)
+    for key, cap in caps.items():
+        if merged.get(key) is None or float(cap) < float(merged[key]):
+            merged[key] = cap
+    return merged
+
+
+def _own_budget(workflow: Workflow) -> dict[str, Any]:
+    b = workflow.budget
+    values = {
+        "max_tokens": b.max_tokens,
+        "max_cost_usd": b.max_cost_usd,
+        "max_turns": b.max_turns,
+        "max_seconds": b.max_seconds,
+    }
+    return {k: v for k, v in values.items() if v is not None}
+
+
+class _ChildReporter(Reporter):
+    """The parent's display, told about the child's progress within the parent's step.
+
+    The display shows one step at a time, the parent's: the child's steps are notices
+    (``Triage › step 1/2 Collect: started``), its model calls count toward the parent's step,
+    and the totals shown are the parent's with the child's usage so far."""
+
+    def __init__(self, parent: Reporter, call: ChildCall) -> None:
+        self.parent = parent
+        self.step_id = call.step.id
+        self.title = call.step.title
+        self.run = call.parent
+
+    def _with_parent(self, child_total: Usage) -> Usage:
+        state = self.run.steps.get(self.step_id)
+        total = Usage(**vars(self.run.usage))
+        total.add(_difference(child_total, state.usage if state is not None else Usage()))
+        return total
+
+    def notice(self, text: str) -> None:
+        """Forwarded with the parent step's title in front."""
+        self.parent.notice(f"{self.title} › {text}")
+
+    def step_started(self, step_id: str, title: str, index: int, total: int) -> None:
+        """A notice: the child's step within the parent's."""
+        self.parent.notice(f"{self.title} › step {index}/{total} {title}: started")
+
+    def step_finished(self, step_id: str, status: str) -> None:
+        """A notice: the child's step ended."""
+        self.parent.notice(f"{self.title} › step {step_id}: {status}")
+
+    def model_call(self, step_id: str, turn: int, request: Request) -> None:
+        """Forwarded as a call of the parent's step."""
+        self.parent.model_call(f"{self.step_id}/{step_id}", turn, request)
+
+    def text(self, delta: str) -> None:
+        """Forwarded."""
+        self.parent.text(delta)
+
+    def model_reply(self, step_id: str, usage: Usage, run_usage: Usage) -> None:
+        """Forwarded with the parent's totals including the child's usage so far."""
+        self.parent.model_reply(self.step_id, usage, self._with_parent(run_usage))
+
+    def tool_started(self, name: str, arguments: str) -> None:
+        """Forwarded."""
+        self.parent.tool_started(name, arguments)
+
+    def tool_finished(self, name: str, is_error: bool, summary: str) -> None:
+        """Forwarded."""
+        self.parent.tool_finished(name, is_error, summary)
+
+    def retry(self, attempt: int, delay: float, message: str) -> None:
+        """Forwarded."""
+        self.parent.retry(attempt, delay, message)
+
+    # run_started and close stay no-ops: the parent's display lives on after the child.
+
+
+def _difference(a: Usage, b: Usage) -> Usage:
+    """``a - b``, field by field."""
+    return Usage(
+        input_tokens=a.input_tokens - b.input_tokens,
+        output_tokens=a.output_tokens - b.output_tokens,
+        cached_tokens=a.cached_tokens - b.cached_tokens,
+        cost_usd=round(a.cost_usd - b.cost_usd, 6),
+        turns=a.turns - b.turns,
+    )
+
+
+@dataclass
+class SubworkflowRunner:
+    """Starts and resumes the child runs of workflow steps (``engine.ChildRunner``)."""
+
+    #: ``api.new_run``: the checkpoint of a run that has not started.
+    make_run: MakeRun
+    #: The consent of one run of a workflow (the person's flags plus its allow-lists).
+    consent_for: Callable[[Workflow], Consent]
+    #: The answers to changed-workflow questions, as given to the parent's resume.
+    choices: Choices = field(default_factory=Choices)
+    depth: int = 0
+
+    def location(self, parent_path: Path, step_id: str) -> str:
+        """``<stem>.steps/<step-id>/progress.md``, relative to the parent's folder."""
+        return f"{child_folder(parent_path)}/{step_id}/progress.md"
+
+    def set_aside(self, parent_path: Path, child: str) -> None:
+        """Rename an earlier child's folder to ``<step-id>.archive-N`` (nothing is deleted)."""
+        target = parent_path.parent / child
+        folder = target.parent
+        if not target.exists():
+            return
+        n = 1
+        while (folder.parent / f"{folder.name}.archive-{n}").exists():
+            n += 1
+        try:
+            os.replace(folder, folder.parent / f"{folder.name}.archive-{n}")
+        except OSError as error:
+            raise StorageError(
+                f"cannot set the earlier child run {folder} aside (renaming it to "
+                f"{folder.name}.archive-{n}): {error.strerror or error}.",
+                path=folder,
+                hint="Fix the folder's permissions or free some space, then resume.",
+            ) from error
+
+    def run(self, call: ChildCall) -> ChildResult:
+        """Start the step's child run, or resume it, and execute it until it stops."""
+        if self.depth >= MAX_DEPTH:
+            raise InputError(
+                f"step {call.step.id!r} would run workflows {MAX_DEPTH} levels deep; "
+                "flow stops there.",
+                path=call.parent_path,
+            )
+        workflow = call.step.child
+        if workflow is None:  # the loader refuses such a step; a guard for library callers
+            raise FileNotFoundFlowError(
+                f"step {call.step.id!r} names the workflow {call.step.workflow}, which was not "
+                "loaded.",
+                path=call.parent_path,
+            )
+        path = call.parent_path.parent / call.child
+        if path.exists():
+            return self._resume(call, path)
+        return self._start(call, path, workflow)
+
+    # --- one child ---------------------------------------------------------------------------
+
+    def _child_options(self, call: ChildCall, workflow: Workflow) -> EngineOptions:
+        parent = call.options
+        return replace(
+            parent,
+            reporter=_ChildReporter(parent.reporter, call),
+            timeout=call.timeout,
+            resume_note=None,
+            consent=self.consent_for(workflow),
+            # MCP servers are started for the parent's workflow only (see docs/spec.md 4.10).
+            extra_tools=(),
+            children=replace(self, depth=self.depth + 1),
+        )
+
+    def _link(self, call: ChildCall, path: Path) -> dict[str, str]:
+        return {
+            "path": Path(
+                os.path.relpath(call.parent_path.resolve(), path.parent.resolve())
+            ).as_posix(),
+            "run_id": call.parent.run_id,
+            "step": call.step.id,
+            "kind": CHILD_KIND,
+        }
+
+    def _start(self, call: ChildCall, path: Path, workflow: Workflow) -> ChildResult:
+        config = call.parent.config
+        run = self.make_run(
+            workflow,
+            call.inputs,
+            path,
+            redactor=call.options.redactor,
+            provider=config.provider,
+            # The connection is the parent's; a child that names its own model uses it.
+            model=workflow.model or config.model,
+            base_url=config.base_url,
+        )
+        run.config.recording = (
+            None
+            if config.recording is None
+            else _rebase(config.recording, call.parent_path.parent, path.parent)
+        )
+        run.config.budget = _tighter(_own_budget(workflow), call.budget)
+        run.parent = self._link(call, path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        store = ProgressStore.create(path, run)
+        try:
+            self._execute(call, workflow, run, store, note=None)
+        finally:
+            store.close()
+        return ChildResult(run=run, output=child_output(run, workflow))
+
+    def _resume(self, call: ChildCall, path: Path) -> ChildResult:
+        store, run, report = ProgressStore.open(path)
+        try:
+            workflow = call.step.child
+            recorded = (path.parent / run.workflow.path).resolve()
+            if workflow is None or recorded != workflow.path.resolve():
+                # The step now names another workflow than the child ran: read the child's own.
+                workflow = load_workflow(recorded)
+            if run.status == "completed":
+                return ChildResult(run=run, output=child_output(run, workflow))
+            tools = build_tools(workflow, call.options.workspace)
+            plan = plan_resume(
+                run, workflow, report, tools, self.choices, workspace=call.options.workspace
+            )
+            stopped_status, stopped_reason = run.status, run.reason
+            try:
+                notes = apply_plan(run, workflow, plan, archive=store.write_sidecar)
+            except NeedsReviewError:
+                store.checkpoint(run)  # the placeholders and the status, as flow resume does
+                raise
+            if plan.answered_tools or plan.applied_tools:
+                store.checkpoint(run)
+            if report.edited_entries:
+                notes.append(f"{entries_phrase(report.edited_entries)} edited by hand")
+            run.config.budget = _tighter(_own_budget(workflow), call.budget)
+            stopped = replace(run, status=stopped_status, reason=stopped_reason)
+            note = resume_note(stopped, plan, workflow)
+            self._execute(call, workflow, run, store, note=note, notes=notes, tools=tools)
+        finally:
+            store.close()
+        return ChildResult(run=run, output=child_output(run, workflow))
+
+    def _execute(
+        self,
+        call: ChildCall,
+        workflow: Workflow,
+        run: Run,
+        store: ProgressStore,
+        *,
+        note: str | None,
+        notes: list[str] | None = None,
+        tools: dict[str, Any] | None = None,
+    ) -> None:
+        options = self._child_options(call, workflow)
+        options.resume_note = note
+        tools = tools if tools is not None else build_tools(workflow, call.options.workspace)
+        engine = Engine(workflow, run, store, call.provider, tools, options)
+        if notes:
+            engine.attempt_notes(notes)
+        engine.execute()
+
+
+def _rebase(relative: str, old_folder: Path, new_folder: Path) -> str:
+    """A path written relative to ``old_folder``, rewritten relative to ``new_folder``."""
+    target = (old_folder / relative).resolve()
+    return Path(os.path.relpath(target, new_folder.resolve())).as_posix()
+
+
+# --- the tree of runs: status and list ---------------------------------------------------------
+
+
+@dataclass
+class ChildNode:
+    """One child run under its parent, for ``flow status`` and ``flow list``."""
+
+    step: str
+    path: Path
+    run_id: str | None
+    status: str
+    reason: str | None
+    steps_done: int
+    steps_total: int
+    usage: Usage
+    children: list[ChildNode] = field(default_factory=list)
+    #: Why the child's file could not be read (then the other fields are defaults).
+    error: str | None = None
+
+    def total_usage(self) -> Usage:
+        """The child's usage (its own children's usage is rolled up into it already, or is
+        counted here when a grandchild is still running)."""
+        total = Usage(**vars(self.usage))
+        for child in self.children:
+            total.add(_unrolled(child, self.usage_of_step(child.step)))
+        return total
+
+    #: The child's own step usages, to tell what of a grandchild is not rolled up yet.
+    step_usage: dict[str, Usage] = field(default_factory=dict)
+
+    def usage_of_step(self, step_id: str) -> Usage:
+        """The usage recorded for one of this child's steps."""
+        return self.step_usage.get(step_id, Usage())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: ``step``, ``path``, ``run_id``, ``status`` … ``children``."""
+        return {
+            "step": self.step,
+            "path": str(self.path),
+            "run_id": self.run_id,
+            "status": self.status,
+            "reason": self.reason,
+            "steps_done": self.steps_done,
+            "steps_total": self.steps_total,
+            "usage": self.total_usage().to_dict(),
+            "error": self.error,
+            "children": [c.to_dict() for c in self.children],
+        }
+
+
+def _unrolled(child: ChildNode, recorded: Usage) -> Usage:
+    """What a child used beyond what its parent step records (a child still running)."""
+    return _difference(child.total_usage(), recorded)
+
+
+def child_runs(run: Run, path: Path, *, depth: int = 0) -> list[ChildNode]:
+    """The child runs of ``run`` (stored at ``path``), each with its own children, in step order."""
+    from .errors import FlowError
+    from .progress import load_progress
+
+    nodes: list[ChildNode] = []
+    if depth >= MAX_DEPTH:
+        return nodes
+    for step_id, state in run.steps.items():
+        if not state.child:
+            continue
+        where = path.parent / state.child
+        node = ChildNode(
+            step=step_id,
+            path=where,
+            run_id=None,
+            status="not started",
+            reason=None,
+            steps_done=0,
+            steps_total=0,
+            usage=Usage(),
+        )
+        if where.exists():
+            try:
+                child, _report = load_progress(where)
+            except FlowError as error:
+                node.status, node.error = "invalid", str(error)
+            else:
+                node.run_id = child.run_id
+                node.status = child.status
+                node.reason = child.reason
+                node.steps_done = sum(1 for s in child.steps.values() if s.status == "completed")
+                node.steps_total = child.cursor.total or len(child.steps)
+                node.usage = child.usage
+                node.step_usage = {sid: s.usage for sid, s in child.steps.items()}
+                node.children = child_runs(child, where, depth=depth + 1)
+        nodes.append(node)
+    return nodes
+
+
+def usage_with_children(run: Run, children: list[ChildNode]) -> Usage:
+    """The run's usage plus what its children used that is not rolled up into it yet."""
+    total = Usage(**vars(run.usage))
+    for child in children:
+        state = run.steps.get(child.step)
+        total.add(_unrolled(child, state.usage if state is not None else Usage()))
+    return total
+
+
+def children_of_file(path: Path) -> list[ChildNode]:
+    """The child runs of the run stored at ``path`` ([] when it has none or cannot be read).
+
+    Only a run whose ``<stem>.steps`` folder exists is read in full, so listing thousands of
+    runs without sub-workflows reads no more than before."""
+    from .errors import FlowError
+    from .progress import load_progress
+
+    if not (path.parent / child_folder(path)).is_dir():
+        return []
+    try:
+        run, _report = load_progress(path)
+    except FlowError:
+        return []
+    return child_runs(run, path)
+
+
+def is_child_path(path: Path) -> bool:
+    """True for a progress file stored as a child: ``…/<stem>.steps/<step-id>/<file>``."""
+    return path.parent.parent.name.endswith(".steps")
