@@ -49,7 +49,7 @@ from .progress.model import (
 from .progress.render import entries_phrase
 from .providers import create_provider
 from .providers.base import Provider, ProviderSettings
-from .reconcile import Choices, ResumePlan, apply_plan, plan_resume, resume_note
+from .reconcile import Choices, ResumePlan, Stop, apply_plan, plan_resume, resume_note
 from .redact import Redactor
 from .runids import id_from_folder, new_run_id
 from .tools import build_tools
@@ -89,6 +89,8 @@ class Outcome:
     exit_code: int
     resumed: bool = False
     notes: list[str] = field(default_factory=list)
+    #: ``resume_run`` found the run completed with nothing set back: nothing was done.
+    already_completed: bool = False
 
 
 @dataclass
@@ -581,8 +583,14 @@ def resume_run(
             if answer is not None:
                 choices = answer
                 plan = plan_resume(run, wf, report, tools, choices, workspace=root)
-        if plan.blocked == "the run is already completed":
-            return Outcome(run=run, path=path, exit_code=EXIT_OK, notes=["already completed"])
+        if plan.stop is Stop.COMPLETED:
+            return Outcome(
+                run=run,
+                path=path,
+                exit_code=EXIT_OK,
+                notes=["already completed"],
+                already_completed=True,
+            )
         stopped_status, stopped_reason = run.status, run.reason
         try:
             notes = apply_plan(run, wf, plan, archive=store.write_sidecar)

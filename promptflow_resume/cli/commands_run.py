@@ -564,7 +564,7 @@ def resume_command(
         mcp_config=mcp_config,
         mcp_ask=_ask_mcp_input if interactive else None,
     )
-    if outcome.notes == ["already completed"] and not as_json:
+    if outcome.already_completed and not as_json:
         out(f"already completed: nothing to resume — {outcome.path}")
         return 0
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
