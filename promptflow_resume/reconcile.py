@@ -33,10 +33,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import NeedsReviewError, WorkflowChangedError
+from .clock import now_iso
+from .conversation import skipped_output
+from .errors import InputError, NeedsReviewError, WorkflowChangedError
 from .progress.model import Entry, InFlight, LoadReport, Run, StepState
 from .tools.base import Tool
 from .workflow.model import Workflow
+
+#: The result of a call in flight that a recovery decision went past without running it again.
+CONTINUED_RESULT = (
+    "RESULT NOT RECORDED: flow started this tool call but the run stopped before its result "
+    "was recorded, so it may or may not have taken effect. The run went on without running it "
+    "again (a recovery decision; see the decision entry)."
+)
 
 #: What a non-idempotent tool call that was in flight is answered with until a person decides.
 PLACEHOLDER_RESULT = (
@@ -79,6 +88,13 @@ class Choices:
     rerun_changed: bool = False
     keep_completed: bool = False
     rerun_unsafe: bool = False
+    #: ``--retry-step``: run this step again from its start (its entries are archived).
+    retry_step: str | None = None
+    #: ``--skip-step``: mark this step ``skipped`` and go on with the next one.
+    skip_step: str | None = None
+    #: A recovery decision to go on past non-idempotent calls in flight without running them
+    #: again: their result is recorded as unknown.
+    continue_unsafe: bool = False
 
 
 @dataclass
@@ -114,6 +130,10 @@ class ResumePlan:
     estimated_input_tokens: int = 0
     #: Why the plan is blocked, as a value (None: it is not).
     stop: Stop | None = None
+    #: Steps marked ``skipped`` by this resume (``--skip-step`` or a recovery decision).
+    skip: list[str] = field(default_factory=list)
+    #: In-flight calls gone past without running them again (a recovery decision).
+    continued_tools: list[InFlight] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready form (``flow status --json``, ``flow resume --plan --json``)."""
@@ -128,7 +148,9 @@ def _started(run: Run, step_id: str) -> bool:
     state = run.steps.get(step_id)
     if state is not None and state.status == "completed":
         return True
-    return any(e.step == step_id and e.role not in ("user", "note") for e in run.transcript)
+    return any(
+        e.step == step_id and e.role not in ("user", "note", "decision") for e in run.transcript
+    )
 
 
 def workflow_changes(run: Run, workflow: Workflow) -> list[StepChange]:
@@ -177,6 +199,7 @@ def plan_resume(
     point = _resume_point(run, order)
     _reset_steps_changed_before_reply(run, changes, point)
     _decide_workflow_change(run, workflow, order, changes, choice, plan, point)
+    _retry_or_skip_step(run, order, choice, point)
     _choose_rerun(run, workflow, report, order, plan, point)
     _settle_in_flight(run, report, tools, choice, workspace, plan)
     _block_when_completed(run, plan)
@@ -192,6 +215,7 @@ class _ResumePoint:
     index: int
     reset: set[str]
     reason: str | None
+    skip: set[str] = field(default_factory=set)
 
 
 def _status_of(run: Run, step_id: str) -> str:
@@ -270,6 +294,51 @@ def _decide_workflow_change(
         )
 
 
+def _retry_or_skip_step(run: Run, order: list[str], choice: Choices, point: _ResumePoint) -> None:
+    """``--retry-step`` / ``--skip-step`` (or a recovery decision): the step runs again from
+    its start, or is skipped; its entries and every later one are archived."""
+    for option, step_id in (("--retry-step", choice.retry_step), ("--skip-step", choice.skip_step)):
+        if step_id is not None and step_id not in order:
+            raise InputError(
+                f"{option} {step_id}: the workflow has no step {step_id!r}; its steps are "
+                f"{', '.join(order)}."
+            )
+    if choice.retry_step is not None:
+        index = order.index(choice.retry_step)
+        if index > point.index:
+            raise InputError(
+                f"--retry-step {choice.retry_step}: the step has not run yet; the run resumes "
+                f"at step {order[point.index]!r}."
+            )
+        point.reset.add(choice.retry_step)
+        point.reset.update(sid for sid in order[index:] if _started(run, sid))
+        point.index = index
+        point.reason = f"step {choice.retry_step!r} runs again from its start (retry)"
+    if choice.skip_step is not None:
+        sid = choice.skip_step
+        if _status_of(run, sid) == "completed" and sid not in point.reset:
+            raise InputError(
+                f"--skip-step {sid}: the step is completed; use --retry-step {sid} or "
+                "`flow rewind` to run it again."
+            )
+        index = order.index(sid)
+        point.reset.discard(sid)
+        point.skip.add(sid)
+        point.reset.update(s for s in order[index + 1 :] if _started(run, s))
+        if any(e.step == sid for e in run.transcript):
+            point.reason = point.reason or f"step {sid!r} is skipped"
+        if index == point.index:
+            point.index = next(
+                (
+                    i
+                    for i in range(index + 1, len(order))
+                    if order[i] in point.reset
+                    or _status_of(run, order[i]) not in ("completed", "skipped")
+                ),
+                len(order),
+            )
+
+
 def _choose_rerun(
     run: Run,
     workflow: Workflow,
@@ -282,16 +351,19 @@ def _choose_rerun(
     step sends its prompt again."""
     reset = point.reset
     plan.reset = [sid for sid in order if sid in reset]
-    plan.reset_reason = point.reason if reset else None
-    if reset:
-        plan.archive_from = _first_entry_of(run, reset)
+    plan.skip = [sid for sid in order if sid in point.skip]
+    plan.reset_reason = point.reason if reset or point.skip else None
+    if reset or point.skip:
+        plan.archive_from = _first_entry_of(run, reset | point.skip)
     plan.resume_from = order[point.index] if point.index < len(order) else None
     start = plan.resume_from
     if start is not None and start not in reset and _only_prompted(run, workflow, report, start):
         plan.reprompt = start
     plan.reuse = [sid for sid in order if _status_of(run, sid) == "completed" and sid not in reset]
     plan.rerun = [
-        sid for sid in order if sid not in plan.reuse and _status_of(run, sid) != "skipped"
+        sid
+        for sid in order
+        if sid not in plan.reuse and _status_of(run, sid) != "skipped" and sid not in point.skip
     ]
 
 
@@ -343,6 +415,8 @@ def _settle_in_flight(
             plan.applied_results[flight.call_id] = applied.content
         elif edit_state == "not_applied" or idempotent or choice.rerun_unsafe:
             plan.retry_tools.append(flight)
+        elif choice.continue_unsafe:
+            plan.continued_tools.append(flight)
         else:
             plan.review_tools.append(flight)
     if plan.review_tools and plan.can_resume:
@@ -407,7 +481,11 @@ def apply_plan(
     _adopt_workflow(run, workflow, plan)
     notes += _settle_answered_and_applied(run, plan)
     notes += _drop_retried_placeholders(run, plan)
-    settled = {f.call_id for f in plan.answered_tools + plan.retry_tools + plan.applied_tools}
+    notes += _continue_past_unknown(run, plan)
+    settled = {
+        f.call_id
+        for f in plan.answered_tools + plan.retry_tools + plan.applied_tools + plan.continued_tools
+    }
     run.in_flight = [f for f in run.in_flight if f.call_id not in settled]
     _stop_for_review(run, plan)
     return notes
@@ -458,6 +536,9 @@ def _archive_reset_steps(
         run.in_flight = [f for f in run.in_flight if f.entry < plan.archive_from]
     for sid in plan.reset:
         run.steps[sid] = StepState()
+    for sid in plan.skip:
+        run.steps[sid] = StepState(status="skipped", finished=now_iso())
+        notes.append(f"step {sid} skipped; ${{step:{sid}}} reads {skipped_output(sid)!r}")
     if plan.reprompt is not None:
         # Only the step's own prompt (and notes) are dropped; they are derived, not recorded work.
         while run.transcript and run.transcript[-1].step == plan.reprompt:
@@ -516,6 +597,33 @@ def _drop_retried_placeholders(run: Run, plan: ResumePlan) -> list[str]:
         if placeholder is not None and placeholder is run.transcript[-1]:
             run.transcript.pop()
         notes.append(f"tool call {flight.call_id} ({flight.tool}) was in flight; running it again")
+    return notes
+
+
+def _continue_past_unknown(run: Run, plan: ResumePlan) -> list[str]:
+    """Calls a recovery decision went past: their result says it is unknown."""
+    notes: list[str] = []
+    for flight in plan.continued_tools:
+        placeholder = _result_for(run, flight.call_id)
+        if placeholder is not None:
+            placeholder.content = CONTINUED_RESULT
+            placeholder.is_error = True
+        else:
+            run.transcript.append(
+                Entry(
+                    id=run.next_entry_id(),
+                    role="tool_result",
+                    content=CONTINUED_RESULT,
+                    step=flight.step,
+                    call_id=flight.call_id,
+                    tool=flight.tool,
+                    is_error=True,
+                )
+            )
+        notes.append(
+            f"tool call {flight.call_id} ({flight.tool}) was in flight; went on without running "
+            "it again (recovery decision)"
+        )
     return notes
 
 

@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"__main__", "cli"},
     {"batch"},
     {"api"},
-    {"engine", "reconcile", "sharing", "detect", "show"},
+    {"engine", "reconcile", "recovery", "sharing", "detect", "show"},
     {"conversation", "events"},
     {"tools"},
     {"workflow"},

@@ -42,8 +42,18 @@ RESUMABLE_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - {"completed"}
 StepStatus = Literal["pending", "running", "completed", "failed", "skipped"]
 STEP_STATUSES: tuple[str, ...] = ("pending", "running", "completed", "failed", "skipped")
 
-Role = Literal["system", "user", "assistant", "tool_call", "tool_result", "note"]
-ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool_call", "tool_result", "note")
+#: ``decision``: a recovery decision (``flow resume --decide``), read by people, not sent to
+#: the model.
+Role = Literal["system", "user", "assistant", "tool_call", "tool_result", "note", "decision"]
+ROLES: tuple[str, ...] = (
+    "system",
+    "user",
+    "assistant",
+    "tool_call",
+    "tool_result",
+    "note",
+    "decision",
+)
 
 
 @dataclass

@@ -41,6 +41,7 @@ ROLE_LABELS: dict[str, str] = {
     "tool_call": "tool call",
     "tool_result": "tool result",
     "note": "note from flow",
+    "decision": "recovery decision",
 }
 TOOL_ROLES = frozenset({"tool_call", "tool_result"})
 ESCAPED_INFO = "flow-escaped"

@@ -25,6 +25,10 @@ class Request:
     model: str | None = None
     #: temperature, max_tokens, top_p, ... as the workflow gives them.
     params: dict[str, Any] = field(default_factory=dict)
+    #: What the call is for: ``step`` (the workflow's conversation) or ``recovery`` (a recovery
+    #: decision, ``flow resume --decide``). Providers send the same either way; the scripted
+    #: provider answers a recovery request from its ``decisions:`` list.
+    purpose: str = "step"
 
 
 @dataclass(frozen=True)

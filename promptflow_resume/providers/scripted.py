@@ -16,6 +16,8 @@ which may also hold the script itself as a mapping)::
       1: {transient: true, status: 503, retry_after: 0.01, message: "overloaded"}
       3: {transient: false, reason: auth, message: "bad key", times: always}
     state: script.state.json                  # optional, see "Failures" below
+    decisions:                                # answers to recovery decisions (--decide)
+      - '{"choice": "retry", "reason": "the command is safe to run again"}'
 
 Which reply: the reply to a request is ``replies[k]`` where ``k`` is the number of assistant
 messages already in the request (flow's own note messages are not counted). That depends on
@@ -30,6 +32,11 @@ transient failure exercises retrying. The count is kept in the provider object, 
 process: a new process fails once more. With ``state: FILE`` (relative to the script) the
 count is kept in that file instead, written before the error is raised, so "fail once" holds
 across a crash and a ``flow resume`` — what a permanent failure needs to be resumable.
+
+Decisions: a request whose ``purpose`` is ``recovery`` (``flow resume --decide``) is not part
+of the conversation and does not take a reply: it gets ``decisions[n]``, where ``n`` counts the
+recovery requests this provider object answered before (a ``flow resume`` asks at most once,
+so each resume gets ``decisions[0]``). Running out of decisions is a permanent ``ProviderError``.
 
 For library users and tests, ``ScriptedProvider.from_replies(["Hi", {...}])`` builds one
 without a file; its ``calls`` lists every request it was sent, in order. A provider built from
@@ -112,11 +119,13 @@ class Script:
     #: Where the script came from, for messages (a path, or a description).
     source: str = "the script"
     path: Path | None = None
+    #: Answers to recovery-decision requests, in order.
+    decisions: tuple[ScriptedReply, ...] = ()
 
 
 # --- parsing -----------------------------------------------------------------------------
 
-_TOP_KEYS = ("replies", "failures", "state", "description")
+_TOP_KEYS = ("replies", "failures", "state", "description", "decisions")
 _REPLY_KEYS = ("content", "tool_calls", "usage", "model", "finish_reason", "delay")
 _CALL_KEYS = ("name", "arguments", "id")
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens")
@@ -217,6 +226,10 @@ def parse_script(
     if not isinstance(raw_replies, list):
         raise ck.fail(["replies"], "expected `replies:` with a list of replies")
     replies = tuple(_parse_reply(ck, r, i) for i, r in enumerate(raw_replies))
+    raw_decisions = top.get("decisions") or []
+    if not isinstance(raw_decisions, list):
+        raise ck.fail(["decisions"], "expected a list of replies to recovery decisions")
+    decisions = tuple(_parse_reply(ck, r, i, "decisions") for i, r in enumerate(raw_decisions))
     failures: dict[int, ScriptedFailure] = {}
     raw_failures = top.get("failures") or {}
     if not isinstance(raw_failures, dict):
@@ -234,11 +247,18 @@ def parse_script(
         state = Path(ck.string(top["state"], ["state"]))
         if path is not None and not state.is_absolute():
             state = path.parent / state
-    return Script(replies=replies, failures=failures, state=state, source=source, path=path)
+    return Script(
+        replies=replies,
+        failures=failures,
+        state=state,
+        source=source,
+        path=path,
+        decisions=decisions,
+    )
 
 
-def _parse_reply(ck: _Checker, raw: Any, i: int) -> ScriptedReply:
-    at: list[Part] = ["replies", i]
+def _parse_reply(ck: _Checker, raw: Any, i: int, where: str = "replies") -> ScriptedReply:
+    at: list[Part] = [where, i]
     if isinstance(raw, str):
         return ScriptedReply(content=raw)
     d = ck.mapping(raw, at, _REPLY_KEYS)
@@ -426,6 +446,7 @@ class ScriptedProvider:
         # the previous request so a growing conversation costs only its new tail per call.
         self._seen: tuple[Message, ...] = ()
         self._seen_count = 0
+        self._decided = 0
 
     def reply_index(self, request: Request) -> int:
         """``k``: the number of (non-note) assistant messages already in ``request``."""
@@ -444,6 +465,8 @@ class ScriptedProvider:
         self.call_count += 1
         if self._keep_calls:
             self.calls.append(request)
+        if request.purpose == "recovery":
+            return self._decision()
         k = self.reply_index(request)
         failure = self.script.failures.get(k)
         if failure is not None and self._take_failure(k, failure):
@@ -475,6 +498,28 @@ class ScriptedProvider:
             usage=scripted.usage,
             model=scripted.model or request.model or "scripted",
             finish_reason=scripted.finish_reason or ("tool_calls" if calls else "stop"),
+        )
+
+    def _decision(self) -> Reply:
+        """The next of the script's ``decisions:`` (a recovery request)."""
+        n = self._decided
+        decisions = self.script.decisions
+        if n >= len(decisions):
+            err = ProviderError(
+                f"the script has {len(decisions)} decisions and flow asks for decision {n + 1}.",
+                transient=False,
+                hint="Add a reply to the script's `decisions:` list.",
+            )
+            if self.script.path is not None:
+                err.path = str(self.script.path)
+            raise err
+        self._decided += 1
+        scripted = decisions[n]
+        return Reply(
+            content=scripted.content,
+            usage=scripted.usage,
+            model=scripted.model or "scripted",
+            finish_reason="stop",
         )
 
     def _take_failure(self, k: int, failure: ScriptedFailure) -> bool:

@@ -38,6 +38,7 @@ _ROLE_STYLES = {
     "tool_call": "yellow",
     "tool_result": "yellow",
     "note": "blue",
+    "decision": "red",
 }
 
 

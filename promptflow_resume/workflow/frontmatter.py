@@ -52,6 +52,7 @@ KNOWN_KEYS: tuple[str, ...] = (
     "allow-commands",
     "allow-fetch",
     "steps",
+    "recovery",
 )
 
 

@@ -232,6 +232,7 @@ def _analyze(
         diagnostics=col.sorted(),
         variables=tuple(variables),
         tool_map=cfg.tool_map,
+        recovery="model" if data.get("recovery") == "model" else "person",
     )
     return workflow, col
 
