@@ -147,13 +147,13 @@ class Decision:
         }
 
     def entry_text(self) -> str:
-        """The body of the ``decision`` entry: readable, one field a line."""
-        lines = [f"choice: {self.choice.value}"]
+        """The body of the ``decision`` entry: a Markdown list, one field an item."""
+        lines = [f"- choice: {self.choice.value}"]
         if self.refused is not None:
-            lines.append(f"refused: {self.refused}; a person decides (needs_review)")
-            lines.append(f"answer: {_one_line(self.answer, 300) or '(empty)'}")
-        lines.append(f"reason: {self.reason}")
-        lines.append(f"situation: {self.situation.description}")
+            lines.append(f"- refused: {self.refused}; a person decides (needs_review)")
+            lines.append(f"- answer: {_one_line(self.answer, 300) or '(empty)'}")
+        lines.append(f"- reason: {self.reason}")
+        lines.append(f"- situation: {self.situation.description}")
         return "\n".join(lines)
 
 

@@ -92,7 +92,10 @@ def test_sigkilled_run_resolved_by_decide_continue(tmp_path: Path) -> None:
     run = _run(where)
     assert run.status == "completed"
     (text,) = _decisions(run)
-    assert text.splitlines()[:2] == ["choice: continue", "reason: the bump only appends a line"]
+    assert text.splitlines()[:2] == [
+        "- choice: continue",
+        "- reason: the bump only appends a line",
+    ]
     assert "bump (call_0_0)" in text
     results = [e for e in run.transcript if e.role == "tool_result" and e.call_id == "call_0_0"]
     assert [(e.content, e.is_error) for e in results] == [(CONTINUED_RESULT, True)]
@@ -108,7 +111,7 @@ def test_decide_retry_runs_the_step_again(tmp_path: Path) -> None:
     assert _bumps(where) == 3  # the crashed bump, then the retried step's two
     run = _run(where)
     assert [s.status for s in run.steps.values()] == ["completed", "completed"]
-    assert _decisions(run)[0].startswith("choice: retry\n")
+    assert _decisions(run)[0].startswith("- choice: retry\n")
     assert list((where / "run").glob("**/archive-attempt-2.json"))
     assert "step 'inspect' runs again from its start (retry)" in result.stderr
 
@@ -137,7 +140,7 @@ def test_decide_ask_stops_needs_review(tmp_path: Path) -> None:
     assert run.status == "needs_review"
     assert "recovery decision is to ask a person: I cannot tell" in (run.reason or "")
     assert any(e.content == PLACEHOLDER_RESULT for e in run.transcript)
-    assert _decisions(run)[0].startswith("choice: ask\n")
+    assert _decisions(run)[0].startswith("- choice: ask\n")
     assert _bumps(where) == 1
 
 
@@ -180,9 +183,9 @@ def test_malformed_decision_falls_back_to_needs_review(tmp_path: Path) -> None:
     assert "recovery decision was refused (the answer is not one JSON object)" in (run.reason or "")
     (text,) = _decisions(run)
     assert text.splitlines()[:3] == [
-        "choice: ask",
-        "refused: the answer is not one JSON object; a person decides (needs_review)",
-        "answer: I would just carry on, I think.",
+        "- choice: ask",
+        "- refused: the answer is not one JSON object; a person decides (needs_review)",
+        "- answer: I would just carry on, I think.",
     ]
     assert _bumps(where) == 1
 
@@ -230,7 +233,7 @@ def test_recovery_model_in_the_workflow_decides_without_the_option(tmp_path: Pat
     assert "decision" not in plan.stdout  # --plan alone makes no model call
     result = flow("resume", PROGRESS, cwd=where)
     assert result.returncode == 0, result.stderr
-    assert _decisions(_run(where))[0].startswith("choice: retry\n")
+    assert _decisions(_run(where))[0].startswith("- choice: retry\n")
 
 
 def test_workflow_recovery_key_is_checked(tmp_path: Path) -> None:
@@ -346,3 +349,42 @@ def test_step_choices_refused(tmp_path: Path, args: tuple[str, ...], words: str)
         before.steps,
         before.in_flight,
     )
+
+
+# --- a changed workflow ----------------------------------------------------------------------
+
+
+def _changed(where: Path, *answers: str) -> Path:
+    """A run SIGKILLed right after step 1 completed, whose step 1 text then changed."""
+    where.mkdir()
+    shutil.copy(FIXTURES / "counter.prompt.md", where / "counter.prompt.md")
+    _with_decisions(where, *answers)
+    first = flow(*RUN, cwd=where, env=flow_env(FLOW_CRASH_AT="engine.step_completed:1"))
+    assert first.returncode == -9, first.stderr
+    workflow = where / "counter.prompt.md"
+    text = workflow.read_text(encoding="utf-8")
+    workflow.write_text(text.replace("then look at it.", "then look at it twice."), "utf-8")
+    return where
+
+
+def test_decide_continue_keeps_completed_steps_of_a_changed_workflow(tmp_path: Path) -> None:
+    where = _changed(tmp_path / "w", _decision("continue", "the reworded step did its job"))
+    plain = flow("resume", PROGRESS, cwd=where)
+    assert plain.returncode == 7  # without --decide: a person chooses
+    result = flow("resume", PROGRESS, "--decide", cwd=where)
+    assert result.returncode == 0, result.stderr
+    assert "step inspect changed after it ran; kept its recorded result" in result.stderr
+    run = _run(where)
+    assert run.status == "completed"
+    assert _decisions(run)[0].startswith("- choice: continue\n")
+    assert _bumps(where) == 2
+
+
+def test_skip_is_impossible_for_a_changed_workflow(tmp_path: Path) -> None:
+    where = _changed(tmp_path / "w", _decision("skip", "skip it"))
+    result = flow("resume", PROGRESS, "--decide", cwd=where)
+    assert result.returncode == 8, result.stderr
+    run = _run(where)
+    assert run.status == "needs_review"
+    assert "- refused: skip is not possible here" in _decisions(run)[0]
+    assert "recovery decision was refused (skip is not possible here)" in (run.reason or "")
