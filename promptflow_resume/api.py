@@ -53,6 +53,7 @@ from .reconcile import Choices, ResumePlan, Stop, apply_plan, plan_resume, resum
 from .recovery import (
     Decision,
     ask_model,
+    failed_call,
     find_situation,
     record_decision,
     wants_decision,
@@ -624,10 +625,13 @@ def resume_run(
         try:
             notes = apply_plan(run, wf, plan, archive=store.write_sidecar)
         except NeedsReviewError:
+            why = run.reason
             if decision is not None:
                 record_decision(run, decision, Redactor.from_environment(extra_values=mcp_secrets))
-                run.reason = decision.stop_reason(plan)
+                run.reason = why = decision.stop_reason(plan)
             store.checkpoint(run)
+            if decision is not None:
+                raise NeedsReviewError(why or "a tool call needs review") from None
             raise
         if decision is not None:
             notes.append(decision.note())
@@ -714,14 +718,17 @@ def _decide(
         provider=provider or run.config.provider,
         model=model or run.config.model,
     )
-    decider = _make_provider(
-        replace(run, config=config),
-        progress_path,
-        stream=False,
-        record=False,
-        redactor=Redactor.from_environment(),
-        base_url=base_url,
-    )
+    try:
+        decider = _make_provider(
+            replace(run, config=config),
+            progress_path,
+            stream=False,
+            record=False,
+            redactor=Redactor.from_environment(),
+            base_url=base_url,
+        )
+    except ProviderError as error:  # a missing key or extra: a person decides
+        return failed_call(situation, error)
     decision = ask_model(decider, replace(run, config=config), situation)
     run.usage.add(decision.usage)
     if situation.step is not None and situation.step in run.steps:

@@ -266,13 +266,18 @@ def ask_model(provider: Provider, run: Run, situation: Situation) -> Decision:
     try:
         reply = provider.complete(request_for(run, situation))
     except ProviderError as error:
-        return Decision(
-            situation,
-            Choice.ASK,
-            "the model could not be asked",
-            refused=f"the model call failed: {_one_line(str(error), 200)}",
-        )
+        return failed_call(situation, error)
     return read_answer(reply, situation, usage_of(reply, run.config.model))
+
+
+def failed_call(situation: Situation, error: ProviderError) -> Decision:
+    """The decision when the model could not be asked: a person decides."""
+    return Decision(
+        situation,
+        Choice.ASK,
+        "the model could not be asked",
+        refused=f"the model call failed: {_one_line(str(error), 200)}",
+    )
 
 
 def usage_of(reply: Reply, model: str | None) -> Usage:

@@ -190,6 +190,16 @@ def test_malformed_decision_falls_back_to_needs_review(tmp_path: Path) -> None:
     assert _bumps(where) == 1
 
 
+def test_a_failed_decision_call_falls_back_to_needs_review(tmp_path: Path) -> None:
+    where = _crashed(tmp_path / "w")  # the script has no decisions: the model call fails
+    result = flow("resume", PROGRESS, "--decide", cwd=where)
+    assert result.returncode == 8, result.stderr
+    (text,) = _decisions(_run(where))
+    assert "the script has 0 decisions" in text
+    assert text.splitlines()[1].startswith("- refused: the model call failed: ")
+    assert _bumps(where) == 1
+
+
 def test_plan_decide_shows_the_decision_and_writes_nothing(tmp_path: Path) -> None:
     where = _crashed(tmp_path / "w", _decision("retry", "safe to bump again"))
     before = _files(where)

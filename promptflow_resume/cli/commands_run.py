@@ -477,7 +477,8 @@ def resume_command(
     plan_only: bool = typer.Option(
         False,
         "--plan",
-        help="Show what would be reused and re-run, then exit without a model call.",
+        help="Show what would be reused and re-run, then exit without a model call "
+        "(with --decide: only the decision's) and without writing anything.",
     ),
     rerun_changed: bool = typer.Option(
         False, "--rerun-changed", help="Workflow changed: re-run from the first changed step."
@@ -531,6 +532,8 @@ def resume_command(
 
     Completed steps and tool calls are reused, never re-run. If the workflow changed in steps
     that already ran, choose --rerun-changed or --keep-completed (on a terminal you are asked).
+    After a failure or a call left in flight, --retry-step or --skip-step chooses for one
+    step, or --decide lets the run's model choose (recorded in the file with its reason).
     """
     from ..api import Limits, resume_run, run_status
     from ..reconcile import Choices
