@@ -625,13 +625,15 @@ def resume_run(
         try:
             notes = apply_plan(run, wf, plan, archive=store.write_sidecar)
         except NeedsReviewError:
-            why = run.reason
             if decision is not None:
+                # Recorded whatever it chose: a decision about a workflow change can leave a
+                # call in flight that the next ``--decide`` is asked about.
                 record_decision(run, decision, Redactor.from_environment(extra_values=mcp_secrets))
-                run.reason = why = decision.stop_reason(plan)
+            if decision is not None and decision.stops:
+                run.reason = decision.stop_reason(plan)
+                store.checkpoint(run)
+                raise NeedsReviewError(run.reason) from None
             store.checkpoint(run)
-            if decision is not None:
-                raise NeedsReviewError(why or "a tool call needs review") from None
             raise
         if decision is not None:
             notes.append(decision.note())
