@@ -21,6 +21,11 @@ The rules (docs/spec.md, "Running and resuming"):
   person can overwrite, or ``--rerun-unsafe`` runs it again.
 - An edit in flight is judged by its file (``tools.edit``): at the edit's end state it is
   recorded as done, at its start state it runs once, in any other state a person decides.
+- ``--retry-step STEP`` runs a started step again from its start and ``--skip-step STEP``
+  marks a step not completed ``skipped``; both archive the step's entries and every later one
+  (a recovery decision, ``recovery``, chooses the same way).
+- A plan that cannot go on says why in ``blocked`` (words for people) and ``stop`` (a ``Stop``
+  value to decide by).
 """
 
 from __future__ import annotations
