@@ -419,3 +419,27 @@ def test_library_run_status_and_resume_run_with_decide(tmp_path: Path) -> None:
     assert outcome.exit_code == 0
     assert "recovery decision: retry — bumping is safe" in outcome.notes
     assert outcome.run.status == "completed"
+
+
+def test_scripted_decisions_are_checked() -> None:
+    from promptflow_resume.errors import ProviderSetupError
+    from promptflow_resume.providers.scripted import parse_script
+
+    script = parse_script({"replies": ["hi"], "decisions": [_decision("skip"), {"content": "x"}]})
+    assert [d.content for d in script.decisions] == [_decision("skip"), "x"]
+    with pytest.raises(ProviderSetupError, match="decisions"):
+        parse_script({"replies": [], "decisions": "continue"})
+    with pytest.raises(ProviderSetupError, match=r"decisions\[0\]"):
+        parse_script({"replies": [], "decisions": [{"choice": "skip"}]})
+
+
+def test_step_choices_are_refused_for_a_batch(tmp_path: Path) -> None:
+    batch = tmp_path / "batch.md"
+    text = "---\nflow_batch: 1\n---\n"
+    batch.write_text(text, encoding="utf-8")
+    result = flow("resume", "batch.md", "--decide", cwd=tmp_path)
+    assert result.returncode == 9, result.stderr
+    assert "batch.md is a batch; --decide, --retry-step and --skip-step apply to one run" in (
+        " ".join(result.stderr.split())
+    )
+    assert batch.read_text(encoding="utf-8") == text

@@ -545,6 +545,11 @@ def resume_command(
         raise InputError("--rerun-changed and --keep-completed exclude each other; choose one.")
     if retry_step is not None and skip_step is not None:
         raise InputError("--retry-step and --skip-step exclude each other; choose one.")
+    if _is_batch(progress) and (decide or retry_step or skip_step):
+        raise InputError(
+            f"{progress} is a batch; --decide, --retry-step and --skip-step apply to one run.",
+            hint="Resume the row's own progress.md (its path is in the batch file) with them.",
+        )
     if _is_batch(progress) and plan_only:
         from .commands_batch import batch_status_command
 
