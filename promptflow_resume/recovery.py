@@ -212,7 +212,10 @@ def find_situation(run: Run, plan: ResumePlan, workflow: Workflow) -> Situation 
             (Choice.CONTINUE, Choice.RETRY, Choice.ASK),
         )
     error = run.last_error
-    if run.status != "failed" or error is None or error.step is None:
+    # A run a decision stopped for a person (its last entry is that decision) is asked again.
+    last = run.transcript[-1] if run.transcript else None
+    asked = run.status == "needs_review" and last is not None and last.role == "decision"
+    if (run.status != "failed" and not asked) or error is None or error.step is None:
         return None
     state = run.steps.get(error.step)
     if (

@@ -299,7 +299,7 @@ def test_decide_skip_of_a_failed_step_and_its_output(tmp_path: Path) -> None:
 
 
 def test_repeated_failure_is_its_own_situation(tmp_path: Path) -> None:
-    where = _failed(tmp_path / "w", 3, _decision("ask", "a person should check the key"))
+    where = _failed(tmp_path / "w", 2, _decision("ask", "a person should check the key"))
     again = flow("resume", PROGRESS, cwd=where)
     assert again.returncode == 10
     result = flow("resume", PROGRESS, "--decide", cwd=where)
@@ -308,6 +308,15 @@ def test_repeated_failure_is_its_own_situation(tmp_path: Path) -> None:
     assert run.status == "needs_review"
     (text,) = _decisions(run)
     assert "step draft failed 2 times in a row" in text
+    # Stopped by that decision, the run is asked about again by the next --decide.
+    script = json.loads((where / "two.script.json").read_text(encoding="utf-8"))
+    script["decisions"] = [_decision("skip", "the key will not work today")]
+    (where / "two.script.json").write_text(json.dumps(script), encoding="utf-8")
+    skipped = flow("resume", PROGRESS, "--decide", cwd=where)
+    assert skipped.returncode == 0, skipped.stderr
+    run = _run(where)
+    assert [s.status for s in run.steps.values()] == ["skipped", "completed"]
+    assert len(_decisions(run)) == 1  # the first decision was archived with the step's entries
 
 
 # --- a person's choices on the command line ----------------------------------------------
