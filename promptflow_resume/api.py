@@ -51,7 +51,15 @@ from .progress.model import (
 from .progress.render import entries_phrase
 from .providers import create_provider
 from .providers.base import Provider, ProviderSettings
-from .reconcile import Choices, ResumePlan, apply_plan, plan_resume, resume_note
+from .reconcile import Choices, ResumePlan, Stop, apply_plan, plan_resume, resume_note
+from .recovery import (
+    Decision,
+    ask_model,
+    failed_call,
+    find_situation,
+    record_decision,
+    wants_decision,
+)
 from .redact import Redactor
 from .runids import id_from_folder, new_run_id
 from .tools import build_tools
@@ -92,6 +100,8 @@ class Outcome:
     exit_code: int
     resumed: bool = False
     notes: list[str] = field(default_factory=list)
+    #: ``resume_run`` found the run completed with nothing set back: nothing was done.
+    already_completed: bool = False
 
 
 @dataclass
@@ -643,8 +653,12 @@ def resume_run(
     instructions: bool = True,
     mcp_config: str | Path | None = None,
     mcp_ask: Callable[[str, str, bool], str] | None = None,
+    decide: bool = False,
 ) -> Outcome:
-    """Continue a stopped run from its checkpoint (see ``reconcile`` for the rules)."""
+    """Continue a stopped run from its checkpoint (see ``reconcile`` for the rules).
+
+    ``decide`` (or ``recovery: model`` in the workflow) lets the run's model choose how an
+    ambiguous state is resolved (see ``recovery``); a choice in ``choices`` wins over it."""
     path = Path(progress_path)
     if not path.exists():
         raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
@@ -671,20 +685,55 @@ def resume_run(
             wf, root, tools, mcp, path, Redactor.from_environment(extra_values=mcp_secrets)
         )
         plan = plan_resume(run, wf, report, tools, choices, workspace=root)
-        if plan.decision == "ask" and confirm_change is not None:
+        deciding = wants_decision(wf, choices, decide=decide)
+        decision: Decision | None = None
+        if deciding:
+            if base_url is None:
+                check_recorded_endpoint(run, path)
+            decision = _decide(
+                run, path, plan, wf, provider=provider, model=model, base_url=base_url
+            )
+            if decision is not None:
+                plan = plan_resume(
+                    run, wf, report, tools, decision.choices(choices), workspace=root
+                )
+        if plan.decision == "ask" and confirm_change is not None and not deciding:
             answer = confirm_change(plan)
             if answer is not None:
                 choices = answer
                 plan = plan_resume(run, wf, report, tools, choices, workspace=root)
-        if plan.blocked == "the run is already completed":
-            return Outcome(run=run, path=path, exit_code=EXIT_OK, notes=["already completed"])
+        if plan.stop is Stop.COMPLETED:
+            return Outcome(
+                run=run,
+                path=path,
+                exit_code=EXIT_OK,
+                notes=["already completed"],
+                already_completed=True,
+            )
         stopped_status, stopped_reason = run.status, run.reason
+        if decision is not None and decision.stops and plan.stop is not Stop.NEEDS_REVIEW:
+            # Ask a person about a failed step or a workflow change: nothing else changes.
+            record_decision(run, decision, Redactor.from_environment(extra_values=mcp_secrets))
+            run.status, run.reason = "needs_review", decision.stop_reason(plan)
+            store.checkpoint(run)
+            raise NeedsReviewError(run.reason)
         try:
             notes = apply_plan(run, wf, plan, archive=store.write_sidecar)
         except NeedsReviewError:
+            if decision is not None:
+                # Recorded whatever it chose: a decision about a workflow change can leave a
+                # call in flight that the next ``--decide`` is asked about.
+                record_decision(run, decision, Redactor.from_environment(extra_values=mcp_secrets))
+            if decision is not None and decision.stops:
+                run.reason = decision.stop_reason(plan)
+                store.checkpoint(run)
+                raise NeedsReviewError(run.reason) from None
             store.checkpoint(run)
             raise
-        if plan.answered_tools or plan.applied_tools:
+        if decision is not None:
+            notes.append(decision.note())
+            record_decision(run, decision, Redactor.from_environment(extra_values=mcp_secrets))
+        if plan.answered_tools or plan.applied_tools or plan.continued_tools or decision:
             # Entries changed in place (a hand-written result is no longer an error) or added
             # by the plan (an edit found applied): the journal only appends, so fold now.
             store.checkpoint(run)
@@ -734,6 +783,9 @@ def resume_run(
         options.resume_note = resume_note(note_run, plan, wf)
         _commit_steps(options, run, root)
         engine = Engine(wf, run, store, provider_obj, tools, options)
+        if decision is not None:
+            # The decision's call belongs to this attempt (the run's total has it already).
+            run.attempts[-1].usage.add(decision.usage)
         engine.attempt_notes(notes + mcp_notes)
         for note in notes + mcp_notes[1:]:
             options.reporter.notice(note)
@@ -756,6 +808,44 @@ def _children(permissions: Permissions, choices: Choices) -> SubworkflowRunner:
         consent_for=permissions.consent,
         choices=choices,
     )
+
+
+def _decide(
+    run: Run,
+    progress_path: Path,
+    plan: ResumePlan,
+    workflow: Workflow,
+    *,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+) -> Decision | None:
+    """Ask the run's model (as this resume would use it) to decide an ambiguous state; its
+    tokens and cost are added to the run's usage. None when the state is not ambiguous."""
+    situation = find_situation(run, plan, workflow)
+    if situation is None:
+        return None
+    config = replace(
+        run.config,
+        provider=provider or run.config.provider,
+        model=model or run.config.model,
+    )
+    try:
+        decider = _make_provider(
+            replace(run, config=config),
+            progress_path,
+            stream=False,
+            record=False,
+            redactor=Redactor.from_environment(),
+            base_url=base_url,
+        )
+    except ProviderError as error:  # a missing key or extra: a person decides
+        return failed_call(situation, error)
+    decision = ask_model(decider, replace(run, config=config), situation)
+    run.usage.add(decision.usage)
+    if situation.step is not None and situation.step in run.steps:
+        run.steps[situation.step].usage.add(decision.usage)
+    return decision
 
 
 def _mcp_config(
@@ -831,6 +921,8 @@ class StatusReport:
     workflow_error: str | None
     #: The run's sub-workflow runs, each with its own (docs/spec.md 4.10).
     children: list[ChildNode] = field(default_factory=list)
+    #: The recovery decision ``flow resume --plan --decide`` asked for (not applied).
+    decision: Decision | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stable ``flow status --json`` document (documented in docs/spec.md)."""
@@ -880,6 +972,8 @@ class StatusReport:
             "estimated_input_tokens": plan.estimated_input_tokens if plan else None,
             "worktree": _worktree_status(run, self.path),
             **self._tree(),
+            "skip_steps": plan.skip if plan else [],
+            "decision": self.decision.to_dict() if self.decision else None,
         }
 
     def _tree(self) -> dict[str, Any]:
@@ -910,11 +1004,17 @@ def run_status(
     workspace: str | Path | None = None,
     choices: Choices = Choices(),
     mcp_config: str | Path | None = None,
+    decide: bool = False,
+    provider: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
 ) -> StatusReport:
     """Load a run without locking it and work out what ``flow resume`` would do.
 
     MCP servers are started only when a call of a tool that no built-in or command provides
     was in flight: whether it runs again is its server's annotation, asked as resume would.
+    With ``decide`` an ambiguous state is put to the model (``provider``/``model``/``base_url``
+    as resume would use them) and the plan shows its decision; nothing is written.
     """
     path = Path(progress_path)
     if not path.exists():
@@ -922,6 +1022,7 @@ def run_status(
     run, report = load_progress(path)
     plan: ResumePlan | None = None
     problem: str | None = None
+    decision: Decision | None = None
     try:
         wf = _workflow_for(run, path, workflow_path)
         root = Path(workspace) if workspace else Path.cwd()
@@ -940,6 +1041,16 @@ def run_status(
             servers = _start_mcp(wf, root, tools, mcp, path, redactor)
         try:
             plan = plan_resume(run, wf, report, tools, choices, workspace=root)
+            if decide and wants_decision(wf, choices, decide=decide):
+                if base_url is None:
+                    check_recorded_endpoint(run, path)
+                decision = _decide(
+                    run, path, plan, wf, provider=provider, model=model, base_url=base_url
+                )
+                if decision is not None and not decision.stops:
+                    plan = plan_resume(
+                        run, wf, report, tools, decision.choices(choices), workspace=root
+                    )
         finally:
             if servers is not None:
                 servers.close()
@@ -958,6 +1069,7 @@ def run_status(
         plan=plan,
         workflow_error=problem,
         children=child_runs(run, path),
+        decision=decision,
     )
 
 

@@ -158,7 +158,7 @@ def summary_request(
         ),
         model=model,
         params=dict(params),
-        compaction=True,
+        purpose="compaction",
     )
 
 

@@ -180,6 +180,12 @@ def _convert(
     return tuple(messages)
 
 
+def skipped_output(step_id: str) -> str:
+    """What ``${step:ID}`` of a skipped step reads: a note, so a later prompt is not silently
+    missing a part."""
+    return f"(step {step_id} was skipped; it has no output)"
+
+
 def unanswered_calls(entries: Sequence[Entry]) -> list[Entry]:
     """The ``tool_call`` entries of the last assistant reply that have no ``tool_result`` yet."""
     answered: set[str] = set()
@@ -206,8 +212,8 @@ def final_answer(entries: Sequence[Entry], step_id: str) -> Entry | None:
     Only the tail is read: a step's entries are the last ones while it runs.
     """
     for entry in reversed(entries):
-        if entry.role == "note" and entry.step == step_id:
-            continue
+        if entry.role == "decision" or (entry.role == "note" and entry.step == step_id):
+            continue  # flow's own entries: the step's conversation may still end on an answer
         return entry if entry.role == "assistant" and entry.step == step_id else None
     return None
 

@@ -31,7 +31,13 @@ from typing import Any, Protocol
 from . import faults
 from .chat import ToolSpec
 from .clock import now_iso
-from .conversation import MessageLog, final_answer, step_entries, unanswered_calls
+from .conversation import (
+    MessageLog,
+    final_answer,
+    skipped_output,
+    step_entries,
+    unanswered_calls,
+)
 from .errors import NeedsReviewError, ProviderError, ToolServerError
 from .events import Reporter
 from .progress import ProgressStore
@@ -951,6 +957,10 @@ class Engine:
         """``${step:id}`` values: a step's final answer, or for a command step its stdout."""
         outputs: dict[str, str] = {}
         for step_id, state in self.run.steps.items():
+            if state.status == "skipped":
+                # A note rather than "": the prompt that uses it says plainly what is missing.
+                outputs[step_id] = skipped_output(step_id)
+                continue
             entry = self.run.entry(state.output_entry) if state.output_entry else None
             if entry is not None:
                 source = self.workflow.step(step_id)

@@ -6,7 +6,7 @@ changing anything, where the run continues, what is reused, what is re-run and w
 --plan`` show the plan; ``flow resume`` applies it::
 
     plan = plan_resume(run, workflow, report, choice=Choices(rerun_unsafe=False))
-    notes = apply_plan(run, workflow, plan, store)
+    notes = apply_plan(run, workflow, plan, archive=store.write_sidecar)
 
 The rules (docs/spec.md, "Running and resuming"):
 - Completed steps and completed tool calls are never re-run; their recorded results are reused.
@@ -21,10 +21,16 @@ The rules (docs/spec.md, "Running and resuming"):
   person can overwrite, or ``--rerun-unsafe`` runs it again.
 - An edit in flight is judged by its file (``tools.edit``): at the edit's end state it is
   recorded as done, at its start state it runs once, in any other state a person decides.
+- ``--retry-step STEP`` runs a started step again from its start and ``--skip-step STEP``
+  marks a step not completed ``skipped``; both archive the step's entries and every later one
+  (a recovery decision, ``recovery``, chooses the same way).
+- A plan that cannot go on says why in ``blocked`` (words for people) and ``stop`` (a ``Stop``
+  value to decide by).
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 from collections.abc import Callable
@@ -32,10 +38,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import NeedsReviewError, WorkflowChangedError
+from .clock import now_iso
+from .conversation import skipped_output
+from .errors import InputError, NeedsReviewError, WorkflowChangedError
 from .progress.model import Entry, InFlight, LoadReport, Run, StepState
 from .tools.base import Tool
 from .workflow.model import Workflow
+
+#: The result of a call in flight that a recovery decision went past without running it again.
+CONTINUED_RESULT = (
+    "RESULT NOT RECORDED: flow started this tool call but the run stopped before its result "
+    "was recorded, so it may or may not have taken effect. The run went on without running it "
+    "again (a recovery decision; see the decision entry)."
+)
 
 #: What a non-idempotent tool call that was in flight is answered with until a person decides.
 PLACEHOLDER_RESULT = (
@@ -46,6 +61,19 @@ PLACEHOLDER_RESULT = (
 )
 
 Decision = Literal["continue", "rerun_changed", "keep_completed", "ask"]
+
+
+class Stop(enum.Enum):
+    """Why a plan cannot continue as is; ``ResumePlan.blocked`` says it in words for people.
+
+    Callers decide by this value, never by the words."""
+
+    #: The run is completed and nothing was set back: there is nothing to resume.
+    COMPLETED = "completed"
+    #: The workflow changed in steps that already ran: --rerun-changed or --keep-completed.
+    WORKFLOW_CHANGED = "workflow_changed"
+    #: A call that is not idempotent was in flight: a person checks it (or --rerun-unsafe).
+    NEEDS_REVIEW = "needs_review"
 
 
 @dataclass(frozen=True)
@@ -65,6 +93,13 @@ class Choices:
     rerun_changed: bool = False
     keep_completed: bool = False
     rerun_unsafe: bool = False
+    #: ``--retry-step``: run this step again from its start (its entries are archived).
+    retry_step: str | None = None
+    #: ``--skip-step``: mark this step ``skipped`` and go on with the next one.
+    skip_step: str | None = None
+    #: A recovery decision to go on past non-idempotent calls in flight without running them
+    #: again: their result is recorded as unknown.
+    continue_unsafe: bool = False
 
 
 @dataclass
@@ -72,7 +107,8 @@ class ResumePlan:
     """Everything ``flow resume`` will do, decided before anything is changed."""
 
     can_resume: bool
-    #: Why the run cannot continue as is (a question to answer, or nothing left to do).
+    #: Why the run cannot continue as is (a question to answer, or nothing left to do), in
+    #: words for people; ``stop`` is the same as a value to decide by.
     blocked: str | None
     resume_from: str | None
     reuse: list[str] = field(default_factory=list)
@@ -97,11 +133,18 @@ class ResumePlan:
     #: workflow and inputs (edited inputs and ``--set`` apply to it), unless edited by hand.
     reprompt: str | None = None
     estimated_input_tokens: int = 0
+    #: Why the plan is blocked, as a value (None: it is not).
+    stop: Stop | None = None
+    #: Steps marked ``skipped`` by this resume (``--skip-step`` or a recovery decision).
+    skip: list[str] = field(default_factory=list)
+    #: In-flight calls gone past without running them again (a recovery decision).
+    continued_tools: list[InFlight] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready form (``flow status --json``, ``flow resume --plan --json``)."""
         data = asdict(self)
         data["changes"] = [asdict(c) for c in self.changes]
+        data["stop"] = self.stop.value if self.stop is not None else None
         return data
 
 
@@ -110,7 +153,9 @@ def _started(run: Run, step_id: str) -> bool:
     state = run.steps.get(step_id)
     if state is not None and state.status == "completed":
         return True
-    return any(e.step == step_id and e.role not in ("user", "note") for e in run.transcript)
+    return any(
+        e.step == step_id and e.role not in ("user", "note", "decision") for e in run.transcript
+    )
 
 
 def workflow_changes(run: Run, workflow: Workflow) -> list[StepChange]:
@@ -143,10 +188,11 @@ def plan_resume(
     """Decide how ``run`` continues under ``workflow`` as it is now; changes nothing.
 
     ``workspace`` is where edits in flight are checked against their files (without it they
-    are treated like any other call that is not idempotent)."""
+    are treated like any other call that is not idempotent). Each decision is one step below,
+    taken in this order: where the run continues, what a workflow change asks, what runs
+    again, how calls in flight are settled, and whether anything is left to do."""
     order = [s.id for s in workflow.steps]
     changes = workflow_changes(run, workflow)
-    hard = [c for c in changes if c.started and c.kind != "added"]
     plan = ResumePlan(
         can_resume=True,
         blocked=None,
@@ -155,84 +201,205 @@ def plan_resume(
         workflow_changed=run.workflow.hash != workflow.hash,
         edited_entries=list(report.edited_entries),
     )
+    point = _resume_point(run, order)
+    _reset_steps_changed_before_reply(run, changes, point)
+    _decide_workflow_change(run, workflow, order, changes, choice, plan, point)
+    _retry_or_skip_step(run, order, choice, point)
+    _choose_rerun(run, workflow, report, order, plan, point)
+    _settle_in_flight(run, report, tools, choice, workspace, plan)
+    _block_when_completed(run, plan)
+    kept = run.transcript if plan.archive_from is None else run.transcript[: plan.archive_from - 1]
+    plan.estimated_input_tokens = sum(len(e.content) for e in kept) // 4
+    return plan
 
-    # Where the run continues: the first step not completed, or an earlier cursor.
-    def status(sid: str) -> str:
-        return run.steps.get(sid, StepState()).status
 
+@dataclass
+class _ResumePoint:
+    """Where the run continues (an index into the steps) and the steps reset on the way."""
+
+    index: int
+    reset: set[str]
+    reason: str | None
+    skip: set[str] = field(default_factory=set)
+
+
+def _status_of(run: Run, step_id: str) -> str:
+    return run.steps.get(step_id, StepState()).status
+
+
+def _resume_point(run: Run, order: list[str]) -> _ResumePoint:
+    """The first step not completed, or an earlier cursor; the completed steps from there on
+    run again, and so does a pending step that already has entries (set back by hand)."""
     first_open = next(
-        (i for i, sid in enumerate(order) if status(sid) not in ("completed", "skipped")),
+        (i for i, sid in enumerate(order) if _status_of(run, sid) not in ("completed", "skipped")),
         len(order),
     )
-    resume_index = first_open
-    reset_reason: str | None = None
+    index = first_open
+    reason: str | None = None
     if run.cursor.step in order and order.index(run.cursor.step) < first_open:
-        resume_index = order.index(run.cursor.step)
-        reset_reason = f"the cursor was moved back to step {run.cursor.step!r}"
-    reset = {sid for sid in order[resume_index:] if status(sid) == "completed"}
-    if resume_index < len(order):
-        sid = order[resume_index]
-        if status(sid) == "pending" and any(e.step == sid for e in run.transcript):
+        index = order.index(run.cursor.step)
+        reason = f"the cursor was moved back to step {run.cursor.step!r}"
+    reset = {sid for sid in order[index:] if _status_of(run, sid) == "completed"}
+    if index < len(order):
+        sid = order[index]
+        if _status_of(run, sid) == "pending" and any(e.step == sid for e in run.transcript):
             reset.add(sid)
-            reset_reason = reset_reason or f"step {sid!r} was set back to pending"
-    if reset and reset_reason is None:
-        reset_reason = "later steps were completed before an earlier one was set back to pending"
+            reason = reason or f"step {sid!r} was set back to pending"
+    if reset and reason is None:
+        reason = "later steps were completed before an earlier one was set back to pending"
+    return _ResumePoint(index, reset, reason)
 
-    # A changed step that only sent its prompt so far sends the new prompt instead.
+
+def _reset_steps_changed_before_reply(
+    run: Run, changes: list[StepChange], point: _ResumePoint
+) -> None:
+    """A changed step that only sent its prompt so far sends the new prompt instead."""
     for change in changes:
         prompted = any(e.step == change.step_id for e in run.transcript)
         if change.kind == "changed" and not change.started and prompted:
-            reset.add(change.step_id)
-            reset_reason = reset_reason or f"step {change.step_id!r} changed before its first reply"
+            point.reset.add(change.step_id)
+            point.reason = point.reason or f"step {change.step_id!r} changed before its first reply"
 
-    if hard:
-        names = ", ".join(c.step_id for c in hard)
-        if choice.rerun_changed:
-            plan.decision = "rerun_changed"
-            first = min(
-                (order.index(c.step_id) for c in hard if c.step_id in order), default=resume_index
+
+def _decide_workflow_change(
+    run: Run,
+    workflow: Workflow,
+    order: list[str],
+    changes: list[StepChange],
+    choice: Choices,
+    plan: ResumePlan,
+    point: _ResumePoint,
+) -> None:
+    """A change to steps that already ran: re-run from the first, keep results, or ask."""
+    hard = [c for c in changes if c.started and c.kind != "added"]
+    if not hard:
+        return
+    names = ", ".join(c.step_id for c in hard)
+    if choice.rerun_changed:
+        plan.decision = "rerun_changed"
+        first = min(
+            (order.index(c.step_id) for c in hard if c.step_id in order), default=point.index
+        )
+        for sid in order[first:]:
+            if _started(run, sid):
+                point.reset.add(sid)
+        point.index = min(point.index, first)
+        point.reason = f"the workflow changed in started steps ({names}); --rerun-changed"
+    elif choice.keep_completed:
+        plan.decision = "keep_completed"
+    else:
+        plan.decision = "ask"
+        plan.can_resume = False
+        plan.stop = Stop.WORKFLOW_CHANGED
+        plan.blocked = (
+            f"the workflow {os.path.normpath(workflow.path)} changed in steps that already "
+            f"ran: {names}. Choose "
+            "--rerun-changed (re-run from the first changed step) or --keep-completed "
+            "(keep recorded results, use the new text for what is left)"
+        )
+
+
+def _retry_or_skip_step(run: Run, order: list[str], choice: Choices, point: _ResumePoint) -> None:
+    """``--retry-step`` / ``--skip-step`` (or a recovery decision): the step runs again from
+    its start, or is skipped; its entries and every later one are archived."""
+    for option, step_id in (("--retry-step", choice.retry_step), ("--skip-step", choice.skip_step)):
+        if step_id is not None and step_id not in order:
+            raise InputError(
+                f"{option} {step_id}: the workflow has no step {step_id!r}; its steps are "
+                f"{', '.join(order)}."
             )
-            for sid in order[first:]:
-                if _started(run, sid):
-                    reset.add(sid)
-            resume_index = min(resume_index, first)
-            reset_reason = f"the workflow changed in started steps ({names}); --rerun-changed"
-        elif choice.keep_completed:
-            plan.decision = "keep_completed"
-        else:
-            plan.decision = "ask"
-            plan.can_resume = False
-            plan.blocked = (
-                f"the workflow {os.path.normpath(workflow.path)} changed in steps that already "
-                f"ran: {names}. Choose "
-                "--rerun-changed (re-run from the first changed step) or --keep-completed "
-                "(keep recorded results, use the new text for what is left)"
+    if choice.retry_step is not None:
+        index = order.index(choice.retry_step)
+        if index > point.index:
+            raise InputError(
+                f"--retry-step {choice.retry_step}: the step has not run yet; the run resumes "
+                f"at step {order[point.index]!r}."
+            )
+        point.reset.add(choice.retry_step)
+        point.reset.update(sid for sid in order[index:] if _started(run, sid))
+        point.index = index
+        point.reason = f"step {choice.retry_step!r} runs again from its start (retry)"
+    if choice.skip_step is not None:
+        sid = choice.skip_step
+        if _status_of(run, sid) == "completed" and sid not in point.reset:
+            raise InputError(
+                f"--skip-step {sid}: the step is completed; use --retry-step {sid} or "
+                "`flow rewind` to run it again."
+            )
+        index = order.index(sid)
+        point.reset.discard(sid)
+        point.skip.add(sid)
+        point.reset.update(s for s in order[index + 1 :] if _started(run, s))
+        if any(e.step == sid for e in run.transcript):
+            point.reason = point.reason or f"step {sid!r} is skipped"
+        if index == point.index:
+            point.index = next(
+                (
+                    i
+                    for i in range(index + 1, len(order))
+                    if order[i] in point.reset
+                    or _status_of(run, order[i]) not in ("completed", "skipped")
+                ),
+                len(order),
             )
 
+
+def _choose_rerun(
+    run: Run,
+    workflow: Workflow,
+    report: LoadReport,
+    order: list[str],
+    plan: ResumePlan,
+    point: _ResumePoint,
+) -> None:
+    """Which steps are reset (their entries archived), reused and run, and whether the resume
+    step sends its prompt again."""
+    reset = point.reset
     plan.reset = [sid for sid in order if sid in reset]
-    plan.reset_reason = reset_reason if reset else None
-    if reset:
-        plan.archive_from = _first_entry_of(run, reset)
-    plan.resume_from = order[resume_index] if resume_index < len(order) else None
-    if plan.resume_from is not None and plan.resume_from not in reset:
-        mine = [e for e in run.transcript if e.step == plan.resume_from]
-        step = workflow.step(plan.resume_from)
-        unanswered = all(e.role in ("user", "note") for e in mine)
-        untouched = not any(e.id in report.edited_entries for e in mine)
-        tail = bool(mine) and mine[-1] is run.transcript[-1]
-        if (
-            step is not None
-            and step.kind == "prompt"
-            and mine
-            and unanswered
-            and untouched
-            and tail
-        ):
-            plan.reprompt = plan.resume_from
-    plan.reuse = [sid for sid in order if status(sid) == "completed" and sid not in reset]
-    plan.rerun = [sid for sid in order if sid not in plan.reuse and status(sid) != "skipped"]
+    plan.skip = [sid for sid in order if sid in point.skip]
+    plan.reset_reason = point.reason if reset or point.skip else None
+    if reset or point.skip:
+        plan.archive_from = _first_entry_of(run, reset | point.skip)
+    plan.resume_from = order[point.index] if point.index < len(order) else None
+    start = plan.resume_from
+    if start is not None and start not in reset and _only_prompted(run, workflow, report, start):
+        plan.reprompt = start
+    plan.reuse = [sid for sid in order if _status_of(run, sid) == "completed" and sid not in reset]
+    plan.rerun = [
+        sid
+        for sid in order
+        if sid not in plan.reuse and _status_of(run, sid) != "skipped" and sid not in point.skip
+    ]
 
-    # Tool calls in flight when the run stopped.
+
+def _only_prompted(run: Run, workflow: Workflow, report: LoadReport, step_id: str) -> bool:
+    """True when a prompt step's only entries are its unedited prompt, last in the file: it
+    is written again from the current workflow and inputs."""
+    mine = [e for e in run.transcript if e.step == step_id]
+    step = workflow.step(step_id)
+    unanswered = all(e.role in ("user", "note") for e in mine)
+    untouched = not any(e.id in report.edited_entries for e in mine)
+    tail = bool(mine) and mine[-1] is run.transcript[-1]
+    return (
+        step is not None
+        and step.kind == "prompt"
+        and bool(mine)
+        and unanswered
+        and untouched
+        and tail
+    )
+
+
+def _settle_in_flight(
+    run: Run,
+    report: LoadReport,
+    tools: dict[str, Tool],
+    choice: Choices,
+    workspace: Path | None,
+    plan: ResumePlan,
+) -> None:
+    """Sort the tool calls in flight when the run stopped: answered by hand, already applied,
+    run again, or for a person to review (which blocks the resume)."""
     archived = plan.archive_from
     for flight in run.in_flight:
         if archived is not None and flight.entry >= archived:
@@ -253,10 +420,13 @@ def plan_resume(
             plan.applied_results[flight.call_id] = applied.content
         elif edit_state == "not_applied" or idempotent or choice.rerun_unsafe:
             plan.retry_tools.append(flight)
+        elif choice.continue_unsafe:
+            plan.continued_tools.append(flight)
         else:
             plan.review_tools.append(flight)
     if plan.review_tools and plan.can_resume:
         plan.can_resume = False
+        plan.stop = Stop.NEEDS_REVIEW
         calls = ", ".join(f"{f.tool} ({f.call_id})" for f in plan.review_tools)
         plan.blocked = (
             f"a tool call that is not idempotent was in flight when the run stopped: {calls}. "
@@ -264,13 +434,13 @@ def plan_resume(
             "'RESULT NOT RECORDED' text in the progress file, or resume with --rerun-unsafe"
         )
 
+
+def _block_when_completed(run: Run, plan: ResumePlan) -> None:
+    """A completed run with nothing set back has nothing left to do."""
     if plan.resume_from is None and not plan.reset and run.status == "completed":
         plan.can_resume = False
+        plan.stop = Stop.COMPLETED
         plan.blocked = "the run is already completed"
-
-    kept = run.transcript if plan.archive_from is None else run.transcript[: plan.archive_from - 1]
-    plan.estimated_input_tokens = sum(len(e.content) for e in kept) // 4
-    return plan
 
 
 def _edit_state(tool: Tool | None, flight: InFlight, workspace: Path | None) -> str | None:
@@ -310,14 +480,34 @@ def apply_plan(
     Raises ``NeedsReviewError`` after adding placeholders for in-flight calls that need a
     person, and ``WorkflowChangedError`` when the plan still asks a question.
     """
-    notes: list[str] = []
-    if plan.decision == "ask":
-        # ``blocked`` is a clause (status shows it too): end it before the hint's sentence.
-        reason = (plan.blocked or f"the workflow {os.path.normpath(workflow.path)} changed").rstrip(
-            "."
-        )
-        raise WorkflowChangedError(reason + ".", hint="Nothing was changed in the progress file.")
+    _refuse_open_question(workflow, plan)
+    notes = _change_notes(plan)
+    notes += _archive_reset_steps(run, plan, archive)
+    _adopt_workflow(run, workflow, plan)
+    notes += _settle_answered_and_applied(run, plan)
+    notes += _drop_retried_placeholders(run, plan)
+    notes += _continue_past_unknown(run, plan)
+    settled = {
+        f.call_id
+        for f in plan.answered_tools + plan.retry_tools + plan.applied_tools + plan.continued_tools
+    }
+    run.in_flight = [f for f in run.in_flight if f.call_id not in settled]
+    _stop_for_review(run, plan)
+    return notes
 
+
+def _refuse_open_question(workflow: Workflow, plan: ResumePlan) -> None:
+    """A workflow change still waiting for an answer: nothing is changed."""
+    if plan.decision != "ask":
+        return
+    # ``blocked`` is a clause (status shows it too): end it before the hint's sentence.
+    reason = (plan.blocked or f"the workflow {os.path.normpath(workflow.path)} changed").rstrip(".")
+    raise WorkflowChangedError(reason + ".", hint="Nothing was changed in the progress file.")
+
+
+def _change_notes(plan: ResumePlan) -> list[str]:
+    """One note per workflow change the resume accepts."""
+    notes: list[str] = []
     for change in plan.changes:
         if change.kind == "changed" and not change.started:
             notes.append(f"step {change.step_id} changed before it started; using the new text")
@@ -327,7 +517,15 @@ def apply_plan(
             notes.append(f"step {change.step_id} was removed from the workflow")
         elif plan.decision == "keep_completed":
             notes.append(f"step {change.step_id} changed after it ran; kept its recorded result")
+    return notes
 
+
+def _archive_reset_steps(
+    run: Run, plan: ResumePlan, archive: Callable[[str, bytes], tuple[str, str]]
+) -> list[str]:
+    """Move the entries of the steps that run again to a sidecar; set those steps back; drop
+    a prompt that is written again."""
+    notes: list[str] = []
     if plan.archive_from is not None:
         moved = [e for e in run.transcript if e.id >= plan.archive_from]
         payload = json.dumps([asdict(e) for e in moved], ensure_ascii=False, indent=1)
@@ -343,12 +541,18 @@ def apply_plan(
         run.in_flight = [f for f in run.in_flight if f.entry < plan.archive_from]
     for sid in plan.reset:
         run.steps[sid] = StepState()
+    for sid in plan.skip:
+        run.steps[sid] = StepState(status="skipped", finished=now_iso())
+        notes.append(f"step {sid} skipped; ${{step:{sid}}} reads {skipped_output(sid)!r}")
     if plan.reprompt is not None:
         # Only the step's own prompt (and notes) are dropped; they are derived, not recorded work.
         while run.transcript and run.transcript[-1].step == plan.reprompt:
             run.transcript.pop()
+    return notes
 
-    # The workflow as it is now defines the steps and their hashes from here on.
+
+def _adopt_workflow(run: Run, workflow: Workflow, plan: ResumePlan) -> None:
+    """The workflow as it is now defines the steps and their hashes from here on."""
     old_states = run.steps
     run.steps = {s.id: old_states.get(s.id, StepState()) for s in workflow.steps}
     run.workflow.hash = workflow.hash
@@ -360,6 +564,10 @@ def apply_plan(
         run.cursor.step = plan.resume_from
         run.cursor.index = [s.id for s in workflow.steps].index(plan.resume_from) + 1
 
+
+def _settle_answered_and_applied(run: Run, plan: ResumePlan) -> list[str]:
+    """A hand-written result is used as is; an edit found applied gets its result."""
+    notes: list[str] = []
     for flight in plan.answered_tools:
         result = _result_for(run, flight.call_id)
         if result is not None:
@@ -383,32 +591,67 @@ def apply_plan(
             f"tool call {flight.call_id} ({flight.tool}) was in flight and had already taken "
             "effect; recorded as done"
         )
+    return notes
+
+
+def _drop_retried_placeholders(run: Run, plan: ResumePlan) -> list[str]:
+    """A call that runs again loses its placeholder result (when it is the last entry)."""
+    notes: list[str] = []
     for flight in plan.retry_tools:
         placeholder = _result_for(run, flight.call_id)
         if placeholder is not None and placeholder is run.transcript[-1]:
             run.transcript.pop()
         notes.append(f"tool call {flight.call_id} ({flight.tool}) was in flight; running it again")
-    settled = {f.call_id for f in plan.answered_tools + plan.retry_tools + plan.applied_tools}
-    run.in_flight = [f for f in run.in_flight if f.call_id not in settled]
-
-    if plan.review_tools:
-        for flight in plan.review_tools:
-            if _result_for(run, flight.call_id) is None:
-                run.transcript.append(
-                    Entry(
-                        id=run.next_entry_id(),
-                        role="tool_result",
-                        content=PLACEHOLDER_RESULT,
-                        step=flight.step,
-                        call_id=flight.call_id,
-                        tool=flight.tool,
-                        is_error=True,
-                    )
-                )
-        run.status = "needs_review"
-        run.reason = plan.blocked
-        raise NeedsReviewError(plan.blocked or "a tool call needs review")
     return notes
+
+
+def _continue_past_unknown(run: Run, plan: ResumePlan) -> list[str]:
+    """Calls a recovery decision went past: their result says it is unknown."""
+    notes: list[str] = []
+    for flight in plan.continued_tools:
+        placeholder = _result_for(run, flight.call_id)
+        if placeholder is not None:
+            placeholder.content = CONTINUED_RESULT
+            placeholder.is_error = True
+        else:
+            run.transcript.append(
+                Entry(
+                    id=run.next_entry_id(),
+                    role="tool_result",
+                    content=CONTINUED_RESULT,
+                    step=flight.step,
+                    call_id=flight.call_id,
+                    tool=flight.tool,
+                    is_error=True,
+                )
+            )
+        notes.append(
+            f"tool call {flight.call_id} ({flight.tool}) was in flight; went on without running "
+            "it again (recovery decision)"
+        )
+    return notes
+
+
+def _stop_for_review(run: Run, plan: ResumePlan) -> None:
+    """Calls a person must review get a marked placeholder result and stop the run."""
+    if not plan.review_tools:
+        return
+    for flight in plan.review_tools:
+        if _result_for(run, flight.call_id) is None:
+            run.transcript.append(
+                Entry(
+                    id=run.next_entry_id(),
+                    role="tool_result",
+                    content=PLACEHOLDER_RESULT,
+                    step=flight.step,
+                    call_id=flight.call_id,
+                    tool=flight.tool,
+                    is_error=True,
+                )
+            )
+    run.status = "needs_review"
+    run.reason = plan.blocked
+    raise NeedsReviewError(plan.blocked or "a tool call needs review")
 
 
 def _result_for(run: Run, call_id: str) -> Entry | None:

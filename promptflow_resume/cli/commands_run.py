@@ -498,7 +498,8 @@ def resume_command(
     plan_only: bool = typer.Option(
         False,
         "--plan",
-        help="Show what would be reused and re-run, then exit without a model call.",
+        help="Show what would be reused and re-run, then exit without a model call "
+        "(with --decide: only the decision's) and without writing anything.",
     ),
     rerun_changed: bool = typer.Option(
         False, "--rerun-changed", help="Workflow changed: re-run from the first changed step."
@@ -510,6 +511,25 @@ def resume_command(
     ),
     rerun_unsafe: bool = typer.Option(
         False, "--rerun-unsafe", help="Run again a non-idempotent tool call that was in flight."
+    ),
+    retry_step: str | None = typer.Option(
+        None,
+        "--retry-step",
+        metavar="STEP",
+        help="Run STEP again from its start (its entries are archived, later steps run again).",
+    ),
+    skip_step: str | None = typer.Option(
+        None,
+        "--skip-step",
+        metavar="STEP",
+        help="Mark STEP skipped and go on with the next one (${step:STEP} then reads a note).",
+    ),
+    decide: bool = typer.Option(
+        False,
+        "--decide",
+        help="Let the run's model choose continue / retry / skip / ask when the state is "
+        "ambiguous (a call in flight, a failed step, a changed workflow); recorded as a "
+        "decision entry. With --plan: show the decision, apply nothing.",
     ),
     workflow: WorkflowMovedOpt = None,
     provider: ProviderOpt = None,
@@ -533,13 +553,24 @@ def resume_command(
 
     Completed steps and tool calls are reused, never re-run. If the workflow changed in steps
     that already ran, choose --rerun-changed or --keep-completed (on a terminal you are asked).
+    After a failure or a call left in flight, --retry-step or --skip-step chooses for one
+    step, or --decide lets the run's model choose (recorded in the file with its reason).
     """
     from ..api import Limits, resume_run, run_status
     from ..reconcile import Choices
 
-    choices = Choices(rerun_changed, keep_completed, rerun_unsafe)
+    choices = Choices(
+        rerun_changed, keep_completed, rerun_unsafe, retry_step=retry_step, skip_step=skip_step
+    )
     if rerun_changed and keep_completed:
         raise InputError("--rerun-changed and --keep-completed exclude each other; choose one.")
+    if retry_step is not None and skip_step is not None:
+        raise InputError("--retry-step and --skip-step exclude each other; choose one.")
+    if _is_batch(progress) and (decide or retry_step or skip_step):
+        raise InputError(
+            f"{progress} is a batch; --decide, --retry-step and --skip-step apply to one run.",
+            hint="Resume the row's own progress.md (its path is in the batch file) with them.",
+        )
     if _is_batch(progress) and plan_only:
         from .commands_batch import batch_status_command
 
@@ -560,7 +591,14 @@ def resume_command(
         )
     if plan_only:
         status = run_status(
-            progress, workflow_path=workflow, choices=choices, mcp_config=mcp_config
+            progress,
+            workflow_path=workflow,
+            choices=choices,
+            mcp_config=mcp_config,
+            decide=decide,
+            provider=provider,
+            model=model,
+            base_url=base_url,
         )
         return _print_status(status, as_json, plan=True)
     interactive = _stdin_is_terminal() and not as_json and not yes
@@ -584,8 +622,9 @@ def resume_command(
         instructions=not no_instructions,
         mcp_config=mcp_config,
         mcp_ask=_ask_mcp_input if interactive else None,
+        decide=decide,
     )
-    if outcome.notes == ["already completed"] and not as_json:
+    if outcome.already_completed and not as_json:
         out(f"already completed: nothing to resume — {outcome.path}")
         return 0
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
@@ -674,6 +713,17 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
         out(f"edited   input edited by hand: {change} (used by every prompt not answered yet)")
     for warning in data["warnings"]:
         out(f"warning  {warning}")
+    decision = data.get("decision")
+    if decision:
+        refused = f" (refused: {decision['refused']})" if decision["refused"] else ""
+        out(f"decision {decision['choice']}{refused} — {decision['reason']}")
+        out(f"         situation: {decision['description']}")
+        if decision["choice"] == "ask":
+            out("         not applied (--plan); resuming with --decide stops for review")
+        else:
+            out("         not applied (--plan); `flow resume --decide` asks again and applies")
+    if data.get("skip_steps"):
+        out(f"skip     steps skipped: {', '.join(data['skip_steps'])}")
     if run.status == "completed" and not data["reset_steps"]:
         out("resume   nothing to do: the run is completed")
     elif data["can_resume"]:

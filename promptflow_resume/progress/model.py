@@ -42,7 +42,12 @@ RESUMABLE_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - {"completed"}
 StepStatus = Literal["pending", "running", "completed", "failed", "skipped"]
 STEP_STATUSES: tuple[str, ...] = ("pending", "running", "completed", "failed", "skipped")
 
-Role = Literal["system", "user", "assistant", "tool_call", "tool_result", "note", "compaction"]
+#: ``compaction``: a summary that stands for earlier entries in requests (docs/spec.md 4.9).
+#: ``decision``: a recovery decision (``flow resume --decide``), read by people, not sent to
+#: the model.
+Role = Literal[
+    "system", "user", "assistant", "tool_call", "tool_result", "note", "compaction", "decision"
+]
 ROLES: tuple[str, ...] = (
     "system",
     "user",
@@ -51,6 +56,7 @@ ROLES: tuple[str, ...] = (
     "tool_result",
     "note",
     "compaction",
+    "decision",
 )
 
 

@@ -42,6 +42,7 @@ ROLE_LABELS: dict[str, str] = {
     "tool_result": "tool result",
     "note": "note from flow",
     "compaction": "compaction summary",
+    "decision": "recovery decision",
 }
 TOOL_ROLES = frozenset({"tool_call", "tool_result"})
 ESCAPED_INFO = "flow-escaped"

@@ -25,9 +25,11 @@ class Request:
     model: str | None = None
     #: temperature, max_tokens, top_p, ... as the workflow gives them.
     params: dict[str, Any] = field(default_factory=dict)
-    #: True for the request that asks the model to summarise older turns (context
-    #: compaction); providers send it like any other.
-    compaction: bool = False
+    #: What the call is for: ``step`` (the workflow's conversation), ``compaction`` (summarise
+    #: older turns, docs/spec.md 4.9) or ``recovery`` (a recovery decision, ``flow resume
+    #: --decide``). Providers send the same either way; the scripted provider answers a
+    #: compaction request with its ``summary:`` and a recovery request from ``decisions:``.
+    purpose: str = "step"
 
 
 @dataclass(frozen=True)

@@ -17,15 +17,17 @@ which may also hold the script itself as a mapping)::
       3: {transient: false, reason: auth, message: "bad key", times: always}
     state: script.state.json                  # optional, see "Failures" below
     summary: "The notes were read."           # the answer to context-compaction requests
+    decisions:                                # answers to recovery decisions (--decide)
+      - '{"choice": "retry", "reason": "the command is safe to run again"}'
 
 Which reply: the reply to a request is ``replies[k]`` where ``k`` is the number of assistant
 messages already in the request (flow's own note messages are not counted). That depends on
 the request alone, so a run stopped and resumed in a new process gets the same replies as one
 that never stopped. Tool calls get the ids ``call_<k>_<i>`` unless the script gives an ``id``.
 Running out of replies is a permanent ``ProviderError``. A compaction summary in the request
-counts as the replies it stands for. A context-compaction request (``Request.compaction``) is
-answered with ``summary`` (by default a sentence naming how many messages it summarised) and
-takes no reply from ``replies``.
+counts as the replies it stands for. A context-compaction request (``Request.purpose`` is
+``compaction``) is answered with ``summary`` (by default a sentence naming how many messages it
+summarised) and takes no reply from ``replies``.
 
 Failures: ``failures`` is keyed by the same ``k`` (0 is the first model call of the
 conversation). The call that would get ``replies[k]`` raises a ``ProviderError`` instead, the
@@ -34,6 +36,11 @@ transient failure exercises retrying. The count is kept in the provider object, 
 process: a new process fails once more. With ``state: FILE`` (relative to the script) the
 count is kept in that file instead, written before the error is raised, so "fail once" holds
 across a crash and a ``flow resume`` — what a permanent failure needs to be resumable.
+
+Decisions: a request whose ``purpose`` is ``recovery`` (``flow resume --decide``) is not part
+of the conversation and does not take a reply: it gets ``decisions[n]``, where ``n`` counts the
+recovery requests this provider object answered before (a ``flow resume`` asks at most once,
+so each resume gets ``decisions[0]``). Running out of decisions is a permanent ``ProviderError``.
 
 For library users and tests, ``ScriptedProvider.from_replies(["Hi", {...}])`` builds one
 without a file; its ``calls`` lists every request it was sent, in order. A provider built from
@@ -118,11 +125,13 @@ class Script:
     path: Path | None = None
     #: The answer to context-compaction requests (None: a sentence counting the messages).
     summary: str | None = None
+    #: Answers to recovery-decision requests, in order.
+    decisions: tuple[ScriptedReply, ...] = ()
 
 
 # --- parsing -----------------------------------------------------------------------------
 
-_TOP_KEYS = ("replies", "failures", "state", "description", "summary")
+_TOP_KEYS = ("replies", "failures", "state", "description", "summary", "decisions")
 _REPLY_KEYS = ("content", "tool_calls", "usage", "model", "finish_reason", "delay")
 _CALL_KEYS = ("name", "arguments", "id")
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cached_tokens")
@@ -223,6 +232,10 @@ def parse_script(
     if not isinstance(raw_replies, list):
         raise ck.fail(["replies"], "expected `replies:` with a list of replies")
     replies = tuple(_parse_reply(ck, r, i) for i, r in enumerate(raw_replies))
+    raw_decisions = top.get("decisions") or []
+    if not isinstance(raw_decisions, list):
+        raise ck.fail(["decisions"], "expected a list of replies to recovery decisions")
+    decisions = tuple(_parse_reply(ck, r, i, "decisions") for i, r in enumerate(raw_decisions))
     failures: dict[int, ScriptedFailure] = {}
     raw_failures = top.get("failures") or {}
     if not isinstance(raw_failures, dict):
@@ -248,11 +261,12 @@ def parse_script(
         source=source,
         path=path,
         summary=summary,
+        decisions=decisions,
     )
 
 
-def _parse_reply(ck: _Checker, raw: Any, i: int) -> ScriptedReply:
-    at: list[Part] = ["replies", i]
+def _parse_reply(ck: _Checker, raw: Any, i: int, where: str = "replies") -> ScriptedReply:
+    at: list[Part] = [where, i]
     if isinstance(raw, str):
         return ScriptedReply(content=raw)
     d = ck.mapping(raw, at, _REPLY_KEYS)
@@ -440,6 +454,7 @@ class ScriptedProvider:
         # the previous request so a growing conversation costs only its new tail per call.
         self._seen: tuple[Message, ...] = ()
         self._seen_count = 0
+        self._decided = 0
 
     def reply_index(self, request: Request) -> int:
         """``k``: the number of (non-note) assistant messages already in ``request``."""
@@ -458,8 +473,10 @@ class ScriptedProvider:
         self.call_count += 1
         if self._keep_calls:
             self.calls.append(request)
-        if request.compaction:
+        if request.purpose == "compaction":
             return self._summary(request)
+        if request.purpose == "recovery":
+            return self._decision()
         k = self.reply_index(request)
         failure = self.script.failures.get(k)
         if failure is not None and self._take_failure(k, failure):
@@ -505,6 +522,28 @@ class ScriptedProvider:
                 output_tokens=max(1, len(text) // 4),
             ),
             model=request.model or "scripted",
+            finish_reason="stop",
+        )
+
+    def _decision(self) -> Reply:
+        """The next of the script's ``decisions:`` (a recovery request)."""
+        n = self._decided
+        decisions = self.script.decisions
+        if n >= len(decisions):
+            err = ProviderError(
+                f"the script has {len(decisions)} decisions and flow asks for decision {n + 1}.",
+                transient=False,
+                hint="Add a reply to the script's `decisions:` list.",
+            )
+            if self.script.path is not None:
+                err.path = str(self.script.path)
+            raise err
+        self._decided += 1
+        scripted = decisions[n]
+        return Reply(
+            content=scripted.content,
+            usage=scripted.usage,
+            model=scripted.model or "scripted",
             finish_reason="stop",
         )
 

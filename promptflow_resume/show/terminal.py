@@ -39,6 +39,7 @@ _ROLE_STYLES = {
     "tool_result": "yellow",
     "note": "blue",
     "compaction": "blue",
+    "decision": "red",
 }
 
 

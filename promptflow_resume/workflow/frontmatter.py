@@ -54,6 +54,7 @@ KNOWN_KEYS: tuple[str, ...] = (
     "allow-commands",
     "allow-fetch",
     "steps",
+    "recovery",
 )
 
 

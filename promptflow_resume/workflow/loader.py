@@ -241,6 +241,7 @@ def _analyze(
         variables=tuple(variables),
         tool_map=cfg.tool_map,
         compaction=cfg.compaction,
+        recovery="model" if data.get("recovery") == "model" else "person",
     )
     return workflow, col
 

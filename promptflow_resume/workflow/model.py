@@ -178,6 +178,9 @@ class Workflow:
     #: (empty for a name nothing fits, which is not offered to the model).
     tool_map: dict[str, tuple[str, ...]] = field(default_factory=dict)
     compaction: Compaction = field(default_factory=Compaction)
+    #: ``recovery:`` — ``person`` (the default) or ``model``: ``flow resume`` lets the model
+    #: decide ambiguous states as with ``--decide``.
+    recovery: str = "person"
 
     def step(self, step_id: str) -> Step | None:
         """The step with ``step_id``, or None."""
