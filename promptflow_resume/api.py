@@ -39,10 +39,10 @@ from .errors import (
 from .events import Reporter
 from .progress import ProgressStore, load_progress
 from .progress.model import (
-    Config,
     Cursor,
     LoadReport,
     Run,
+    RunConfig,
     StepState,
     WorkflowRef,
 )
@@ -306,7 +306,7 @@ def new_run(
         status="running",
         created=created,
         updated=created,
-        config=Config(
+        config=RunConfig(
             provider=provider or workflow.provider or "openai",
             model=model or workflow.model,
             params=dict(workflow.params),

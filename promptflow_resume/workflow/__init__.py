@@ -23,7 +23,6 @@ _EXPORTS: dict[str, str] = {
     "command_tool_spec": "commands",
     "fill_argv": "commands",
     "HASH_PREFIX": "hashing",
-    "normalize_text": "hashing",
     "short_hash": "hashing",
     "load_inputs_file": "inputs",
     "resolve_inputs": "inputs",
@@ -53,7 +52,7 @@ _EXPORTS: dict[str, str] = {
 
 if TYPE_CHECKING:
     from .commands import check_arguments, command_tool_spec, fill_argv
-    from .hashing import HASH_PREFIX, normalize_text, short_hash
+    from .hashing import HASH_PREFIX, short_hash
     from .inputs import load_inputs_file, resolve_inputs, typed_value
     from .loader import (
         IMPLICIT_STEP_ID,
@@ -110,7 +109,6 @@ __all__ = [
     "fill_argv",
     "load_inputs_file",
     "load_workflow",
-    "normalize_text",
     "parse_workflow",
     "render_text",
     "resolve_inputs",
