@@ -237,18 +237,10 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
 
 def _placeholder_location(path: Path) -> str:
     """``path:line`` of the answer placeholder of a run waiting for a person."""
-    from ..engine import ANSWER_PLACEHOLDER
+    from ..engine import ANSWER_PLACEHOLDER, answer_line
 
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return str(path)
-    # Skip the front matter: the answer goes into the transcript entry in the body.
-    closing = next((i for i, line in enumerate(lines[1:], start=1) if line == "---"), 0)
-    for number, line in enumerate(lines[closing + 1 :], start=closing + 2):
-        if ANSWER_PLACEHOLDER in line:
-            return f"{path}:{number} (replace {ANSWER_PLACEHOLDER!r})"
-    return str(path)
+    line = answer_line(path)
+    return str(path) if line is None else f"{path}:{line} (replace {ANSWER_PLACEHOLDER!r})"
 
 
 @app.command("run")
@@ -316,7 +308,17 @@ def run_command(
     permissions = _permissions(allow_commands, allow_fetch, interactive, reporter)
 
     if not new and progress is None:
-        chosen = _offer_similar(wf, values, interactive=interactive, yes=yes, verbose=verbose)
+        from ..detect import run_to_resume
+
+        chosen = run_to_resume(
+            wf,
+            values,
+            interactive=interactive,
+            assume_yes=yes,
+            read=_ask_on_stderr,
+            write=err,
+            verbose=verbose,
+        )
         if chosen is not None:
             outcome = resume_run(
                 chosen,
@@ -401,34 +403,6 @@ def _ask_input(decl: Any) -> str:
     hint = f" ({decl.description})" if decl.description else ""
     default = decl.placeholder if decl.placeholder is not None else decl.default
     return str(typer.prompt(f"{decl.name}{hint}", default=default if default is not None else ...))
-
-
-def _offer_similar(
-    wf: Any, values: dict[str, Any], *, interactive: bool, yes: bool, verbose: bool
-) -> Path | None:
-    """The similar-run check before a fresh run: the path of a run to resume, or None."""
-    from ..detect import choose, detect
-
-    detection = detect(wf, values)
-    if detection.skipped_reason and verbose:
-        err(f"flow: similar-run check skipped: {detection.skipped_reason}")
-    if detection.exact is not None:
-        exact = detection.exact
-        err(
-            f"flow: resuming identical incomplete run {exact.run_id} ({exact.status}, "
-            f"{exact.steps_done}/{exact.steps_total} steps); use --new to start fresh instead."
-        )
-        return exact.path
-    if not detection.candidates:
-        return None
-    chosen = choose(
-        detection,
-        interactive=interactive,
-        assume_yes=yes,
-        read=_ask_on_stderr,
-        write=lambda text: err(text),
-    )
-    return chosen.path if chosen is not None else None
 
 
 def _ask_on_stderr(prompt: str) -> str:
