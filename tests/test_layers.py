@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     {"__main__", "cli"},
     {"batch"},
     {"api"},
-    {"engine", "reconcile", "sharing", "detect", "show"},
+    {"check", "engine", "reconcile", "sharing", "detect", "show"},
     {"conversation", "events"},
     {"tools"},
     {"workflow"},

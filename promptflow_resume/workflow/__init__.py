@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "load_workflow": "loader",
     "parse_workflow": "loader",
     "step_template": "loader",
+    "workflow_files": "loader",
     "Budget": "model",
     "CommandDecl": "model",
     "Diagnostic": "model",
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
         load_workflow,
         parse_workflow,
         step_template,
+        workflow_files,
     )
     from .model import (
         Budget,
@@ -120,4 +122,5 @@ __all__ = [
     "step_tools",
     "typed_value",
     "validate_editor",
+    "workflow_files",
 ]

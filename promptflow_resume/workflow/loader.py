@@ -35,6 +35,12 @@ from .variables import SELECTION_VARIABLES, scan
 IMPLICIT_STEP_ID = "main"
 
 
+def workflow_files(given: Path) -> list[Path]:
+    """A folder stands for the workflow files (``*.prompt.md``) directly in it, sorted; a file
+    stands for itself."""
+    return sorted(given.glob("*.prompt.md")) if given.is_dir() else [given]
+
+
 def load_workflow(path: str | Path, *, single_prompt: bool = False) -> Workflow:
     """Read and check a workflow file; the first error raises ``WorkflowError`` (exit 4).
 
