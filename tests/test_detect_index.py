@@ -367,6 +367,22 @@ def test_runs_without_stored_keywords_take_them_from_their_workflow(workdir: Pat
     assert listed["lost"].keywords == ()
 
 
+def test_a_run_whose_workflow_no_longer_loads_has_no_keywords(workdir: Path) -> None:
+    # An invalid workflow (here: a front matter that never closes) or a folder where the file
+    # was: the run is not offered, and listing goes on.
+    (workdir / "broken.prompt.md").write_text("---\ndescription: x\n", encoding="utf-8")
+    (workdir / "folder.prompt.md").mkdir()
+    runs = runs_dir(workdir)
+    write_run(
+        runs, "bad", status="failed", keywords=None, workflow_path="../../../broken.prompt.md"
+    )
+    write_run(
+        runs, "dir", status="failed", keywords=None, workflow_path="../../../folder.prompt.md"
+    )
+    listed = {s.run_id: s for s in list_runs()}
+    assert listed["bad"].keywords == () and listed["dir"].keywords == ()
+
+
 def test_hand_edits_the_fast_scanner_declines_are_read_with_yaml(workdir: Path) -> None:
     text = yamlio.dump(front_matter("r1", status="failed"))
     text = text.replace("status: failed\n", "status: 'failed'  # hand edit\n")
