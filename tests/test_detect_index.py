@@ -13,7 +13,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from test_detect_support import NOW, front_matter, write_run, write_text_progress
 
 from promptflow_resume import yamlio
 from promptflow_resume.detect import list_runs, owner_alive
@@ -24,6 +23,8 @@ from promptflow_resume.detect.summary import (
     read_summary,
 )
 from promptflow_resume.errors import FileNotFoundFlowError, InputError
+from tests.flowproc import flow_env
+from tests.test_detect_support import NOW, front_matter, write_run, write_text_progress
 
 
 def runs_dir(root: Path) -> Path:
@@ -333,6 +334,7 @@ def test_concurrent_processes_share_the_index(workdir: Path) -> None:
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", script, str(workdir)],
+            env=flow_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
