@@ -17,7 +17,7 @@ from ..events import Reporter
 from ..progress.model import Run, Usage
 from ..providers.base import Request
 from ..wording import count
-from .app import app, err, out, print_json
+from .app import app, err, out, print_json, shown
 from .options import (
     AllowCommandsOpt,
     AllowFetchOpt,
@@ -202,16 +202,8 @@ def _summary(run: Run, path: Path) -> dict[str, Any]:
     }
 
 
-def _shown(path: Path) -> Path:
-    """``path`` relative to the working directory when it is inside it (shorter to read)."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve())
-    except ValueError:
-        return path
-
-
 def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
-    path = _shown(path)
+    path = shown(path)
     if as_json:
         data = _summary(run, path)
         data["exit_code"] = exit_code
