@@ -241,6 +241,20 @@ def choose(
     return None
 
 
+def would_do(detection: Detection) -> str:
+    """What ``flow run`` (``run_to_resume``) does with this detection, in a few words."""
+    if detection.skipped_reason:
+        return "start fresh (check skipped)"
+    if detection.exact is not None:
+        return f"resume {detection.exact.run_id} without asking (identical run)"
+    count = len(detection.candidates)
+    if count == 0:
+        return "start fresh (no similar unfinished run)"
+    if count == 1:
+        return "ask: Resume it? [Y/n]"
+    return "ask which of the listed runs to resume, or start fresh"
+
+
 def run_to_resume(
     workflow: Workflow,
     inputs: Mapping[str, Any],
