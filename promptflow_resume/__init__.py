@@ -24,6 +24,7 @@ _EXPORTS: dict[str, str] = {
     "start_run": "api",
     "resume_run": "api",
     "run_status": "api",
+    "check_workflows": "check",
     "Limits": "api",
     "Outcome": "api",
     "Choices": "reconcile",

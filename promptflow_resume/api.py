@@ -1,13 +1,18 @@
 """The library API: start a run, resume one, ask where one stands.
 
 The ``flow`` command is a thin layer over these functions; other programs and the tests call
-them directly::
+them directly (``tests/test_doctests.py`` runs this example from a folder holding
+``workflows/``; ``echo`` is the offline dry-run provider):
 
-    from promptflow_resume import start_run, resume_run, run_status
-
-    outcome = start_run("workflows/release-notes.prompt.md", provider="echo")
-    print(outcome.run.status, outcome.path)
-    outcome = resume_run(outcome.path, max_cost=1.0)
+    >>> from promptflow_resume import Limits, resume_run, run_status, start_run
+    >>> outcome = start_run("workflows/release-notes.prompt.md", provider="echo")
+    >>> outcome.run.status, outcome.exit_code
+    ('completed', 0)
+    >>> again = resume_run(outcome.path, limits=Limits(max_cost=1.0))  # nothing left to run
+    >>> again.run.status, again.exit_code
+    ('completed', 0)
+    >>> run_status(outcome.path).to_dict()["steps_done"]  # the workflow's three steps
+    3
 """
 
 from __future__ import annotations
@@ -39,10 +44,10 @@ from .errors import (
 from .events import Reporter
 from .progress import ProgressStore, load_progress
 from .progress.model import (
-    Config,
     Cursor,
     LoadReport,
     Run,
+    RunConfig,
     StepState,
     Usage,
     WorkflowRef,
@@ -196,23 +201,28 @@ def _make_provider(
 
 
 def _engine_options(
+    workflow: Workflow,
     workspace: Path,
-    reporter: Reporter | None,
     redactor: Redactor,
+    *,
+    reporter: Reporter | None,
     limits: Limits,
-    file: Path | None,
-    consent: Consent | None = None,
-    selection: str | None = None,
-    instructions: str = "",
+    file: str | Path | None,
+    permissions: Permissions,
+    selection: str | None,
+    instructions: bool,
 ) -> EngineOptions:
+    """The engine's options for one attempt, from the arguments ``start_run`` and
+    ``resume_run`` both take: one place turns them into consent, editor variables and the
+    custom-instructions block."""
     return EngineOptions(
         workspace=workspace,
         reporter=reporter or Reporter(),
         redactor=redactor,
         timeout=limits.timeout,
-        editor=editor_variables(workspace, file, selection),
-        consent=consent,
-        instructions=instructions,
+        editor=editor_variables(workspace, Path(file) if file else None, selection),
+        consent=permissions.consent(workflow),
+        instructions=_instructions(workspace, file) if instructions else "",
     )
 
 
@@ -320,7 +330,7 @@ def new_run(
         status="running",
         created=created,
         updated=created,
-        config=Config(
+        config=RunConfig(
             provider=provider or workflow.provider or "openai",
             model=model or workflow.model,
             params=dict(workflow.params),
@@ -489,14 +499,15 @@ def _start_in(
         store = ProgressStore.create(path, run)
         try:
             options = _engine_options(
+                wf,
                 root,
-                reporter,
                 redactor,
-                limits,
-                Path(file) if file else None,
-                permissions.consent(wf),
-                selection,
-                _instructions(root, file) if instructions else "",
+                reporter=reporter,
+                limits=limits,
+                file=file,
+                permissions=permissions,
+                selection=selection,
+                instructions=instructions,
             )
             _commit_steps(options, run, root)
             if tree is not None:
@@ -769,14 +780,15 @@ def resume_run(
             run, path, stream=stream, record=record, redactor=redactor, base_url=base_url
         )
         options = _engine_options(
+            wf,
             root,
-            reporter,
             redactor,
-            limits,
-            Path(file) if file else None,
-            permissions.consent(wf),
-            selection,
-            _instructions(root, file) if instructions else "",
+            reporter=reporter,
+            limits=limits,
+            file=file,
+            permissions=permissions,
+            selection=selection,
+            instructions=instructions,
         )
         options.children = _children(permissions, choices)
         note_run = replace(run, status=stopped_status, reason=stopped_reason)

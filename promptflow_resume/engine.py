@@ -78,6 +78,21 @@ def human_answer(content: str) -> str | None:
     return text.strip() or None
 
 
+def answer_line(progress_path: Path) -> int | None:
+    """The 1-based line of the answer placeholder in a progress file's body, where a person
+    writes the answer a human step waits for; None when there is none (or no readable file)."""
+    try:
+        lines = progress_path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    # Skip the front matter: the answer goes into the transcript entry in the body.
+    closing = next((i for i, line in enumerate(lines[1:], start=1) if line == "---"), 0)
+    for number, line in enumerate(lines[closing + 1 :], start=closing + 2):
+        if ANSWER_PLACEHOLDER in line:
+            return number
+    return None
+
+
 class Interrupted(BaseException):
     """Raised in the main thread by SIGINT, SIGTERM or SIGHUP (a BaseException, so that
     ``except Exception`` in tool code cannot swallow it)."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .engine import ChildCall, ChildResult, Engine, EngineOptions
+from .engine import ChildCall, ChildResult, Engine, EngineOptions, answer_line
 from .errors import FileNotFoundFlowError, InputError, NeedsReviewError, StorageError
 from .events import Reporter
 from .progress import ProgressStore
@@ -479,3 +479,16 @@ def children_of_file(path: Path) -> list[ChildNode]:
 def is_child_path(path: Path) -> bool:
     """True for a progress file stored as a child: ``…/<stem>.steps/<step-id>/<file>``."""
     return path.parent.parent.name.endswith(".steps")
+
+
+def question_at(path: Path) -> tuple[Path, int] | None:
+    """Where a run's open question waits for a person's answer: the file and line of the
+    answer placeholder, in the run's own file or in a child's (a question asked inside a
+    sub-workflow); None when there is none."""
+    line = answer_line(path)
+    if line is not None:
+        return path, line
+    for child in children_of_file(path):
+        if child.status == "awaiting_input":
+            return question_at(child.path)
+    return None

@@ -655,7 +655,8 @@ def _merge(root: Path, run_id: str, branch: str, into: str, tree_path: str) -> N
 
 
 def _merge_squash(root: Path, run_id: str, branch: str, into: str, tree_path: str) -> None:
-    done = git(["merge", "--squash", branch], root, check=False)
+    # git wants an identity for a squash merge too (it records one for the merge state).
+    done = git([*_identity(root), "merge", "--squash", branch], root, check=False)
     if done.returncode != 0:
         files = _conflicted(root)
         # A squash merge leaves no MERGE_HEAD to abort: put index and files back instead.

@@ -16,12 +16,17 @@ from promptflow_resume.progress.model import Run
 #: an editable install of another checkout happens to point.
 REPO = Path(__file__).resolve().parent.parent
 
+#: The ``flow`` command of this checkout, for every subprocess test: with ``flow_env()`` it runs
+#: the code under test, whether or not (and wherever) the package is installed.
+FLOW = (sys.executable, "-m", "promptflow_resume")
+
 #: A run's transcript as (role, step, tool, content) rows.
 Transcript = list[tuple[str, str | None, str | None, str]]
 
 
 def flow_env(**extra: str) -> dict[str, str]:
-    """The environment for a ``flow`` subprocess: the test's, without crash hooks, plus extra."""
+    """The environment for a subprocess that runs this checkout's code (``flow`` or a script
+    importing the package): the test's, without crash hooks, plus extra."""
     env = {k: v for k, v in os.environ.items() if k != "FLOW_CRASH_AT"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     env.update(extra)
@@ -37,7 +42,7 @@ def flow(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``flow ARGS`` to completion (stdin closed) and capture its output."""
     return subprocess.run(
-        [sys.executable, "-m", "promptflow_resume", *args],
+        [*FLOW, *args],
         cwd=cwd,
         env=env or flow_env(),
         stdin=subprocess.DEVNULL,
@@ -53,7 +58,7 @@ def spawn(
 ) -> subprocess.Popen[str]:
     """Start ``flow ARGS`` in the background (``session``: as the leader of its own group)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "promptflow_resume", *args],
+        [*FLOW, *args],
         cwd=cwd,
         env=env or flow_env(),
         stdin=subprocess.DEVNULL,

@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from promptflow_resume.errors import InputError
 from promptflow_resume.progress import load_progress
 from promptflow_resume.workflow import load_workflow
 from tests.batch_support import RowServer, write_case
-from tests.flowproc import REPO, flow, flow_env, transcript
+from tests.flowproc import FLOW, REPO, flow, flow_env, transcript
 
 
 def _env() -> dict[str, str]:
@@ -52,7 +51,7 @@ def _spawn_batch(folder: Path, server: RowServer, *extra: str) -> subprocess.Pop
     # as a terminal's foreground process has it.
     return subprocess.Popen(
         [
-            *(sys.executable, "-m", "promptflow_resume", "batch", "triage.prompt.md"),
+            *(*FLOW, "batch", "triage.prompt.md"),
             *("--data", "rows.jsonl", "--out", "out", "--base-url", server.url, *extra),
         ],
         cwd=folder,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 from promptflow_resume.batch import load_batch
 from promptflow_resume.progress import load_progress
 from tests.batch_support import RowServer, write_case
-from tests.flowproc import flow, flow_env, transcript
+from tests.flowproc import FLOW, flow, flow_env, transcript
 
 pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]')")
 
@@ -93,7 +92,7 @@ def test_ray_ctrl_c_checkpoints_every_row_and_resume_completes(tmp_path: Path) -
     write_case(tmp_path, ["apples", "pears", "plums"])
     with RowServer(delay=0.5) as server:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "promptflow_resume", *_args(server, "--workers", "2")],
+            [*FLOW, *_args(server, "--workers", "2")],
             cwd=tmp_path,
             env=_env(),
             stdin=subprocess.DEVNULL,

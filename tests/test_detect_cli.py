@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from test_detect_support import write_run
 
 from promptflow_resume.cli import main
 from promptflow_resume.workflow import load_workflow, resolve_inputs
+from tests.flowproc import FLOW, flow_env
+from tests.test_detect_support import write_run
 
 NOW = datetime.now(timezone.utc)
 
@@ -168,7 +168,8 @@ def test_detect_without_similar_runs(workdir: Path, capsys: pytest.CaptureFixtur
 def test_installed_flow_list(workdir: Path) -> None:
     write_run(runs_dir(workdir), "r1", status="interrupted")
     done = subprocess.run(
-        [sys.executable, "-m", "promptflow_resume", "list", "--json"],
+        [*FLOW, "list", "--json"],
+        env=flow_env(),
         capture_output=True,
         text=True,
         check=False,
@@ -180,7 +181,8 @@ def test_installed_flow_list(workdir: Path) -> None:
 
 def flow(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "promptflow_resume", *args],
+        [*FLOW, *args],
+        env=flow_env(),
         capture_output=True,
         text=True,
         check=False,

@@ -11,10 +11,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from test_detect_support import HASH, NOW, make_workflow, write_run
 
 from promptflow_resume.detect import detect, keywords_for, list_runs
 from promptflow_resume.detect.summary import read_front_matter
+from tests.test_detect_support import HASH, NOW, make_workflow, write_run
 
 
 def runs_dir(root: Path) -> Path:

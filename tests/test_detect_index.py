@@ -13,7 +13,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from test_detect_support import NOW, front_matter, write_run, write_text_progress
 
 from promptflow_resume import yamlio
 from promptflow_resume.detect import list_runs, owner_alive
@@ -24,6 +23,8 @@ from promptflow_resume.detect.summary import (
     read_summary,
 )
 from promptflow_resume.errors import FileNotFoundFlowError, InputError
+from tests.flowproc import flow_env
+from tests.test_detect_support import NOW, front_matter, write_run, write_text_progress
 
 
 def runs_dir(root: Path) -> Path:
@@ -333,6 +334,7 @@ def test_concurrent_processes_share_the_index(workdir: Path) -> None:
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", script, str(workdir)],
+            env=flow_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -365,6 +367,22 @@ def test_runs_without_stored_keywords_take_them_from_their_workflow(workdir: Pat
     listed = {s.run_id: s for s in list_runs()}
     assert {"api", "auth"} <= set(listed["old"].keywords)
     assert listed["lost"].keywords == ()
+
+
+def test_a_run_whose_workflow_no_longer_loads_has_no_keywords(workdir: Path) -> None:
+    # An invalid workflow (here: a front matter that never closes) or a folder where the file
+    # was: the run is not offered, and listing goes on.
+    (workdir / "broken.prompt.md").write_text("---\ndescription: x\n", encoding="utf-8")
+    (workdir / "folder.prompt.md").mkdir()
+    runs = runs_dir(workdir)
+    write_run(
+        runs, "bad", status="failed", keywords=None, workflow_path="../../../broken.prompt.md"
+    )
+    write_run(
+        runs, "dir", status="failed", keywords=None, workflow_path="../../../folder.prompt.md"
+    )
+    listed = {s.run_id: s for s in list_runs()}
+    assert listed["bad"].keywords == () and listed["dir"].keywords == ()
 
 
 def test_hand_edits_the_fast_scanner_declines_are_read_with_yaml(workdir: Path) -> None:

@@ -8,12 +8,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from flowproc import flow
-from test_detect_support import NOW, iso
 
 from promptflow_resume.detect import Candidate, Detection, choose
 from promptflow_resume.detect.core import input_changes
 from promptflow_resume.progress import load_progress
+from tests.flowproc import flow
+from tests.test_detect_support import NOW, iso
 
 STORY = """\
 ---

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from test_detect_support import make_workflow
 
 from promptflow_resume.detect import MAX_KEYWORDS, keywords_for, normalize_words
 from promptflow_resume.detect.keywords import parse_vocabulary, singular, vocabulary
+from tests.test_detect_support import make_workflow
 
 
 @pytest.mark.parametrize(

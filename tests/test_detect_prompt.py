@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from test_detect_support import NOW, iso
 
 from promptflow_resume.detect import Candidate, Detection, choose
 from promptflow_resume.detect.prompt import (
@@ -20,6 +19,8 @@ from promptflow_resume.detect.prompt import (
     progress_bar,
     question,
 )
+from tests.flowproc import flow_env
+from tests.test_detect_support import NOW, iso
 
 
 def candidate(run_id: str, *, done: int = 1, total: int = 4, exact: bool = False) -> Candidate:
@@ -259,7 +260,9 @@ def driver(tmp_path: Path) -> Path:
 def test_prompt_on_a_real_terminal(
     driver: Path, count: int, answers: list[str], chosen: str
 ) -> None:
-    child = pexpect.spawn(sys.executable, [str(driver), str(count)], encoding="utf-8", timeout=30)
+    child = pexpect.spawn(
+        sys.executable, [str(driver), str(count)], env=flow_env(), encoding="utf-8", timeout=30
+    )
     try:
         prompt = r"Resume it\? \[Y/n\] " if count == 1 else r"Resume which\? \[1/2/3/n"
         for answer in answers:
@@ -274,7 +277,9 @@ def test_prompt_on_a_real_terminal(
 
 
 def test_prompt_on_a_terminal_shows_the_list(driver: Path) -> None:
-    child = pexpect.spawn(sys.executable, [str(driver), "3"], encoding="utf-8", timeout=30)
+    child = pexpect.spawn(
+        sys.executable, [str(driver), "3"], env=flow_env(), encoding="utf-8", timeout=30
+    )
     try:
         child.expect(r"Resume which")
         shown = child.before
@@ -292,6 +297,7 @@ def test_without_a_terminal_it_never_waits(driver: Path) -> None:
     # stdin is a pipe that stays open and empty: reading it would block until the timeout.
     proc = subprocess.Popen(
         [sys.executable, str(driver), "2"],
+        env=flow_env(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

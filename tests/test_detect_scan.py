@@ -8,11 +8,11 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_detect_support import front_matter
 
 from promptflow_resume import yamlio
 from promptflow_resume.detect.scan import Unsupported, scalar, scan
 from promptflow_resume.detect.summary import WANTED
+from tests.test_detect_support import front_matter
 
 
 def kept(data: Any, spec: Any) -> Any:

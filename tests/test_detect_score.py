@@ -6,11 +6,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from test_detect_support import NOW, iso
 
 from promptflow_resume.detect import THRESHOLD, RunSummary, jaccard, rank, recency_factor
 from promptflow_resume.detect.score import parse_time, score
 from promptflow_resume.detect.summary import canonical_json
+from tests.test_detect_support import NOW, iso
 
 HASH = "sha256:v1:" + "11" * 32
 

@@ -309,9 +309,14 @@ def test_a_human_step_waits_for_an_answer_written_in_the_file(workdir: Path) -> 
 
     path = outcome.path
     text = path.read_text(encoding="utf-8")
-    from promptflow_resume.engine import ANSWER_PLACEHOLDER
+    from promptflow_resume.engine import ANSWER_PLACEHOLDER, answer_line
 
+    # The line named to the person is the placeholder's, in the body (not the front matter).
+    line = answer_line(path)
+    assert line is not None and ANSWER_PLACEHOLDER in text.splitlines()[line - 1]
+    assert text.splitlines()[: line - 1].count("---") == 2
     path.write_text(text.replace(ANSWER_PLACEHOLDER, "Yes, ship it."), encoding="utf-8")
+    assert answer_line(path) is None
     done = resume_run(path)
     assert done.run.status == "completed"
     announce = next(e for e in done.run.transcript if e.role == "user" and e.step == "announce")

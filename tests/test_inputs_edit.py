@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from flowproc import flow
 
 from promptflow_resume.progress import load_progress
+from tests.flowproc import flow
 
 STORY = """\
 ---

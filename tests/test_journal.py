@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from flowproc import REPO, flow, flow_env
-from long_run import run_loop
 
 from promptflow_resume.errors import ProgressFormatError
 from promptflow_resume.progress import (
@@ -27,6 +25,8 @@ from promptflow_resume.progress import journal as journal_format
 from promptflow_resume.progress import store as store_module
 from promptflow_resume.progress.examples import example_run
 from promptflow_resume.progress.model import Run
+from tests.flowproc import REPO, flow, flow_env
+from tests.long_run import run_loop
 
 LONG_RUN = str(Path(__file__).with_name("long_run.py"))
 

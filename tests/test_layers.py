@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"batch"},
     {"api"},
     {"subworkflows"},
-    {"engine", "reconcile", "recovery", "sharing", "detect", "show", "compaction"},
+    {"check", "engine", "reconcile", "recovery", "sharing", "detect", "show", "compaction"},
     {"conversation", "events"},
     {"worktree"},
     {"tools"},

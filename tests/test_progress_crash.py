@@ -3,7 +3,6 @@ is the previous or the next checkpoint, and a journal is never applied twice."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 from promptflow_resume.progress import ProgressStore, journal_path, load_progress
 from promptflow_resume.progress.examples import example_run
 from promptflow_resume.progress.model import Entry, Run
+from tests.flowproc import flow_env
 
 # The writer: one event (entry A, status running), a fold with status paused, one more event.
 WRITER = """
@@ -67,7 +67,7 @@ def test_a_kill_at_each_point_leaves_the_previous_or_next_checkpoint(
 ) -> None:
     path = tmp_path / "progress.md"
     ProgressStore.create(path, _base()).close()
-    env = {**os.environ, "FLOW_CRASH_AT": point}
+    env = flow_env(FLOW_CRASH_AT=point)
     proc = subprocess.run([sys.executable, "-c", WRITER, str(path)], env=env, check=False)
     assert proc.returncode == -9, "the writer should have been killed at the crash point"
     expected = _expected(status, contents)
@@ -85,6 +85,6 @@ def test_a_kill_at_each_point_leaves_the_previous_or_next_checkpoint(
 def test_the_writer_without_a_crash_ends_with_both_events(tmp_path: Path) -> None:
     path = tmp_path / "progress.md"
     ProgressStore.create(path, _base()).close()
-    env = {k: v for k, v in os.environ.items() if k != "FLOW_CRASH_AT"}
+    env = flow_env()
     subprocess.run([sys.executable, "-c", WRITER, str(path)], env=env, check=True)
     assert load_progress(path)[0] == _expected("paused", ["A", "B"])

@@ -3,7 +3,6 @@ words, through the library and through ``flow validate``, leaving every file unt
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -135,19 +134,9 @@ def test_flow_schema_prints_the_schema_files(capsys: pytest.CaptureFixture[str])
 
 
 def test_the_installed_command_runs_validate(tmp_path: Path) -> None:
-    import subprocess
-    import sys
+    from tests.flowproc import flow
 
     path = _copy("bad-status", tmp_path)
-    env = {k: v for k, v in os.environ.items() if k != "FLOW_RAISE_ERRORS"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "promptflow_resume.cli", "validate", str(path)],
-        capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
-    if proc.returncode != 0 and "No module named promptflow_resume.cli.__main__" in proc.stderr:
-        proc = subprocess.run(
-            [shutil.which("flow") or "flow", "validate", str(path)],
-            capture_output=True, text=True, env=env, check=False,
-        )  # fmt: skip
+    proc = flow("validate", str(path), cwd=tmp_path)
     assert proc.returncode == 4
     assert proc.stderr.startswith(f"error: {path}:4:9: $.status: expected one of running")

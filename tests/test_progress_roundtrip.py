@@ -18,13 +18,13 @@ from promptflow_resume.progress.model import (
     STEP_STATUSES,
     WORKTREE_STATES,
     Attempt,
-    Config,
     Cursor,
     Entry,
     ErrorInfo,
     InFlight,
     Redactions,
     Run,
+    RunConfig,
     StepState,
     Usage,
     WorkflowRef,
@@ -176,7 +176,7 @@ def runs(draw: st.DrawFn) -> Run:
         status=draw(st.sampled_from(RUN_STATUSES)),  # type: ignore[arg-type]
         created=draw(stamp),
         updated=draw(stamp),
-        config=Config(
+        config=RunConfig(
             provider=draw(st.from_regex(r"\A[a-z][a-z0-9_-]{0,10}\Z")),
             model=draw(optional),
             params=draw(st.dictionaries(fm_text, json_value, max_size=3)),

@@ -31,6 +31,7 @@ from promptflow_resume.progress import (
 )
 from promptflow_resume.progress.examples import example_run, synthetic_run
 from promptflow_resume.progress.model import Entry, Run
+from tests.flowproc import flow_env
 
 
 def _run() -> Run:
@@ -89,7 +90,7 @@ def test_a_lock_left_by_a_killed_process_is_taken_over(tmp_path: Path) -> None:
         "store, run, _ = ProgressStore.open(sys.argv[1])\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", script, str(path)], check=False)
+    proc = subprocess.run([sys.executable, "-c", script, str(path)], env=flow_env(), check=False)
     assert proc.returncode == -9
     stale = json.loads(owner_path(path).read_text(encoding="utf-8"))
     assert stale["pid"] != os.getpid()  # the dead writer's owner file is still there

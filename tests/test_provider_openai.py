@@ -23,6 +23,7 @@ from promptflow_resume.providers.openai import (
     resolve_endpoint,
 )
 from promptflow_resume.providers.retry import RetryEvent, call_with_retry
+from tests.flowproc import flow_env
 from tests.provider_support import FAST, PROXY_ENV_VARS, Sleeps, ask
 from tests.providers_server import (
     Canned,
@@ -93,7 +94,7 @@ def test_importing_the_provider_does_not_import_the_sdk() -> None:
         "print(sorted(m for m in ('openai', 'anthropic', 'httpx', 'httpx2') if m in sys.modules))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code], env=flow_env(), capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
 

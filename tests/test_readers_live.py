@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from flowproc import flow, flow_env
 
 from promptflow_resume.errors import FlowError
 from promptflow_resume.progress import journal_path, load_progress
+from tests.flowproc import flow, flow_env
 
 #: A writer that appends events to a run and folds every few events, until it is killed:
 #: the store's own work, at the pace of a fast run.

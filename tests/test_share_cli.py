@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ import pytest
 from promptflow_resume.cli import main
 from promptflow_resume.errors import EXIT_INPUT, EXIT_LOCKED, EXIT_NOT_FOUND
 from promptflow_resume.progress import ProgressStore, load_progress
+from tests.flowproc import FLOW, flow_env
 from tests.test_share_support import clone, make_project, start
 
 
@@ -120,17 +119,14 @@ def test_clean_dry_run_lists_and_frees_nothing(
 
 
 @pytest.mark.e2e
-@pytest.mark.skipif(shutil.which("flow") is None, reason="needs the installed flow command")
 def test_share_then_resume_in_a_fresh_clone_with_the_real_command(
     project: Path, tmp_path: Path
 ) -> None:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-
     def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "promptflow_resume", *args],
+            [*FLOW, *args],
             cwd=cwd,
-            env=env,
+            env=flow_env(PYTHONUNBUFFERED="1"),
             capture_output=True,
             text=True,
             timeout=120,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pexpect
@@ -17,7 +16,7 @@ from promptflow_resume.tools.consent import (
     host_matches,
     parse_answer,
 )
-from tests.flowproc import flow_env
+from tests.flowproc import FLOW, flow_env
 
 COPILOT = Path(__file__).parent / "fixtures" / "copilot"
 
@@ -91,10 +90,10 @@ def _spawn(where: Path, script: str) -> pexpect.spawn:
         shutil.copy(COPILOT / name, where / name)
     (where / "src").mkdir()
     (where / "src" / "a.py").write_text("")
-    args = ["-m", "promptflow_resume", "run", "run-command.prompt.md", "--recording", script]
+    args = [*FLOW[1:], "run", "run-command.prompt.md", "--recording", script]
     args += ["--progress", "run/progress.md", "--new"]
     return pexpect.spawn(
-        sys.executable, args, cwd=str(where), env=flow_env(), encoding="utf-8", timeout=60
+        FLOW[0], args, cwd=str(where), env=flow_env(), encoding="utf-8", timeout=60
     )
 
 

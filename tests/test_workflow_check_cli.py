@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -202,16 +199,9 @@ def test_json_plan_snapshot(
 
 @pytest.mark.e2e
 def test_installed_flow_check_runs_as_a_subprocess() -> None:
-    exe = shutil.which("flow")
-    command = [exe] if exe else [sys.executable, "-m", "promptflow_resume"]
-    result = subprocess.run(
-        [*command, "check", "--json", *EXAMPLES],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    from tests.flowproc import flow
+
+    result = flow("check", "--json", *EXAMPLES, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     plans = json.loads(result.stdout)["workflows"]
     assert {p["path"] for p in plans} == set(EXAMPLES)

@@ -13,6 +13,7 @@ and never parsed back. Writes are atomic (temp file, fsync, rename, fsync the fo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,14 @@ class Batch:
             "output_tokens": sum(r.output_tokens for r in self.rows),
             "cost_usd": round(sum(r.cost_usd for r in self.rows), 6),
         }
+
+    def usage_now(self, live: Mapping[int, tuple[int, int, float]]) -> tuple[int, float]:
+        """Tokens and cost so far: recorded rows, with the running ones (``live``: row ->
+        input tokens, output tokens, cost reported by its worker) as last reported."""
+        settled = [r for r in self.rows if r.row not in live]
+        tokens = sum(r.input_tokens + r.output_tokens for r in settled)
+        tokens += sum(i + o for i, o, _ in live.values())
+        return tokens, sum(r.cost_usd for r in settled) + sum(c for _, _, c in live.values())
 
     def to_front_matter(self) -> dict[str, Any]:
         """The checkpoint as a plain dict, keys in their fixed order."""

@@ -47,16 +47,7 @@ def _status_from_file(task: RowTask, why: str) -> RowResult:
         return RowResult(task.row, "failed", error=str(error))
     # A run still marked running was stopped mid-way (its task was cancelled or died).
     status = "interrupted" if run.status == "running" else run.status
-    usage = run.usage
-    return RowResult(
-        task.row,
-        status,
-        turns=usage.turns,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cost_usd=usage.cost_usd,
-        error=None if status == "completed" else why,
-    )
+    return RowResult.of_run(task.row, status, run.usage, None if status == "completed" else why)
 
 
 class RayEngine:

@@ -420,8 +420,7 @@ def _execute(
     interrupted = False
 
     def spent() -> float:
-        done = sum(r.cost_usd for r in batch.rows if r.row not in live)
-        return done + sum(u[2] for u in live.values())
+        return batch.usage_now(live)[1]
 
     last_write = [0.0]
     dirty = [False]

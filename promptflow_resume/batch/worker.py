@@ -66,22 +66,23 @@ class RowResult:
     cost_usd: float = 0.0
     error: str | None = None
 
+    @classmethod
+    def of_run(cls, row: int, status: str, usage: Usage, error: str | None) -> RowResult:
+        """A row's result with its run's usage (one shape for every engine and path)."""
+        return cls(
+            row=row,
+            status=status,
+            turns=usage.turns,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=usage.cost_usd,
+            error=error,
+        )
+
 
 def worker_name() -> str:
     """``host:pid`` of this process, as the batch file shows it for a running row."""
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _result(row: int, status: str, usage: Usage, error: str | None) -> RowResult:
-    return RowResult(
-        row=row,
-        status=status,
-        turns=usage.turns,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cost_usd=usage.cost_usd,
-        error=error,
-    )
 
 
 def run_row(task: RowTask, reporter: Reporter | None = None) -> RowResult:
@@ -128,10 +129,10 @@ def run_row(task: RowTask, reporter: Reporter | None = None) -> RowResult:
                 status = "needs_review" if run.status == "needs_review" else "failed"
             except FlowError:
                 pass
-        return _result(task.row, status, usage, str(error))
+        return RowResult.of_run(task.row, status, usage, str(error))
     run = outcome.run
     cause = run.last_error.message if run.last_error and run.status != "completed" else None
-    return _result(task.row, run.status, run.usage, cause)
+    return RowResult.of_run(task.row, run.status, run.usage, cause)
 
 
 class _EventReporter(Reporter):

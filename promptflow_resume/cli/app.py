@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -42,6 +43,14 @@ def err(text: str) -> None:
 def out(text: str = "") -> None:
     """Write one line to stdout."""
     sys.stdout.write(text + "\n")
+
+
+def shown(path: Path) -> Path:
+    """``path`` relative to the working directory when it is inside it (shorter to read)."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
 
 
 def _version(value: bool) -> None:

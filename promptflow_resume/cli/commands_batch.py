@@ -10,7 +10,7 @@ import typer
 
 from ..errors import EXIT_INTERRUPTED
 from ..wording import count
-from .app import app, err, out, print_json
+from .app import app, err, out, print_json, shown
 from .options import BaseUrlOpt, MaxCostOpt, ModelOpt, ProviderOpt, SummaryJson, WorkflowArg
 
 
@@ -24,15 +24,8 @@ class _Progress:
         self._task: Any = None
 
     def _counts(self, batch: Any, live_usage: dict[int, tuple[int, int, float]]) -> dict[str, Any]:
-        t = batch.totals()
-        running = {r.row for r in batch.rows if r.status == "running"}
-        tokens = sum(
-            r.input_tokens + r.output_tokens for r in batch.rows if r.row not in live_usage
-        ) + sum(u[0] + u[1] for u in live_usage.values())
-        cost = sum(r.cost_usd for r in batch.rows if r.row not in live_usage) + sum(
-            u[2] for u in live_usage.values()
-        )
-        return {**t, "running": len(running), "tokens": tokens, "cost": cost}
+        tokens, cost = batch.usage_now(live_usage)
+        return {**batch.totals(), "tokens": tokens, "cost": cost}
 
     def begin(self, batch: Any) -> None:
         if not self.live:
@@ -98,15 +91,8 @@ def _reporter(live: bool) -> Any:
     return Reporter()
 
 
-def _shown(path: Path) -> Path:
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve())
-    except ValueError:
-        return path
-
-
 def _report(outcome: Any, as_json: bool) -> int:
-    batch, path = outcome.batch, _shown(outcome.path)
+    batch, path = outcome.batch, shown(outcome.path)
     t = batch.totals()
     if as_json:
         print_json(
@@ -141,7 +127,7 @@ def _report(outcome: Any, as_json: bool) -> int:
 
 def _interrupted(path: Path) -> int:
     err("interrupted: every running row saved its progress.")
-    err(f"Resume with: flow resume {_shown(path)}")
+    err(f"Resume with: flow resume {shown(path)}")
     return EXIT_INTERRUPTED
 
 

@@ -194,6 +194,7 @@ def detect_command(
     """Show what `flow run WORKFLOW` would offer to resume, with scores and matched keywords."""
     from ..api import prepare_inputs
     from ..detect import detect
+    from ..detect.prompt import would_do
     from ..workflow import load_workflow
     from .commands_run import parse_assignments
 
@@ -201,24 +202,10 @@ def detect_command(
     values = prepare_inputs(wf, parse_assignments(input_, "--input"), inputs_file, None)
     detection = detect(wf, values, folders=dirs, time_limit=time_limit or None)
     if as_json:
-        print_json({**detection.to_dict(), "would": _would(detection)})
+        print_json({**detection.to_dict(), "would": would_do(detection)})
         return 0
     _print_detection(detection)
     return 0
-
-
-def _would(detection: Detection) -> str:
-    """What ``flow run`` does with this detection, in a few words."""
-    if detection.skipped_reason:
-        return "start fresh (check skipped)"
-    if detection.exact is not None:
-        return f"resume {detection.exact.run_id} without asking (identical run)"
-    count = len(detection.candidates)
-    if count == 0:
-        return "start fresh (no similar unfinished run)"
-    if count == 1:
-        return "ask: Resume it? [Y/n]"
-    return "ask which of the listed runs to resume, or start fresh"
 
 
 #: The matched-keywords cell lists what fits; the rest is counted (``--json`` has them all).
@@ -240,7 +227,7 @@ def _print_detection(detection: Detection) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..detect.prompt import display_path, format_age, format_cost, progress_bar
+    from ..detect.prompt import display_path, format_age, format_cost, progress_bar, would_do
 
     console = _console()
     console.print(Text("keywords: " + (", ".join(detection.keywords) or "(none)")))
@@ -271,4 +258,4 @@ def _print_detection(detection: Detection) -> None:
                 Text(display_path(c.path)),
             )
         console.print(table)
-    console.print(Text(f"flow run would {_would(detection)}. ({detection.elapsed_ms:.0f} ms)"))
+    console.print(Text(f"flow run would {would_do(detection)}. ({detection.elapsed_ms:.0f} ms)"))

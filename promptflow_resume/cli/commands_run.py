@@ -17,7 +17,7 @@ from ..events import Reporter
 from ..progress.model import Run, Usage
 from ..providers.base import Request
 from ..wording import count
-from .app import app, err, out, print_json
+from .app import app, err, out, print_json, shown
 from .options import (
     AllowCommandsOpt,
     AllowFetchOpt,
@@ -203,16 +203,8 @@ def _summary(run: Run, path: Path) -> dict[str, Any]:
     }
 
 
-def _shown(path: Path) -> Path:
-    """``path`` relative to the working directory when it is inside it (shorter to read)."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve())
-    except ValueError:
-        return path
-
-
 def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
-    path = _shown(path)
+    path = shown(path)
     if as_json:
         data = _summary(run, path)
         data["exit_code"] = exit_code
@@ -242,25 +234,16 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
 
 
 def _placeholder_location(path: Path) -> str:
-    """``path:line`` of the answer placeholder of a run waiting for a person."""
+    """``path:line`` of the answer placeholder of a run waiting for a person (in a child's
+    file when the question was asked in a sub-workflow)."""
     from ..engine import ANSWER_PLACEHOLDER
+    from ..subworkflows import question_at
 
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
+    found = question_at(path)
+    if found is None:
         return str(path)
-    # Skip the front matter: the answer goes into the transcript entry in the body.
-    closing = next((i for i, line in enumerate(lines[1:], start=1) if line == "---"), 0)
-    for number, line in enumerate(lines[closing + 1 :], start=closing + 2):
-        if ANSWER_PLACEHOLDER in line:
-            return f"{path}:{number} (replace {ANSWER_PLACEHOLDER!r})"
-    # A sub-workflow's question is in its child's file (docs/spec.md 4.10).
-    from ..subworkflows import children_of_file
-
-    for child in children_of_file(path):
-        if child.status == "awaiting_input":
-            return _placeholder_location(child.path)
-    return str(path)
+    where, line = found
+    return f"{where}:{line} (replace {ANSWER_PLACEHOLDER!r})"
 
 
 @app.command("run")
@@ -336,7 +319,17 @@ def run_command(
 
     # A run in a worktree is new by definition: a similar run found would not be isolated.
     if not new and progress is None and not worktree:
-        chosen = _offer_similar(wf, values, interactive=interactive, yes=yes, verbose=verbose)
+        from ..detect import run_to_resume
+
+        chosen = run_to_resume(
+            wf,
+            values,
+            interactive=interactive,
+            assume_yes=yes,
+            read=_ask_on_stderr,
+            write=err,
+            verbose=verbose,
+        )
         if chosen is not None:
             outcome = resume_run(
                 chosen,
@@ -422,34 +415,6 @@ def _ask_input(decl: Any) -> str:
     hint = f" ({decl.description})" if decl.description else ""
     default = decl.placeholder if decl.placeholder is not None else decl.default
     return str(typer.prompt(f"{decl.name}{hint}", default=default if default is not None else ...))
-
-
-def _offer_similar(
-    wf: Any, values: dict[str, Any], *, interactive: bool, yes: bool, verbose: bool
-) -> Path | None:
-    """The similar-run check before a fresh run: the path of a run to resume, or None."""
-    from ..detect import choose, detect
-
-    detection = detect(wf, values)
-    if detection.skipped_reason and verbose:
-        err(f"flow: similar-run check skipped: {detection.skipped_reason}")
-    if detection.exact is not None:
-        exact = detection.exact
-        err(
-            f"flow: resuming identical incomplete run {exact.run_id} ({exact.status}, "
-            f"{exact.steps_done}/{exact.steps_total} steps); use --new to start fresh instead."
-        )
-        return exact.path
-    if not detection.candidates:
-        return None
-    chosen = choose(
-        detection,
-        interactive=interactive,
-        assume_yes=yes,
-        read=_ask_on_stderr,
-        write=lambda text: err(text),
-    )
-    return chosen.path if chosen is not None else None
 
 
 def _ask_on_stderr(prompt: str) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from .core import DEFAULT_TIME_LIMIT, Candidate, Detection, detect, list_runs, rank
 from .keywords import MAX_KEYWORDS, keywords_for, normalize_words
-from .prompt import choose, exact_line
+from .prompt import choose, exact_line, run_to_resume
 from .score import MAX_CANDIDATES, THRESHOLD, jaccard, recency_factor
 from .summary import RunSummary, owner_alive
 
@@ -44,4 +44,5 @@ __all__ = [
     "owner_alive",
     "rank",
     "recency_factor",
+    "run_to_resume",
 ]

@@ -21,14 +21,18 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from ..errors import FlowError
 from ..progress.model import RESUMABLE_STATUSES
 from .keywords import Vocabulary, keywords_for, vocabulary
 from .summary import Reader, RunSummary, owner_alive, read_summary
+
+if TYPE_CHECKING:
+    from ..workflow.model import Workflow
 
 #: File name of the index inside a runs folder.
 INDEX_NAME = ".index.sqlite"
@@ -523,42 +527,31 @@ class _WorkflowKeywords:
     """Keywords of runs that stored none, taken from their workflow file (loaded once each)."""
 
     def __init__(self) -> None:
-        self._loaded: dict[Path, Any] = {}
-        self._loader: Callable[[Path], Any] | bool | None = False
+        self._loaded: dict[Path, Workflow | None] = {}
 
     def __call__(self, summary: RunSummary) -> RunSummary:
         if summary.keywords or not summary.workflow_path:
             return summary
         if summary.status not in RESUMABLE_STATUSES:
             return summary  # never a candidate: not worth loading its workflow
-        loader = self._load_function()
-        if loader is None:
-            return summary
+        # Imported here: the loader is heavy (marko), and only runs without keywords need it.
+        from ..workflow import load_workflow
+
         path = Path(os.path.normpath(summary.path.parent / summary.workflow_path))
         if path not in self._loaded:
             try:
-                self._loaded[path] = loader(path)
-            except Exception:  # any failure just means "no keywords": the run is skipped
-                self._loaded[path] = None
+                self._loaded[path] = load_workflow(path)
+            except (FlowError, OSError):  # moved, deleted, unreadable or now invalid
+                self._loaded[path] = None  # no keywords: the run is not offered
         workflow = self._loaded[path]
         if workflow is None:
             return summary
         try:
             inputs = json.loads(summary.inputs_json)
-            words = keywords_for(workflow, inputs if isinstance(inputs, dict) else {})
-        except Exception:
+        except ValueError:  # a damaged cache row: the run is not offered
             return summary
+        words = keywords_for(workflow, inputs if isinstance(inputs, dict) else {})
         return replace(summary, keywords=tuple(words))
-
-    def _load_function(self) -> Callable[[Path], Any] | None:
-        if self._loader is False:
-            try:  # the workflow loader is heavy (marko); only runs without keywords need it
-                from ..workflow import load_workflow  # type: ignore[attr-defined]
-
-                self._loader = load_workflow
-            except Exception:
-                self._loader = None
-        return self._loader if callable(self._loader) else None
 
 
 def gather(

@@ -10,17 +10,22 @@ never picks such a match (an exact match, same workflow and inputs, still resume
     chosen = choose(detection, interactive=sys.stdin.isatty(), assume_yes=False)
     if chosen is not None:
         ...  # resume chosen.path
+
+``run_to_resume`` is the whole policy ``flow run`` follows before starting: detect, resume an
+identical run, otherwise ``choose``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
-from .core import Candidate, Detection
+from ..workflow.model import Workflow
+from .core import Candidate, Detection, detect
 from .score import parse_time
 
 #: How many times an unusable answer is asked again before starting fresh.
@@ -234,3 +239,51 @@ def choose(
         write(f"Please answer {options}.")
     write("No usable answer; starting fresh.")
     return None
+
+
+def would_do(detection: Detection) -> str:
+    """What ``flow run`` (``run_to_resume``) does with this detection, in a few words."""
+    if detection.skipped_reason:
+        return "start fresh (check skipped)"
+    if detection.exact is not None:
+        return f"resume {detection.exact.run_id} without asking (identical run)"
+    count = len(detection.candidates)
+    if count == 0:
+        return "start fresh (no similar unfinished run)"
+    if count == 1:
+        return "ask: Resume it? [Y/n]"
+    return "ask which of the listed runs to resume, or start fresh"
+
+
+def run_to_resume(
+    workflow: Workflow,
+    inputs: Mapping[str, Any],
+    *,
+    interactive: bool,
+    assume_yes: bool,
+    read: Callable[[str], str] = input,
+    write: Callable[[str], None] = print,
+    verbose: bool = False,
+) -> Path | None:
+    """``flow run``'s run-or-resume policy: the progress file of a run to resume, or None.
+
+    An identical incomplete run (same workflow hash and inputs) is resumed without asking;
+    similar ones go through ``choose`` (asked on a terminal, ``assume_yes`` takes the best
+    with the same inputs). ``verbose`` also says why the check was skipped, when it was.
+    """
+    detection = detect(workflow, inputs)
+    if detection.skipped_reason and verbose:
+        write(f"flow: similar-run check skipped: {detection.skipped_reason}")
+    if detection.exact is not None:
+        exact = detection.exact
+        write(
+            f"flow: resuming identical incomplete run {exact.run_id} ({exact.status}, "
+            f"{exact.steps_done}/{exact.steps_total} steps); use --new to start fresh instead."
+        )
+        return exact.path
+    if not detection.candidates:
+        return None
+    chosen = choose(
+        detection, interactive=interactive, assume_yes=assume_yes, read=read, write=write
+    )
+    return chosen.path if chosen is not None else None

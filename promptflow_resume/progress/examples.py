@@ -13,13 +13,13 @@ import json
 
 from .model import (
     Attempt,
-    Config,
     Cursor,
     Entry,
     ErrorInfo,
     InFlight,
     Redactions,
     Run,
+    RunConfig,
     StepState,
     Usage,
     WorkflowRef,
@@ -43,7 +43,7 @@ def example_run() -> Run:
         reason="interrupted by Ctrl-C",
         created="2026-11-21T23:25:29Z",
         updated="2026-11-21T23:26:01Z",
-        config=Config(
+        config=RunConfig(
             provider="openai",
             model="gpt-4o-mini",
             params={"temperature": 0},

@@ -22,12 +22,12 @@ from .digest import transcript_digest
 from .model import (
     FORMAT_VERSION,
     Attempt,
-    Config,
     Cursor,
     ErrorInfo,
     InFlight,
     Redactions,
     Run,
+    RunConfig,
     RunStatus,
     StepState,
     StepStatus,
@@ -242,7 +242,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
         status=cast(RunStatus, data["status"]),
         created=data["created"],
         updated=data["updated"],
-        config=Config(
+        config=RunConfig(
             provider=config["provider"],
             model=config.get("model"),
             params=dict(config.get("params") or {}),

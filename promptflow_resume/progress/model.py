@@ -195,8 +195,12 @@ class WorkflowRef:
 
 
 @dataclass
-class Config:
-    """Provider and model settings the run uses."""
+class RunConfig:
+    """The provider and model settings a run uses: its checkpoint's ``config:``.
+
+    Resolved from the workflow's own settings (``workflow.config.WorkflowSettings``) and the
+    command line, and kept so a resume uses the same ones.
+    """
 
     provider: str
     model: str | None = None
@@ -255,7 +259,7 @@ class Run:
     status: RunStatus
     created: str
     updated: str
-    config: Config
+    config: RunConfig
     cursor: Cursor
     reason: str | None = None
     inputs: dict[str, Any] = field(default_factory=dict)

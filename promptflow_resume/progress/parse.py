@@ -24,6 +24,7 @@ from urllib.parse import unquote
 
 from .. import yamlio
 from ..errors import DigestError, FlowError, ProgressFormatError, UnsupportedVersionError
+from ..textnorm import undo_checkout_newlines
 from .digest import ENTRY_DIGEST_HEX, Chain, entry_digest
 from .frontmatter import normalize_yaml_values, run_from_valid
 from .migrations import MIGRATIONS, Migration
@@ -1015,19 +1016,10 @@ def _verify(
     return actual, chain
 
 
-def normalize_text(text: str) -> str:
-    """Drop a UTF-8 byte order mark and turn a CRLF file (a Windows checkout) into LF."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    if text.startswith("---\r\n"):
-        text = text.replace("\r\n", "\n")
-    return text
-
-
 def parse_document(text: str, *, path: str | Path = "progress.md") -> Parsed:
     """Parse a whole progress file; see ``parse``. Also returns the digests the file recorded."""
     where = str(path)
-    sc = _Scanner(normalize_text(text), where)
+    sc = _Scanner(undo_checkout_newlines(text), where)
     data, source, body_start = _front_matter(sc)
     version = _check_version(data, source, where)
     if version != FORMAT_VERSION:

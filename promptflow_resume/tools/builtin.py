@@ -26,13 +26,15 @@ import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..chat import ToolSpec
 from ..durable import replace_file
 from ..globs import glob_regex
 from .base import Tool, ToolContext, ToolResult
 from .scan import SNIFF_BYTES, TOO_LARGE, read_text, required_literal, walk
+
+T = TypeVar("T")
 
 MAX_READ_LINES = 2000
 MAX_READ_CHARS = 100_000
@@ -134,24 +136,36 @@ class BuiltinTool:
 
     def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Check ``arguments`` against the spec, then do the work inside ``ctx.workspace``."""
-        problem = validate_arguments(self.spec.parameters, arguments)
-        if problem is not None:
-            return error_result(f"{problem}. Expected: {signature(self.spec)}.")
-        root = Path(ctx.workspace)
-        if not root.is_dir():
-            return error_result(f"the workspace folder {root} does not exist")
-        try:
-            return self._run(arguments, root)
-        except PathEscapeError as exc:
-            return error_result(str(exc))
-        except OSError as exc:
-            # Permission denied, a file removed mid-call, a full disk: the model should know.
-            reason = exc.strerror or type(exc).__name__
-            name = f" '{relative_name(Path(exc.filename), root)}'" if exc.filename else ""
-            return error_result(f"{reason}{name}")
+        return guarded_call(self.spec, arguments, ctx, self._run)
 
     def _run(self, arguments: dict[str, Any], root: Path) -> ToolResult:
         raise NotImplementedError
+
+
+def guarded_call(
+    spec: ToolSpec,
+    arguments: dict[str, Any],
+    ctx: ToolContext,
+    work: Callable[[dict[str, Any], Path], T],
+) -> T | ToolResult:
+    """``work(arguments, workspace)`` once ``arguments`` match ``spec`` and the workspace
+    exists; a bad argument, a path outside the workspace or an OS error comes back as an error
+    result the model reads (the file tools and the edit tools' planning share this)."""
+    problem = validate_arguments(spec.parameters, arguments)
+    if problem is not None:
+        return error_result(f"{problem}. Expected: {signature(spec)}.")
+    root = Path(ctx.workspace)
+    if not root.is_dir():
+        return error_result(f"the workspace folder {root} does not exist")
+    try:
+        return work(arguments, root)
+    except PathEscapeError as exc:
+        return error_result(str(exc))
+    except OSError as exc:
+        # Permission denied, a file removed mid-call, a full disk: the model should know.
+        reason = exc.strerror or type(exc).__name__
+        name = f" '{relative_name(Path(exc.filename), root)}'" if exc.filename else ""
+        return error_result(f"{reason}{name}")
 
 
 def signature(spec: ToolSpec) -> str:

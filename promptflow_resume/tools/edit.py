@@ -45,9 +45,8 @@ from .builtin import (
     _object_schema,
     confine,
     error_result,
+    guarded_call,
     relative_name,
-    signature,
-    validate_arguments,
 )
 from .scan import SNIFF_BYTES
 
@@ -126,19 +125,7 @@ class EditTool:
         raise NotImplementedError
 
     def _planned(self, arguments: dict[str, Any], ctx: ToolContext) -> Planned | ToolResult:
-        problem = validate_arguments(self.spec.parameters, arguments)
-        if problem is not None:
-            return error_result(f"{problem}. Expected: {signature(self.spec)}.")
-        root = Path(ctx.workspace)
-        if not root.is_dir():
-            return error_result(f"the workspace folder {root} does not exist")
-        try:
-            return self.plan(arguments, root)
-        except PathEscapeError as exc:
-            return error_result(str(exc))
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            return error_result(f"{reason}")
+        return guarded_call(self.spec, arguments, ctx, self.plan)
 
     def expectation(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, str] | None:
         """``{path, before, after}`` hashes to record with the call's start; None when the call

@@ -23,7 +23,6 @@ _EXPORTS: dict[str, str] = {
     "command_tool_spec": "commands",
     "fill_argv": "commands",
     "HASH_PREFIX": "hashing",
-    "normalize_text": "hashing",
     "short_hash": "hashing",
     "load_inputs_file": "inputs",
     "resolve_inputs": "inputs",
@@ -33,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "load_workflow": "loader",
     "parse_workflow": "loader",
     "step_template": "loader",
+    "workflow_files": "loader",
     "Budget": "model",
     "CommandDecl": "model",
     "Diagnostic": "model",
@@ -54,7 +54,7 @@ _EXPORTS: dict[str, str] = {
 
 if TYPE_CHECKING:
     from .commands import check_arguments, command_tool_spec, fill_argv
-    from .hashing import HASH_PREFIX, normalize_text, short_hash
+    from .hashing import HASH_PREFIX, short_hash
     from .inputs import load_inputs_file, resolve_inputs, typed_value
     from .loader import (
         IMPLICIT_STEP_ID,
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         load_workflow,
         parse_workflow,
         step_template,
+        workflow_files,
     )
     from .model import (
         Budget,
@@ -112,7 +113,6 @@ __all__ = [
     "fill_argv",
     "load_inputs_file",
     "load_workflow",
-    "normalize_text",
     "parse_workflow",
     "render_text",
     "resolve_inputs",
@@ -125,4 +125,5 @@ __all__ = [
     "step_workflow_inputs",
     "typed_value",
     "validate_editor",
+    "workflow_files",
 ]

@@ -21,8 +21,9 @@ ToolKind = Literal["command", "builtin", "alias", "editor", "unknown"]
 
 
 @dataclass
-class Config:
-    """Everything the front matter says, as typed records (defaults where a part was bad)."""
+class WorkflowSettings:
+    """Everything a workflow's front matter says, as typed records (defaults where a part was
+    bad); a run's resolved provider settings are ``progress.model.RunConfig``."""
 
     inputs: dict[str, InputDecl] = field(default_factory=dict)
     commands: dict[str, CommandDecl] = field(default_factory=dict)
@@ -38,13 +39,15 @@ class Config:
     compaction: Compaction = field(default_factory=Compaction)
 
 
-def build_config(data: dict[str, Any], pos: YamlPositions, col: Collector, bad: set[str]) -> Config:
-    """The front matter as a ``Config``; keys in ``bad`` failed the schema and are skipped."""
+def build_config(
+    data: dict[str, Any], pos: YamlPositions, col: Collector, bad: set[str]
+) -> WorkflowSettings:
+    """The front matter as ``WorkflowSettings``; keys in ``bad`` failed the schema (skipped)."""
 
     def usable(key: str) -> bool:
         return key in data and key not in bad
 
-    cfg = Config()
+    cfg = WorkflowSettings()
     if usable("inputs"):
         cfg.inputs = build_inputs(data["inputs"] or {}, pos, col)
     if usable("commands"):

@@ -1,8 +1,9 @@
 """Content hashes of workflows and steps: ``sha256:v1:<64 lowercase hex>``.
 
 Hashes are taken over a canonical JSON form of what changes a run's behaviour, with text
-normalised first, so that line endings, trailing whitespace, a BOM, blank-line runs and the
-order of front-matter keys never change a hash, while any changed word does. The ``v1`` part
+normalised first (``textnorm.normalize_text``), so that line endings, trailing whitespace, a
+BOM, blank-line runs and the order of front-matter keys never change a hash, while any changed
+word does. The ``v1`` part
 names this recipe: a later recipe gets a new version, and old checkpoints stay comparable.
 """
 
@@ -10,29 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-import unicodedata
 from typing import Any
 
 HASH_PREFIX = "sha256:v1:"
-
-_TRAILING_WS = re.compile(r"[ \t\f\v]+$", re.M)
-_BLANK_RUNS = re.compile(r"\n{3,}")
-
-
-def normalize_text(text: str) -> str:
-    """Text as flow sends and hashes it: LF endings, no trailing spaces, no outer blank lines.
-
-    Unicode is put in NFC form and runs of blank lines shrink to one, so invisible edits
-    change neither the prompt nor its hash.
-    """
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = unicodedata.normalize("NFC", text)
-    text = _TRAILING_WS.sub("", text)
-    text = _BLANK_RUNS.sub("\n\n", text)
-    return text.strip("\n")
 
 
 def digest(payload: Any) -> str:

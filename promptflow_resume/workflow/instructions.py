@@ -26,7 +26,8 @@ from pathlib import Path
 from .. import yamlio
 from ..errors import FlowError
 from ..globs import glob_regex
-from .source import normalize_newlines, split_source
+from ..textnorm import normalize_newlines
+from .source import split_source
 
 HEADING = "## Custom instructions"
 #: Largest instructions file read; a larger one is skipped.

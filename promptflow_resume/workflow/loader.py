@@ -15,25 +15,31 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..errors import FileNotFoundFlowError, InputError, WorkflowError
+from ..textnorm import normalize_newlines, normalize_text
 from .body import ID_PATTERN, ParsedBody, RawStep, parse_body, slugify
 from .commands import check_argument, command_definition
-from .config import Config, build_config, is_ask_mode, resolve_tool, without_editing
+from .config import WorkflowSettings, build_config, is_ask_mode, resolve_tool, without_editing
 from .diagnostics import Collector, did_you_mean
 from .frontmatter import read_front_matter, validate_front_matter
-from .hashing import digest, normalize_text
+from .hashing import digest
 from .model import Diagnostic, InputDecl, Step, StepKind, VariableUse, Workflow
 from .source import (
     MAX_WORKFLOW_BYTES,
     FrontMatterUnclosed,
     LineIndex,
     Source,
-    normalize_newlines,
     split_source,
 )
 from .toolnames import BUILTIN_TOOLS
 from .variables import SELECTION_VARIABLES, scan
 
 IMPLICIT_STEP_ID = "main"
+
+
+def workflow_files(given: Path) -> list[Path]:
+    """A folder stands for the workflow files (``*.prompt.md``) directly in it, sorted; a file
+    stands for itself."""
+    return sorted(given.glob("*.prompt.md")) if given.is_dir() else [given]
 
 
 def load_workflow(
@@ -158,7 +164,7 @@ def _as_error(diagnostic: Diagnostic, count: int) -> WorkflowError:
 class _Analysis:
     src: Source
     data: dict[str, Any]
-    cfg: Config
+    cfg: WorkflowSettings
     body: ParsedBody
     index: LineIndex
     #: Top-level front-matter keys that failed the schema.
@@ -503,7 +509,7 @@ def _load_child(raw: RawStep, analysis: _Analysis, col: Collector) -> Workflow |
 
 
 def _resolve_step_tools(
-    names: list[tuple[str, int, int]], cfg: Config, col: Collector
+    names: list[tuple[str, int, int]], cfg: WorkflowSettings, col: Collector
 ) -> tuple[str, ...]:
     resolved: list[str] = []
     for name, line, column in names:
@@ -524,7 +530,9 @@ def _resolve_step_tools(
     return tuple(resolved)
 
 
-def _check_run(raw: RawStep, cfg: Config, col: Collector) -> tuple[str | None, dict[str, Any]]:
+def _check_run(
+    raw: RawStep, cfg: WorkflowSettings, col: Collector
+) -> tuple[str | None, dict[str, Any]]:
     directive = raw.directive
     name = directive.run or ""
     args = dict(directive.run_args)
@@ -568,7 +576,7 @@ def _check_run(raw: RawStep, cfg: Config, col: Collector) -> tuple[str | None, d
     return name, args
 
 
-def _check_commands_used(cfg: Config, steps: list[Step], col: Collector) -> None:
+def _check_commands_used(cfg: WorkflowSettings, steps: list[Step], col: Collector) -> None:
     used = set(cfg.tools)
     for step in steps:
         used.update(step.tools or ())
@@ -760,13 +768,13 @@ def step_template(step: Step) -> str:
     return f"## {step.title}\n\n{step.body}" if step.body else f"## {step.title}"
 
 
-def _tool_definitions(names: tuple[str, ...], cfg: Config) -> list[dict[str, Any]]:
+def _tool_definitions(names: tuple[str, ...], cfg: WorkflowSettings) -> list[dict[str, Any]]:
     return [
         command_definition(cfg.commands[n]) if n in cfg.commands else {"builtin": n} for n in names
     ]
 
 
-def _hash_steps(steps: list[Step], context: str, cfg: Config) -> list[Step]:
+def _hash_steps(steps: list[Step], context: str, cfg: WorkflowSettings) -> list[Step]:
     hashed: list[Step] = []
     for step in steps:
         tools = step.tools if step.tools is not None else cfg.tools
@@ -801,7 +809,7 @@ def _hash_steps(steps: list[Step], context: str, cfg: Config) -> list[Step]:
 
 
 def _workflow_hash(
-    context: str, steps: list[Step], inputs: dict[str, InputDecl], cfg: Config
+    context: str, steps: list[Step], inputs: dict[str, InputDecl], cfg: WorkflowSettings
 ) -> str:
     return digest(
         {

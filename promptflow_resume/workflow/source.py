@@ -24,8 +24,6 @@ import yaml
 #: huge Markdown file would take seconds before anything useful happens.
 MAX_WORKFLOW_BYTES = 1024 * 1024
 
-BOM = "\ufeff"
-
 #: Front matter nested deeper than this is refused: nothing flow reads goes beyond a few
 #: levels, and very deep values would exhaust the stack of whatever walks them later.
 MAX_DEPTH = 32
@@ -38,13 +36,6 @@ _SAFE_TAGS = frozenset(t for t in yaml.SafeLoader.yaml_constructors if t is not 
 }
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-
-
-def normalize_newlines(text: str) -> str:
-    """Drop a leading BOM and turn CRLF / CR line endings into LF."""
-    if text.startswith(BOM):
-        text = text[1:]
-    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,95 @@
+"""Checking workflow files without running them: what ``flow check`` reports, for any caller.
+
+Each file is loaded with every problem collected (``workflow.check_workflow``) and becomes one
+plan record (``workflow.plan.plan_dict``); a folder stands for the workflow files directly in
+it. With ``mcp=True`` (or when a workflow names MCP tools) each plan also lists its MCP
+servers and their tools::
+
+    report = check_workflows([Path("workflows")])
+    report.exit_code       # 0 all load, 4 a file has errors, 5 a file or folder has none
+    report.to_dict()       # the ``flow check --json`` document
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import EXIT_INVALID_FILE, EXIT_NOT_FOUND, EXIT_OK, FileNotFoundFlowError
+
+# The workflow and tool modules are imported where they are used: `flow --help` registers the
+# check command, which imports this module, without paying for them.
+
+
+@dataclass
+class CheckReport:
+    """The plans of the files checked, the folders that held none, and the exit code."""
+
+    #: Every file checked and every empty folder, in the order given.
+    plans: list[dict[str, Any]] = field(default_factory=list)
+    #: The files alone (an empty folder has a plan record but no file).
+    checked: list[dict[str, Any]] = field(default_factory=list)
+    #: One message per folder given that holds no workflow file.
+    empty_folders: list[str] = field(default_factory=list)
+    exit_code: int = EXIT_OK
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``flow check --json`` document: ``ok``, ``workflows`` and the ``tools`` tally."""
+        from .workflow.plan import tool_tally
+
+        return {
+            "ok": self.exit_code == EXIT_OK,
+            "workflows": self.plans,
+            "tools": tool_tally(self.checked),
+        }
+
+
+def check_file(
+    path: Path, *, mcp: bool = False, mcp_config: Path | None = None
+) -> tuple[dict[str, Any], int]:
+    """One file's plan record and its exit code (0, 4 with errors, 5 when it does not exist)."""
+    from .tools.mcp import mcp_names
+    from .tools.mcp_check import add_mcp_plan
+    from .workflow import check_workflow
+    from .workflow.model import Diagnostic
+    from .workflow.plan import plan_dict
+
+    try:
+        workflow, diagnostics = check_workflow(path)
+    except FileNotFoundFlowError as error:
+        diagnostic = Diagnostic("error", error.message, str(path), code="not-found")
+        return plan_dict(str(path), None, [diagnostic]), EXIT_NOT_FOUND
+    plan = plan_dict(str(path), workflow, diagnostics)
+    if workflow is not None and (mcp or mcp_config or mcp_names(workflow)):
+        add_mcp_plan(plan, workflow, Path.cwd(), config_path=mcp_config, start=mcp)
+    return plan, EXIT_OK if plan["ok"] else EXIT_INVALID_FILE
+
+
+def check_workflows(
+    given: Iterable[Path], *, mcp: bool = False, mcp_config: Path | None = None
+) -> CheckReport:
+    """Check workflow files and folders of them; a missing file outranks an invalid one in
+    the exit code (nothing could be checked there at all)."""
+    from .workflow import workflow_files
+    from .workflow.model import Diagnostic
+    from .workflow.plan import plan_dict
+
+    report = CheckReport()
+    codes: set[int] = set()
+    for target in given:
+        files = workflow_files(target)
+        if not files:
+            message = f"no *.prompt.md files in the folder {target}."
+            diagnostic = Diagnostic("error", message, str(target), code="not-found")
+            report.plans.append(plan_dict(str(target), None, [diagnostic]))
+            report.empty_folders.append(message)
+            codes.add(EXIT_NOT_FOUND)
+        for path in files:
+            plan, file_code = check_file(path, mcp=mcp, mcp_config=mcp_config)
+            report.plans.append(plan)
+            report.checked.append(plan)
+            codes.add(file_code)
+    report.exit_code = next((c for c in (EXIT_NOT_FOUND, EXIT_INVALID_FILE) if c in codes), EXIT_OK)
+    return report
