@@ -49,8 +49,9 @@ def share_command(
     """Write a copy of a run that is safe to commit to a pull request and resume elsewhere.
 
     Secrets are redacted again (sidecar files too), paths are rewritten relative to the copy,
-    sidecar files are bundled in OUT's own <name>.files/ folder, and a comment header says
-    how to resume. The original is not changed. Default OUT: ./<run-id>.md.
+    sidecar files are bundled in OUT's own <name>.files/ folder, the child runs of workflow
+    steps are shared with it into <name>.steps/, and a comment header says how to resume.
+    The original is not changed. Default OUT: ./<run-id>.md.
     """
     from ..sharing import share
 
@@ -61,6 +62,8 @@ def share_command(
     bundled = f", {count(len(result.bundled), 'file')} bundled beside it" if result.bundled else ""
     out(f"shared: {result.output} (run {result.run_id}{bundled})")
     out(f"workflow: {result.workflow_path} (relative to the copy)")
+    if result.children:
+        out(f"child runs shared with it: {', '.join(result.children)}")
     out(f"redacted again: {count(result.redacted, 'secret value')}")
     if result.home_paths:
         out(f"home folder replaced by ~: {count(result.home_paths, 'time')}")
