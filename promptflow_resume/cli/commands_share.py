@@ -95,7 +95,9 @@ def fork_command(
     """Start a new run from the checkpoint at the start of a step; the original is unchanged.
 
     The new run has its own id, the transcript before that step, the step and every later one
-    pending, and a parent reference (file, run id, step) in its front matter.
+    pending, and a parent reference (file, run id, step) in its front matter. The child runs
+    of the steps it keeps (sub-workflows) are copied with it; a run in a git worktree gets a
+    worktree and branch of its own, made from the original's branch at the start of that step.
     """
     from ..sharing import fork
 
@@ -108,6 +110,10 @@ def fork_command(
         f"{result.step}; {result.copied_entries} entries copied; pending: "
         + ", ".join(result.pending)
     )
+    if result.children:
+        out(f"child runs copied: {', '.join(result.children)}")
+    if result.worktree is not None:
+        out(f"worktree: {result.worktree} (branch {result.branch}, its own)")
     for warning in result.warnings:
         err(f"warning: {warning}")
     out(f"Continue it with: flow resume {result.output}")
