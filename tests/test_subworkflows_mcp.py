@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from promptflow_resume.errors import EXIT_NEEDS_REVIEW
+from promptflow_resume.errors import EXIT_NEEDS_REVIEW, EXIT_TOOL_SERVER
 from promptflow_resume.progress import load_progress
 from tests.flowproc import flow, spawn
 from tests.test_mcp_e2e import SECRET, SERVER, _calls, _env, _gone
@@ -164,3 +164,25 @@ def test_sigkill_mid_call_in_a_child_never_runs_an_unsafe_call_twice(tmp_path: P
     assert child.status == "needs_review"
     parent, _ = load_progress(where / "run" / "progress.md")
     assert parent.status == "needs_review"
+
+
+def test_a_child_server_that_cannot_start_fails_the_parent_resumably(tmp_path: Path) -> None:
+    where = _workspace(tmp_path, "append_note", {"text": "ship on Friday"})
+    config_file = where / ".vscode" / "mcp.json"
+    good = config_file.read_text(encoding="utf-8")
+    config = json.loads(good)
+    config["servers"]["notes"]["command"] = str(tmp_path / "no-such-program")
+    config_file.write_text(json.dumps(config), encoding="utf-8")
+
+    result = flow(*RUN, cwd=where, env=_env())
+    assert result.returncode == EXIT_TOOL_SERVER, result.stderr
+    assert "`notes` could not be started" in result.stderr and "Traceback" not in result.stderr
+    assert not (where / CHILD_FILE).exists()  # no child run was made
+    parent, _ = load_progress(where / "run" / "progress.md")
+    assert parent.status == "failed"
+
+    config_file.write_text(good, encoding="utf-8")
+    result = flow("resume", "run/progress.md", cwd=where, env=_env())
+    assert result.returncode == 0, result.stderr
+    assert _calls(where) == ["append_note ship on Friday"]
+    assert load_progress(where / CHILD_FILE)[0].status == "completed"
