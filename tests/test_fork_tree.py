@@ -104,6 +104,18 @@ def test_the_cli_names_the_copied_children(project: Path) -> None:
     assert data["children"] == ["b.steps/review/progress.md"] and data["worktree"] is None
 
 
+def test_a_child_that_cannot_be_read_leaves_no_partial_fork(project: Path) -> None:
+    path = _start(project)
+    child = _child_path(path)
+    child.write_text(child.read_text(encoding="utf-8").replace("run_id:", "run_id: [", 1))
+    done = flow("fork", str(path), "--at", "report", "-o", "forks/again.md", cwd=project)
+    assert done.returncode == 4, done.stderr
+    assert "Traceback" not in done.stderr and "progress.steps/review/progress.md" in done.stderr
+    assert not (project / "forks" / "again.md").exists()
+    assert not (project / "forks" / "again.steps").exists()
+    assert not (project / "forks" / "again.files").exists()
+
+
 # --- worktrees --------------------------------------------------------------------------------
 
 

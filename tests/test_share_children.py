@@ -157,3 +157,16 @@ def test_the_cli_shares_the_tree_and_status_shows_it(project: Path) -> None:
     assert "run.steps/review/progress.md" in status.stdout
     text = flow("share", str(path), "-o", "again.md", cwd=project)
     assert "child runs shared with it: again.steps/review/progress.md" in text.stdout
+
+
+def test_a_child_that_cannot_be_read_leaves_no_partial_copy(project: Path) -> None:
+    from promptflow_resume.errors import FlowError
+
+    path = _start(project, Limits(max_turns=2))
+    child = _child_path(path)
+    child.write_text(child.read_text(encoding="utf-8").replace("run_id:", "run_id: [", 1))
+    with pytest.raises(FlowError) as caught:
+        share(path, project / "out.md")
+    assert str(child) in str(caught.value) or "progress.steps/review" in str(caught.value)
+    assert not (project / "out.md").exists()
+    assert not (project / "out.steps").exists() and not (project / "out.files").exists()
