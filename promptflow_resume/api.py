@@ -515,7 +515,7 @@ def _start_in(
                     f"working in the worktree {tree.path} on branch {tree.branch} "
                     f"(made from {tree.base[:12]})"
                 )
-            options.children = _children(permissions, Choices())
+            options.children = _children(permissions, Choices(), mcp_config, mcp_ask)
             engine = Engine(wf, run, store, provider_obj, tools, options)
             if servers is not None:
                 options.extra_tools = servers.offer()
@@ -790,7 +790,7 @@ def resume_run(
             selection=selection,
             instructions=instructions,
         )
-        options.children = _children(permissions, choices)
+        options.children = _children(permissions, choices, mcp_config, mcp_ask)
         note_run = replace(run, status=stopped_status, reason=stopped_reason)
         options.resume_note = resume_note(note_run, plan, wf)
         _commit_steps(options, run, root)
@@ -811,7 +811,12 @@ def resume_run(
     return Outcome(run=run, path=path, exit_code=exit_code_for(run), resumed=True, notes=notes)
 
 
-def _children(permissions: Permissions, choices: Choices) -> SubworkflowRunner:
+def _children(
+    permissions: Permissions,
+    choices: Choices,
+    mcp_config: str | Path | None = None,
+    mcp_ask: Callable[[str, str, bool], str] | None = None,
+) -> SubworkflowRunner:
     """The runner of the sub-workflows of workflow steps (docs/spec.md 4.10)."""
     from .subworkflows import SubworkflowRunner
 
@@ -819,6 +824,8 @@ def _children(permissions: Permissions, choices: Choices) -> SubworkflowRunner:
         make_run=new_run,
         consent_for=permissions.consent,
         choices=choices,
+        mcp_config=mcp_config,
+        mcp_ask=mcp_ask,
     )
 
 
@@ -906,20 +913,9 @@ def _notice_missing_tools(wf: Workflow, servers: McpServers | None, reporter: Re
 
 def _mcp_notes(run: Run, servers: McpServers) -> list[str]:
     """Attempt notes about the MCP tools: their hashes now, and which servers changed."""
-    from .tools.mcp import changed_servers, previous_tool_note, tool_list_note
+    from .tools.mcp import attempt_notes
 
-    fingerprints = servers.fingerprints()
-    recorded = previous_tool_note(note for attempt in run.attempts for note in attempt.notes)
-    notes = [tool_list_note(fingerprints)]
-    changed = changed_servers(recorded, fingerprints)
-    if changed:
-        notes.append(
-            "the tool list of MCP server(s) "
-            + ", ".join(changed)
-            + " changed since the last attempt (names, schemas or annotations); the recorded "
-            "results are kept and the tools are offered as they are now"
-        )
-    return notes
+    return attempt_notes((note for attempt in run.attempts for note in attempt.notes), servers)
 
 
 @dataclass

@@ -200,6 +200,15 @@ class Redactor:
                 values.setdefault(value, "")
         return cls(values)
 
+    def with_values(self, extra_values: Iterable[str]) -> Redactor:
+        """A redactor for this one's secrets plus ``extra_values`` (e.g. a child run's MCP
+        configuration secrets); ``self`` is not changed."""
+        values = dict(self._labels)
+        for value in extra_values:
+            if len(value) >= MIN_EXTRA_LENGTH:
+                values.setdefault(value, "")
+        return Redactor(values)
+
     @property
     def secret_count(self) -> int:
         """How many secret spellings (values and their JSON-escaped forms) are known."""

@@ -13,6 +13,10 @@ rules (docs/spec.md section 4.10):
 - Resume descends: resuming the parent resumes the child through the same path as
   ``flow resume`` (journal replay, reconcile, resume note), then the parent goes on. A
   completed child is only read back, never run again.
+- A child whose workflow names MCP tools gets its own MCP servers (from the workspace's
+  ``.vscode/mcp.json`` or the parent's ``--mcp-config``), started when it starts or resumes
+  and stopped when it stops; its MCP calls are durable like the parent's (recorded in flight
+  before they are sent, judged by the server's annotations on resume).
 - A child's own progress file is not resumed directly (``flow resume`` refuses it and names
   the parent), so the parent always learns how its child ended.
 
@@ -28,7 +32,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .engine import ChildCall, ChildResult, Engine, EngineOptions, answer_line
 from .errors import FileNotFoundFlowError, InputError, NeedsReviewError, StorageError
@@ -41,6 +45,9 @@ from .reconcile import Choices, apply_plan, plan_resume, resume_note
 from .tools import build_tools
 from .tools.commands import command_output
 from .tools.consent import Consent
+
+if TYPE_CHECKING:
+    from .tools.mcp import McpServers
 from .workflow import load_workflow
 from .workflow.model import Workflow
 
@@ -201,6 +208,10 @@ class SubworkflowRunner:
     #: The answers to changed-workflow questions, as given to the parent's resume.
     choices: Choices = field(default_factory=Choices)
     depth: int = 0
+    #: The parent's ``--mcp-config`` (None: the workspace's ``.vscode/mcp.json``).
+    mcp_config: str | Path | None = None
+    #: Asks for an MCP configuration input on a terminal (``id, description, password``).
+    mcp_ask: Callable[[str, str, bool], str] | None = None
 
     def location(self, parent_path: Path, step_id: str) -> str:
         """``<stem>.steps/<step-id>/progress.md``, relative to the parent's folder."""
@@ -247,17 +258,41 @@ class SubworkflowRunner:
 
     # --- one child ---------------------------------------------------------------------------
 
-    def _child_options(self, call: ChildCall, workflow: Workflow) -> EngineOptions:
+    def _child_options(
+        self, call: ChildCall, workflow: Workflow, servers: McpServers | None
+    ) -> EngineOptions:
         parent = call.options
+        secrets = servers.config.secrets if servers is not None else ()
         return replace(
             parent,
             reporter=_ChildReporter(parent.reporter, call),
             timeout=call.timeout,
             resume_note=None,
             consent=self.consent_for(workflow),
-            # MCP servers are started for the parent's workflow only (see docs/spec.md 4.10).
-            extra_tools=(),
+            # The child's own MCP tools, never the parent's (its tools: list is its own).
+            extra_tools=servers.offer() if servers is not None else (),
+            redactor=parent.redactor.with_values(secrets) if secrets else parent.redactor,
             children=replace(self, depth=self.depth + 1),
+        )
+
+    def _servers(
+        self, call: ChildCall, workflow: Workflow, path: Path, tools: dict[str, Any]
+    ) -> McpServers | None:
+        """Start the MCP servers the child's workflow names, adding their tools to ``tools``."""
+        from .tools.mcp import load_servers, start_servers
+
+        workspace = call.options.workspace
+        config = load_servers(workflow, workspace, config_path=self.mcp_config, ask=self.mcp_ask)
+        if config is None:
+            return None
+        redactor = call.options.redactor.with_values(config.secrets)
+        return start_servers(
+            workflow,
+            workspace,
+            tools,
+            config=config,
+            log_dir=path.parent,
+            redact=lambda text: redactor.redact(text)[0],
         )
 
     def _link(self, call: ChildCall, path: Path) -> dict[str, str]:
@@ -290,15 +325,23 @@ class SubworkflowRunner:
         run.config.budget = _tighter(_own_budget(workflow), call.budget)
         run.parent = self._link(call, path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        store = ProgressStore.create(path, run)
+        tools = build_tools(workflow, call.options.workspace)
+        # Before the child's file exists: a server that cannot start leaves no child behind.
+        servers = self._servers(call, workflow, path, tools)
         try:
-            self._execute(call, workflow, run, store, note=None)
+            store = ProgressStore.create(path, run)
+            try:
+                self._execute(call, workflow, run, store, note=None, tools=tools, servers=servers)
+            finally:
+                store.close()
         finally:
-            store.close()
+            if servers is not None:
+                servers.close()
         return ChildResult(run=run, output=child_output(run, workflow))
 
     def _resume(self, call: ChildCall, path: Path) -> ChildResult:
         store, run, report = ProgressStore.open(path)
+        servers: McpServers | None = None
         try:
             workflow = call.step.child
             recorded = (path.parent / run.workflow.path).resolve()
@@ -308,6 +351,9 @@ class SubworkflowRunner:
             if run.status == "completed":
                 return ChildResult(run=run, output=child_output(run, workflow))
             tools = build_tools(workflow, call.options.workspace)
+            # Before the plan, as for a top-level run: whether an MCP call that was in flight
+            # may run again is the server's annotation as it is now.
+            servers = self._servers(call, workflow, path, tools)
             plan = plan_resume(
                 run, workflow, report, tools, self.choices, workspace=call.options.workspace
             )
@@ -324,9 +370,13 @@ class SubworkflowRunner:
             run.config.budget = _tighter(_own_budget(workflow), call.budget)
             stopped = replace(run, status=stopped_status, reason=stopped_reason)
             note = resume_note(stopped, plan, workflow)
-            self._execute(call, workflow, run, store, note=note, notes=notes, tools=tools)
+            self._execute(
+                call, workflow, run, store, note=note, notes=notes, tools=tools, servers=servers
+            )
         finally:
             store.close()
+            if servers is not None:
+                servers.close()
         return ChildResult(run=run, output=child_output(run, workflow))
 
     def _execute(
@@ -339,13 +389,26 @@ class SubworkflowRunner:
         note: str | None,
         notes: list[str] | None = None,
         tools: dict[str, Any] | None = None,
+        servers: McpServers | None = None,
     ) -> None:
-        options = self._child_options(call, workflow)
+        from .tools.mcp import attempt_notes, missing_tools_notice
+
+        options = self._child_options(call, workflow, servers)
         options.resume_note = note
         tools = tools if tools is not None else build_tools(workflow, call.options.workspace)
         engine = Engine(workflow, run, store, call.provider, tools, options)
-        if notes:
-            engine.attempt_notes(notes)
+        mcp_notes = (
+            []
+            if servers is None
+            else attempt_notes((n for a in run.attempts for n in a.notes), servers)
+        )
+        if notes or mcp_notes:
+            engine.attempt_notes([*(notes or []), *mcp_notes])
+        for news in mcp_notes[1:]:
+            options.reporter.notice(news)
+        missing = missing_tools_notice(workflow, servers)
+        if missing is not None:
+            options.reporter.notice(missing)
         engine.execute()
 
 

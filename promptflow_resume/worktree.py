@@ -259,6 +259,33 @@ def create_worktree(
     )
 
 
+def add_worktree_at(root: Path, run_id: str, start: str) -> Path:
+    """Make branch ``flow/<run-id>`` at commit ``start`` and check it out in its worktree.
+
+    For a run whose branch does not start from HEAD (``flow fork`` of a run in a worktree);
+    GitError when the branch or the folder already exists. Returns the worktree's folder.
+    """
+    branch = branch_for(run_id)
+    if branch_exists(root, branch):
+        raise GitError(
+            f"the branch {branch} already exists in {root}; a run in a worktree makes its own "
+            "branch.",
+            path=root,
+            hint=f"Delete it (`git branch -D {branch}`), then try again.",
+        )
+    folder = root / WORKTREES_DIR / run_id
+    if folder.exists():
+        raise GitError(
+            f"the folder {folder} already exists; it would become the run's worktree.",
+            path=folder,
+            hint="Remove it (or `git worktree remove` it), then try again.",
+        )
+    _exclude_worktrees(root)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    git(["worktree", "add", "--quiet", "-b", branch, str(folder), start], root)
+    return folder
+
+
 def remove_worktree(tree: WorktreeRef, root: Path) -> None:
     """Remove the worktree's folder (uncommitted changes with it) and its branch."""
     folder = _located(tree, root)

@@ -291,3 +291,11 @@ def test_real_source_and_prompt_files_have_nothing_redacted(path: Path) -> None:
         (a, b) for a, b in zip(text.splitlines(), redacted.splitlines(), strict=True) if a != b
     ]
     assert changed == []
+
+
+def test_with_values_adds_secrets_and_leaves_the_original_alone() -> None:
+    base = Redactor({"alpha-secret-value": "ALPHA"})
+    more = base.with_values(["beta-secret-value", "ab"])  # too short to be a secret
+    text = "alpha-secret-value beta-secret-value ab"
+    assert more.redact(text) == ("[REDACTED:ALPHA] [REDACTED] ab", 2)
+    assert base.redact(text) == ("[REDACTED:ALPHA] beta-secret-value ab", 1)

@@ -49,8 +49,9 @@ def share_command(
     """Write a copy of a run that is safe to commit to a pull request and resume elsewhere.
 
     Secrets are redacted again (sidecar files too), paths are rewritten relative to the copy,
-    sidecar files are bundled in OUT's own <name>.files/ folder, and a comment header says
-    how to resume. The original is not changed. Default OUT: ./<run-id>.md.
+    sidecar files are bundled in OUT's own <name>.files/ folder, the child runs of workflow
+    steps are shared with it into <name>.steps/, and a comment header says how to resume.
+    The original is not changed. Default OUT: ./<run-id>.md.
     """
     from ..sharing import share
 
@@ -61,6 +62,8 @@ def share_command(
     bundled = f", {count(len(result.bundled), 'file')} bundled beside it" if result.bundled else ""
     out(f"shared: {result.output} (run {result.run_id}{bundled})")
     out(f"workflow: {result.workflow_path} (relative to the copy)")
+    if result.children:
+        out(f"child runs shared with it: {', '.join(result.children)}")
     out(f"redacted again: {count(result.redacted, 'secret value')}")
     if result.home_paths:
         out(f"home folder replaced by ~: {count(result.home_paths, 'time')}")
@@ -92,7 +95,9 @@ def fork_command(
     """Start a new run from the checkpoint at the start of a step; the original is unchanged.
 
     The new run has its own id, the transcript before that step, the step and every later one
-    pending, and a parent reference (file, run id, step) in its front matter.
+    pending, and a parent reference (file, run id, step) in its front matter. The child runs
+    of the steps it keeps (sub-workflows) are copied with it; a run in a git worktree gets a
+    worktree and branch of its own, made from the original's branch at the start of that step.
     """
     from ..sharing import fork
 
@@ -105,6 +110,10 @@ def fork_command(
         f"{result.step}; {result.copied_entries} entries copied; pending: "
         + ", ".join(result.pending)
     )
+    if result.children:
+        out(f"child runs copied: {', '.join(result.children)}")
+    if result.worktree is not None:
+        out(f"worktree: {result.worktree} (branch {result.branch}, its own)")
     for warning in result.warnings:
         err(f"warning: {warning}")
     out(f"Continue it with: flow resume {result.output}")

@@ -4,6 +4,11 @@ The fork gets a new run id, the transcript up to (not including) the first entry
 the earlier steps' states and outputs, and every step from that one on pending. Its status is
 ``paused`` and its front matter's ``parent`` says where it came from (the original's path
 relative to the fork, its run id, the step). The original is only read, never written.
+
+Sub-workflows (docs/spec.md 4.10): the child runs of the steps the fork keeps are copied into
+the fork's own ``<stem>.steps/<step-id>/progress.md`` (grandchildren too), each with a new run
+id and its ``parent`` naming the fork; the steps the fork runs again lose their link and get a
+new child when they run. A run in a git worktree gets a worktree of its own (``forktree``).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from ..errors import InputError
 from ..progress import ProgressStore, load_progress
 from ..progress.model import Cursor, Run, StepState
 from ..progress.render import entries_phrase
-from ..progress.sidecar import write_sidecar
+from ..progress.sidecar import stem_of, write_sidecar
 from ..runids import new_run_id
 from .common import (
     first_entry_of,
@@ -32,7 +37,8 @@ from .common import (
     step_order,
     usage_of,
 )
-from .files import read_sidecar, sidecar_folder
+from .files import archive_files, read_sidecar, sidecar_folder
+from .forktree import fork_worktree
 
 
 @dataclass
@@ -50,6 +56,11 @@ class ForkResult:
     pending: list[str] = field(default_factory=list)
     bundled: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: Child runs of the kept steps copied into the fork (paths relative to its folder).
+    children: list[str] = field(default_factory=list)
+    #: The fork's own worktree and branch, for a run in a git worktree (else None).
+    worktree: str | None = None
+    branch: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form (``flow fork --json``)."""
@@ -111,15 +122,14 @@ def fork(path: str | Path, at_step: str, out: str | Path | None = None) -> ForkR
             path=output,
             hint="Name it like progress.md (its sidecar folder becomes progress.files/).",
         )
-    for target in (output, sidecar_folder(output)):
+    steps = output.parent / f"{stem_of(output)}.steps"
+    for target in (output, sidecar_folder(output), steps):
         if target.exists() or target.is_symlink():
             raise InputError(
                 f"{target} already exists.",
                 path=target,
                 hint="Choose another path for the fork with -o.",
             )
-    output.parent.mkdir(parents=True, exist_ok=True)
-
     new = forked_run(run, step, run_id=run_id, parent_path=relative_path(source, output.parent))
     new.workflow.path = rebase(run.workflow.path, source.parent, output.parent)
     recording = getattr(new.config, "recording", None)
@@ -140,20 +150,87 @@ def fork(path: str | Path, at_step: str, out: str | Path | None = None) -> ForkR
             f"{entries_phrase(edited)} {'was' if len(edited) == 1 else 'were'} edited by hand "
             "in the original; the fork starts from the edited text."
         )
+    kept = step_order(run)[:index]
+    made = fork_worktree(run, source, output, run_id=run_id, kept=kept, step=step)
+    new.worktree = None if made is None else made[0]
+    if made is not None:
+        result.worktree, result.branch = made[0].path, made[0].branch
     try:
-        # Sidecars first (the fork's folder is new), so the file never links to a missing one.
+        output.parent.mkdir(parents=True, exist_ok=True)
+        # Sidecars and children first (the fork's folders are new), so the file never links
+        # to a missing one.
         for entry in new.transcript:
             if entry.sidecar is not None:
                 data = read_sidecar(source, entry)
                 rel, digest = write_sidecar(output, entry.sidecar.rsplit("/", 1)[-1], data)
                 entry.sidecar, entry.sidecar_sha256, entry.sidecar_bytes = rel, digest, len(data)
                 result.bundled.append(rel)
+        _copy_children(new, source, output, kept, result.children)
         ProgressStore.create(output, new).close()
     except BaseException:
         if not output.exists():
             shutil.rmtree(sidecar_folder(output), ignore_errors=True)
+            shutil.rmtree(steps, ignore_errors=True)
+            if made is not None:
+                from ..worktree import remove_worktree, repository_root
+
+                remove_worktree(made[0], repository_root(source.resolve().parent))
         raise
     return result
+
+
+def _copy_children(
+    run: Run, source: Path, output: Path, steps: list[str], copied: list[str], prefix: str = ""
+) -> None:
+    """Copy the child runs of ``steps`` of ``run`` (read from ``source``) beside ``output``.
+
+    Each copy gets a new run id and a ``parent`` naming ``output``; its own children follow.
+    A link to a child file that does not exist is pointed at where the copy's child goes.
+    """
+    for step_id in steps:
+        state = run.steps.get(step_id)
+        if state is None or not state.child:
+            continue
+        child_source = source.parent / state.child
+        state.child = f"{stem_of(output)}.steps/{step_id}/progress.md"
+        if not child_source.exists():
+            continue
+        target = output.parent / state.child
+        child, _report = load_progress(child_source)
+        child.run_id = new_run_id(
+            child.workflow.name or Path(child.workflow.path).name.split(".")[0]
+        )
+        child.parent = {
+            **(child.parent or {}),
+            "path": relative_path(output, target.parent),
+            "run_id": run.run_id,
+            "step": step_id,
+        }
+        child.workflow.path = rebase(child.workflow.path, child_source.parent, target.parent)
+        recording = getattr(child.config, "recording", None)
+        if recording:
+            child.config.recording = rebase(recording, child_source.parent, target.parent)
+        child.journal_seq = 0
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for entry in child.transcript:
+            if entry.sidecar is not None:
+                data = read_sidecar(child_source, entry)
+                rel, digest = write_sidecar(target, entry.sidecar.rsplit("/", 1)[-1], data)
+                entry.sidecar, entry.sidecar_sha256, entry.sidecar_bytes = rel, digest, len(data)
+        for archive in archive_files(child_source):
+            # Attempt notes name archives by the folder's name, the same for the copy.
+            write_sidecar(target, archive.name, archive.read_bytes())
+        shown = f"{prefix}{state.child}"
+        copied.append(shown)
+        _copy_children(
+            child,
+            child_source,
+            target,
+            list(child.steps),
+            copied,
+            prefix=shown.rsplit("/", 1)[0] + "/",
+        )
+        ProgressStore.create(target, child).close()
 
 
 def fork_run(path: str | Path, at_step: str, out: str | Path | None = None) -> Path:

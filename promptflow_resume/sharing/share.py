@@ -9,7 +9,12 @@ The copy is the run as ``load_progress`` sees it (journal replayed), with:
 - its sidecar files (large tool outputs, archived entries, a per-run recording) bundled in the
   copy's own sidecar folder, ``<name>.files/`` beside it, with their sha256 recomputed where
   redaction changed a byte;
-- a short blockquote at the top of the body saying what the file is and how to resume it.
+- a short blockquote at the top of the body saying what the file is and how to resume it;
+- the child runs of its workflow steps (sub-workflows, docs/spec.md 4.10) shared the same way
+  into the copy's own ``<name>.steps/<step-id>/progress.md``, with both links (the parent's
+  ``steps.<id>.child``, the child's ``parent``) naming the copies, so the copy resumes and
+  ``flow status`` shows the same tree. Set-aside children (``<step-id>.archive-N``) are history
+  the run no longer links to: they stay behind.
 
 Sidecars are bundled, never inlined into the transcript: an entry's text is what the model
 sees on resume, so inlining a full output in place of its preview would change the next
@@ -30,8 +35,8 @@ from ..clock import now_iso
 from ..durable import replace_file
 from ..errors import InputError
 from ..progress import load_progress
-from ..progress.model import Run
-from ..progress.sidecar import folder_name, is_binary, write_sidecar
+from ..progress.model import LoadReport, Run
+from ..progress.sidecar import folder_name, is_binary, stem_of, write_sidecar
 from ..redact import Redactor
 from .common import git_root, inside, is_live, output_file, rebase, relative_path
 from .files import archive_files, edited_digests, read_sidecar, render_copy, sidecar_folder
@@ -55,6 +60,9 @@ class ShareResult:
     #: Hand-edited entries carried over as edits (a resume of the copy sees them as such).
     edited_entries: list[int] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: Child runs shared with it (paths of their copies, relative to the copy's folder),
+    #: grandchildren included; their bundled files are in ``bundled`` under the same prefix.
+    children: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form (``flow share --json``)."""
@@ -153,7 +161,16 @@ def _machine_specific(run: Run) -> list[str]:
     return warnings
 
 
-def _check_target(output: Path, source: Path, force: bool) -> None:
+def steps_folder(path: Path) -> Path:
+    """Where the child runs of the run in ``path`` live: ``<stem>.steps/`` beside it."""
+    return path.parent / f"{stem_of(path)}.steps"
+
+
+def _has_children(run: Run) -> bool:
+    return any(state.child for state in run.steps.values())
+
+
+def _check_target(output: Path, source: Path, force: bool, *, children: bool = False) -> None:
     if output.resolve() == source.resolve():
         raise InputError(
             f"the shared copy would overwrite the run itself ({source}).",
@@ -161,7 +178,10 @@ def _check_target(output: Path, source: Path, force: bool) -> None:
             hint="Choose another output path with -o.",
         )
     folder = sidecar_folder(output)
-    for target in (output, folder):
+    # The copy's children go in its own <stem>.steps/: an earlier one there is replaced
+    # only with --force, like the file and its sidecar folder.
+    steps = steps_folder(output) if children else None
+    for target in (output, folder, *([steps] if steps is not None else [])):
         if (target.exists() or target.is_symlink()) and not force:
             raise InputError(
                 f"{target} already exists.",
@@ -175,10 +195,11 @@ def _check_target(output: Path, source: Path, force: bool) -> None:
                 path=output,
                 hint="Choose another output path with -o.",
             )
-        if folder.is_symlink() or folder.is_file():
-            folder.unlink()
-        elif folder.is_dir():
-            shutil.rmtree(folder)
+        for old in (folder, *([steps] if steps is not None else [])):
+            if old.is_symlink() or old.is_file():
+                old.unlink()
+            elif old.is_dir():
+                shutil.rmtree(old)
 
 
 def _header(result: ShareResult, output: Path, status: str) -> str:
@@ -218,9 +239,40 @@ def share(
             path=output,
             hint="Name the output like run.md (its sidecar folder becomes run.files/).",
         )
-    _check_target(output, source, force)
+    _check_target(output, source, force, children=_has_children(run))
     output.parent.mkdir(parents=True, exist_ok=True)
+    created = [
+        folder for folder in (sidecar_folder(output), steps_folder(output)) if not folder.exists()
+    ]
+    options = _Options(redactor or Redactor.from_environment(), scrub_home)
+    try:
+        return _share_file(source, run, report, output, options, parent_copy=None)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            output.unlink()
+        for folder in created:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
 
+
+@dataclass
+class _Options:
+    """What every file of one ``share`` (the run and its children) is shared with."""
+
+    redactor: Redactor
+    scrub_home: bool
+
+
+def _share_file(
+    source: Path,
+    run: Run,
+    report: LoadReport,
+    output: Path,
+    options: _Options,
+    *,
+    parent_copy: Path | None,
+) -> ShareResult:
+    """Write the copy of one run (``parent_copy``: the copy of its parent, for a child)."""
     run.journal_seq = 0
     src_dir, out_dir = source.parent, output.parent
     result = ShareResult(
@@ -247,34 +299,75 @@ def share(
             "so a clone will not have it; commit the workflow too."
         )
     run.workflow.path = result.workflow_path
-    if run.parent is not None and "path" in run.parent:
+    if parent_copy is not None and run.parent is not None:
+        # A child's link names its parent's copy, not the run it was copied from.
+        run.parent = {**run.parent, "path": relative_path(parent_copy, out_dir)}
+    elif run.parent is not None and "path" in run.parent:
         run.parent = {**run.parent, "path": rebase(run.parent["path"], src_dir, out_dir)}
 
-    scrub = _Scrubber(
-        redactor or Redactor.from_environment(), str(Path.home()) if scrub_home else None
-    )
+    scrub = _Scrubber(options.redactor, str(Path.home()) if options.scrub_home else None)
     _scrub(run, scrub)
-    if not scrub_home:
+    if not options.scrub_home:
         result.warnings += _machine_specific(run)
 
-    created_folder = not sidecar_folder(output).exists()
-    try:
-        _bundle(run, source, output, scrub, result)
-        result.redacted, result.home_paths = scrub.count, scrub.home_count
-        if scrub.count:
-            run.redactions.count += scrub.count
-            run.redactions.where += [w for w in scrub.where if w not in run.redactions.where]
-        keep = edited_digests(source, report)
-        text = render_copy(run, path=output, keep=keep, header=_header(result, output, run.status))
-        replace_file(output, text.encode("utf-8", "surrogatepass"))
-        load_progress(output)  # the copy must load as it stands, sidecars included
-    except BaseException:
-        with contextlib.suppress(OSError):
-            output.unlink()
-        if created_folder:
-            shutil.rmtree(sidecar_folder(output), ignore_errors=True)
-        raise
+    _bundle(run, source, output, scrub, result)
+    result.redacted, result.home_paths = scrub.count, scrub.home_count
+    if scrub.count:
+        run.redactions.count += scrub.count
+        run.redactions.where += [w for w in scrub.where if w not in run.redactions.where]
+    # Children first: the parent's file never links to a child copy that is not written.
+    _share_children(run, source, output, options, result)
+    keep = edited_digests(source, report)
+    header = (
+        _header(result, output, run.status)
+        if parent_copy is None
+        else _child_header(result, output, parent_copy)
+    )
+    text = render_copy(run, path=output, keep=keep, header=header)
+    replace_file(output, text.encode("utf-8", "surrogatepass"))
+    load_progress(output)  # the copy must load as it stands, sidecars included
     return result
+
+
+def _share_children(
+    run: Run, source: Path, output: Path, options: _Options, result: ShareResult
+) -> None:
+    """Share each step's child run into the copy's ``<stem>.steps/<step-id>/progress.md``."""
+    for step_id, state in run.steps.items():
+        if not state.child:
+            continue
+        child_source = source.parent / state.child
+        # The link always names where the copy's child goes, even for a child not written
+        # yet (a crash between the call and the child): a resume of the copy starts it there.
+        state.child = f"{steps_folder(output).name}/{step_id}/progress.md"
+        if not child_source.exists():
+            continue
+        child_output = output.parent / state.child
+        child_output.parent.mkdir(parents=True, exist_ok=True)
+        child, child_report = load_progress(child_source)
+        shared = _share_file(
+            child_source, child, child_report, child_output, options, parent_copy=output
+        )
+        prefix = f"{steps_folder(output).name}/{step_id}/"
+        result.children.append(state.child)
+        result.children += [prefix + c for c in shared.children]
+        result.bundled += [prefix + b for b in shared.bundled]
+        result.redacted += shared.redacted
+        result.home_paths += shared.home_paths
+        result.warnings += [f"child run of step {step_id!r}: {w}" for w in shared.warnings]
+
+
+def _child_header(result: ShareResult, output: Path, parent_copy: Path) -> str:
+    shown = relative_path(parent_copy, output.parent)
+    return "\n".join(
+        [
+            f"**Shared copy of a flow sub-workflow run** ({result.run_id}), written by "
+            f"`flow share` on {now_iso()} with the run of its parent ({shown}, relative to "
+            "this file).",
+            "It is resumed through its parent: `flow resume` that file.",
+            "This header is dropped the next time flow saves the file.",
+        ]
+    )
 
 
 def _bundle(run: Run, source: Path, output: Path, scrub: _Scrubber, result: ShareResult) -> None:

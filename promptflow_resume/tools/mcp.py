@@ -731,3 +731,19 @@ def missing_tools_notice(workflow: Workflow, servers: McpServers | None) -> str 
         f"no MCP server in {servers.config.path} provides {listed}; they are not offered "
         "(`flow check --mcp` lists what the servers offer)."
     )
+
+
+def attempt_notes(notes: Iterable[str], servers: McpServers) -> list[str]:
+    """Attempt notes about the MCP tools of a run whose earlier attempts noted ``notes``
+    (oldest first): the tool-list hashes now, then which servers' lists changed since."""
+    fingerprints = servers.fingerprints()
+    result = [tool_list_note(fingerprints)]
+    changed = changed_servers(previous_tool_note(notes), fingerprints)
+    if changed:
+        result.append(
+            "the tool list of MCP server(s) "
+            + ", ".join(changed)
+            + " changed since the last attempt (names, schemas or annotations); the recorded "
+            "results are kept and the tools are offered as they are now"
+        )
+    return result
