@@ -86,6 +86,19 @@ WORKFLOW_SEEDS = {
     )
 }
 WORKFLOW_SEEDS["counter"] = (ENGINE / "counter.prompt.md").read_bytes()
+#: The example workflows, written beside each mutated seed: a workflow step names its
+#: sub-workflow by a path relative to its own file (release-check runs triage-todos).
+SIBLINGS = {p.name: p.read_bytes() for p in (REPO / "workflows").glob("*.prompt.md")}
+
+
+def _write_workflow(folder: Path, data: bytes) -> Path:
+    """``folder/w.prompt.md`` holding ``data``, with the example workflows beside it."""
+    for name, text in SIBLINGS.items():
+        (folder / name).write_bytes(text)
+    path = folder / "w.prompt.md"
+    path.write_bytes(data)
+    return path
+
 
 # --- mutations -------------------------------------------------------------------------------
 
@@ -243,8 +256,7 @@ def check_progress(seed: str, edits: list[Edit], in_journal: bool) -> None:
 def check_workflow_text(seed: str, edits: list[Edit]) -> None:
     data = _apply(WORKFLOW_SEEDS[seed], edits)
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "w.prompt.md"
-        path.write_bytes(data)
+        path = _write_workflow(Path(tmp), data)
         try:
             load_workflow(path)
         except FlowError as error:
@@ -336,5 +348,4 @@ def test_the_seeds_load_unmutated() -> None:
             load_progress(path)
     for data in WORKFLOW_SEEDS.values():
         with tempfile.TemporaryDirectory() as tmp:
-            (Path(tmp) / "w.prompt.md").write_bytes(data)
-            load_workflow(Path(tmp) / "w.prompt.md")
+            load_workflow(_write_workflow(Path(tmp), data))
