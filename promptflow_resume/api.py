@@ -702,7 +702,14 @@ def resume_run(
             if base_url is None:
                 check_recorded_endpoint(run, path)
             decision = _decide(
-                run, path, plan, wf, provider=provider, model=model, base_url=base_url
+                run,
+                path,
+                plan,
+                wf,
+                provider=provider,
+                model=model,
+                base_url=base_url,
+                record=record,
             )
             if decision is not None:
                 plan = plan_resume(
@@ -831,9 +838,12 @@ def _decide(
     provider: str | None,
     model: str | None,
     base_url: str | None,
+    record: bool = False,
 ) -> Decision | None:
     """Ask the run's model (as this resume would use it) to decide an ambiguous state; its
-    tokens and cost are added to the run's usage. None when the state is not ambiguous."""
+    tokens and cost are added to the run's usage. None when the state is not ambiguous.
+    With ``record`` the decision's exchange goes into the session recording (``--record``),
+    so a replay of the session decides the same."""
     situation = find_situation(run, plan, workflow)
     if situation is None:
         return None
@@ -847,7 +857,7 @@ def _decide(
             replace(run, config=config),
             progress_path,
             stream=False,
-            record=False,
+            record=record,
             redactor=Redactor.from_environment(),
             base_url=base_url,
         )

@@ -28,7 +28,7 @@ import json
 from dataclasses import dataclass, field, replace
 
 from .chat import Message
-from .errors import ProviderError
+from .errors import ProviderError, ReplayMismatchError
 from .progress.model import Entry, Run, Usage
 from .providers.base import Provider, Reply, Request
 from .reconcile import Choices, ResumePlan, Stop
@@ -251,7 +251,8 @@ def request_for(run: Run, situation: Situation) -> Request:
     """The decision's model call: the instructions and the state, nothing of the conversation."""
     done = [sid for sid, s in run.steps.items() if s.status == "completed"]
     state = (
-        f"Run {run.run_id} of workflow {run.workflow.name or run.workflow.path} stopped with "
+        # No run id: it is random, and a replayed session must send the recorded request.
+        f"A run of workflow {run.workflow.name or run.workflow.path} stopped with "
         f"status {run.status}" + (f" ({_one_line(run.reason, 200)})" if run.reason else "") + ". "
         f"Steps completed: {', '.join(done) if done else 'none'}. "
         f"Situation: {situation.description} "
@@ -268,6 +269,11 @@ def ask_model(provider: Provider, run: Run, situation: Situation) -> Decision:
     """Ask the run's model to decide; a failed call or a bad answer becomes ``ASK``."""
     try:
         reply = provider.complete(request_for(run, situation))
+    except ReplayMismatchError as error:
+        # A replay that would decide otherwise than the recorded session is not a decision a
+        # person should review but a replay that went astray: say so, like any mismatch.
+        error.message = f"the recovery decision's request: {error.message}"
+        raise
     except ProviderError as error:
         return failed_call(situation, error)
     return read_answer(reply, situation, usage_of(reply, run.config.model))
