@@ -60,6 +60,7 @@ from .reconcile import Choices, ResumePlan, Stop, apply_plan, plan_resume, resum
 from .recovery import (
     Decision,
     ask_model,
+    decision_attempt,
     failed_call,
     find_situation,
     record_decision,
@@ -733,6 +734,7 @@ def resume_run(
             # Ask a person about a failed step or a workflow change: nothing else changes.
             record_decision(run, decision, Redactor.from_environment(extra_values=mcp_secrets))
             run.status, run.reason = "needs_review", decision.stop_reason(plan)
+            decision_attempt(run, decision)
             store.checkpoint(run)
             raise NeedsReviewError(run.reason)
         try:
@@ -743,13 +745,16 @@ def resume_run(
                 # call in flight that the next ``--decide`` is asked about.
                 record_decision(run, decision, Redactor.from_environment(extra_values=mcp_secrets))
             if decision is not None and decision.stops:
-                run.reason = decision.stop_reason(plan)
+                run.reason = reason = decision.stop_reason(plan)
+                decision_attempt(run, decision)
                 store.checkpoint(run)
-                raise NeedsReviewError(run.reason) from None
+                raise NeedsReviewError(reason) from None
+            if decision is not None:
+                decision_attempt(run, decision)
             store.checkpoint(run)
             raise
         if decision is not None:
-            notes.append(decision.note())
+            notes.extend(decision.notes())
             record_decision(run, decision, Redactor.from_environment(extra_values=mcp_secrets))
         if plan.answered_tools or plan.applied_tools or plan.continued_tools or decision:
             # Entries changed in place (a hand-written result is no longer an error) or added

@@ -20,7 +20,7 @@ on resume and compacts again::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import faults
@@ -188,6 +188,39 @@ class Compacted:
     plan: CompactionPlan
     usage: Usage
     reply: Reply
+
+
+#: How the attempt note on compactions starts (``flow log`` shows it).
+TALLY_PREFIX = "context compaction: "
+
+
+@dataclass
+class CompactionTally:
+    """The compactions of one attempt, kept as one attempt note so that ``flow log`` says how
+    many summaries the attempt asked for, what they took of its usage and what the newest
+    covers (a long run compacts often; one note per compaction would bury the others)."""
+
+    count: int = 0
+    usage: Usage = field(default_factory=Usage)
+    note: str | None = None
+
+    def add(self, done: Compacted, notes: list[str]) -> str:
+        """Count ``done`` and write the attempt's note in ``notes`` (replaced in place)."""
+        self.count += 1
+        self.usage.add(done.usage)
+        first, last = done.plan.covers
+        u = self.usage
+        text = (
+            f"{TALLY_PREFIX}{self.count} {'summary' if self.count == 1 else 'summaries'}, "
+            f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens, ${u.cost_usd:.4f} "
+            f"(the newest covers entries {first}-{last})"
+        )
+        if self.note is not None and self.note in notes:
+            notes[notes.index(self.note)] = text
+        else:
+            notes.append(text)
+        self.note = text
+        return text
 
 
 def summarise(
