@@ -78,9 +78,10 @@ from .workflow import (
     load_workflow,
     resolve_inputs,
 )
-from .workflow.model import InputDecl, Workflow
+from .workflow.model import Compaction, InputDecl, Workflow
 
 if TYPE_CHECKING:
+    from .compaction import ContextStatus
     from .subworkflows import ChildNode, SubworkflowRunner
     from .tools.mcp import McpServers
     from .tools.mcp_config import McpConfig
@@ -950,6 +951,8 @@ class StatusReport:
     children: list[ChildNode] = field(default_factory=list)
     #: The recovery decision ``flow resume --plan --decide`` asked for (not applied).
     decision: Decision | None = None
+    #: Compactions and the next request's size against the window (docs/spec.md 4.6).
+    context: ContextStatus | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stable ``flow status --json`` document (documented in docs/spec.md)."""
@@ -1001,6 +1004,11 @@ class StatusReport:
             **self._tree(),
             "skip_steps": plan.skip if plan else [],
             "decision": self.decision.to_dict() if self.decision else None,
+            **(
+                self.context.to_dict()
+                if self.context is not None
+                else {"compactions": None, "context": None}
+            ),
         }
 
     def _tree(self) -> dict[str, Any]:
@@ -1050,8 +1058,10 @@ def run_status(
     plan: ResumePlan | None = None
     problem: str | None = None
     decision: Decision | None = None
+    settings: Compaction | None = None
     try:
         wf = _workflow_for(run, path, workflow_path)
+        settings = wf.compaction
         root = Path(workspace) if workspace else Path.cwd()
         outside = None if workflow_path is not None else outside_workspace(run, path, root)
         if outside:
@@ -1087,8 +1097,11 @@ def run_status(
         # Resume refuses such a run (its files are gone); status says so the same way.
         plan.can_resume = False
         plan.blocked = "the run's worktree and branch were discarded (flow discard)"
+    from .compaction import context_status
     from .subworkflows import child_runs
 
+    archived = plan.archive_from if plan is not None else None
+    kept = run.transcript if archived is None else run.transcript[: archived - 1]
     return StatusReport(
         path=path,
         run=run,
@@ -1097,6 +1110,8 @@ def run_status(
         workflow_error=problem,
         children=child_runs(run, path),
         decision=decision,
+        # Without the workflow the model's window from the table is still known.
+        context=context_status(kept, settings or Compaction(), run.config.model),
     )
 
 

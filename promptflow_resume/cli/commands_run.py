@@ -670,6 +670,8 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
         out(f"workflow changed since the checkpoint: {changed}")
     else:
         out("workflow unchanged since the checkpoint")
+    if status.context is not None:
+        out(f"context  {status.context.text(run.config.model)}")
     tree = data.get("worktree")
     if tree:
         missing = "" if tree["exists"] or tree["state"] == "discarded" else ", folder missing"
