@@ -31,6 +31,11 @@ def _folder(where: Path, *answers: str) -> Path:
     """The counter workflow and its script, with ``decisions:`` answering in order."""
     where.mkdir()
     shutil.copy(FIXTURES / "counter.prompt.md", where / "counter.prompt.md")
+    return _folder_script(where, *answers)
+
+
+def _folder_script(where: Path, *answers: str) -> Path:
+    """Write the counter script with these ``decisions:`` into ``where``."""
     script = (FIXTURES / "counter.script.yaml").read_text(encoding="utf-8")
     script += "decisions: " + json.dumps([{"content": a} for a in answers]) + "\n"
     (where / "counter.script.yaml").write_text(script, encoding="utf-8")
@@ -83,6 +88,34 @@ def test_a_recorded_decision_replays_identically(tmp_path: Path) -> None:
     decisions = [e.content for e in second.transcript if e.role == "decision"]
     assert len(decisions) == 1 and decisions[0].startswith("- choice: continue\n")
     assert second.usage.input_tokens == first.usage.input_tokens
+
+
+def test_two_decisions_replay_in_order(tmp_path: Path) -> None:
+    where = _folder(tmp_path / "a", _decision("ask", "a person should look first"))
+    run = ("run", "counter.prompt.md", "--recording", "counter.script.yaml")
+    killed = flow(*run, "--progress", PROGRESS, "--record", cwd=where, env=flow_env(**CRASH))
+    assert killed.returncode == -9, killed.stderr
+    asked = flow("resume", PROGRESS, "--decide", "--record", cwd=where)
+    assert asked.returncode == 8, asked.stderr
+    (where / "counter.script.yaml").unlink()
+    _folder_script(where, _decision("continue", "a person looked: go on"))
+    resumed = flow("resume", PROGRESS, "--decide", "--record", cwd=where)
+    assert resumed.returncode == 0, resumed.stderr
+    recording = where / RECORDING
+    replay = tmp_path / "b"
+    replay.mkdir()
+    shutil.copy(FIXTURES / "counter.prompt.md", replay / "counter.prompt.md")
+    args = ("run", "counter.prompt.md", "--provider", "replay", "--recording", str(recording))
+    killed = flow(*args, "--progress", PROGRESS, cwd=replay, env=flow_env(**CRASH))
+    assert killed.returncode == -9, killed.stderr
+    assert flow("resume", PROGRESS, "--decide", cwd=replay).returncode == 8
+    again = flow("resume", PROGRESS, "--decide", cwd=replay)
+    assert again.returncode == 0, again.stderr
+    first, _ = load_progress(where / PROGRESS)
+    second, _ = load_progress(replay / PROGRESS)
+    decisions = [e.content.splitlines()[0] for e in second.transcript if e.role == "decision"]
+    assert decisions == ["- choice: ask", "- choice: continue"]
+    assert _rows(second) == _rows(first)
 
 
 def test_a_decision_the_recording_does_not_hold_is_a_replay_mismatch(tmp_path: Path) -> None:
