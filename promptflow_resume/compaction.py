@@ -118,6 +118,10 @@ def plan_compaction(
         covered.pop()
     if not covered:
         return None
+    if len(covered) == 1 and covered[0].role == "compaction":
+        # One earlier summary alone: summarising it again frees nothing and costs a call
+        # (a window too small for the newest turns would ask for it before every request).
+        return None
     return CompactionPlan(
         covers=(_first(covered[0]), _key(covered[-1])),
         entries=tuple(covered),
