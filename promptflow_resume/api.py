@@ -60,6 +60,7 @@ from .reconcile import Choices, ResumePlan, Stop, apply_plan, plan_resume, resum
 from .recovery import (
     Decision,
     ask_model,
+    decision_attempt,
     failed_call,
     find_situation,
     record_decision,
@@ -77,9 +78,10 @@ from .workflow import (
     load_workflow,
     resolve_inputs,
 )
-from .workflow.model import InputDecl, Workflow
+from .workflow.model import Compaction, InputDecl, Workflow
 
 if TYPE_CHECKING:
+    from .compaction import ContextStatus
     from .subworkflows import ChildNode, SubworkflowRunner
     from .tools.mcp import McpServers
     from .tools.mcp_config import McpConfig
@@ -702,7 +704,14 @@ def resume_run(
             if base_url is None:
                 check_recorded_endpoint(run, path)
             decision = _decide(
-                run, path, plan, wf, provider=provider, model=model, base_url=base_url
+                run,
+                path,
+                plan,
+                wf,
+                provider=provider,
+                model=model,
+                base_url=base_url,
+                record=record,
             )
             if decision is not None:
                 plan = plan_resume(
@@ -726,6 +735,7 @@ def resume_run(
             # Ask a person about a failed step or a workflow change: nothing else changes.
             record_decision(run, decision, Redactor.from_environment(extra_values=mcp_secrets))
             run.status, run.reason = "needs_review", decision.stop_reason(plan)
+            decision_attempt(run, decision)
             store.checkpoint(run)
             raise NeedsReviewError(run.reason)
         try:
@@ -736,13 +746,16 @@ def resume_run(
                 # call in flight that the next ``--decide`` is asked about.
                 record_decision(run, decision, Redactor.from_environment(extra_values=mcp_secrets))
             if decision is not None and decision.stops:
-                run.reason = decision.stop_reason(plan)
+                run.reason = reason = decision.stop_reason(plan)
+                decision_attempt(run, decision)
                 store.checkpoint(run)
-                raise NeedsReviewError(run.reason) from None
+                raise NeedsReviewError(reason) from None
+            if decision is not None:
+                decision_attempt(run, decision)
             store.checkpoint(run)
             raise
         if decision is not None:
-            notes.append(decision.note())
+            notes.extend(decision.notes())
             record_decision(run, decision, Redactor.from_environment(extra_values=mcp_secrets))
         if plan.answered_tools or plan.applied_tools or plan.continued_tools or decision:
             # Entries changed in place (a hand-written result is no longer an error) or added
@@ -838,9 +851,12 @@ def _decide(
     provider: str | None,
     model: str | None,
     base_url: str | None,
+    record: bool = False,
 ) -> Decision | None:
     """Ask the run's model (as this resume would use it) to decide an ambiguous state; its
-    tokens and cost are added to the run's usage. None when the state is not ambiguous."""
+    tokens and cost are added to the run's usage. None when the state is not ambiguous.
+    With ``record`` the decision's exchange goes into the session recording (``--record``),
+    so a replay of the session decides the same."""
     situation = find_situation(run, plan, workflow)
     if situation is None:
         return None
@@ -854,7 +870,7 @@ def _decide(
             replace(run, config=config),
             progress_path,
             stream=False,
-            record=False,
+            record=record,
             redactor=Redactor.from_environment(),
             base_url=base_url,
         )
@@ -931,6 +947,8 @@ class StatusReport:
     children: list[ChildNode] = field(default_factory=list)
     #: The recovery decision ``flow resume --plan --decide`` asked for (not applied).
     decision: Decision | None = None
+    #: Compactions and the next request's size against the window (docs/spec.md 4.6).
+    context: ContextStatus | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stable ``flow status --json`` document (documented in docs/spec.md)."""
@@ -982,6 +1000,11 @@ class StatusReport:
             **self._tree(),
             "skip_steps": plan.skip if plan else [],
             "decision": self.decision.to_dict() if self.decision else None,
+            **(
+                self.context.to_dict()
+                if self.context is not None
+                else {"compactions": None, "context": None}
+            ),
         }
 
     def _tree(self) -> dict[str, Any]:
@@ -1031,8 +1054,10 @@ def run_status(
     plan: ResumePlan | None = None
     problem: str | None = None
     decision: Decision | None = None
+    settings: Compaction | None = None
     try:
         wf = _workflow_for(run, path, workflow_path)
+        settings = wf.compaction
         root = Path(workspace) if workspace else Path.cwd()
         outside = None if workflow_path is not None else outside_workspace(run, path, root)
         if outside:
@@ -1068,8 +1093,11 @@ def run_status(
         # Resume refuses such a run (its files are gone); status says so the same way.
         plan.can_resume = False
         plan.blocked = "the run's worktree and branch were discarded (flow discard)"
+    from .compaction import context_status
     from .subworkflows import child_runs
 
+    archived = plan.archive_from if plan is not None else None
+    kept = run.transcript if archived is None else run.transcript[: archived - 1]
     return StatusReport(
         path=path,
         run=run,
@@ -1078,6 +1106,8 @@ def run_status(
         workflow_error=problem,
         children=child_runs(run, path),
         decision=decision,
+        # Without the workflow the model's window from the table is still known.
+        context=context_status(kept, settings or Compaction(), run.config.model),
     )
 
 

@@ -20,7 +20,7 @@ on resume and compacts again::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import faults
@@ -118,6 +118,10 @@ def plan_compaction(
         covered.pop()
     if not covered:
         return None
+    if len(covered) == 1 and covered[0].role == "compaction":
+        # One earlier summary alone: summarising it again frees nothing and costs a call
+        # (a window too small for the newest turns would ask for it before every request).
+        return None
     return CompactionPlan(
         covers=(_first(covered[0]), _key(covered[-1])),
         entries=tuple(covered),
@@ -190,6 +194,39 @@ class Compacted:
     reply: Reply
 
 
+#: How the attempt note on compactions starts (``flow log`` shows it).
+TALLY_PREFIX = "context compaction: "
+
+
+@dataclass
+class CompactionTally:
+    """The compactions of one attempt, kept as one attempt note so that ``flow log`` says how
+    many summaries the attempt asked for, what they took of its usage and what the newest
+    covers (a long run compacts often; one note per compaction would bury the others)."""
+
+    count: int = 0
+    usage: Usage = field(default_factory=Usage)
+    note: str | None = None
+
+    def add(self, done: Compacted, notes: list[str]) -> str:
+        """Count ``done`` and write the attempt's note in ``notes`` (replaced in place)."""
+        self.count += 1
+        self.usage.add(done.usage)
+        first, last = done.plan.covers
+        u = self.usage
+        text = (
+            f"{TALLY_PREFIX}{self.count} {'summary' if self.count == 1 else 'summaries'}, "
+            f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens, ${u.cost_usd:.4f} "
+            f"(the newest covers entries {first}-{last})"
+        )
+        if self.note is not None and self.note in notes:
+            notes[notes.index(self.note)] = text
+        else:
+            notes.append(text)
+        self.note = text
+        return text
+
+
 def summarise(
     view: RequestView,
     settings: Compaction,
@@ -226,3 +263,71 @@ def summarise(
 def view_tokens(view: RequestView, model: str | None) -> int:
     """An estimate of the tokens a request built from ``view`` sends (without tools)."""
     return estimate_tokens(Request(messages=view.messages(), model=model))
+
+
+@dataclass(frozen=True)
+class ContextStatus:
+    """What ``flow status`` says about a run's context: how many compactions its transcript
+    holds, the ids the newest covers, and how big the next request would be against the
+    window (docs/spec.md 4.6)."""
+
+    #: Compaction entries in the transcript.
+    count: int
+    #: First and last id the newest compaction covers (None without one).
+    covers: tuple[int, int] | None
+    #: The conversation as the next request would send it (summaries in place), estimated.
+    tokens: int
+    #: The context window (``context_window:`` or the model's); None when not known.
+    window: int | None
+
+    @property
+    def percent(self) -> int | None:
+        """The next request's share of the window, in percent (None without a window)."""
+        return round(100 * self.tokens / self.window) if self.window else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``compactions`` and ``context`` of the ``flow status --json`` document."""
+        return {
+            "compactions": {
+                "count": self.count,
+                "covers": list(self.covers) if self.covers else None,
+            },
+            "context": {"tokens": self.tokens, "window": self.window, "percent": self.percent},
+        }
+
+    def text(self, model: str | None) -> str:
+        """One line for ``flow status``, e.g. ``compactions: 3 (entries 3-412 summarised);
+        next request ≈ 5,100 of a 8,000-token context window (64%)``."""
+        if self.count:
+            assert self.covers is not None
+            done = (
+                f"compactions: {self.count} (entries {self.covers[0]}-{self.covers[1]} summarised)"
+            )
+        else:
+            done = "compactions: none"
+        if self.window:
+            size = (
+                f"next request ≈ {self.tokens:,} of a {self.window:,}-token context window "
+                f"({self.percent}%)"
+            )
+        else:
+            size = (
+                f"next request ≈ {self.tokens:,} tokens (no context window known for "
+                f"{model or 'the model'}; set context_window: in the workflow)"
+            )
+        return f"{done}; {size}"
+
+
+def context_status(
+    entries: Sequence[Entry], settings: Compaction, model: str | None
+) -> ContextStatus:
+    """The ``ContextStatus`` of a transcript (the entries a resume keeps)."""
+    view = RequestView()
+    view.update(entries)
+    summaries = [e for e in entries if e.role == "compaction" and e.covers is not None]
+    return ContextStatus(
+        count=len(summaries),
+        covers=summaries[-1].covers if summaries else None,
+        tokens=view_tokens(view, model),
+        window=window_for(settings, model),
+    )

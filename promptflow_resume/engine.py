@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from . import faults
 from .chat import ToolSpec
 from .clock import now_iso
+from .compaction import CompactionTally
 from .conversation import (
     MessageLog,
     final_answer,
@@ -213,6 +214,8 @@ class Engine:
         #: The last turn's view generation, message count and reported usage: the base of
         #: the next request's size estimate (see ``_request_tokens``).
         self._reported: tuple[int, int, ReplyUsage] | None = None
+        #: This attempt's compactions, summed in one attempt note (``flow log``).
+        self._compactions = CompactionTally()
 
     def attempt_notes(self, notes: list[str]) -> None:
         """Record notes (resume decisions, hand edits) in this attempt's history."""
@@ -677,6 +680,7 @@ class Engine:
             return False
         for total in (self.run.usage, state.usage, self._attempt.usage):
             total.add(done.usage)
+        self._compactions.add(done, self._attempt.notes)
         self._append([done.entry])
         faults.point("compaction.recorded")
         return True

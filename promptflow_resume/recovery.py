@@ -28,8 +28,9 @@ import json
 from dataclasses import dataclass, field, replace
 
 from .chat import Message
-from .errors import ProviderError
-from .progress.model import Entry, Run, Usage
+from .clock import now_iso
+from .errors import ProviderError, ReplayMismatchError
+from .progress.model import Attempt, Entry, Run, Usage
 from .providers.base import Provider, Reply, Request
 from .reconcile import Choices, ResumePlan, Stop
 from .redact import Redactor
@@ -121,9 +122,25 @@ class Decision:
         """True when the run stops for a person (the choice is ``ask``, or it was refused)."""
         return self.choice is Choice.ASK
 
+    @property
+    def answered(self) -> bool:
+        """True when the model answered (its call took tokens, counted in the run's usage)."""
+        return bool(self.answer) or self.usage != Usage()
+
+    def usage_text(self) -> str:
+        """The decision call's tokens and cost, e.g. ``40 in / 7 out tokens, $0.0001``."""
+        u = self.usage
+        return f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens, ${u.cost_usd:.4f}"
+
     def note(self) -> str:
         """The attempt note (and the line a person sees) for an applied decision."""
         return f"recovery decision: {self.choice.value} — {self.reason}"
+
+    def notes(self) -> list[str]:
+        """The attempt notes of the decision: ``note()`` and, when the model answered, what
+        its call took, so ``flow log`` accounts for every token of the run."""
+        usage = [f"recovery decision's call: {self.usage_text()}"] if self.answered else []
+        return [self.note(), *usage]
 
     def stop_reason(self, plan: ResumePlan) -> str:
         """The run's ``reason`` when the decision stops it for a person."""
@@ -154,6 +171,8 @@ class Decision:
             lines.append(f"- answer: {_one_line(self.answer, 300) or '(empty)'}")
         lines.append(f"- reason: {self.reason}")
         lines.append(f"- situation: {self.situation.description}")
+        if self.answered:
+            lines.append(f"- usage: {self.usage_text()}")
         return "\n".join(lines)
 
 
@@ -174,6 +193,24 @@ def record_decision(run: Run, decision: Decision, redactor: Redactor) -> Entry:
         run.redactions.where.append(f"entry {entry.id}")
     run.transcript.append(entry)
     return entry
+
+
+def decision_attempt(run: Run, decision: Decision) -> Attempt:
+    """Append the attempt of a resume that only decided (the run stopped for a person before
+    anything ran): it holds the decision's usage and note, so the attempts still add up to
+    the run's usage (``flow log``). Call it once the run's status and reason are set."""
+    now = now_iso()
+    attempt = Attempt(
+        n=len(run.attempts) + 1,
+        started=now,
+        ended=now,
+        status=run.status,
+        reason=run.reason,
+        usage=replace(decision.usage),
+        notes=decision.notes(),
+    )
+    run.attempts.append(attempt)
+    return attempt
 
 
 def decision_asked(choices: Choices) -> bool:
@@ -251,7 +288,8 @@ def request_for(run: Run, situation: Situation) -> Request:
     """The decision's model call: the instructions and the state, nothing of the conversation."""
     done = [sid for sid, s in run.steps.items() if s.status == "completed"]
     state = (
-        f"Run {run.run_id} of workflow {run.workflow.name or run.workflow.path} stopped with "
+        # No run id: it is random, and a replayed session must send the recorded request.
+        f"A run of workflow {run.workflow.name or run.workflow.path} stopped with "
         f"status {run.status}" + (f" ({_one_line(run.reason, 200)})" if run.reason else "") + ". "
         f"Steps completed: {', '.join(done) if done else 'none'}. "
         f"Situation: {situation.description} "
@@ -268,6 +306,11 @@ def ask_model(provider: Provider, run: Run, situation: Situation) -> Decision:
     """Ask the run's model to decide; a failed call or a bad answer becomes ``ASK``."""
     try:
         reply = provider.complete(request_for(run, situation))
+    except ReplayMismatchError as error:
+        # A replay that would decide otherwise than the recorded session is not a decision a
+        # person should review but a replay that went astray: say so, like any mismatch.
+        error.message = f"the recovery decision's request: {error.message}"
+        raise
     except ProviderError as error:
         return failed_call(situation, error)
     return read_answer(reply, situation, usage_of(reply, run.config.model))

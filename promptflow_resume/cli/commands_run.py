@@ -496,6 +496,12 @@ def resume_command(
         "ambiguous (a call in flight, a failed step, a changed workflow); recorded as a "
         "decision entry. With --plan: show the decision, apply nothing.",
     ),
+    record: bool = typer.Option(
+        False,
+        "--record",
+        help="Record this attempt's model calls (a --decide decision's too) into "
+        "session.recording.jsonl beside the progress file, for replay.",
+    ),
     workflow: WorkflowMovedOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
@@ -588,6 +594,7 @@ def resume_command(
         mcp_config=mcp_config,
         mcp_ask=_ask_mcp_input if interactive else None,
         decide=decide,
+        record=record,
     )
     if outcome.already_completed and not as_json:
         out(f"already completed: nothing to resume — {outcome.path}")
@@ -663,6 +670,8 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
         out(f"workflow changed since the checkpoint: {changed}")
     else:
         out("workflow unchanged since the checkpoint")
+    if status.context is not None:
+        out(f"context  {status.context.text(run.config.model)}")
     tree = data.get("worktree")
     if tree:
         missing = "" if tree["exists"] or tree["state"] == "discarded" else ", folder missing"

@@ -50,6 +50,7 @@ td.num { text-align: right; white-space: nowrap; }
 .entry.assistant > h3 { color: var(--ok); } .entry.user > h3 { color: var(--accent); }
 .entry.tool_call > h3, .entry.tool_result > h3 { color: var(--warn); }
 .entry.error > h3 { color: var(--bad); }
+.entry.decision > h3 { color: var(--bad); } .entry.compaction > h3 { color: #8250df; }
 pre { background: var(--soft); padding: .5rem .75rem; border-radius: .3rem; overflow-x: auto;
   font: 13px/1.45 ui-monospace, SFMono-Regular, Menlo, monospace; }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 90%; }
@@ -98,8 +99,14 @@ def _entry(entry: Entry) -> str:
     label = f"{entry.id} · {ROLE_LABELS.get(entry.role, entry.role)}"
     if entry.step:
         label += f" · {one_line(entry.step, 80)}"
+    covers = ""
     if entry.covers is not None:
-        label += f" · stands for entries {entry.covers[0]}–{entry.covers[1]} in requests"
+        first, last = entry.covers
+        # Linked, so a reader goes straight to what the summary stands for.
+        covers = (
+            f' · stands for entries <a href="#entry-{first}">{first}</a>–'
+            f'<a href="#entry-{last}">{last}</a> in requests'
+        )
     classes = ["entry", entry.role] + (["error"] if entry.is_error else [])
     if entry.role == "tool_call":
         args = escape(one_line(entry.content, 300)) if entry.content else ""
@@ -127,7 +134,7 @@ def _entry(entry: Entry) -> str:
         body = '<p class="empty">(no text)</p>'
     return (
         f'<section class="{" ".join(classes)}" id="entry-{entry.id}" data-role="{entry.role}">'
-        f'<h3>{escape(label)}</h3><div class="body">{body}</div></section>'
+        f'<h3>{escape(label)}{covers}</h3><div class="body">{body}</div></section>'
     )
 
 
