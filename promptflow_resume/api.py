@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .clock import now_iso
-from .engine import Engine, EngineOptions
 from .errors import (
     EXIT_AWAITING_INPUT,
     EXIT_INTERRUPTED,
@@ -65,6 +64,7 @@ from .workflow import (
 from .workflow.model import InputDecl, Workflow
 
 if TYPE_CHECKING:
+    from .engine import EngineOptions
     from .tools.mcp import McpServers
     from .tools.mcp_config import McpConfig
 
@@ -192,6 +192,9 @@ def _engine_options(
     selection: str | None = None,
     instructions: str = "",
 ) -> EngineOptions:
+    # The engine is loaded by the commands that run one (not by status, list, log ...).
+    from .engine import EngineOptions
+
     return EngineOptions(
         workspace=workspace,
         reporter=reporter or Reporter(),
@@ -416,6 +419,8 @@ def start_run(
                 selection,
                 _instructions(root, file) if instructions else "",
             )
+            from .engine import Engine
+
             engine = Engine(wf, run, store, provider_obj, tools, options)
             if servers is not None:
                 options.extra_tools = servers.offer()
@@ -634,6 +639,8 @@ def resume_run(
         )
         note_run = replace(run, status=stopped_status, reason=stopped_reason)
         options.resume_note = resume_note(note_run, plan, wf)
+        from .engine import Engine
+
         engine = Engine(wf, run, store, provider_obj, tools, options)
         engine.attempt_notes(notes + mcp_notes)
         for note in notes + mcp_notes[1:]:
