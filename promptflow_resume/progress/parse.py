@@ -392,71 +392,90 @@ def _read_as_written(
 def _entry_as_written(data: bytes, pos: int, expected: int) -> tuple[Entry, str, bytes, int] | None:
     """Entry ``expected`` at ``pos`` if it is exactly as ``render`` writes it: the entry, its
     stored digest, its content's bytes and where the next marker starts; else None."""
-    at = data.find(b"\n", pos) + 1
-    if at == 0:
-        return None
     try:
-        line = data[pos : at - 1].decode("ascii")
-        marker = _WRITTEN_MARKER.fullmatch(line)
-        if marker is None or "--" in line[4:-3]:
+        marker = _marker_as_written(data, pos, expected)
+        if marker is None:
             return None
-        number, role, step, call, tool, error, sidecar, sha, size, stored = marker.groups()
-        role = _ROLE_NAMES.get(role)
-        if role is None or int(number) != expected:
-            return None
-        entry = Entry(
-            expected,
-            role,
-            "",
-            None if step is None else intern(step),  # a run has a few: one string each
-            call,
-            None if tool is None else intern(tool),
-            error is not None,
-            sidecar,
-            sha,
-            None if size is None else int(size),
-        )
+        entry, stored, at = marker
         head = f"{heading(entry)}\n\n".encode()
         if not data.startswith(head, at):
             return None
-        at += len(head)
-        if role in TOOL_ROLES:
-            # The line render writes under the heading: a whole one-line call or empty
-            # result, or the line above the fence.
-            line_end = data.find(b"\n", at)
-            line = data[at:line_end].decode("utf-8")
-            if data.startswith(_BLANK_THEN_MARK, line_end):
-                one_line = _one_line_as_written(entry, line)
-                if one_line is None:
-                    return None
-                entry.content = one_line
-                return entry, stored, one_line.encode(), line_end + 2
-            if line != tool_line(entry) or not data.startswith(b"\n\n", line_end):
-                return None
-            at = line_end + 2
-        fence = _WRITTEN_FENCE.match(data, at)
-        if fence is not None:
-            # The first line from here that starts with the fence's backticks must close it:
-            # exactly those backticks, a blank line, the next marker.
-            ticks = fence.group(1)
-            close = data.find(b"\n" + ticks, fence.end() - 1)
-            after = close + 1 + len(ticks)
-            if close == -1 or not data.startswith(_BLANK_THEN_MARK, after):
-                return None
-            raw = data[fence.end() : close]
-            entry.content = raw.decode("utf-8")
-            return entry, stored, raw, after + 2
-        end = data.find(_NEXT_MARK, at)
-        if role in TOOL_ROLES or end == -1 or data[at : at + 1] in (b"`", b"<"):
-            return None
-        content = data[at:end].decode("utf-8")
+        content = _content_as_written(data, entry, at + len(head))
     except UnicodeDecodeError:
         return None
+    return None if content is None else (entry, stored, *content)
+
+
+def _marker_as_written(data: bytes, pos: int, expected: int) -> tuple[Entry, str, int] | None:
+    """The entry (its content left empty) whose marker line starts at ``pos``, if it is entry
+    ``expected`` with its fields as render writes them; its stored digest and where the next
+    line starts."""
+    at = data.find(b"\n", pos) + 1
+    if at == 0:
+        return None
+    line = data[pos : at - 1].decode("ascii")
+    marker = _WRITTEN_MARKER.fullmatch(line)
+    if marker is None or "--" in line[4:-3]:
+        return None
+    number, role, step, call, tool, error, sidecar, sha, size, stored = marker.groups()
+    role = _ROLE_NAMES.get(role)
+    if role is None or int(number) != expected:
+        return None
+    entry = Entry(
+        expected,
+        role,
+        "",
+        None if step is None else intern(step),  # a run has a few: one string each
+        call,
+        None if tool is None else intern(tool),
+        error is not None,
+        sidecar,
+        sha,
+        None if size is None else int(size),
+    )
+    return entry, stored, at
+
+
+def _content_as_written(data: bytes, entry: Entry, at: int) -> tuple[bytes, int] | None:
+    """Set ``entry.content`` from what render writes under its heading, from ``at``: for a
+    tool, its one-line form or the line above its fence; then a fence, or a message's
+    Markdown. Return the content's bytes and where the next marker starts; None if the text
+    is not as render writes it."""
+    if entry.role in TOOL_ROLES:
+        line_end = data.find(b"\n", at)
+        if line_end == -1:
+            return None
+        line = data[at:line_end].decode("utf-8")
+        if data.startswith(_BLANK_THEN_MARK, line_end):
+            one_line = _one_line_as_written(entry, line)
+            if one_line is None:
+                return None
+            entry.content = one_line
+            return one_line.encode(), line_end + 2
+        if line != tool_line(entry) or not data.startswith(b"\n\n", line_end):
+            return None
+        at = line_end + 2
+    fence = _WRITTEN_FENCE.match(data, at)
+    if fence is not None:
+        # The first line from here that starts with the fence's backticks must close it:
+        # exactly those backticks, a blank line, the next marker.
+        ticks = fence.group(1)
+        close = data.find(b"\n" + ticks, fence.end() - 1)
+        after = close + 1 + len(ticks)
+        if close == -1 or not data.startswith(_BLANK_THEN_MARK, after):
+            return None
+        raw = data[fence.end() : close]
+        entry.content = raw.decode("utf-8")
+        return raw, after + 2
+    end = data.find(_NEXT_MARK, at)
+    if entry.role in TOOL_ROLES or end == -1 or data[at : at + 1] in (b"`", b"<"):
+        return None
+    content = data[at:end].decode("utf-8")
     if not content or content[0].isspace():
         return None
     content = content.strip()
     entry.content = "" if content == EMPTY_MESSAGE else content
-    return entry, stored, entry.content.encode(), end + 1
+    return entry.content.encode(), end + 1
 
 
 def _one_line_as_written(entry: Entry, line: str) -> str | None:
