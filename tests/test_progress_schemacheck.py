@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from promptflow_resume import yamlio
 from promptflow_resume.progress.digest import transcript_digest
 from promptflow_resume.progress.examples import example_run, synthetic_run
 from promptflow_resume.progress.frontmatter import front_matter
@@ -18,6 +20,7 @@ from promptflow_resume.progress.schemacheck import compile_schema
 
 CHECK = compile_schema(load_schema("progress"))
 VALIDATOR = Draft202012Validator(load_schema("progress"))
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _front_matters() -> list[dict[str, Any]]:
@@ -102,4 +105,77 @@ def test_it_agrees_with_jsonschema_on_edited_front_matters(
         else:
             parent.append(data.draw(VALUES))
     assert CHECK is not None
-    assert CHECK(document) == _valid(document)
+    _agree(CHECK(document), _valid(document), document)
+
+
+def _workflow_front_matters() -> list[dict[str, Any]]:
+    out = []
+    files = [*ROOT.glob("workflows/**/*.prompt.md"), *ROOT.glob("tests/fixtures/workflows/**/*.md")]
+    for file in sorted(files):
+        text = file.read_text(encoding="utf-8", errors="replace")
+        if text.startswith("---\n") and "\n---\n" in text[3:]:
+            try:
+                data = yamlio.load(text[4 : text.index("\n---\n", 3) + 1])
+            except Exception:  # a fixture that is broken on purpose
+                continue
+            if isinstance(data, dict):
+                out.append(data)
+    return out
+
+
+WORKFLOW_CHECK = compile_schema(load_schema("workflow"))
+WORKFLOW_VALIDATOR = Draft202012Validator(load_schema("workflow"))
+WORKFLOWS = _workflow_front_matters()
+
+
+def test_workflow_front_matters_compile_and_agree() -> None:
+    assert WORKFLOW_CHECK is not None
+    assert len(WORKFLOWS) >= 5
+    valid = [d for d in WORKFLOWS if not list(WORKFLOW_VALIDATOR.iter_errors(d))]
+    assert len(valid) >= 5
+    for document in WORKFLOWS:
+        assert WORKFLOW_CHECK(document) == (document in valid)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(WORKFLOWS), st.data())
+def test_it_agrees_with_jsonschema_on_edited_workflow_front_matters(
+    base: dict[str, Any], data: st.DataObject
+) -> None:
+    document = copy.deepcopy(base)
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(_paths(document)))
+        if not path:
+            continue
+        parent = document
+        for key in path[:-1]:
+            parent = parent[key]
+        how = data.draw(st.sampled_from(["replace", "delete", "add"]))
+        if how == "replace":
+            parent[path[-1]] = data.draw(VALUES)
+        elif how == "delete":
+            del parent[path[-1]]
+        elif isinstance(parent, dict):
+            parent[data.draw(st.text(max_size=8))] = data.draw(VALUES)
+        else:
+            parent.append(data.draw(VALUES))
+    assert WORKFLOW_CHECK is not None
+    valid = not list(WORKFLOW_VALIDATOR.iter_errors(document))
+    _agree(WORKFLOW_CHECK(document), valid, document)
+
+
+def _agree(quick: bool, valid: bool, document: Any) -> None:
+    """The quick check never passes an invalid document, and rejects a valid one only where
+    it is stricter by design: a float with an integer value (JSON Schema's "integer")."""
+    if quick:
+        assert valid
+    elif valid:
+        assert any(isinstance(v, float) and v.is_integer() for v in _leaves(document))
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]

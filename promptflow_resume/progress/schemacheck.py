@@ -17,6 +17,7 @@ a document it rejects is one ``jsonschema`` then examines, and names the problem
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +41,11 @@ _KEYWORDS = frozenset(
         "minLength",
         "maxLength",
         "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "minItems",
+        "anyOf",
+        "propertyNames",
     }
 )
 
@@ -98,14 +104,23 @@ def _compile(node: Any, definitions: dict[str, Any], compiled: dict[str, Check])
     if "enum" in node or "const" in node:
         checks.append(_one_of_values(node["enum"] if "enum" in node else [node["const"]]))
     checks.extend(_string_checks(node))
-    if "minimum" in node:
-        least = node["minimum"]
-        if not _is_number(least):
-            raise _Unsupported
-        checks.append(lambda v: not _is_number(v) or v >= least)
+    checks.extend(_number_checks(node))
     if "items" in node:
         item = _compile(node["items"], definitions, compiled)
         checks.append(lambda v: not isinstance(v, list) or all(map(item, v)))
+    if "minItems" in node:
+        fewest = node["minItems"]
+        if not _is_int(fewest):
+            raise _Unsupported
+        checks.append(lambda v: not isinstance(v, list) or len(v) >= fewest)
+    if "anyOf" in node:
+        if not isinstance(node["anyOf"], list) or not node["anyOf"]:
+            raise _Unsupported
+        options = [_compile(option, definitions, compiled) for option in node["anyOf"]]
+        checks.append(lambda v: any(option(v) for option in options))
+    if "propertyNames" in node:
+        name_check = _compile(node["propertyNames"], definitions, compiled)
+        checks.append(lambda v: not isinstance(v, dict) or all(map(name_check, v)))
     if {"properties", "required", "additionalProperties"} & set(node):
         checks.append(_object(node, definitions, compiled))
     if len(checks) == 1:
@@ -139,6 +154,26 @@ def _one_of_values(values: Any) -> Check:
     # Type and value: True is not 1 here (nor 1.0 an integer), as in JSON.
     allowed = {(type(v), v) for v in values}
     return lambda value: isinstance(value, _SCALARS) and (type(value), value) in allowed
+
+
+def _number_checks(node: dict[str, Any]) -> list[Check]:
+    checks: list[Check] = []
+    for keyword, fits in (
+        ("minimum", operator.ge),
+        ("maximum", operator.le),
+        ("exclusiveMinimum", operator.gt),
+    ):
+        if keyword in node:
+            bound = node[keyword]
+            if not _is_number(bound):
+                raise _Unsupported
+            checks.append(_bounded(fits, bound))
+    return checks
+
+
+def _bounded(fits: Callable[[Any, Any], bool], bound: float) -> Check:
+    # int and float compare exactly in Python, whatever their size.
+    return lambda v: not _is_number(v) or fits(v, bound)
 
 
 def _string_checks(node: dict[str, Any]) -> list[Check]:
