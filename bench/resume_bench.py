@@ -4,6 +4,9 @@
     python bench/resume_bench.py --root ../other      # the same table for another checkout
     python bench/resume_bench.py --importtime         # + the top `-X importtime` entries
     python bench/resume_bench.py --readers 1000       # readers-during-writes stress mode
+    python bench/resume_bench.py --compare ../base --rounds 3
+                                   # before (../base) and after (this checkout), run
+                                   # alternately round by round: medians and after/before
 
 Runs are built with the real engine and store from an instant in-process model and tool (a
 turn: a 300-byte reply with one tool call, and a 1 KiB result), so every number is flow's own
@@ -16,7 +19,9 @@ Rows:
   tool result, killed at its first model reply; then its phases measured in one process:
   interpreter, imports (the CLI and what resume loads), ``ProgressStore.open``, building the
   request, the final fold after one more turn.
-- per-turn overhead over a 10,000-turn run, and its last 1,000 turns ÷ its first 1,000.
+- per-turn overhead over a 10,000-turn run, and its last 1,000 turns ÷ its first 1,000; the
+  same in CPU time of the process (flow's own work without the disk's fsync waits, which on a
+  shared machine swamp the wall time).
 - peak RSS of ``flow resume`` at 10,000 turns.
 - progress.md + journal ÷ payload, for a run killed mid-step.
 """
@@ -84,10 +89,12 @@ class InstantModel:
         self.turns = turns
         self.done = 0
         self.times: list[float] = []
+        self.cpu: list[float] = []
 
     def complete(self, request: Any, on_text: Any = None) -> Reply:
         """Reply at once."""
         self.times.append(time.perf_counter())
+        self.cpu.append(time.process_time())
         done, self.done = self.done, self.done + 1
         usage = ReplyUsage(input_tokens=1000, output_tokens=80)
         if done >= self.turns:
@@ -107,8 +114,9 @@ class InstantTool:
         return ToolResult(RESULT)
 
 
-def build_run(folder: Path, turns: int) -> tuple[Path, list[float]]:
-    """A completed ``turns``-turn run in ``folder``; its path and the model call times."""
+def build_run(folder: Path, turns: int) -> tuple[Path, list[float], list[float]]:
+    """A completed ``turns``-turn run in ``folder``; its path and the model call times (wall
+    and process CPU)."""
     (folder / "bench.prompt.md").write_text(WORKFLOW, encoding="utf-8")
     workflow = load_workflow(folder / "bench.prompt.md")
     progress = folder / "run" / "progress.md"
@@ -120,7 +128,7 @@ def build_run(folder: Path, turns: int) -> tuple[Path, list[float]]:
         Engine(workflow, run, store, model, {"probe": InstantTool()}, options).execute()
     finally:
         store.close()
-    return progress, model.times
+    return progress, model.times, model.cpu
 
 
 def interrupt_after_tool_result(progress: Path) -> None:
@@ -196,18 +204,19 @@ t1 = time.perf_counter()
 from pathlib import Path
 from promptflow_resume.conversation import MessageLog
 from promptflow_resume.progress import Entry, ProgressStore
+c1 = time.process_time()
 store, run, _ = ProgressStore.open(Path(sys.argv[1]))
-t2 = time.perf_counter()
+t2, c2 = time.perf_counter(), time.process_time()
 messages = MessageLog().messages(run.transcript)
 t3 = time.perf_counter()
 entry = Entry(run.next_entry_id(), "assistant", "x" * 300, step=run.transcript[-1].step)
 run.transcript.append(entry)
 store.save(run, [entry])
-t4 = time.perf_counter()
+t4, c4 = time.perf_counter(), time.process_time()
 store.checkpoint(run)
-t5 = time.perf_counter()
+t5, c5 = time.perf_counter(), time.process_time()
 store.close()
-print(t1 - t0, t2 - t1, t3 - t2, t5 - t4)
+print(t1 - t0, t2 - t1, t3 - t2, t5 - t4, c2 - c1, c5 - c4)
 """
 
 
@@ -227,7 +236,7 @@ def phases_ms(progress: Path, repeat: int) -> dict[str, float]:
         rows.append([float(x) * 1000 for x in out.split()])
         progress.write_bytes(backup)
     interpreter = median_ms(lambda: _python("pass"), repeat)
-    names = ("imports", "open", "request build", "final fold")
+    names = ("imports", "open", "request build", "final fold", "open CPU", "final fold CPU")
     result = {"interpreter": interpreter}
     result.update({n: statistics.median(r[i] for r in rows) for i, n in enumerate(names)})
     return result
@@ -280,7 +289,7 @@ def size_ratio(turns: int) -> float:
     return on_disk / payload
 
 
-def per_turn(times: list[float]) -> tuple[float, float]:
+def per_turn(times: list[float]) -> tuple[float, float]:  # also for CPU times
     """Mean ms per turn, and the last 1,000 turns' mean ÷ the first 1,000's."""
     gaps = [b - a for a, b in itertools.pairwise(times)]
     first = statistics.mean(gaps[:1000])
@@ -340,13 +349,49 @@ def readers(count: int) -> None:
         print(f"  {message}")
 
 
+def compare(before: Path, rounds: int, repeat: int) -> None:
+    """The table for ``before`` and for this checkout, run alternately round by round (on a
+    shared machine the load changes by the minute): each row's medians and after ÷ before."""
+    values: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
+    order: list[str] = []
+    for number in range(1, rounds + 1):
+        for side, root in (("before", before), ("after", ROOT)):
+            table = subprocess.run(
+                [sys.executable, __file__, "--root", str(root), "--repeat", str(repeat)],
+                cwd=NEUTRAL,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            for line in table.splitlines():
+                if " | " not in line:
+                    continue
+                name, value = (part.strip() for part in line.rsplit("|", 1))
+                order.extend([name] if name not in order else [])
+                values[side].setdefault(name, []).append(float(value.rstrip("x")))
+            print(f"round {number}/{rounds}: {side} measured", file=sys.stderr)
+    print(f"before: {before}\nafter:  {ROOT}\nmedians of {rounds} alternating rounds")
+    width = max(map(len, order))
+    print(f"{'':<{width}} | {'before':>8} | {'after':>8} | after/before")
+    for name in order:
+        old = statistics.median(values["before"].get(name, [float("nan")]))
+        new = statistics.median(values["after"].get(name, [float("nan")]))
+        ratio = new / old if old else float("nan")
+        print(f"{name:<{width}} | {old:>8.3g} | {new:>8.3g} | {ratio:>11.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=str(HERE), help="The checkout to measure.")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--importtime", action="store_true")
     parser.add_argument("--readers", type=int, default=0, metavar="N")
+    parser.add_argument("--compare", metavar="BEFORE", help="A checkout to compare with.")
+    parser.add_argument("--rounds", type=int, default=3, help="Alternating rounds to compare.")
     args = parser.parse_args()
+    if args.compare:
+        compare(Path(args.compare).resolve(), args.rounds, args.repeat)
+        return
     if args.readers:
         readers(args.readers)
         return
@@ -355,7 +400,7 @@ def main() -> None:
     rows.append(("flow --version ms", f"{median_ms(lambda: _flow('--version'), args.repeat):.0f}"))
     rows.append(("flow --help ms", f"{median_ms(lambda: _flow('--help'), args.repeat):.0f}"))
     with tempfile.TemporaryDirectory() as tmp:
-        small, _ = build_run(Path(tmp), 1000)
+        small, _, _ = build_run(Path(tmp), 1000)
         interrupt_after_tool_result(small)
         status = median_ms(lambda: _flow("status", str(small), "--json"), args.repeat)
         rows.append(("status --json, 1,000 turns ms", f"{status:.0f}"))
@@ -363,14 +408,17 @@ def main() -> None:
             ("resume to 1st request, 1,000 turns ms", f"{resume_ms(small, args.repeat):.0f}")
         )
     with tempfile.TemporaryDirectory() as tmp:
-        large, times = build_run(Path(tmp), 10_000)
+        large, times, cpu = build_run(Path(tmp), 10_000)
         mean, growth = per_turn(times)
+        cpu_mean, cpu_growth = per_turn(cpu)
         interrupt_after_tool_result(large)
         rows.append(("resume to 1st request, 10,000 turns ms", f"{resume_ms(large, 3):.0f}"))
         for name, value in phases_ms(large, 3).items():
             rows.append((f"  phase: {name} ms", f"{value:.0f}"))
         rows.append(("per-turn overhead at 10,000 turns ms", f"{mean:.3f}"))
         rows.append(("  last 1,000 / first 1,000 turns", f"{growth:.2f}x"))
+        rows.append(("per-turn CPU at 10,000 turns ms", f"{cpu_mean:.3f}"))
+        rows.append(("  CPU last 1,000 / first 1,000 turns", f"{cpu_growth:.2f}x"))
         rows.append(("peak RSS, resume at 10,000 turns MiB", f"{peak_rss_mib(large):.0f}"))
     rows.append(("progress.md + journal mid-step / payload", f"{size_ratio(2000):.2f}x"))
     width = max(len(name) for name, _ in rows)

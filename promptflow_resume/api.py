@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .clock import now_iso
-from .engine import Engine, EngineOptions
 from .errors import (
     EXIT_AWAITING_INPUT,
     EXIT_INTERRUPTED,
@@ -82,6 +81,7 @@ from .workflow.model import Compaction, InputDecl, Workflow
 
 if TYPE_CHECKING:
     from .compaction import ContextStatus
+    from .engine import EngineOptions
     from .subworkflows import ChildNode, SubworkflowRunner
     from .tools.mcp import McpServers
     from .tools.mcp_config import McpConfig
@@ -217,6 +217,9 @@ def _engine_options(
     """The engine's options for one attempt, from the arguments ``start_run`` and
     ``resume_run`` both take: one place turns them into consent, editor variables and the
     custom-instructions block."""
+    # The engine is loaded by the commands that run one (not by status, list, log ...).
+    from .engine import EngineOptions
+
     return EngineOptions(
         workspace=workspace,
         reporter=reporter or Reporter(),
@@ -518,6 +521,8 @@ def _start_in(
                     f"(made from {tree.base[:12]})"
                 )
             options.children = _children(permissions, Choices(), mcp_config, mcp_ask)
+            from .engine import Engine
+
             engine = Engine(wf, run, store, provider_obj, tools, options)
             if servers is not None:
                 options.extra_tools = servers.offer()
@@ -807,6 +812,8 @@ def resume_run(
         note_run = replace(run, status=stopped_status, reason=stopped_reason)
         options.resume_note = resume_note(note_run, plan, wf)
         _commit_steps(options, run, root)
+        from .engine import Engine
+
         engine = Engine(wf, run, store, provider_obj, tools, options)
         if decision is not None:
             # The decision's call belongs to this attempt (the run's total has it already).

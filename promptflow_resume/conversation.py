@@ -10,7 +10,9 @@ folded back into one assistant message with ``tool_calls``, the shape every prov
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
+from typing import overload
 
 from .chat import Message, ToolCall
 from .progress.model import Entry
@@ -218,14 +220,62 @@ def final_answer(entries: Sequence[Entry], step_id: str) -> Entry | None:
     return None
 
 
+class Messages(Sequence[Message]):
+    """A request's messages: the first ``count`` of a log's final messages, then a tail.
+
+    The final messages are shared with the log, not copied: it only ever appends to that list
+    (a rebuild starts a new one), so the first ``count`` stay as they were. Compares equal to
+    any sequence of the same messages (a tuple, say).
+    """
+
+    __slots__ = ("_count", "_done", "_tail")
+
+    def __init__(self, done: list[Message], count: int, tail: tuple[Message, ...]) -> None:
+        self._done = done
+        self._count = count
+        self._tail = tail
+
+    def __len__(self) -> int:
+        return self._count + len(self._tail)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        at = index + len(self) if index < 0 else index
+        if not 0 <= at < len(self):
+            raise IndexError("message index out of range")
+        return self._done[at] if at < self._count else self._tail[at - self._count]
+
+    def __iter__(self) -> Iterator[Message]:
+        return itertools.chain(itertools.islice(self._done, self._count), self._tail)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"Messages({tuple(self)!r})"
+
+
 class MessageLog:
     """``to_messages`` kept up to date incrementally, so a turn costs the same at entry 20,000
     as at entry 20.
 
     Messages up to the last assistant entry are final (its tool calls follow it directly); only
-    the tail after it is converted again on each call. Any change other than an append (a new
-    log is made per engine, and hand edits happen before) rebuilds from scratch; so does a
-    compaction, which changes the view the messages are built from (``RequestView``).
+    the tail after it is converted again on each call, and the final ones are shared with the
+    returned ``Messages``, not copied. Any change other than an append (a new log is made per
+    engine, and hand edits happen before) rebuilds from scratch; so does a compaction, which
+    changes the view the messages are built from (``RequestView``).
     """
 
     def __init__(self) -> None:
@@ -235,7 +285,7 @@ class MessageLog:
         self._last: Entry | None = None
         self._generation = 0
 
-    def messages(self, entries: Sequence[Entry]) -> tuple[Message, ...]:
+    def messages(self, entries: Sequence[Entry]) -> Messages:
         """The provider messages for ``entries`` (which must extend the previous call's)."""
         view = self.view.update(entries)
         if (
@@ -255,4 +305,4 @@ class MessageLog:
             self._done.extend(_convert(view[self._count : split], replies))
             self._count = split
             self._last = view[split - 1]
-        return (*self._done, *_convert(view[self._count :], replies))
+        return Messages(self._done, len(self._done), _convert(view[self._count :], replies))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -78,3 +80,33 @@ def test_the_incremental_log_equals_a_full_conversion(script: list[tuple[str, bo
         if look:
             assert log.messages(grown) == to_messages(grown)
     assert log.messages(grown) == to_messages(grown)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(ROLES, min_size=1, max_size=60), st.data())
+def test_an_earlier_request_keeps_its_messages_as_the_log_grows(
+    roles: list[str], data: st.DataObject
+) -> None:
+    # Requests share the log's final messages instead of copying them: each must still hold
+    # exactly the messages of its own moment, and behave as the tuple of them.
+    log = MessageLog()
+    grown: list[Entry] = []
+    taken = []
+    for index, role in enumerate(roles, start=1):
+        grown.append(Entry(id=index, role=role, content=f"m{index}", call_id=f"c{index}", tool="t"))  # type: ignore[arg-type]
+        taken.append((log.messages(grown), to_messages(grown)))
+    if data.draw(st.booleans()):
+        # Not an append (a transcript read again, with an edit): the log starts over.
+        grown = [replace(e, content="edited" if e.id == 1 else e.content) for e in grown]
+        assert log.messages(grown) == to_messages(grown)
+    for messages, expected in taken:
+        assert messages == expected
+        assert expected == messages
+        assert tuple(messages) == expected
+        assert len(messages) == len(expected)
+        assert hash(messages) == hash(expected)
+        assert messages[:] == expected[:]
+        assert messages[1:-1] == expected[1:-1]
+        if expected:
+            at = data.draw(st.integers(-len(expected), len(expected) - 1))
+            assert messages[at] == expected[at]

@@ -66,3 +66,32 @@ def test_blocks_of_another_renderer_are_not_copied(tmp_path: Path) -> None:
     with store:
         store.checkpoint(run)
     assert path.read_text(encoding="utf-8") == render(run)
+
+
+def test_later_folds_copy_what_the_store_wrote_and_match_a_full_render(tmp_path: Path) -> None:
+    path = tmp_path / "progress.md"
+    run = _run(20)
+    with ProgressStore.create(path, run) as store:
+        assert len(store._written) == len(run.transcript)
+        for n in range(3):
+            entry = Entry(run.next_entry_id(), "user", f"more {n}", step="report")
+            run.transcript.append(entry)
+            store.save(run, [entry])
+            store.checkpoint(run)
+            assert len(store._written) == len(run.transcript)
+            assert path.read_text(encoding="utf-8") == render(run)
+        # An early entry changed in place: copied up to it, rendered from it on.
+        run.transcript[2].content = "changed in place"
+        store.checkpoint(run)
+        assert path.read_text(encoding="utf-8") == render(run)
+        # The file replaced behind the store's back: nothing of it is copied.
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace("reply 1\n", "reply one\n", 1), encoding="utf-8")
+        stat = path.stat()
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+        entry = Entry(run.next_entry_id(), "user", "last", step="report")
+        run.transcript.append(entry)
+        store.save(run, [entry])
+        store.checkpoint(run)
+    assert path.read_text(encoding="utf-8") == render(run)
+    assert load_progress(path)[0] == run

@@ -16,15 +16,45 @@ Modules: ``data`` (reading and checking rows), ``checkpoint`` (the batch file), 
 
 from __future__ import annotations
 
-from .checkpoint import BATCH_FILE, Batch, RowState, is_batch_file, load_batch
-from .runner import (
-    BatchOutcome,
-    BatchReporter,
-    BatchStatus,
-    batch_status,
-    resume_batch,
-    start_batch,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: Where each public name lives: imported on first use, so reading one module (``flow status``
+#: asks ``checkpoint.is_batch_file``) does not load the runner and its engines.
+_EXPORTS = {
+    "BATCH_FILE": "checkpoint",
+    "Batch": "checkpoint",
+    "RowState": "checkpoint",
+    "is_batch_file": "checkpoint",
+    "load_batch": "checkpoint",
+    "BatchOutcome": "runner",
+    "BatchReporter": "runner",
+    "BatchStatus": "runner",
+    "batch_status": "runner",
+    "resume_batch": "runner",
+    "start_batch": "runner",
+}
+
+if TYPE_CHECKING:
+    from .checkpoint import BATCH_FILE, Batch, RowState, is_batch_file, load_batch
+    from .runner import (
+        BatchOutcome,
+        BatchReporter,
+        BatchStatus,
+        batch_status,
+        resume_batch,
+        start_batch,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BATCH_FILE",

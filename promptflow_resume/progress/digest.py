@@ -30,6 +30,12 @@ _quote = encode_basestring_ascii
 _sha256 = hashlib.sha256
 
 
+#: The parts of head lines around the id and call id, by the other fields: a run repeats a few
+#: (one per role, step and tool), so each is built once. Emptied when it grows past the limit.
+_SHAPES: dict[tuple[object, ...], tuple[str, str]] = {}
+_SHAPES_LIMIT = 1024
+
+
 def _head(entry: Entry) -> str:
     """The JSON head line hashed before an entry's content.
 
@@ -65,18 +71,23 @@ def _head(entry: Entry) -> str:
         and (size is None or type(size) is int)
         and (e.is_error is True or e.is_error is False)
     ):
+        shape = (e.role, e.step, e.tool, e.is_error, e.sidecar, e.sidecar_sha256, size)
         try:
-            return (
-                f"[{e.id},{_quote(e.role)},"
-                f"{'null' if e.step is None else _quote(e.step)},"
-                f"{'null' if e.call_id is None else _quote(e.call_id)},"
-                f"{'null' if e.tool is None else _quote(e.tool)},"
-                f"{'true' if e.is_error else 'false'},"
-                f"{'null' if e.sidecar is None else _quote(e.sidecar)},"
-                f"{'null' if e.sidecar_sha256 is None else _quote(e.sidecar_sha256)},"
-                f"{'null' if size is None else size}]"
-            )
-        except TypeError:  # a field that is not a string: let json.dumps decide
+            parts = _SHAPES.get(shape)
+            if parts is None:
+                if len(_SHAPES) >= _SHAPES_LIMIT:
+                    _SHAPES.clear()
+                parts = _SHAPES[shape] = (
+                    f",{_quote(e.role)},{'null' if e.step is None else _quote(e.step)},",
+                    f",{'null' if e.tool is None else _quote(e.tool)},"
+                    f"{'true' if e.is_error else 'false'},"
+                    f"{'null' if e.sidecar is None else _quote(e.sidecar)},"
+                    f"{'null' if e.sidecar_sha256 is None else _quote(e.sidecar_sha256)},"
+                    f"{'null' if size is None else size}]",
+                )
+            call = "null" if e.call_id is None else _quote(e.call_id)
+            return f"[{e.id}{parts[0]}{call}{parts[1]}"
+        except TypeError:  # a field that is not a string (or not hashable): json.dumps decides
             pass
     return json.dumps(
         [
@@ -95,12 +106,18 @@ def _head(entry: Entry) -> str:
     )
 
 
-def entry_digest(entry: Entry) -> str:
-    """A 16-hex-digit digest of every field of ``entry`` (content included)."""
+def entry_digest(entry: Entry, content_utf8: bytes | None = None) -> str:
+    """A 16-hex-digit digest of every field of ``entry`` (content included).
+
+    A reader that holds the content's UTF-8 bytes (as read from a file) passes them as
+    ``content_utf8`` so they are hashed as they are instead of encoded again.
+    """
     # The head is one line of ASCII JSON, so head + newline + content cannot be ambiguous;
     # surrogatepass lets a lone surrogate from a provider be hashed rather than crash.
     h = _sha256(f"{_head(entry)}\n".encode("ascii"))
-    h.update(entry.content.encode("utf-8", "surrogatepass"))
+    if content_utf8 is None:
+        content_utf8 = entry.content.encode("utf-8", "surrogatepass")
+    h.update(content_utf8)
     return h.hexdigest()[:ENTRY_DIGEST_HEX]
 
 

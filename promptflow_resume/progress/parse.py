@@ -2,10 +2,10 @@
 
 The scanner looks only for our own markers (``<!-- flow:... -->`` lines at the start of a
 line) and for the fences it wrote, never parsing Markdown. An entry exactly as ``render`` wrote
-it is read with one pattern match and its digest computed on the spot; any other entry (a hand
-edit, damage) is read line by line, which gives the same result for the entries the pattern
-matches. Line numbers are counted only for a warning or an error, and everything positioned
-names ``path:line:col``::
+it is read straight from the file's bytes (``_read_as_written``) and hashed as it is; any other
+entry (a hand edit, damage) is read line by line (``_entry``), which gives the same result for
+the entries the first reads. Line numbers are counted only for a warning or an error, and
+everything positioned names ``path:line:col``::
 
     run, report = parse(text, path="progress.md")
     report.edited_entries      # ids of entries changed by hand (their edits are in ``run``)
@@ -13,22 +13,22 @@ names ``path:line:col``::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from sys import intern
 from typing import Any
 from urllib.parse import unquote
 
 from .. import yamlio
 from ..errors import DigestError, FlowError, ProgressFormatError, UnsupportedVersionError
 from ..textnorm import undo_checkout_newlines
-from .digest import ENTRY_DIGEST_HEX, Chain, entry_digest
+from .digest import Chain, entry_digest
 from .frontmatter import normalize_yaml_values, run_from_valid
 from .migrations import MIGRATIONS, Migration
-from .model import FORMAT_VERSION, ROLES, Entry, LoadReport, Run
+from .model import FORMAT_VERSION, ROLES, Entry, LoadReport, Role, Run
 from .rawtext import EMPTY_MESSAGE, OWN_FENCE_INFOS
 from .render import (
     EMPTY_RESULT,
@@ -36,6 +36,7 @@ from .render import (
     INPUT_TABLE_HEADER,
     TOOL_ROLES,
     call_head,
+    call_line,
     conversation_preamble,
     heading,
     inline_arguments_ok,
@@ -52,51 +53,25 @@ _SECTION_RE = re.compile(r"<!-- flow:section ([a-z]+)(?: d=([0-9a-f]{16}))?(?: .
 _COVERS = re.compile(r"[1-9][0-9]*-[1-9][0-9]*")
 _END_RE = re.compile(r"<!-- flow:end seq=([0-9]+) -->")
 _FENCE_OPEN = re.compile(r"(`{3,})([^`]*)")
-# Characters a marker value keeps unencoded (``render.marker_value``); \w is [A-Za-z0-9_].
-_PLAIN = r"[\w.:/~+@,-]"
-# Those a sidecar's link keeps unencoded too (``render.tool_line``).
-_LINK = r"[\w./~-]"
-# Every character str.strip() removes (str.isspace): a line of only these is blank.
-_SPACE = "\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-# The common entry exactly as ``render`` writes it, read by ``_quick_entries`` without the
-# line-by-line work of ``_entry``: the marker with its fields in render's order, holding only
-# characters render never encodes (at most 80 of them where the heading or the line above a
-# tool's fence repeats a value, which then appears there unchanged); the heading generated from
-# it; one blank line; for a tool call or result, the line above its fence generated from it
-# and a blank line; then a ``` fence whose closing line is the first line that
-# starts with its backticks (found with str.find, faster than a pattern), followed by a blank
-# line and the next marker; or, for a message, Markdown that starts with neither space,
-# backtick nor "<". Everything else (a hand edit, an encoded value, an escaped fence, a damaged
-# file) is read by ``_entry``, which gives the same result for the entries this matches, and
-# positioned errors and warnings for the rest.
-
-
-def _quick_pattern(raw_start: str) -> str:
-    """The text of ``_QUICK_ENTRY``; ``raw_start`` is the class of a message's first character."""
-    return (
-        r"<!-- flow:entry ([1-9][0-9]*) "
-        r"(?:(tool_call)|(tool_result)|(system|user|assistant)|(note))"  # groups 2-5
-        rf"(?: step=({_PLAIN}{{1,80}}))?(?: call=({_PLAIN}{{1,80}}))?"  # 6, 7
-        rf"(?: tool=({_PLAIN}{{1,80}}))?( error)?(?: sidecar=({_LINK}{{1,120}}))?"  # 8, 9, 10
-        rf"(?: sha256=({_PLAIN}+))?(?: bytes=(0|[1-9][0-9]*))? d=([0-9a-f]{{16}}) -->\n"  # 11-13
-        r"### \1 · (?(2)tool call|(?(3)tool result|(?(4)\4|note from flow)))(?(6) · \6)\n"
-        # 14: a call's arguments on its line, in backticks, or "no arguments"
-        r"(?(2)\nCall `\7` to `\8` with (?:these arguments:\n|(`[^`\n]+`|no arguments)\.\n))"
-        r"(?(3)\nResult of `\8` for call `\7`(?(9) · \*\*error\*\*)"
-        r"(?(10) · full output in \[\10\]\(\10\) \(([0-9,]+ bytes|size \?)\)"  # 15
-        r"; the text below is a preview):(?:\n|( _\(no output\)_\n)))"  # 16: empty output
-        # 17: a newline and the fence's backticks (the reader finds the content and the close)
-        r"(?:(\n`{3,})(?:text|json|markdown)\n"
-        rf"|\n(?(4)|(?(5)|(?!)))(?={raw_start})"
-        r"|(?(14)|(?(16)|(?!)))(?=\n<!-- flow:))"
+# An entry exactly as ``render`` writes it is read by ``_read_as_written`` straight from the
+# file's bytes: its marker with the fields in render's order and values render writes as they
+# are (no percent-encoding); then the heading, the line above a tool's fence (or a tool's whole
+# one-line form) exactly as render generates them from the marker; then a ``` fence of text,
+# json or markdown, or, for a message, Markdown that starts with neither space, backtick nor
+# "<". Anything else (a hand edit, an encoded value, an escaped fence, damage) is left to the
+# line reader ``_entry``, which gives the same result for the entries this reads (the
+# agreement tests check both ways), and positioned errors and warnings for the rest.
+_PLAIN_VALUE = r"[A-Za-z0-9_.:/~+@,-]+"  # and no "--" (checked apart: faster)
+_WRITTEN_MARKER = re.compile(
+    r"<!-- flow:entry ([1-9][0-9]*) ([a-z_]+)(?: step=(V))?(?: call=(V))?(?: tool=(V))?( error)?"
+    r"(?: sidecar=(V))?(?: sha256=(V))?(?: bytes=(0|[1-9][0-9]*))? d=([0-9a-f]{16}) -->".replace(
+        "V", _PLAIN_VALUE
     )
-
-
-_QUICK_ENTRY = re.compile(_quick_pattern(f"[^`<{_SPACE}]"), re.ASCII)
-# The same over a file's UTF-8 bytes. A byte class cannot name the multi-byte spaces, so a
-# message's first character is checked for them once decoded.
-_QUICK_ENTRY_BYTES = re.compile(_quick_pattern(r"[^`<\t-\r\x1c- ]").encode("utf-8"), re.ASCII)
-_ROLE_OF = {role.encode("ascii"): role for role in ROLES}
+)
+_WRITTEN_FENCE = re.compile(rb"(`{3,})(?:text|json|markdown)\n")
+_NEXT_MARK = b"\n<!-- flow:"
+_BLANK_THEN_MARK = b"\n" + _NEXT_MARK
+_ROLE_NAMES: dict[str, Role] = {role: role for role in ROLES}  # type: ignore[misc]
 _FIX_BODY = (
     "Restore the file from version control, or undo the edit around that line; "
     "only the text of entries may be edited, keeping each flow:entry line and fence."
@@ -403,215 +378,126 @@ def _fenced(
     return body, after
 
 
-def _quick_entries(
-    text: str, pos: int, transcript: list[Entry], digests: list[str], actual: list[str | None]
-) -> int:
-    """Read entries from ``pos`` for as long as they match ``_QUICK_ENTRY`` and continue the
-    ids; append them, their stored digests and their actual digests (``entry_digest`` of
-    each); return where ``_entry`` must take over."""
-    match = _QUICK_ENTRY.match
-    sha256 = hashlib.sha256
-    hex_digits = ENTRY_DIGEST_HEX
-    mark = "\n" + _MARK
-    after_close = "\n\n" + _MARK
-    expected = len(transcript) + 1
-    while True:
-        found = match(text, pos)
-        if found is None:
-            return pos
-        (
-            number,
-            called,
-            result,
-            message,
-            note,
-            step,
-            call,
-            tool,
-            error,
-            sidecar,
-            sha,
-            size,
-            digest,
-            inline,
-            shown,
-            empty,
-            fence,
-        ) = found.groups()
-        if int(number) != expected:
-            return pos
-        if shown is not None and shown != (f"{int(size):,} bytes" if size else "size ?"):
-            return pos  # the sidecar's size above the fence was edited
-        role = called or result or message or note
-        start = found.end()
-        if inline is not None or empty is not None:
-            content = "" if inline is None or inline[0] != "`" else inline[1:-1]
-            if content and not inline_arguments_ok(content, limit=len(content)):
-                return pos
-            end = start + 1
-        elif fence is not None:
-            # The first line from here that starts with the fence's backticks must close it:
-            # exactly those backticks, a blank line, the next marker.
-            close = text.find(fence, start - 1)
-            end = close + len(fence) + 2
-            if close == -1 or not text.startswith(after_close, end - 2):
-                return pos
-            content = text[start:close]
-        else:
-            end = text.find(mark, start)
-            if end == -1:
-                return pos
-            content = text[start:end].strip()
-            if content == EMPTY_MESSAGE:
-                content = ""
-            end += 1
-        transcript.append(
-            Entry(
-                expected,
-                role,  # type: ignore[arg-type]  # one of ROLES: the pattern allows no other
-                content,
-                step,
-                call,
-                tool,
-                error is not None,
-                sidecar,
-                sha,
-                None if size is None else int(size),
-            )
-        )
-        digests.append(digest)
-        # entry_digest(entry) spelled out: every value here is plain ASCII, which JSON writes
-        # as it is between quotes, and the numbers are as JSON writes them (no leading 0).
-        s_step = "null" if step is None else f'"{step}"'
-        s_call = "null" if call is None else f'"{call}"'
-        s_tool = "null" if tool is None else f'"{tool}"'
-        s_car = "null" if sidecar is None else f'"{sidecar}"'
-        s_sha = "null" if sha is None else f'"{sha}"'
-        s_err = "false" if error is None else "true"
-        data = (
-            f'[{number},"{role}",{s_step},{s_call},{s_tool},{s_err},{s_car},{s_sha},'
-            f"{size or 'null'}]\n{content}"
-        )
-        actual.append(sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:hex_digits])
-        pos = end
-        expected += 1
-
-
-def _quick_entries_bytes(
+def _read_as_written(
     data: bytes,
     pos: int,
     transcript: list[Entry],
     digests: list[str],
     actual: list[str | None],
-    starts: list[int] | None = None,
+    starts: list[int],
 ) -> int:
-    """``_quick_entries`` over a file's bytes: the content is hashed as it is in the file and
-    decoded once, entry by entry; returns where the entries stop matching (or a content is not
-    UTF-8, or a message starts with a space)."""
-    match = _QUICK_ENTRY_BYTES.match
-    roles = _ROLE_OF
-    sha256 = hashlib.sha256
-    hex_digits = ENTRY_DIGEST_HEX
-    mark = b"\n<!-- flow:"
-    after_close = b"\n\n<!-- flow:"
-    heads: dict[tuple[bytes | bool | None, ...], bytes] = {}
-    names: dict[bytes, str] = {}
-    expected = len(transcript) + 1
+    """Read entries from ``pos`` in ``data`` for as long as each is exactly as ``render``
+    writes it and continues the ids; append them, their stored digests, their actual digests
+    (hashed from the bytes as they are) and where each starts; return where they stop."""
     while True:
-        found = match(data, pos)
-        if found is None:
+        read = _entry_as_written(data, pos, len(transcript) + 1)
+        if read is None:
             return pos
-        (
-            number,
-            called,
-            result,
-            message,
-            note,
-            step,
-            call,
-            tool,
-            error,
-            sidecar,
-            sha,
-            size,
-            digest,
-            inline,
-            shown,
-            empty,
-            fence,
-        ) = found.groups()
-        if int(number) != expected:
-            return pos
-        if shown is not None and shown != (f"{int(size):,} bytes".encode() if size else b"size ?"):
-            return pos
-        role = called or result or message or note
-        start = found.end()
-        try:
-            if inline is not None or empty is not None:
-                raw = b"" if inline is None or inline[:1] != b"`" else inline[1:-1]
-                content = raw.decode("utf-8")
-                if content and not inline_arguments_ok(content, limit=len(content)):
-                    return pos
-                end = start + 1
-            elif fence is not None:
-                close = data.find(fence, start - 1)
-                end = close + len(fence) + 2
-                if close == -1 or not data.startswith(after_close, end - 2):
-                    return pos
-                raw = data[start:close]
-                content = raw.decode("utf-8")
-            else:
-                end = data.find(mark, start)
-                if end == -1:
-                    return pos
-                content = data[start:end].decode("utf-8")
-                if content[0].isspace():
-                    return pos
-                content = content.strip()
-                if content == EMPTY_MESSAGE:
-                    content = ""
-                raw = content.encode("utf-8")
-                end += 1
-        except UnicodeDecodeError:
-            return pos
-        # entry_digest(entry) spelled out, as in _quick_entries: a run repeats a few shapes
-        # of head (role, step, tool ...), each made once; only the id and call vary. The
-        # values it is made of hold no "%" (the pattern allows none), so it formats safely.
-        shape = (role, step, call is None, tool, error, sidecar, sha, size)
-        head = heads.get(shape)
-        if head is None:
-            head = heads[shape] = b'[%%s,"%s",%s,%s,%s,%s,%s,%s,%s]\n' % (
-                role,
-                b"null" if step is None else b'"%s"' % step,
-                b"null" if call is None else b'"%s"',
-                b"null" if tool is None else b'"%s"' % tool,
-                b"false" if error is None else b"true",
-                b"null" if sidecar is None else b'"%s"' % sidecar,
-                b"null" if sha is None else b'"%s"' % sha,
-                size or b"null",
-            )
-        h = sha256(head % ((number,) if call is None else (number, call)))
-        h.update(raw)
-        actual.append(h.hexdigest()[:hex_digits])
-        digests.append(digest.decode("ascii"))
-        transcript.append(
-            Entry(
-                expected,
-                roles[role],  # type: ignore[arg-type]  # one of ROLES
-                content,
-                None if step is None else names.get(step) or names.setdefault(step, step.decode()),
-                None if call is None else call.decode("ascii"),
-                None if tool is None else names.get(tool) or names.setdefault(tool, tool.decode()),
-                error is not None,
-                None if sidecar is None else sidecar.decode("ascii"),
-                None if sha is None else sha.decode("ascii"),
-                None if size is None else int(size),
-            )
-        )
-        if starts is not None:
-            starts.append(pos)
+        entry, stored, content_utf8, end = read
+        transcript.append(entry)
+        digests.append(stored)
+        actual.append(entry_digest(entry, content_utf8))
+        starts.append(pos)
         pos = end
-        expected += 1
+
+
+def _entry_as_written(data: bytes, pos: int, expected: int) -> tuple[Entry, str, bytes, int] | None:
+    """Entry ``expected`` at ``pos`` if it is exactly as ``render`` writes it: the entry, its
+    stored digest, its content's bytes and where the next marker starts; else None."""
+    try:
+        marker = _marker_as_written(data, pos, expected)
+        if marker is None:
+            return None
+        entry, stored, at = marker
+        head = f"{heading(entry)}\n\n".encode()
+        if not data.startswith(head, at):
+            return None
+        content = _content_as_written(data, entry, at + len(head))
+    except UnicodeDecodeError:
+        return None
+    return None if content is None else (entry, stored, *content)
+
+
+def _marker_as_written(data: bytes, pos: int, expected: int) -> tuple[Entry, str, int] | None:
+    """The entry (its content left empty) whose marker line starts at ``pos``, if it is entry
+    ``expected`` with its fields as render writes them; its stored digest and where the next
+    line starts."""
+    at = data.find(b"\n", pos) + 1
+    if at == 0:
+        return None
+    line = data[pos : at - 1].decode("ascii")
+    marker = _WRITTEN_MARKER.fullmatch(line)
+    if marker is None or "--" in line[4:-3]:
+        return None
+    number, role, step, call, tool, error, sidecar, sha, size, stored = marker.groups()
+    role = _ROLE_NAMES.get(role)
+    if role is None or int(number) != expected:
+        return None
+    entry = Entry(
+        expected,
+        role,
+        "",
+        None if step is None else intern(step),  # a run has a few: one string each
+        call,
+        None if tool is None else intern(tool),
+        error is not None,
+        sidecar,
+        sha,
+        None if size is None else int(size),
+    )
+    return entry, stored, at
+
+
+def _content_as_written(data: bytes, entry: Entry, at: int) -> tuple[bytes, int] | None:
+    """Set ``entry.content`` from what render writes under its heading, from ``at``: for a
+    tool, its one-line form or the line above its fence; then a fence, or a message's
+    Markdown. Return the content's bytes and where the next marker starts; None if the text
+    is not as render writes it."""
+    if entry.role in TOOL_ROLES:
+        line_end = data.find(b"\n", at)
+        if line_end == -1:
+            return None
+        line = data[at:line_end].decode("utf-8")
+        if data.startswith(_BLANK_THEN_MARK, line_end):
+            one_line = _one_line_as_written(entry, line)
+            if one_line is None:
+                return None
+            entry.content = one_line
+            return one_line.encode(), line_end + 2
+        if line != tool_line(entry) or not data.startswith(b"\n\n", line_end):
+            return None
+        at = line_end + 2
+    fence = _WRITTEN_FENCE.match(data, at)
+    if fence is not None:
+        # The first line from here that starts with the fence's backticks must close it:
+        # exactly those backticks, a blank line, the next marker.
+        ticks = fence.group(1)
+        close = data.find(b"\n" + ticks, fence.end() - 1)
+        after = close + 1 + len(ticks)
+        if close == -1 or not data.startswith(_BLANK_THEN_MARK, after):
+            return None
+        raw = data[fence.end() : close]
+        entry.content = raw.decode("utf-8")
+        return raw, after + 2
+    end = data.find(_NEXT_MARK, at)
+    if entry.role in TOOL_ROLES or end == -1 or data[at : at + 1] in (b"`", b"<"):
+        return None
+    content = data[at:end].decode("utf-8")
+    if not content or content[0].isspace():
+        return None
+    content = content.strip()
+    entry.content = "" if content == EMPTY_MESSAGE else content
+    return entry.content.encode(), end + 1
+
+
+def _one_line_as_written(entry: Entry, line: str) -> str | None:
+    """The content of a tool entry whose one-line form (a call with short or no arguments, a
+    result with no output) ``line`` is exactly as render writes it; else None."""
+    if entry.role == "tool_result":
+        return "" if line == f"{tool_line(entry)} {EMPTY_RESULT}" else None
+    # Plain call ids and tool names hold no space: the first " with `" ends the call's head.
+    entry.content = line[line.find(" with `") + 7 : -2] if line.endswith("`.") else ""
+    return entry.content if line == call_line(entry) else None
 
 
 def _entry(sc: _Scanner, pos: int, report: LoadReport) -> tuple[Entry, str, int]:
@@ -874,7 +760,12 @@ def _body(
     pos = _conversation_start(sc, start, report, run)
     digests: list[str] = []
     actual: list[str | None] = []
-    pos = _entries(sc, pos, run.transcript, digests, actual, report)
+    try:
+        data: bytes | None = sc.text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (text handed in, not read from a file)
+        data = None
+    at = len(sc.text[:pos].encode("utf-8", "surrogatepass"))
+    pos = _entries(sc, pos, run.transcript, digests, actual, report, data, at)
     _conversation_end(sc, pos, run, report)
     return digests, actual
 
@@ -886,12 +777,22 @@ def _entries(
     digests: list[str],
     actual: list[str | None],
     report: LoadReport,
+    data: bytes | None,
+    at: int,
 ) -> int:
     """Read the entries from ``pos`` on, appending to ``transcript``, ``digests`` (as stored)
-    and ``actual`` (None where not computed yet); return where the conversation ends."""
+    and ``actual`` (None where not computed yet); return where the conversation ends.
+
+    ``data`` is ``sc.text`` in UTF-8 and ``at`` the offset of ``pos`` in it: entries as
+    ``render`` writes them are read from there by ``_read_as_written``, the others (None:
+    all) line by line by ``_entry``.
+    """
     text = sc.text
     while True:
-        pos = _quick_entries(text, pos, transcript, digests, actual)
+        if data is not None:
+            end = _read_as_written(data, at, transcript, digests, actual, [])
+            pos += len(data[at:end].decode("utf-8"))
+            at = end
         if not text.startswith("<!-- flow:entry ", pos):
             return pos
         marker_pos = pos
@@ -912,6 +813,8 @@ def _entries(
         transcript.append(entry)
         digests.append(digest)
         actual.append(None)
+        if data is not None:
+            at += len(text[marker_pos:pos].encode("utf-8"))
 
 
 def _locate_entries(sc: _Scanner, ids: list[int]) -> dict[int, int]:
@@ -1079,7 +982,7 @@ def parse_bytes(
     digests: list[str] = []
     actual: list[str | None] = []
     starts: list[int] = []
-    end = _quick_entries_bytes(data, first, run.transcript, digests, actual, starts)
+    end = _read_as_written(data, first, run.transcript, digests, actual, starts)
     read_to_end = False
     if not data.startswith(b"<!-- flow:entry ", end):
         # The sections after the conversation, read on their own (their positions would be
@@ -1095,7 +998,7 @@ def parse_bytes(
         # From ``end`` on, read the whole text as parse_document does.
         sc = whole()
         pos = len(data[:end].decode("utf-8"))
-        pos = _entries(sc, pos, run.transcript, digests, actual, report)
+        pos = _entries(sc, pos, run.transcript, digests, actual, report, data, end)
         _conversation_end(sc, pos, run, report)
     recorded = fm["transcript"]
     chain = Chain(zip((e.id for e in run.transcript), digests, strict=True))

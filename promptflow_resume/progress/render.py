@@ -453,6 +453,13 @@ def render_document(
 ) -> str:
     """The whole file for ``run`` given its front matter dict and entry digests (and, when
     the caller has them, the entries' ``entry_block`` texts)."""
+    if blocks is None:
+        blocks = [entry_block(e, d) for e, d in zip(run.transcript, digests, strict=True)]
+    return document_head(run, fm) + "".join(blocks) + document_tail(run)
+
+
+def document_head(run: Run, fm: dict[str, Any]) -> str:
+    """The file up to its first entry: front matter, generated sections, conversation heading."""
     try:
         fm_text = yamlio.dump(fm)
     except UnicodeEncodeError:
@@ -470,12 +477,12 @@ def render_document(
     parts.append(_section("configuration", _configuration(run)))
     parts.append(f"<!-- flow:section conversation ({SECTION_NOTES['conversation']}) -->\n")
     parts.append(conversation_preamble(not run.transcript))
-    if blocks is None:
-        blocks = [entry_block(e, d) for e, d in zip(run.transcript, digests, strict=True)]
-    parts.extend(blocks)
-    parts.append(_section("state", _state(run)))
-    parts.append(f"<!-- flow:end seq={run.journal_seq} -->\n")
     return "".join(parts)
+
+
+def document_tail(run: Run) -> str:
+    """The file after its last entry: the state section and the end marker."""
+    return _section("state", _state(run)) + f"<!-- flow:end seq={run.journal_seq} -->\n"
 
 
 def render(run: Run) -> str:

@@ -1,7 +1,8 @@
 """Checking front matter against ``schemas/progress.schema.json``, with positioned messages.
 
-The schema file is the single source of truth; this module finds it, compiles it once, and
-turns the first violation into one paragraph naming ``path:line:col``, the field path
+The schema file is the single source of truth; this module finds it, compiles it once (a
+document the quick check of ``schemacheck`` passes is valid; ``jsonschema`` examines the rest),
+and turns the first violation into one paragraph naming ``path:line:col``, the field path
 (``$.steps.analyze.status``), what was expected and how to fix it::
 
     validate_front_matter(data, path="progress.md", source=front_matter_text, line_offset=1)
@@ -12,6 +13,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import yaml
 
 from .. import yamlio
 from ..errors import FileNotFoundFlowError, FlowError, ProgressSchemaError
+from .schemacheck import compile_schema
 
 SCHEMA_NAMES = ("progress", "workflow", "batch")
 
@@ -51,6 +54,13 @@ def _validator(name: str = "progress") -> Any:
     from jsonschema import Draft202012Validator
 
     return Draft202012Validator(load_schema(name))
+
+
+@functools.lru_cache(maxsize=4)
+def _quick_check(name: str = "progress") -> Callable[[Any], bool] | None:
+    # The schema compiled to plain checks (schemacheck): it says "valid" without loading
+    # jsonschema, which is asked about every document it rejects.
+    return compile_schema(load_schema(name))
 
 
 def field_path(parts: Any) -> str:
@@ -186,6 +196,9 @@ def validate_front_matter(
     ``source`` is the YAML text ``data`` came from; when given, the error names the line and
     column of the offending value (``line_offset`` lines precede the text in the file).
     """
+    check = _quick_check(schema)
+    if check is not None and check(data):
+        return
     errors = list(_validator(schema).iter_errors(data))
     if not errors:
         return

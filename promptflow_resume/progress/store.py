@@ -37,7 +37,6 @@ from ..durable import fsync_dir, replace_file, write_all
 from ..errors import (
     DigestError,
     FileNotFoundFlowError,
-    FlowError,
     InputError,
     ProgressFormatError,
     RunLockedError,
@@ -51,7 +50,7 @@ from .migrations import upgrade_front_matter
 from .model import Entry, LoadReport, Run
 from .owner import owner_alive, owner_path, read_owner, write_owner
 from .parse import parse_bytes
-from .render import entry_block, render_document
+from .render import document_head, document_tail, entry_block
 from .schema import validate_front_matter
 from .sidecar import folder_name, read_checked, write_sidecar
 
@@ -462,16 +461,16 @@ class ProgressStore:
         self._seq = 0
         self._count = 0
         self._chain = Chain()
-        self._last_text: str | None = None
+        self._last_data: bytes | None = None
         #: The front matter as of the last event or fold: the base of the next event's delta.
         self._fm: dict[str, Any] = {}
         #: Bytes of progress.md as last written.
         self._file_size = 0
-        #: Entries of the file as opened whose blocks the first fold may copy: (render key,
-        #: digest, start, end), and the file's (size, mtime) when it was read.
-        self._file_blocks: list[tuple[tuple[Any, ...], str, int, int]] = []
-        self._file_stamp: tuple[int, int] = (0, 0)
-        #: Digest and rendered block of each entry as of the last fold, by the entry's fields.
+        #: The leading entries of the file as opened, whose blocks the first fold may copy.
+        self._file_blocks = _Places()
+        #: The entries of the file as this store last wrote it, whose blocks later folds copy.
+        self._written = _Places()
+        #: Digest and rendered block of each entry rendered at the last fold, by its fields.
         self._rendered: dict[tuple[Any, ...], tuple[str, str]] = {}
         self._closed = False
 
@@ -685,23 +684,28 @@ class ProgressStore:
     def checkpoint(self, run: Run) -> None:
         """Fold: rewrite progress.md atomically with the run as it is now; drop the journal."""
         self._check_open()
-        self._take_file_blocks()
-        digests, blocks = self._render_entries(run.transcript)
-        chain = Chain(zip((e.id for e in run.transcript), digests, strict=True))
+        transcript = run.transcript
+        kept, chunk, places = self._unchanged_prefix(transcript)
+        digests, blocks = self._render_entries(transcript[kept:])
+        digests = places.digests[:kept] + digests
+        chain = Chain(zip((e.id for e in transcript), digests, strict=True))
         run.journal_seq = self._seq
-        fm = front_matter(run, entries=len(run.transcript), digest=chain.root())
+        fm = front_matter(run, entries=len(transcript), digest=chain.root())
         validate_front_matter(
             fm,
             path=self.path,
             context="refusing to write an invalid checkpoint (a bug in the caller): ",
         )
-        text = render_document(run, fm, digests, blocks=blocks)
+        head = document_head(run, fm).encode("utf-8", "surrogatepass")
+        rendered = [block.encode("utf-8", "surrogatepass") for block in blocks]
+        data = b"".join(
+            [head, chunk, *rendered, document_tail(run).encode("utf-8", "surrogatepass")]
+        )
         if (
-            text != self._last_text
+            data != self._last_data
             or self._journal_fd is not None
             or journal_path(self.path).exists()
         ):
-            data = text.encode("utf-8", "surrogatepass")
             if len(data) > MAX_FILE_BYTES:
                 raise ProgressFormatError(
                     f"the run has grown to {len(data) / 1_000_000:.1f} MB, over the progress file "
@@ -716,8 +720,18 @@ class ProgressStore:
                 write_checkpoint(self.path, data)
             except OSError as error:
                 raise storage_error(error, self.path, "write the checkpoint") from None
-            self._last_text = text
+            self._last_data = data
             self._file_size = len(data)
+        # Where each entry's block now is: the copied ones moved by the new head's length.
+        shift = len(head) - (places.offsets[0] if kept else 0)
+        offsets = [start + shift for start in places.offsets[:kept]]
+        at = len(head) + len(chunk)
+        for block in rendered:
+            offsets.append(at)
+            at += len(block)
+        offsets.append(at)
+        keys = places.keys[:kept] + [_render_key(e) for e in transcript[kept:]]
+        self._written = _Places(keys, digests, offsets, _stamp(self.path))
         faults.point("store.checkpoint_before_journal_remove")
         if self._journal_fd is not None:
             os.close(self._journal_fd)
@@ -730,54 +744,57 @@ class ProgressStore:
             pass
         except OSError as error:
             raise storage_error(error, self.path, "remove the folded journal") from None
-        self._count = len(run.transcript)
+        self._count = len(transcript)
         self._chain = chain
         self._fm = fm
 
     def _seed_rendered(self, transcript: list[Entry], loaded: _Loaded) -> None:
-        """Remember where the entries just read from the file are, so the next fold copies
-        their blocks instead of rendering every entry again: the entries read straight from
-        the bytes (``Parsed.entry_spans``) and not edited by hand. Only their places and fields
-        are kept (the bytes are read again at the fold), so opening a long run costs no memory
-        for it."""
+        """Remember where the leading entries just read from the file are, so the first fold
+        copies their blocks instead of rendering every entry again: the entries read straight
+        from the bytes (``Parsed.entry_spans``) up to the first edited by hand. Only their
+        places and fields are kept (the bytes are read again at the fold), so opening a long
+        run costs no memory for it."""
         spans, stored, actual = loaded.spans, loaded.digests, loaded.actual
-        count = min(len(spans) - 1, len(transcript), len(actual))
-        self._file_blocks = [
-            (_render_key(transcript[i]), stored[i], spans[i], spans[i + 1])
-            for i in range(count)
-            if actual[i] == stored[i]
-        ]
-        try:
-            stat = self.path.stat()
-            self._file_stamp = (stat.st_size, stat.st_mtime_ns)
-        except OSError:
-            self._file_blocks = []
+        count = max(0, min(len(spans) - 1, len(transcript), len(actual)))
+        unedited = next((i for i in range(count) if actual[i] != stored[i]), count)
+        self._file_blocks = _Places(
+            [_render_key(e) for e in transcript[:unedited]],
+            stored[:unedited],
+            spans[: unedited + 1],
+            _stamp(self.path),
+        )
 
-    def _take_file_blocks(self) -> None:
-        """Turn the places remembered by ``_seed_rendered`` into renderings (once), if the file
-        is still the one read and this version renders the first and last of them the same
-        way (a file from an older renderer is rendered afresh)."""
-        places, self._file_blocks = self._file_blocks, []
-        if not places:
-            return
+    def _unchanged_prefix(self, transcript: list[Entry]) -> tuple[int, bytes, _Places]:
+        """How many leading entries of ``transcript`` are unchanged in progress.md as it is, the
+        bytes of their blocks, and the places they were found in. None (0) if the file changed
+        since it was read or written here, or if this version renders the first and last of
+        them differently (a file from an older renderer is rendered afresh)."""
+        places = self._file_blocks or self._written
+        self._file_blocks = _Places()
+        keys = places.keys
+        kept, limit = 0, min(len(keys), len(transcript))
+        while kept < limit and _render_key(transcript[kept]) == keys[kept]:
+            kept += 1
+        none = (0, b"", places)
+        if not kept or _stamp(self.path) != places.stamp:
+            return none
+        start = places.offsets[0]
         try:
-            stat = self.path.stat()
-            if (stat.st_size, stat.st_mtime_ns) != self._file_stamp:
-                return
-            data = read_bytes(self.path)
-        except (OSError, FlowError):
-            return
-        seeded: dict[tuple[Any, ...], tuple[str, str]] = {}
-        try:
-            for key, digest, start, end in places:
-                seeded[key] = (digest, data[start:end].decode("utf-8"))
-        except UnicodeDecodeError:
-            return
-        for key, digest, _, _ in {places[0], places[-1]}:
-            if entry_block(Entry(*key), digest) != seeded[key][1]:
-                return
-        seeded.update(self._rendered)
-        self._rendered = seeded
+            with open(self.path, "rb") as handle:
+                handle.seek(start)
+                chunk = handle.read(places.offsets[kept] - start)
+        except OSError:
+            return none
+        if len(chunk) != places.offsets[kept] - start:
+            return none
+        for i in {0, kept - 1}:
+            block = chunk[places.offsets[i] - start : places.offsets[i + 1] - start]
+            if (
+                entry_block(transcript[i], places.digests[i]).encode("utf-8", "surrogatepass")
+                != block
+            ):
+                return none
+        return kept, chunk, places
 
     def _render_entries(self, transcript: list[Entry]) -> tuple[list[str], list[str]]:
         """Each entry's digest and ``entry_block``, reusing those of the entries unchanged since
@@ -819,6 +836,31 @@ class ProgressStore:
                 hint=f"Restore {entry.sidecar} from version control or a backup.",
             )
         return data
+
+
+@dataclass
+class _Places:
+    """Where entries' blocks are in progress.md: each entry's render key and stored digest,
+    the byte offset of each block (then where the last ends), and the file's (size, mtime)
+    then. The fold copies the blocks of the leading entries that did not change as one byte
+    range instead of rendering them again."""
+
+    keys: list[tuple[Any, ...]] = field(default_factory=list)
+    digests: list[str] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    stamp: tuple[int, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """The file's (size, mtime), None if it cannot be read."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
 
 
 def _render_key(e: Entry) -> tuple[Any, ...]:

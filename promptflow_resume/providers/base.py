@@ -8,7 +8,7 @@ Retrying is not the provider's job: ``providers.retry`` does it for every provid
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -20,7 +20,8 @@ from ..errors import ProviderSetupError
 class Request:
     """Everything a provider needs for one model call."""
 
-    messages: tuple[Message, ...]
+    #: A tuple, or the engine's ``conversation.Messages`` (shares the earlier turns' messages).
+    messages: Sequence[Message]
     tools: tuple[ToolSpec, ...] = ()
     model: str | None = None
     #: temperature, max_tokens, top_p, ... as the workflow gives them.

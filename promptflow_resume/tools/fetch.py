@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import html
 import re
-import urllib.error
 import urllib.parse
-import urllib.request
 from html.parser import HTMLParser
 from typing import Any
 
@@ -82,9 +80,17 @@ def html_to_text(markup: str) -> str:
     return f"# {title}\n\n{body}" if title else body
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # each redirect is checked against consent by the tool itself
+def _opener() -> Any:
+    """An opener that follows no redirect: each is checked against consent by the tool."""
+    # urllib.request pulls http.client, ssl and email (~20 ms): loaded when a page is fetched,
+    # not by every command that builds the tool table.
+    import urllib.request
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    return urllib.request.build_opener(NoRedirect)
 
 
 class FetchWebpage:
@@ -108,8 +114,11 @@ class FetchWebpage:
         problem = validate_arguments(self.spec.parameters, arguments)
         if problem is not None:
             return error_result(f"{problem}. Expected: {signature(self.spec)}.")
+        from urllib.error import HTTPError, URLError
+        from urllib.request import Request
+
         url: str = arguments["url"].strip()
-        opener = urllib.request.build_opener(_NoRedirect)
+        opener = _opener()
         for _ in range(MAX_REDIRECTS + 1):
             parts = urllib.parse.urlsplit(url)
             if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -123,7 +132,7 @@ class FetchWebpage:
                     "Do without it, or ask the user to allow it (--allow-fetch HOST).",
                     is_error=True,
                 )
-            request = urllib.request.Request(url, headers={"User-Agent": "flow-fetch/1"})
+            request = Request(url, headers={"User-Agent": "flow-fetch/1"})
             try:
                 with opener.open(request, timeout=FETCH_TIMEOUT) as response:
                     data = response.read(MAX_FETCH_BYTES + 1)
@@ -131,7 +140,7 @@ class FetchWebpage:
                     charset = response.headers.get_content_charset() or "utf-8"
                     status = response.status
                 break
-            except urllib.error.HTTPError as exc:
+            except HTTPError as exc:
                 location = (
                     exc.headers.get("Location") if exc.code in (301, 302, 303, 307, 308) else None
                 )
@@ -139,7 +148,7 @@ class FetchWebpage:
                     url = urllib.parse.urljoin(url, location)
                     continue
                 return ToolResult(f"HTTP {exc.code} {exc.reason} for {url}", is_error=True)
-            except (urllib.error.URLError, OSError, ValueError) as exc:
+            except (URLError, OSError, ValueError) as exc:
                 reason = getattr(exc, "reason", exc)
                 return ToolResult(f"could not fetch {url}: {reason}", is_error=True)
         else:

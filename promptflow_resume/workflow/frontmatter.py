@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 from .. import yamlio
+from ..progress.schemacheck import compile_schema
 from .diagnostics import Collector, did_you_mean
 from .source import (
     MAX_DEPTH,
@@ -82,6 +84,13 @@ def _validator() -> Any:
     import jsonschema
 
     return jsonschema.Draft202012Validator(workflow_schema())
+
+
+@lru_cache(maxsize=1)
+def _quick_check() -> Callable[[Any], bool] | None:
+    # The schema compiled to plain checks: a front matter they pass is valid without loading
+    # jsonschema, which examines (and names the problems of) every other.
+    return compile_schema(workflow_schema())
 
 
 def read_front_matter(src: Source, col: Collector) -> tuple[dict[str, Any], YamlPositions] | None:
@@ -197,7 +206,13 @@ def validate_front_matter(data: dict[str, Any], pos: YamlPositions, col: Collect
                 field=field_path((key,)),
                 code="unknown-key",
             )
-    errors = sorted(_validator().iter_errors(data), key=lambda e: [str(p) for p in e.path])
+    check = _quick_check()
+    valid = check is not None and check(data)
+    errors = (
+        []
+        if valid
+        else sorted(_validator().iter_errors(data), key=lambda e: [str(p) for p in e.path])
+    )
     for error in errors[:50]:
         path: FieldPath = tuple(error.absolute_path)
         if path:
