@@ -40,32 +40,14 @@ def _head(entry: Entry) -> str:
     """The JSON head line hashed before an entry's content.
 
     It equals ``json.dumps([id, role, step, call_id, tool, is_error, sidecar, sidecar_sha256,
-    sidecar_bytes], ensure_ascii=True, separators=(",", ":"))``, built without the encoder's
-    per-call set-up when every field has the type a parsed entry has; anything else (say, a
-    value replayed from a hand-made journal) goes through ``json.dumps`` itself.
+    sidecar_bytes], ensure_ascii=True, separators=(",", ":"))`` (a compaction entry appends
+    its ``covers``), built without the encoder's per-call set-up when every field has the type
+    a parsed entry has; anything else (say, a value replayed from a hand-made journal) goes
+    through ``json.dumps`` itself.
     """
     e = entry
     size = e.sidecar_bytes
-    if e.covers is not None:
-        # Only compaction entries carry it: every other entry's head (and so every digest
-        # written before compaction existed) stays as it was.
-        return json.dumps(
-            [
-                e.id,
-                e.role,
-                e.step,
-                e.call_id,
-                e.tool,
-                e.is_error,
-                e.sidecar,
-                e.sidecar_sha256,
-                e.sidecar_bytes,
-                list(e.covers),
-            ],
-            ensure_ascii=True,
-            separators=(",", ":"),
-        )
-    if (
+    if e.covers is None and (
         type(e.id) is int
         and type(e.role) is str
         and (size is None or type(size) is int)
@@ -89,21 +71,27 @@ def _head(entry: Entry) -> str:
             return f"[{e.id}{parts[0]}{call}{parts[1]}"
         except TypeError:  # a field that is not a string (or not hashable): json.dumps decides
             pass
-    return json.dumps(
-        [
-            e.id,
-            e.role,
-            e.step,
-            e.call_id,
-            e.tool,
-            e.is_error,
-            e.sidecar,
-            e.sidecar_sha256,
-            e.sidecar_bytes,
-        ],
-        ensure_ascii=True,
-        separators=(",", ":"),
-    )
+    return _head_by_json(e)
+
+
+def _head_by_json(e: Entry) -> str:
+    """The head line through ``json.dumps`` itself (the reference the fast path agrees with)."""
+    fields: list[object] = [
+        e.id,
+        e.role,
+        e.step,
+        e.call_id,
+        e.tool,
+        e.is_error,
+        e.sidecar,
+        e.sidecar_sha256,
+        e.sidecar_bytes,
+    ]
+    if e.covers is not None:
+        # Only compaction entries carry it: every other entry's head (and so every digest
+        # written before compaction existed) stays as it was.
+        fields.append(list(e.covers))
+    return json.dumps(fields, ensure_ascii=True, separators=(",", ":"))
 
 
 def entry_digest(entry: Entry, content_utf8: bytes | None = None) -> str:
