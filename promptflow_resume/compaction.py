@@ -295,9 +295,10 @@ class ContextStatus:
             "context": {"tokens": self.tokens, "window": self.window, "percent": self.percent},
         }
 
-    def text(self, model: str | None) -> str:
+    def text(self, model: str | None, *, next_request: bool = True) -> str:
         """One line for ``flow status``, e.g. ``compactions: 3 (entries 3-412 summarised);
-        next request ≈ 5,100 of a 8,000-token context window (64%)``."""
+        next request ≈ 5,100 of a 8,000-token context window (64%)``; without the size when
+        no request is to come (a completed run)."""
         if self.count:
             assert self.covers is not None
             done = (
@@ -305,6 +306,8 @@ class ContextStatus:
             )
         else:
             done = "compactions: none"
+        if not next_request:
+            return done
         if self.window:
             size = (
                 f"next request ≈ {self.tokens:,} of a {self.window:,}-token context window "

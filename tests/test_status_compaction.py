@@ -77,3 +77,18 @@ def test_status_of_a_run_never_compacted(tmp_path: Path) -> None:
     assert data["context"]["tokens"] > 0
     assert "compactions: none" in text
     assert f"next request ≈ {data['context']['tokens']:,} tokens (no context window known" in text
+
+
+def test_status_of_a_completed_run_names_its_compactions_but_no_next_request(
+    tmp_path: Path,
+) -> None:
+    where = _folder(tmp_path / "w", 280)
+    done = flow(*RUN, cwd=where)
+    assert done.returncode == 0, done.stderr
+    data, text = _status(where)
+    count = data["compactions"]["count"]
+    assert count > 0  # the 280-token window made the run compact on its way
+    assert f"compactions: {count} (entries " in text
+    assert "next request" not in text  # a completed run sends none
+    # Scripts still get the estimate.
+    assert data["context"]["window"] == 280 and data["context"]["tokens"] > 0

@@ -670,8 +670,10 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
         out(f"workflow changed since the checkpoint: {changed}")
     else:
         out("workflow unchanged since the checkpoint")
-    if status.context is not None:
-        out(f"context  {status.context.text(run.config.model)}")
+    finished = run.status == "completed"
+    if status.context is not None and (status.context.count or not finished):
+        # A completed run sends no next request: only its compactions are worth a line.
+        out(f"context  {status.context.text(run.config.model, next_request=not finished)}")
     tree = data.get("worktree")
     if tree:
         missing = "" if tree["exists"] or tree["state"] == "discarded" else ", folder missing"
