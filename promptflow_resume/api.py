@@ -902,6 +902,8 @@ def _mcp_config(
     ask: Callable[[str, str, bool], str] | None,
 ) -> McpConfig | None:
     """The MCP configuration a run of ``workflow`` uses (never one from a progress file)."""
+    if config_path is None and not _names_unresolved_tools(workflow):
+        return None  # what load_servers answers, without importing the MCP client (asyncio)
     from .tools.mcp import load_servers
 
     return load_servers(workflow, workspace, config_path=config_path, ask=ask)
@@ -932,11 +934,19 @@ def _start_mcp(
 
 def _notice_missing_tools(wf: Workflow, servers: McpServers | None, reporter: Reporter) -> None:
     """Say once, at the start, which names in ``tools:`` nothing provides."""
+    if not _names_unresolved_tools(wf):
+        return
     from .tools.mcp import missing_tools_notice
 
     notice = missing_tools_notice(wf, servers)
     if notice is not None:
         reporter.notice(notice)
+
+
+def _names_unresolved_tools(wf: Workflow) -> bool:
+    """True when ``tools:`` names a tool that no built-in or command provides (an MCP tool);
+    ``tools.mcp.mcp_names`` lists them."""
+    return any(not targets for targets in wf.tool_map.values())
 
 
 def _mcp_notes(run: Run, servers: McpServers) -> list[str]:
