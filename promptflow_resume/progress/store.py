@@ -24,9 +24,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import operator
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -863,19 +864,19 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return stat.st_size, stat.st_mtime_ns
 
 
-def _render_key(e: Entry) -> tuple[Any, ...]:
-    # Every field the digest and the block depend on, so an entry changed in place (an
-    # accepted hand edit, say) misses and is rendered again.
-    return (
-        e.id,
-        e.role,
-        e.content,
-        e.step,
-        e.call_id,
-        e.tool,
-        e.is_error,
-        e.sidecar,
-        e.sidecar_sha256,
-        e.sidecar_bytes,
-        e.covers,
-    )
+#: Every field the digest and the block depend on, so an entry changed in place (an accepted
+#: hand edit, say) misses and is rendered again. One C call per entry: a fold compares the key
+#: of every entry it copies, so at 30,000 entries a Python function here cost ~15 ms a fold.
+_render_key: Callable[[Entry], tuple[Any, ...]] = operator.attrgetter(
+    "id",
+    "role",
+    "content",
+    "step",
+    "call_id",
+    "tool",
+    "is_error",
+    "sidecar",
+    "sidecar_sha256",
+    "sidecar_bytes",
+    "covers",
+)
