@@ -622,8 +622,9 @@ class ProgressStore:
             self.checkpoint(run)
             return
         chain = self._chain.copy()
-        for entry in new_entries:
-            chain.add(entry.id, entry_digest(entry))
+        digests = [entry_digest(entry) for entry in new_entries]
+        for entry, digest in zip(new_entries, digests, strict=True):
+            chain.add(entry.id, digest)
         fm = front_matter(run, entries=len(transcript), digest=chain.root())
         sets, deletes = journal.diff(self._fm, fm)
         seq = self._seq + 1
@@ -633,6 +634,11 @@ class ProgressStore:
         self._count = len(transcript)
         self._chain = chain
         self._fm = fm
+        # Render the new entries' blocks now, once the event is durable, for the next fold
+        # to reuse: rendered all at once, a mid-step fold at 29,000 entries rendered the
+        # 10,000 written since the last one, a lump of ~60 ms in one turn of a long run.
+        for entry, digest in zip(new_entries, digests, strict=True):
+            self._rendered[_render_key(entry)] = (digest, entry_block(entry, digest))
         if self._journal_size > self._fold_at():
             # Fold early, mid-step if need be: a run's own journal must never near the limit
             # meant for files flow did not write.
