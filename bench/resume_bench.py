@@ -7,6 +7,9 @@
     python bench/resume_bench.py --compare ../base --rounds 3
                                    # before (../base) and after (this checkout), run
                                    # alternately round by round: medians and after/before
+    python bench/resume_bench.py --compare ../base --before-python ../venv-base/bin/python
+                                   # the same, the before side with its own installed
+                                   # dependencies (e.g. another typer)
 
 Runs are built with the real engine and store from an instant in-process model and tool (a
 turn: a 300-byte reply with one tool call, and a 1 KiB result), so every number is flow's own
@@ -155,7 +158,9 @@ NEUTRAL = tempfile.gettempdir()
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "FLOW_CRASH_AT"}
+    # Without PYTHONDONTWRITEBYTECODE the warm-up run writes the bytecode the rows assume.
+    dropped = ("FLOW_CRASH_AT", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     env.update(extra)
     return env
@@ -349,15 +354,17 @@ def readers(count: int) -> None:
         print(f"  {message}")
 
 
-def compare(before: Path, rounds: int, repeat: int) -> None:
+def compare(before: Path, rounds: int, repeat: int, before_python: str | None = None) -> None:
     """The table for ``before`` and for this checkout, run alternately round by round (on a
-    shared machine the load changes by the minute): each row's medians and after ÷ before."""
+    shared machine the load changes by the minute): each row's medians and after ÷ before.
+    ``before_python`` runs the before side (a virtualenv with its own dependencies)."""
     values: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
     order: list[str] = []
+    sides = (("before", before, before_python or sys.executable), ("after", ROOT, sys.executable))
     for number in range(1, rounds + 1):
-        for side, root in (("before", before), ("after", ROOT)):
+        for side, root, python in sides:
             table = subprocess.run(
-                [sys.executable, __file__, "--root", str(root), "--repeat", str(repeat)],
+                [python, __file__, "--root", str(root), "--repeat", str(repeat)],
                 cwd=NEUTRAL,
                 capture_output=True,
                 text=True,
@@ -388,9 +395,12 @@ def main() -> None:
     parser.add_argument("--readers", type=int, default=0, metavar="N")
     parser.add_argument("--compare", metavar="BEFORE", help="A checkout to compare with.")
     parser.add_argument("--rounds", type=int, default=3, help="Alternating rounds to compare.")
+    parser.add_argument(
+        "--before-python", metavar="PYTHON", help="The interpreter for --compare's before side."
+    )
     args = parser.parse_args()
     if args.compare:
-        compare(Path(args.compare).resolve(), args.rounds, args.repeat)
+        compare(Path(args.compare).resolve(), args.rounds, args.repeat, args.before_python)
         return
     if args.readers:
         readers(args.readers)

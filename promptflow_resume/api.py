@@ -67,9 +67,6 @@ from .recovery import (
 )
 from .redact import Redactor
 from .runids import id_from_folder, new_run_id
-from .tools import build_tools
-from .tools.base import Tool
-from .tools.consent import Asker, Consent, patterns
 from .workflow import (
     IMPLICIT_STEP_ID,
     editor_variables,
@@ -83,6 +80,8 @@ if TYPE_CHECKING:
     from .compaction import ContextStatus
     from .engine import EngineOptions
     from .subworkflows import ChildNode, SubworkflowRunner
+    from .tools.base import Tool
+    from .tools.consent import Asker, Consent
     from .tools.mcp import McpServers
     from .tools.mcp_config import McpConfig
 
@@ -276,6 +275,8 @@ class Permissions:
 
     def consent(self, workflow: Workflow) -> Consent:
         """The consent of one run of ``workflow``."""
+        from .tools.consent import Consent, patterns
+
         return Consent(
             commands=patterns(self.commands),
             workflow_commands=patterns(_string_list(workflow.front_matter.get("allow-commands"))),
@@ -498,6 +499,8 @@ def _start_in(
     provider_obj = _make_provider(
         run, path, stream=stream, record=record, redactor=redactor, base_url=base_url
     )
+    from .tools import build_tools
+
     tools = build_tools(wf, root)
     servers = _start_mcp(wf, root, tools, mcp, path, redactor)
     try:
@@ -694,6 +697,8 @@ def resume_run(
             from .worktree import attach_worktree
 
             root, tree_note = attach_worktree(run.worktree, path)
+        from .tools import build_tools
+
         tools = build_tools(wf, root)
         mcp = _mcp_config(wf, root, mcp_config, mcp_ask)
         mcp_secrets = mcp.secrets if mcp else ()
@@ -897,6 +902,8 @@ def _mcp_config(
     ask: Callable[[str, str, bool], str] | None,
 ) -> McpConfig | None:
     """The MCP configuration a run of ``workflow`` uses (never one from a progress file)."""
+    if config_path is None and not _names_unresolved_tools(workflow):
+        return None  # what load_servers answers, without importing the MCP client (asyncio)
     from .tools.mcp import load_servers
 
     return load_servers(workflow, workspace, config_path=config_path, ask=ask)
@@ -927,11 +934,19 @@ def _start_mcp(
 
 def _notice_missing_tools(wf: Workflow, servers: McpServers | None, reporter: Reporter) -> None:
     """Say once, at the start, which names in ``tools:`` nothing provides."""
+    if not _names_unresolved_tools(wf):
+        return
     from .tools.mcp import missing_tools_notice
 
     notice = missing_tools_notice(wf, servers)
     if notice is not None:
         reporter.notice(notice)
+
+
+def _names_unresolved_tools(wf: Workflow) -> bool:
+    """True when ``tools:`` names a tool that no built-in or command provides (an MCP tool);
+    ``tools.mcp.mcp_names`` lists them."""
+    return any(not targets for targets in wf.tool_map.values())
 
 
 def _mcp_notes(run: Run, servers: McpServers) -> list[str]:
@@ -1016,6 +1031,10 @@ class StatusReport:
 
     def _tree(self) -> dict[str, Any]:
         """``children``, ``usage_total`` and, for a child run, ``parent`` (spec 4.10)."""
+        if not self.children and self.run.parent is None:
+            # Neither parent nor child: the totals are the run's own, and subworkflows (which
+            # imports the engine) stays unimported.
+            return {"children": [], "usage_total": self.run.usage.to_dict()}
         from .subworkflows import is_child, usage_with_children
 
         tree: dict[str, Any] = {
@@ -1073,7 +1092,18 @@ def run_status(
             from .worktree import worktree_folder
 
             root = worktree_folder(run.worktree, path)
-        tools: dict[str, Tool] = build_tools(wf, root)
+        tools: dict[str, Tool] = {}
+        if run.in_flight:
+            from .tools import build_tools
+
+            tools = build_tools(wf, root)
+        else:
+            # Only a call in flight needs its tool (is it idempotent?); without one the tool
+            # modules stay unimported and only the check that building them makes is made.
+            from .workflow.commands import check_cwd
+
+            for decl in wf.commands.values():
+                check_cwd(decl, root)
         servers = None
         if any(f.tool not in tools for f in run.in_flight):
             mcp = _mcp_config(wf, root, mcp_config, None)
@@ -1101,8 +1131,13 @@ def run_status(
         plan.can_resume = False
         plan.blocked = "the run's worktree and branch were discarded (flow discard)"
     from .compaction import context_status
-    from .subworkflows import child_runs
 
+    children: list[ChildNode] = []
+    if any(state.child for state in run.steps.values()):
+        # subworkflows imports the engine; a run without children need not load it.
+        from .subworkflows import child_runs
+
+        children = child_runs(run, path)
     archived = plan.archive_from if plan is not None else None
     kept = run.transcript if archived is None else run.transcript[: archived - 1]
     return StatusReport(
@@ -1111,7 +1146,7 @@ def run_status(
         load=report,
         plan=plan,
         workflow_error=problem,
-        children=child_runs(run, path),
+        children=children,
         decision=decision,
         # Without the workflow the model's window from the table is still known.
         context=context_status(kept, settings or Compaction(), run.config.model),

@@ -36,14 +36,17 @@ import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .clock import now_iso
 from .conversation import skipped_output
 from .errors import InputError, NeedsReviewError, WorkflowChangedError
 from .progress.model import Entry, InFlight, LoadReport, Run, StepState
-from .tools.base import Tool
 from .workflow.model import Workflow
+
+if TYPE_CHECKING:
+    # Importing tools.base imports every tool module; ``flow status`` plans without them.
+    from .tools.base import Tool
 
 #: The result of a call in flight that a recovery decision went past without running it again.
 CONTINUED_RESULT = (

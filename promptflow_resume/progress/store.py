@@ -24,9 +24,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import operator
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -621,8 +622,9 @@ class ProgressStore:
             self.checkpoint(run)
             return
         chain = self._chain.copy()
-        for entry in new_entries:
-            chain.add(entry.id, entry_digest(entry))
+        digests = [entry_digest(entry) for entry in new_entries]
+        for entry, digest in zip(new_entries, digests, strict=True):
+            chain.add(entry.id, digest)
         fm = front_matter(run, entries=len(transcript), digest=chain.root())
         sets, deletes = journal.diff(self._fm, fm)
         seq = self._seq + 1
@@ -632,6 +634,11 @@ class ProgressStore:
         self._count = len(transcript)
         self._chain = chain
         self._fm = fm
+        # Render the new entries' blocks now, once the event is durable, for the next fold
+        # to reuse: rendered all at once, a mid-step fold at 29,000 entries rendered the
+        # 10,000 written since the last one, a lump of ~60 ms in one turn of a long run.
+        for entry, digest in zip(new_entries, digests, strict=True):
+            self._rendered[_render_key(entry)] = (digest, entry_block(entry, digest))
         if self._journal_size > self._fold_at():
             # Fold early, mid-step if need be: a run's own journal must never near the limit
             # meant for files flow did not write.
@@ -863,19 +870,19 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return stat.st_size, stat.st_mtime_ns
 
 
-def _render_key(e: Entry) -> tuple[Any, ...]:
-    # Every field the digest and the block depend on, so an entry changed in place (an
-    # accepted hand edit, say) misses and is rendered again.
-    return (
-        e.id,
-        e.role,
-        e.content,
-        e.step,
-        e.call_id,
-        e.tool,
-        e.is_error,
-        e.sidecar,
-        e.sidecar_sha256,
-        e.sidecar_bytes,
-        e.covers,
-    )
+#: Every field the digest and the block depend on, so an entry changed in place (an accepted
+#: hand edit, say) misses and is rendered again. One C call per entry: a fold compares the key
+#: of every entry it copies, so at 30,000 entries a Python function here cost ~15 ms a fold.
+_render_key: Callable[[Entry], tuple[Any, ...]] = operator.attrgetter(
+    "id",
+    "role",
+    "content",
+    "step",
+    "call_id",
+    "tool",
+    "is_error",
+    "sidecar",
+    "sidecar_sha256",
+    "sidecar_bytes",
+    "covers",
+)

@@ -46,7 +46,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-import posixpath
 import shlex
 import signal
 import subprocess
@@ -58,8 +57,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..chat import ToolSpec
-from ..errors import InputError, WorkflowError
-from ..workflow.commands import check_arguments, fill_argv
+from ..errors import InputError
+from ..workflow.commands import check_arguments, check_cwd, fill_argv
 from ..workflow.model import CommandDecl
 from .base import ToolContext, ToolResult
 from .builtin import (
@@ -92,15 +91,7 @@ class CommandTool:
         self.spec = ToolSpec(
             name=decl.name, description=description, parameters=_json_schema(decl.parameters)
         )
-        if decl.cwd is not None:
-            normal = posixpath.normpath(decl.cwd.replace("\\", "/"))
-            if posixpath.isabs(normal) or normal == ".." or normal.startswith("../"):
-                raise WorkflowError(
-                    f"command `{decl.name}`: cwd `{decl.cwd}` is not a folder inside the "
-                    f"workspace {workspace}.",
-                    field=f"$.commands.{decl.name}.cwd",
-                    hint="Write cwd relative to the workspace root, e.g. `cwd: src`.",
-                )
+        check_cwd(decl, workspace)
 
     def argv(self, arguments: Mapping[str, Any]) -> list[str]:
         """The argv one call runs; InputError says what is wrong with ``arguments``."""

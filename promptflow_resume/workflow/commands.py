@@ -22,11 +22,12 @@ import posixpath
 import re
 import shlex
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ..chat import ToolSpec
 from ..durations import parse_duration
-from ..errors import InputError
+from ..errors import InputError, WorkflowError
 from .diagnostics import Collector
 from .model import CommandDecl
 from .source import YamlPositions, field_path
@@ -275,3 +276,21 @@ def command_definition(cmd: CommandDecl) -> dict[str, Any]:
         "shell": cmd.shell,
         "parameters": cmd.parameters,
     }
+
+
+def check_cwd(cmd: CommandDecl, workspace: Path) -> None:
+    """WorkflowError if ``cmd``'s ``cwd`` does not stay inside ``workspace`` as written.
+
+    Here rather than in the tool, so ``flow status`` can make the check that building the
+    command's tool makes without importing every tool module.
+    """
+    if cmd.cwd is None:
+        return
+    normal = posixpath.normpath(cmd.cwd.replace("\\", "/"))
+    if posixpath.isabs(normal) or normal == ".." or normal.startswith("../"):
+        raise WorkflowError(
+            f"command `{cmd.name}`: cwd `{cmd.cwd}` is not a folder inside the "
+            f"workspace {workspace}.",
+            field=f"$.commands.{cmd.name}.cwd",
+            hint="Write cwd relative to the workspace root, e.g. `cwd: src`.",
+        )
