@@ -235,35 +235,19 @@ def create_worktree(
             path=root,
             hint="Commit or stash them first (`git stash`), then run again.",
         )
-    branch = branch_for(run_id)
-    if branch_exists(root, branch):
-        raise GitError(
-            f"the branch {branch} already exists in {root}; a run in a worktree makes its own "
-            "branch.",
-            path=root,
-            hint=f"Delete it (`git branch -D {branch}`) or discard the run that made it "
-            "(`flow discard PROGRESS`), or start the run with another --progress folder.",
-        )
-    folder = root / WORKTREES_DIR / run_id
-    if folder.exists():
-        raise GitError(
-            f"the folder {folder} already exists; it would become the run's worktree.",
-            path=folder,
-            hint="Remove it (or `git worktree remove` it), then run again.",
-        )
-    _exclude_worktrees(root)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    git(["worktree", "add", "--quiet", "-b", branch, str(folder), base], root)
-    return WorktreeRef(path=WORKTREES_DIR.joinpath(run_id).as_posix(), branch=branch, base=base), (
-        folder
+    folder = add_worktree_at(root, run_id, base)
+    tree = WorktreeRef(
+        path=WORKTREES_DIR.joinpath(run_id).as_posix(), branch=branch_for(run_id), base=base
     )
+    return tree, folder
 
 
 def add_worktree_at(root: Path, run_id: str, start: str) -> Path:
     """Make branch ``flow/<run-id>`` at commit ``start`` and check it out in its worktree.
 
-    For a run whose branch does not start from HEAD (``flow fork`` of a run in a worktree);
-    GitError when the branch or the folder already exists. Returns the worktree's folder.
+    A new run's branch starts from HEAD; a fork of a run in a worktree starts from the
+    original's branch. GitError when the branch or the folder already exists. Returns the
+    worktree's folder.
     """
     branch = branch_for(run_id)
     if branch_exists(root, branch):
@@ -271,7 +255,8 @@ def add_worktree_at(root: Path, run_id: str, start: str) -> Path:
             f"the branch {branch} already exists in {root}; a run in a worktree makes its own "
             "branch.",
             path=root,
-            hint=f"Delete it (`git branch -D {branch}`), then try again.",
+            hint=f"Delete it (`git branch -D {branch}`), or discard the run that made it "
+            "(`flow discard PROGRESS`), then try again.",
         )
     folder = root / WORKTREES_DIR / run_id
     if folder.exists():

@@ -39,6 +39,7 @@ LAYERS: list[set[str]] = [
         "errors",
         "faults",
         "globs",
+        "lazyexports",
         "redact",
         "runids",
         "textnorm",

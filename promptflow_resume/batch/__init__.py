@@ -16,8 +16,9 @@ Modules: ``data`` (reading and checking rows), ``checkpoint`` (the batch file), 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazyexports import lazy_exports
 
 #: Where each public name lives: imported on first use, so reading one module (``flow status``
 #: asks ``checkpoint.is_batch_file``) does not load the runner and its engines.
@@ -47,13 +48,7 @@ if TYPE_CHECKING:
     )
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = [

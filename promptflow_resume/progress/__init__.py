@@ -14,10 +14,11 @@ readable conversation. Everything that touches the disk format lives in this pac
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any
+
+from ..lazyexports import lazy_exports
 
 #: Public name -> the module of this package that defines it. Imported on first use, so a
 #: module that needs only the records (``progress.model``) does not load the parser, the
@@ -80,13 +81,7 @@ class _Package(types.ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = [

@@ -13,8 +13,9 @@ section 1 is the format. The engine calls::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazyexports import lazy_exports
 
 #: Public name -> the module of this package that defines it. Imported on first use, so a
 #: module that needs only the records (``workflow.model``) does not load the Markdown parser.
@@ -85,13 +86,7 @@ if TYPE_CHECKING:
     from .variables import EDITOR_VARIABLES, editor_variables, render_text
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = [
