@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import faults
 from .clock import now_iso
 from .errors import (
     EXIT_AWAITING_INPUT,
@@ -506,6 +507,7 @@ def _start_in(
     try:
         store = ProgressStore.create(path, run)
         try:
+            faults.point("api.run_created")
             options = _engine_options(
                 wf,
                 root,
@@ -532,12 +534,31 @@ def _start_in(
                 engine.attempt_notes(_mcp_notes(run, servers))
             _notice_missing_tools(wf, servers, options.reporter)
             engine.execute()
+        except KeyboardInterrupt:
+            _checkpoint_early_stop(store, run)
+            raise
         finally:
             store.close()
     finally:
         if servers is not None:
             servers.close()
     return Outcome(run=run, path=path, exit_code=exit_code_for(run))
+
+
+def _checkpoint_early_stop(store: ProgressStore, run: Run) -> None:
+    """A stop (Ctrl-C, or SIGTERM where it raises like Ctrl-C) between a new run's first
+    checkpoint and its run loop, which handles signals itself from then on: the file says
+    ``interrupted``, as the loop's own checkpoint would, not ``running``."""
+    if run.status != "running":
+        return
+    run.status = "interrupted"
+    run.reason = "stopped before its first step began"
+    run.updated = now_iso()
+    if run.attempts and run.attempts[-1].ended is None:
+        # The engine was made (it opens the attempt) but never ran to close it.
+        attempt = run.attempts[-1]
+        attempt.ended, attempt.status, attempt.reason = run.updated, run.status, run.reason
+    store.checkpoint(run)
 
 
 def _commit_steps(options: EngineOptions, run: Run, folder: Path) -> None:

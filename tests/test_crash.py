@@ -113,3 +113,24 @@ def test_sigkill_at_each_point_then_resume(
         assert result.returncode == 0, result.stderr
         assert _bump_count(where) == 2, f"bump ran {_bump_count(where)} times (point {point}:{n})"
         assert transcript(progress) == reference, f"transcript differs after {point}:{n}"
+
+
+@pytest.mark.parametrize("signal_name", ["INT", "TERM"])
+def test_a_stop_just_after_the_first_checkpoint_says_interrupted(
+    signal_name: str, reference: list[tuple[str, str | None, str | None, str]], tmp_path: Path
+) -> None:
+    # Ctrl-C or SIGTERM after a new run's first checkpoint but before its run loop handles
+    # signals (the engine is still being set up): the file must not be left saying `running`.
+    where = _fresh(tmp_path / "p")
+    progress = where / "run" / "progress.md"
+    env = flow_env(FLOW_CRASH_AT="api.run_created", FLOW_CRASH_SIGNAL=signal_name)
+    first = flow(*RUN, cwd=where, env=env)
+    assert first.returncode == 130, first.stderr
+    assert "Traceback" not in first.stderr
+    run, _ = load_progress(progress)
+    assert (run.status, run.reason) == ("interrupted", "stopped before its first step began")
+    assert all(a.ended is not None for a in run.attempts)
+    resumed = flow("resume", "run/progress.md", cwd=where)
+    assert resumed.returncode == 0, resumed.stderr
+    assert transcript(progress) == reference
+    assert _bump_count(where) == 2
