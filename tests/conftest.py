@@ -28,6 +28,13 @@ _ALLOWED = frozenset(
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """``pytest --collect-only`` runs no test, so every snapshot looks unused to syrupy, which
+    would fail the collection; a run that executes tests still fails on unused snapshots."""
+    if config.option.collectonly:
+        config.option.warn_unused_snapshots = True
+
+
 def _watched_folders() -> dict[Path, tuple[int, frozenset[str]]]:
     """Every folder of the checkout with its modification time and entries."""
     folders: dict[Path, tuple[int, frozenset[str]]] = {}
