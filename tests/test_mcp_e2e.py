@@ -40,11 +40,19 @@ Write the note, then say what the notes hold.
 """
 
 
-def _workspace(tmp_path: Path, tool: str, arguments: dict[str, str]) -> Path:
-    """A workspace whose scripted model calls ``tool`` once, then answers."""
+def _workspace(
+    tmp_path: Path,
+    tool: str,
+    arguments: dict[str, str],
+    workflows: dict[str, str] | None = None,
+) -> Path:
+    """A workspace with the notes server configured, whose scripted model
+    (``notes.script.yaml``) calls ``tool`` once, then answers; ``workflows`` are the files
+    written beside it (by default ``notes.prompt.md``, a workflow offering ``notes/*``)."""
     where = tmp_path / "ws"
     (where / ".vscode").mkdir(parents=True)
-    (where / "notes.prompt.md").write_text(WORKFLOW, encoding="utf-8")
+    for name, text in (workflows or {"notes.prompt.md": WORKFLOW}).items():
+        (where / name).write_text(text, encoding="utf-8")
     script = {
         "replies": [
             {

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import signal
-import sys
 import time
 from pathlib import Path
 
 from promptflow_resume.errors import EXIT_NEEDS_REVIEW, EXIT_TOOL_SERVER
 from promptflow_resume.progress import load_progress
 from tests.flowproc import flow, spawn
-from tests.test_mcp_e2e import SECRET, SERVER, _calls, _env, _gone
+from tests.test_mcp_e2e import SECRET, _calls, _env, _gone
+from tests.test_mcp_e2e import _workspace as mcp_workspace
 
 PARENT = """---
 description: Keep the notes through a sub-workflow
@@ -52,32 +52,9 @@ CHILD_FILE = Path("run") / "progress.steps" / "notes" / "progress.md"
 
 def _workspace(tmp_path: Path, tool: str, arguments: dict[str, str]) -> Path:
     """A workspace whose child's scripted model calls ``tool`` once, then answers."""
-    where = tmp_path / "ws"
-    (where / ".vscode").mkdir(parents=True)
-    (where / "parent.prompt.md").write_text(PARENT, encoding="utf-8")
-    (where / "notes.prompt.md").write_text(CHILD, encoding="utf-8")
-    script = {
-        "replies": [
-            {
-                "content": "Calling the notes server.",
-                "tool_calls": [{"name": tool, "arguments": arguments}],
-            },
-            "The notes are up to date.",
-        ]
-    }
-    (where / "notes.script.yaml").write_text(json.dumps(script), encoding="utf-8")
-    config = {
-        "inputs": [{"type": "promptString", "id": "notes-token", "password": True}],
-        "servers": {
-            "notes": {
-                "command": sys.executable,
-                "args": [str(SERVER), "${workspaceFolder}/state"],
-                "env": {"NOTES_TOKEN": "${input:notes-token}"},
-            }
-        },
-    }
-    (where / ".vscode" / "mcp.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
-    return where
+    return mcp_workspace(
+        tmp_path, tool, arguments, {"parent.prompt.md": PARENT, "notes.prompt.md": CHILD}
+    )
 
 
 def _kill_mid_call(where: Path, hold: str) -> None:
