@@ -76,7 +76,7 @@ class CountingModel:
         self.calls += 1
         self.largest = max(self.largest, size)
         usage = ReplyUsage(input_tokens=size, output_tokens=12)
-        if request.compaction:
+        if request.purpose == "compaction":
             self.compactions += 1
             return Reply(content=f"Probes 1 to {self.done} ran; all in range.", usage=usage)
         done, self.done = self.done, self.done + 1
