@@ -617,17 +617,7 @@ def _continue_past_unknown(run: Run, plan: ResumePlan) -> list[str]:
             placeholder.content = CONTINUED_RESULT
             placeholder.is_error = True
         else:
-            run.transcript.append(
-                Entry(
-                    id=run.next_entry_id(),
-                    role="tool_result",
-                    content=CONTINUED_RESULT,
-                    step=flight.step,
-                    call_id=flight.call_id,
-                    tool=flight.tool,
-                    is_error=True,
-                )
-            )
+            _append_error_result(run, flight, CONTINUED_RESULT)
         notes.append(
             f"tool call {flight.call_id} ({flight.tool}) was in flight; went on without running "
             "it again (recovery decision)"
@@ -641,20 +631,26 @@ def _stop_for_review(run: Run, plan: ResumePlan) -> None:
         return
     for flight in plan.review_tools:
         if _result_for(run, flight.call_id) is None:
-            run.transcript.append(
-                Entry(
-                    id=run.next_entry_id(),
-                    role="tool_result",
-                    content=PLACEHOLDER_RESULT,
-                    step=flight.step,
-                    call_id=flight.call_id,
-                    tool=flight.tool,
-                    is_error=True,
-                )
-            )
+            _append_error_result(run, flight, PLACEHOLDER_RESULT)
     run.status = "needs_review"
     run.reason = plan.blocked
     raise NeedsReviewError(plan.blocked or "a tool call needs review")
+
+
+def _append_error_result(run: Run, flight: InFlight, content: str) -> None:
+    """Give an in-flight call the result ``content``, marked as an error, so the model is never
+    left with an unanswered call."""
+    run.transcript.append(
+        Entry(
+            id=run.next_entry_id(),
+            role="tool_result",
+            content=content,
+            step=flight.step,
+            call_id=flight.call_id,
+            tool=flight.tool,
+            is_error=True,
+        )
+    )
 
 
 def _result_for(run: Run, call_id: str) -> Entry | None:
