@@ -11,11 +11,16 @@ folded back into one assistant message with ``tool_calls``, the shape every prov
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Iterator, Sequence
 from typing import overload
 
 from .chat import Message, ToolCall
 from .progress.model import Entry
+
+_role = operator.attrgetter("role")
+#: The roles ``RequestView`` keeps verbatim when they open the run or a step.
+_PROMPT_ROLES = frozenset({"system", "user"})
 
 #: How a compaction summary opens in a request, before the summary itself.
 SUMMARY_LEAD = (
@@ -71,18 +76,31 @@ class RequestView:
         ):
             self._reset()  # a hand edit or another transcript
             self.generation += 1
-        for entry in entries[self._seen :]:
-            if entry.role == "compaction" and entry.covers is not None:
-                self._apply(entry)
-                continue
-            if entry.role == "system" or (entry.role == "user" and entry.step not in self._steps):
-                self._kept.add(entry.id)
-            if entry.role == "user":
-                self._steps.add(entry.step)
-            self.entries.append(entry)
+        added = entries[self._seen :]
+        roles = list(map(_role, added))
+        if "compaction" not in roles:
+            # The common case, with only prompts looked at one by one: a resumed 10,000-turn
+            # run passes its 30,000 entries through here before its first request.
+            for entry in itertools.compress(added, map(_PROMPT_ROLES.__contains__, roles)):
+                self._note_prompt(entry)
+            self.entries.extend(added)
+        else:
+            for entry in added:
+                if entry.role == "compaction" and entry.covers is not None:
+                    self._apply(entry)
+                    continue
+                self._note_prompt(entry)
+                self.entries.append(entry)
         self._seen = len(entries)
         self._seen_last = entries[-1] if entries else None
         return self.entries
+
+    def _note_prompt(self, entry: Entry) -> None:
+        """Keep the system entry and each step's first user entry verbatim."""
+        if entry.role == "system" or (entry.role == "user" and entry.step not in self._steps):
+            self._kept.add(entry.id)
+        if entry.role == "user":
+            self._steps.add(entry.step)
 
     def _apply(self, compaction: Entry) -> None:
         first, last = compaction.covers or (0, -1)

@@ -16,7 +16,6 @@ change.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import signal
@@ -29,7 +28,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from . import faults
+from . import collector, faults
 from .chat import ToolSpec
 from .clock import now_iso
 from .compaction import CompactionTally
@@ -229,7 +228,7 @@ class Engine:
         run = self.run
         self.reporter.run_started(run.usage)
         try:
-            with _signals_raise_interrupted(), _fewer_full_collections():
+            with _signals_raise_interrupted(), collector.during_run():
                 self._notice_editor_only()
                 self._set_status("running", None)
                 self._ensure_context()
@@ -1044,27 +1043,6 @@ def _exit_now(signum: int, frame: FrameType | None) -> None:
     """Stop running commands and exit 130 at once (every write is atomic or journaled)."""
     stop_running_commands()
     os._exit(130)
-
-
-#: The oldest generation's threshold while a run executes (CPython's default is 10).
-RUN_GEN2_THRESHOLD = 100
-
-
-@contextmanager
-def _fewer_full_collections() -> Iterator[None]:
-    """Collect the oldest generation ten times less often while a run executes, then restore.
-
-    A long run's heap is mostly its transcript, which lives to the end; each full collection
-    walks all of it, so with the default thresholds the last turns of a 10,000-turn run paid
-    for a 35-50 ms collection the first turns did not (measured with ``gc.callbacks``). Young
-    garbage is still collected as before; only full passes over the long-lived heap are rarer.
-    """
-    before = gc.get_threshold()
-    gc.set_threshold(before[0], before[1], max(before[2], RUN_GEN2_THRESHOLD))
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
 
 
 def _signals_raise_interrupted() -> AbstractContextManager[None]:

@@ -87,7 +87,7 @@ SNIPPETS = [
 def line_by_line() -> Iterator[None]:
     """Parse with the quick reader switched off: every entry goes through ``_entry``."""
     saved = parse_module._WRITTEN_MARKER
-    parse_module._WRITTEN_MARKER = re.compile(r"(?!)")
+    parse_module._WRITTEN_MARKER = re.compile(rb"(?!)")
     try:
         yield
     finally:

@@ -15,10 +15,10 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from .. import yamlio
+from ..packagedata import read_text
 from ..workflow.model import Workflow
 
 #: Keywords stored per run, at most. The most telling words are kept (see ``keywords_for``).
@@ -81,7 +81,7 @@ def parse_vocabulary(text: str, *, source: str = "keywords.yaml") -> Vocabulary:
 @lru_cache(maxsize=1)
 def vocabulary() -> Vocabulary:
     """The shipped vocabulary, read once per process."""
-    text = resources.files("promptflow_resume").joinpath("data/keywords.yaml").read_text("utf-8")
+    text = read_text("data/keywords.yaml")
     return parse_vocabulary(text, source="promptflow_resume/data/keywords.yaml")
 
 

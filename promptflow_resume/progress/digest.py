@@ -59,19 +59,34 @@ def _head(entry: Entry) -> str:
             if parts is None:
                 if len(_SHAPES) >= _SHAPES_LIMIT:
                     _SHAPES.clear()
-                parts = _SHAPES[shape] = (
-                    f",{_quote(e.role)},{'null' if e.step is None else _quote(e.step)},",
-                    f",{'null' if e.tool is None else _quote(e.tool)},"
-                    f"{'true' if e.is_error else 'false'},"
-                    f"{'null' if e.sidecar is None else _quote(e.sidecar)},"
-                    f"{'null' if e.sidecar_sha256 is None else _quote(e.sidecar_sha256)},"
-                    f"{'null' if size is None else size}]",
-                )
+                parts = _SHAPES[shape] = head_parts(*shape)
             call = "null" if e.call_id is None else _quote(e.call_id)
             return f"[{e.id}{parts[0]}{call}{parts[1]}"
         except TypeError:  # a field that is not a string (or not hashable): json.dumps decides
             pass
     return _head_by_json(e)
+
+
+def head_parts(
+    role: str,
+    step: str | None,
+    tool: str | None,
+    is_error: bool,
+    sidecar: str | None,
+    sidecar_sha256: str | None,
+    sidecar_bytes: int | None,
+) -> tuple[str, str]:
+    """The head line of an entry without a ``covers`` around its id and call id: the line is
+    ``[`` + id + first + call id (JSON, or ``null``) + second. Entries of one step, role and
+    tool share these, so readers and writers build them once per run."""
+    return (
+        f",{_quote(role)},{'null' if step is None else _quote(step)},",
+        f",{'null' if tool is None else _quote(tool)},"
+        f"{'true' if is_error else 'false'},"
+        f"{'null' if sidecar is None else _quote(sidecar)},"
+        f"{'null' if sidecar_sha256 is None else _quote(sidecar_sha256)},"
+        f"{'null' if sidecar_bytes is None else sidecar_bytes}]",
+    )
 
 
 def _head_by_json(e: Entry) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -59,11 +58,22 @@ def _boot_id() -> str:
     return _BOOT_ID[0]
 
 
+def host_name() -> str:
+    """This machine's name, as ``socket.gethostname()`` gives it (the kernel's node name),
+    without importing socket on every command that reads a run."""
+    uname = getattr(os, "uname", None)
+    if uname is None:  # Windows
+        import socket
+
+        return socket.gethostname()
+    return str(uname().nodename)
+
+
 def write_owner(progress: Path) -> None:
     """Record this process as the owner of ``progress`` (atomic replace; raises OSError)."""
     info: dict[str, Any] = {
         "pid": os.getpid(),
-        "host": socket.gethostname(),
+        "host": host_name(),
         "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     start = process_start(os.getpid())
@@ -85,7 +95,7 @@ def read_owner(progress: Path) -> dict[str, Any]:
 def record_alive(owner: dict[str, Any], *, host: str | None = None) -> bool:
     """True when the process an owner record names is alive on this host (same start time)."""
     pid = owner.get("pid")
-    if owner.get("host") != (host or socket.gethostname()):
+    if owner.get("host") != (host or host_name()):
         return False
     if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
         return False

@@ -17,15 +17,16 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from hashlib import sha256 as _sha256
 from pathlib import Path
 from sys import intern
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 from .. import yamlio
 from ..errors import DigestError, FlowError, ProgressFormatError, UnsupportedVersionError
 from ..textnorm import undo_checkout_newlines
-from .digest import Chain, entry_digest
+from .digest import ENTRY_DIGEST_HEX, Chain, entry_digest, head_parts
 from .frontmatter import normalize_yaml_values, run_from_valid
 from .migrations import MIGRATIONS, Migration
 from .model import FORMAT_VERSION, ROLES, Entry, LoadReport, Role, Run
@@ -33,16 +34,18 @@ from .rawtext import EMPTY_MESSAGE, OWN_FENCE_INFOS
 from .render import (
     EMPTY_RESULT,
     ESCAPED_INFO,
+    FENCED_ARGUMENTS,
     INPUT_TABLE_HEADER,
     TOOL_ROLES,
     call_head,
-    call_line,
     conversation_preamble,
     heading,
+    heading_label,
     inline_arguments_ok,
     input_rows,
     section_digest,
     tool_line,
+    tool_line_around_call,
 )
 from .schema import validate_front_matter
 from .sidecar import check_link
@@ -61,17 +64,19 @@ _FENCE_OPEN = re.compile(r"(`{3,})([^`]*)")
 # "<". Anything else (a hand edit, an encoded value, an escaped fence, damage) is left to the
 # line reader ``_entry``, which gives the same result for the entries this reads (the
 # agreement tests check both ways), and positioned errors and warnings for the rest.
-_PLAIN_VALUE = r"[A-Za-z0-9_.:/~+@,-]+"  # and no "--" (checked apart: faster)
+# The marker and heading of an entry as render writes them, in one match: the fields in
+# render's order, values as they are (no percent-encoding, no "--": checked apart, faster).
 _WRITTEN_MARKER = re.compile(
-    r"<!-- flow:entry ([1-9][0-9]*) ([a-z_]+)(?: step=(V))?(?: call=(V))?(?: tool=(V))?( error)?"
-    r"(?: sidecar=(V))?(?: sha256=(V))?(?: bytes=(0|[1-9][0-9]*))? d=([0-9a-f]{16}) -->".replace(
-        "V", _PLAIN_VALUE
-    )
+    rb"<!-- flow:entry ([1-9][0-9]*) ([a-z_]+)(?: step=(V))?(?: call=(V))?(?: tool=(V))?( error)?"
+    rb"(?: sidecar=(V))?(?: sha256=(V))?(?: bytes=(0|[1-9][0-9]*))? d=([0-9a-f]{16}) -->\n"
+    rb"### ([^\n]*)\n\n".replace(b"V", rb"[A-Za-z0-9_.:/~+@,-]+")
 )
 _WRITTEN_FENCE = re.compile(rb"(`{3,})(?:text|json|markdown)\n")
 _NEXT_MARK = b"\n<!-- flow:"
 _BLANK_THEN_MARK = b"\n" + _NEXT_MARK
-_ROLE_NAMES: dict[str, Role] = {role: role for role in ROLES}  # type: ignore[misc]
+_EMPTY_RESULT = f" {EMPTY_RESULT}".encode()
+_NO_ARGUMENTS = b" no arguments."
+_ROLE_NAMES: dict[bytes, Role] = {role.encode(): role for role in ROLES}  # type: ignore[misc]
 _FIX_BODY = (
     "Restore the file from version control, or undo the edit around that line; "
     "only the text of entries may be edited, keeping each flow:entry line and fence."
@@ -388,116 +393,161 @@ def _read_as_written(
 ) -> int:
     """Read entries from ``pos`` in ``data`` for as long as each is exactly as ``render``
     writes it and continues the ids; append them, their stored digests, their actual digests
-    (hashed from the bytes as they are) and where each starts; return where they stop."""
+    (hashed from the bytes as they are) and where each starts; return where they stop.
+
+    One loop, no call per entry but the digest's: this reads every entry of a long run, so
+    it is written for speed (a few microseconds an entry), with the fast path's checks in
+    the order they most often fail.
+    """
+    # What entries of one shape (role, step, tool, error and sidecar fields) share: the step
+    # and tool as strings, the heading after the id, the digest's head line and the tool
+    # line around the id or call id. A run has a few shapes.
+    shapes: dict[tuple[bytes | None, ...], _Shape] = {}
+    match, fence_match = _WRITTEN_MARKER.match, _WRITTEN_FENCE.match
+    find, startswith = data.find, data.startswith
+    expected = len(transcript) + 1
     while True:
-        read = _entry_as_written(data, pos, len(transcript) + 1)
-        if read is None:
+        marker = match(data, pos)
+        if marker is None:
             return pos
-        entry, stored, content_utf8, end = read
+        number, role_b, step_b, call_b, tool_b, error, sidecar, sha, size, stored, head = (
+            marker.groups()
+        )
+        role = _ROLE_NAMES.get(role_b)
+        if role is None or int(number) != expected or find(b"--", pos + 4, marker.end(10)) >= 0:
+            return pos
+        shape = (role_b, step_b, tool_b, error, sidecar, sha, size)
+        known = shapes.get(shape)
+        if known is None:
+            known = shapes[shape] = _shape(role, *shape[1:])
+        if head != number + known.label:
+            return pos
+        entry = Entry(
+            expected,
+            role,
+            "",
+            known.step,
+            None if call_b is None else call_b.decode(),
+            known.tool,
+            error is not None,
+            None if sidecar is None else sidecar.decode(),
+            None if sha is None else sha.decode(),
+            None if size is None else int(size),
+        )
+        at = marker.end()
+        raw: bytes | None = None
+        try:
+            if role in TOOL_ROLES:
+                # The line above the fence, or the tool's whole one-line form.
+                line_end = find(b"\n", at)
+                if line_end < 0 or call_b is None or len(call_b) > 80:
+                    return pos  # a call id render shortens: the line reader decides
+                line = data[at:line_end]
+                call_span = known.line_before + b"`" + call_b + b"`"
+                if startswith(_BLANK_THEN_MARK, line_end):
+                    if role == "tool_result":
+                        if line != call_span + known.line_after + _EMPTY_RESULT:
+                            return pos
+                        raw = b""
+                    else:
+                        rest = line[len(call_span) + len(known.call_head_after) :]
+                        if not line.startswith(call_span + known.call_head_after):
+                            return pos
+                        if rest != _NO_ARGUMENTS:
+                            if rest[:2] != b" `" or rest[-2:] != b"`.":
+                                return pos
+                            entry.content = rest[2:-2].decode()
+                            if not inline_arguments_ok(entry.content):
+                                return pos
+                        raw = entry.content.encode()
+                    end = line_end + 2
+                elif line != call_span + known.line_after or not startswith(b"\n\n", line_end):
+                    return pos
+                else:
+                    at = line_end + 2
+            if raw is None:
+                fence = fence_match(data, at)
+                if fence is not None:
+                    # The first line from here that starts with the fence's backticks must
+                    # close it: exactly those backticks, a blank line, the next marker.
+                    ticks = fence.group(1)
+                    close = find(b"\n" + ticks, fence.end() - 1)
+                    end = close + 1 + len(ticks)
+                    if close < 0 or not startswith(_BLANK_THEN_MARK, end):
+                        return pos
+                    raw = data[fence.end() : close]
+                    entry.content = raw.decode()
+                    end += 2
+                else:
+                    # A message's Markdown, up to the next marker.
+                    end = find(_NEXT_MARK, at)
+                    if role in TOOL_ROLES or end < 0 or data[at : at + 1] in (b"`", b"<"):
+                        return pos
+                    text = data[at:end].decode()
+                    if not text or text[0].isspace():
+                        return pos
+                    text = text.strip()
+                    entry.content = "" if text == EMPTY_MESSAGE else text
+                    raw = entry.content.encode()
+                    end += 1
+        except UnicodeDecodeError:
+            return pos
+        # entry_digest(entry, raw), from the bytes at hand: plain values need no JSON escape.
+        call_json = b"null" if call_b is None else b'"' + call_b + b'"'
+        digest = _sha256(b"[" + number + known.head_start + call_json + known.head_end)
+        digest.update(raw)
         transcript.append(entry)
-        digests.append(stored)
-        actual.append(entry_digest(entry, content_utf8))
+        digests.append(stored.decode())
+        actual.append(digest.hexdigest()[:ENTRY_DIGEST_HEX])
         starts.append(pos)
         pos = end
+        expected += 1
 
 
-def _entry_as_written(data: bytes, pos: int, expected: int) -> tuple[Entry, str, bytes, int] | None:
-    """Entry ``expected`` at ``pos`` if it is exactly as ``render`` writes it: the entry, its
-    stored digest, its content's bytes and where the next marker starts; else None."""
-    try:
-        marker = _marker_as_written(data, pos, expected)
-        if marker is None:
-            return None
-        entry, stored, at = marker
-        head = f"{heading(entry)}\n\n".encode()
-        if not data.startswith(head, at):
-            return None
-        content = _content_as_written(data, entry, at + len(head))
-    except UnicodeDecodeError:
-        return None
-    return None if content is None else (entry, stored, *content)
+class _Shape(NamedTuple):
+    """What ``_read_as_written`` builds once for the entries of one shape."""
+
+    step: str | None
+    tool: str | None
+    #: The heading after the entry's id.
+    label: bytes
+    #: The digest's head line before and after the call id.
+    head_start: bytes
+    head_end: bytes
+    #: For a tool entry: its line before and after the call id's code span, and for a call
+    #: what its one-line form says between the call id and the arguments.
+    line_before: bytes
+    line_after: bytes
+    call_head_after: bytes
 
 
-def _marker_as_written(data: bytes, pos: int, expected: int) -> tuple[Entry, str, int] | None:
-    """The entry (its content left empty) whose marker line starts at ``pos``, if it is entry
-    ``expected`` with its fields as render writes them; its stored digest and where the next
-    line starts."""
-    at = data.find(b"\n", pos) + 1
-    if at == 0:
-        return None
-    line = data[pos : at - 1].decode("ascii")
-    marker = _WRITTEN_MARKER.fullmatch(line)
-    if marker is None or "--" in line[4:-3]:
-        return None
-    number, role, step, call, tool, error, sidecar, sha, size, stored = marker.groups()
-    role = _ROLE_NAMES.get(role)
-    if role is None or int(number) != expected:
-        return None
-    entry = Entry(
-        expected,
-        role,
-        "",
-        None if step is None else intern(step),  # a run has a few: one string each
-        call,
-        None if tool is None else intern(tool),
-        error is not None,
-        sidecar,
-        sha,
-        None if size is None else int(size),
+def _shape(
+    role: Role,
+    step_b: bytes | None,
+    tool_b: bytes | None,
+    error: bytes | None,
+    sidecar_b: bytes | None,
+    sha_b: bytes | None,
+    size_b: bytes | None,
+) -> _Shape:
+    """The ``_Shape`` of the entries with these marker fields (interning step and tool)."""
+    step = None if step_b is None else intern(step_b.decode())
+    tool = None if tool_b is None else intern(tool_b.decode())
+    sidecar = None if sidecar_b is None else sidecar_b.decode()
+    size = None if size_b is None else int(size_b)
+    sha = None if sha_b is None else sha_b.decode()
+    start, end = head_parts(role, step, tool, error is not None, sidecar, sha, size)
+    before, after = tool_line_around_call(role, tool, error is not None, sidecar, size)
+    return _Shape(
+        step,
+        tool,
+        f" · {heading_label(role, step)}".encode(),
+        start.encode(),
+        end.encode() + b"\n",
+        before.encode(),
+        after.encode(),
+        after.removesuffix(FENCED_ARGUMENTS).encode(),
     )
-    return entry, stored, at
-
-
-def _content_as_written(data: bytes, entry: Entry, at: int) -> tuple[bytes, int] | None:
-    """Set ``entry.content`` from what render writes under its heading, from ``at``: for a
-    tool, its one-line form or the line above its fence; then a fence, or a message's
-    Markdown. Return the content's bytes and where the next marker starts; None if the text
-    is not as render writes it."""
-    if entry.role in TOOL_ROLES:
-        line_end = data.find(b"\n", at)
-        if line_end == -1:
-            return None
-        line = data[at:line_end].decode("utf-8")
-        if data.startswith(_BLANK_THEN_MARK, line_end):
-            one_line = _one_line_as_written(entry, line)
-            if one_line is None:
-                return None
-            entry.content = one_line
-            return one_line.encode(), line_end + 2
-        if line != tool_line(entry) or not data.startswith(b"\n\n", line_end):
-            return None
-        at = line_end + 2
-    fence = _WRITTEN_FENCE.match(data, at)
-    if fence is not None:
-        # The first line from here that starts with the fence's backticks must close it:
-        # exactly those backticks, a blank line, the next marker.
-        ticks = fence.group(1)
-        close = data.find(b"\n" + ticks, fence.end() - 1)
-        after = close + 1 + len(ticks)
-        if close == -1 or not data.startswith(_BLANK_THEN_MARK, after):
-            return None
-        raw = data[fence.end() : close]
-        entry.content = raw.decode("utf-8")
-        return raw, after + 2
-    end = data.find(_NEXT_MARK, at)
-    if entry.role in TOOL_ROLES or end == -1 or data[at : at + 1] in (b"`", b"<"):
-        return None
-    content = data[at:end].decode("utf-8")
-    if not content or content[0].isspace():
-        return None
-    content = content.strip()
-    entry.content = "" if content == EMPTY_MESSAGE else content
-    return entry.content.encode(), end + 1
-
-
-def _one_line_as_written(entry: Entry, line: str) -> str | None:
-    """The content of a tool entry whose one-line form (a call with short or no arguments, a
-    result with no output) ``line`` is exactly as render writes it; else None."""
-    if entry.role == "tool_result":
-        return "" if line == f"{tool_line(entry)} {EMPTY_RESULT}" else None
-    # Plain call ids and tool names hold no space: the first " with `" ends the call's head.
-    entry.content = line[line.find(" with `") + 7 : -2] if line.endswith("`.") else ""
-    return entry.content if line == call_line(entry) else None
 
 
 def _entry(sc: _Scanner, pos: int, report: LoadReport) -> tuple[Entry, str, int]:

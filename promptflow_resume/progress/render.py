@@ -48,6 +48,8 @@ TOOL_ROLES = frozenset({"tool_call", "tool_result"})
 ESCAPED_INFO = "flow-escaped"
 #: Tool-call arguments up to this long, on one line, are shown on the call's line.
 INLINE_ARGUMENTS_LIMIT = 200
+#: What a tool call's line says after ``… with`` when its arguments follow in a fence.
+FENCED_ARGUMENTS = " these arguments:"
 #: What follows the result line of a tool that printed nothing.
 EMPTY_RESULT = "_(no output)_"
 SECTION_NOTES: dict[str, str] = {
@@ -200,35 +202,42 @@ def cell(text: str, limit: int = 160) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _heading_label(role: str, step: str | None) -> str:
-    # Runs use a handful of roles and steps: compute each label once, not once per entry.
+def heading_label(role: str, step: str | None) -> str:
+    """What an entry's heading says after its id: ``assistant · inspect``."""
     label = ROLE_LABELS.get(role, role)
     return label if step is None else f"{label} · {_html(one_line(step, 80))}"
 
 
 def heading(entry: Entry) -> str:
     """The heading line of an entry: ``### 12 · assistant · inspect``."""
-    return f"### {entry.id} · {_heading_label(entry.role, entry.step)}"
+    return f"### {entry.id} · {heading_label(entry.role, entry.step)}"
 
 
 def tool_line(entry: Entry) -> str:
     """The generated line above a tool call's arguments or a tool result's output."""
-    tool = code(entry.tool or "?", 80)
-    call = code(entry.call_id or "?", 80)
-    if entry.role == "tool_call":
-        text = f"Call {call} to {tool} with these arguments:"
-    else:
-        text = f"Result of {tool} for call {call}"
-        text += " · **error**" if entry.is_error else ""
-        if entry.sidecar is not None:
-            link = quote(entry.sidecar, safe="/._-~")
-            size = f"{entry.sidecar_bytes:,} bytes" if entry.sidecar_bytes is not None else "size ?"
-            text += (
-                f" · full output in [{_html(one_line(entry.sidecar, 120))}]({link})"
-                f" ({size}); the text below is a preview"
-            )
-        text += ":"
-    return text
+    before, after = tool_line_around_call(
+        entry.role, entry.tool, entry.is_error, entry.sidecar, entry.sidecar_bytes
+    )
+    return f"{before}{code(entry.call_id or '?', 80)}{after}"
+
+
+def tool_line_around_call(
+    role: str, tool: str | None, is_error: bool, sidecar: str | None, sidecar_bytes: int | None
+) -> tuple[str, str]:
+    """``tool_line`` of a tool entry without its call id: the text before and after the call
+    id's code span. Entries of one tool share it, so a reader builds it once per run."""
+    tool_code = code(tool or "?", 80)
+    if role == "tool_call":
+        return "Call ", f" to {tool_code} with{FENCED_ARGUMENTS}"
+    after = " · **error**" if is_error else ""
+    if sidecar is not None:
+        link = quote(sidecar, safe="/._-~")
+        size = f"{sidecar_bytes:,} bytes" if sidecar_bytes is not None else "size ?"
+        after += (
+            f" · full output in [{_html(one_line(sidecar, 120))}]({link})"
+            f" ({size}); the text below is a preview"
+        )
+    return f"Result of {tool_code} for call ", f"{after}:"
 
 
 def call_line(entry: Entry) -> str | None:

@@ -33,7 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .. import faults
+from .. import collector, faults
 from ..durable import fsync_dir, replace_file, write_all
 from ..errors import (
     DigestError,
@@ -391,7 +391,8 @@ def load_progress(path: str | Path) -> tuple[Run, LoadReport]:
     live = owner_alive(p)
     for attempt in range(_READ_RETRIES):
         try:
-            loaded = _load(p, live=live)
+            with collector.long_lived():  # a long run's entries: many objects, no cycles
+                loaded = _load(p, live=live)
             return loaded.run, loaded.report
         except (ProgressFormatError, DigestError, SidecarError):
             if not live or attempt == _READ_RETRIES - 1:
@@ -527,9 +528,10 @@ class ProgressStore:
         try:
             store._write_owner()
             store._clean_leftovers()
-            loaded = _load(p)
-            run, report, chain = loaded.run, loaded.report, loaded.chain
-            store._seed_rendered(run.transcript, loaded)
+            with collector.long_lived():  # a long run's entries: many objects, no cycles
+                loaded = _load(p)
+                run, report, chain = loaded.run, loaded.report, loaded.chain
+                store._seed_rendered(run.transcript, loaded)
             store._seq = run.journal_seq
             store._count = len(run.transcript)
             store._chain = chain

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import math
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
+from ..packagedata import read_text
 from .base import Request
 from .pricing import MESSAGE_OVERHEAD_TOKENS, estimate_input_tokens, lookup_names
 
@@ -26,11 +26,7 @@ from .pricing import MESSAGE_OVERHEAD_TOKENS, estimate_input_tokens, lookup_name
 @lru_cache(maxsize=1)
 def _table() -> dict[str, int]:
     """The context-window table, read once from the package data."""
-    text = (
-        resources.files("promptflow_resume")
-        .joinpath("data/context_windows.json")
-        .read_text("utf-8")
-    )
+    text = read_text("data/context_windows.json")
     doc: dict[str, Any] = json.loads(text)
     return {name.lower(): int(size) for name, size in doc["models"].items()}
 

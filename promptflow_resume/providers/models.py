@@ -14,14 +14,15 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from importlib import resources
+
+from ..packagedata import read_text
 
 _SUFFIX = re.compile(r"(?:\s*\((?:copilot|preview)\))+\s*$", re.I)
 
 
 @lru_cache(maxsize=1)
 def _table() -> dict[str, tuple[str, str]]:
-    text = resources.files("promptflow_resume").joinpath("data/models.json").read_text("utf-8")
+    text = read_text("data/models.json")
     models = json.loads(text)["models"]
     return {name.lower(): (provider, model) for name, (provider, model) in models.items()}
 

@@ -19,9 +19,9 @@ import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
+from ..packagedata import read_text
 from .base import ReplyUsage, Request
 
 #: Output tokens assumed for a call whose parameters set no limit (and the ``max_tokens``
@@ -61,7 +61,7 @@ class Price:
 @lru_cache(maxsize=1)
 def _table() -> dict[str, Price]:
     """The pricing table, read once from the package data."""
-    text = resources.files("promptflow_resume").joinpath("data/pricing.json").read_text("utf-8")
+    text = read_text("data/pricing.json")
     doc: dict[str, Any] = json.loads(text)
     sources: dict[str, str] = doc.get("sources", {})
     table: dict[str, Price] = {}

@@ -12,10 +12,10 @@ import json
 import re
 from collections.abc import Callable
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from .. import yamlio
+from ..packagedata import read_text
 from ..progress.schemacheck import compile_schema
 from .diagnostics import Collector, did_you_mean
 from .source import (
@@ -69,11 +69,7 @@ _NON_PRINTABLE = re.compile(
 @lru_cache(maxsize=1)
 def workflow_schema() -> dict[str, Any]:
     """The workflow front-matter JSON Schema shipped with the package."""
-    text = (
-        resources.files("promptflow_resume")
-        .joinpath("schemas/workflow.schema.json")
-        .read_text(encoding="utf-8")
-    )
+    text = read_text("schemas/workflow.schema.json")
     schema: dict[str, Any] = json.loads(text)
     return schema
 
