@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import enum
 import json
+import operator
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -212,8 +213,11 @@ def plan_resume(
     _settle_in_flight(run, report, tools, choice, workspace, plan)
     _block_when_completed(run, plan)
     kept = run.transcript if plan.archive_from is None else run.transcript[: plan.archive_from - 1]
-    plan.estimated_input_tokens = sum(len(e.content) for e in kept) // 4
+    plan.estimated_input_tokens = sum(map(len, map(_content, kept))) // 4
     return plan
+
+
+_content = operator.attrgetter("content")
 
 
 @dataclass
@@ -378,18 +382,16 @@ def _choose_rerun(
 def _only_prompted(run: Run, workflow: Workflow, report: LoadReport, step_id: str) -> bool:
     """True when a prompt step's only entries are its unedited prompt, last in the file: it
     is written again from the current workflow and inputs."""
-    mine = [e for e in run.transcript if e.step == step_id]
     step = workflow.step(step_id)
-    unanswered = all(e.role in ("user", "note") for e in mine)
-    untouched = not any(e.id in report.edited_entries for e in mine)
-    tail = bool(mine) and mine[-1] is run.transcript[-1]
-    return (
-        step is not None
-        and step.kind == "prompt"
-        and bool(mine)
-        and unanswered
-        and untouched
-        and tail
+    transcript = run.transcript
+    if step is None or step.kind != "prompt" or not transcript or transcript[-1].step != step_id:
+        return False
+    # From the end, so that a step with replies (a long one: all of a 30,000-entry run) is
+    # answered by its last entry at once.
+    edited = set(report.edited_entries)
+    return not any(
+        e.step == step_id and (e.role not in ("user", "note") or e.id in edited)
+        for e in reversed(transcript)
     )
 
 

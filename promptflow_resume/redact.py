@@ -30,6 +30,7 @@ Redacting twice changes nothing more: ``redact(redact(x)) == redact(x)``.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -157,9 +158,13 @@ _NAME_BEFORE = re.compile(r"(?<![A-Za-z0-9_])([A-Z][A-Z0-9_]{1,80})[\"']?[ \t]?\
 # The word right before an API key header's ``-key``/``-token``.
 _HEADER_WORD = re.compile(r"(?i:(?:api|auth|private))\Z")
 
-_COMPILED: tuple[tuple[_Mode, re.Pattern[str]], ...] = tuple(
-    (mode, re.compile(rx)) for _, mode, rx in _SHAPES
-)
+
+@functools.cache
+def _compiled() -> tuple[tuple[_Mode, re.Pattern[str]], ...]:
+    # Compiled on first use: commands that only read runs (``flow status``) never redact,
+    # and compiling the shapes costs about 2 ms.
+    return tuple((mode, re.compile(rx)) for _, mode, rx in _SHAPES)
+
 
 #: Names of the token shapes recognized, for documentation and ``flow`` output.
 SHAPE_NAMES: tuple[str, ...] = tuple(name for name, _, _ in _SHAPES)
@@ -225,7 +230,7 @@ class Redactor:
                 label = self._labels[value]
                 count += text.count(value)
                 text = text.replace(value, f"[REDACTED:{label}]" if label else REDACTED)
-        for mode, pattern in _COMPILED:
+        for mode, pattern in _compiled():
             text, n = _sub_shape(pattern, mode, text)
             count += n
         return text, count

@@ -22,6 +22,7 @@ from promptflow_resume.tools.commands import CommandTool
 from promptflow_resume.tools.edit import ReplaceString
 from promptflow_resume.workflow import load_workflow
 from promptflow_resume.workflow.model import Budget, CommandDecl, Step, Workflow
+from promptflow_resume.workflow.toolnames import BUILTIN_TOOLS
 
 
 def workflow(tools: tuple[str, ...], commands: dict[str, CommandDecl] | None = None) -> Workflow:
@@ -178,3 +179,10 @@ def test_a_loaded_workflow_gives_the_tools_it_declares(tmp_path: Path) -> None:
     assert props == {"name": {"type": "string", "description": "Who to greet"}}
     result = call_tool(tools, "greet", '{"name": "Ada; rm -rf /"}', ToolContext(tmp_path))
     assert result.content == "exit code: 0\n--- stdout ---\nAda; rm -rf /\n"
+
+
+@pytest.mark.parametrize("name", BUILTIN_TOOLS)
+def test_every_built_in_name_builds_the_tool_of_that_name(name: str, tmp_path: Path) -> None:
+    tools = build_tools(workflow((name,)), tmp_path)
+    assert list(tools) == [name]
+    assert tools[name].spec.name == name

@@ -14,13 +14,14 @@ everything positioned names ``path:line:col``::
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from hashlib import sha256 as _sha256
 from pathlib import Path
 from sys import intern
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 from urllib.parse import unquote
 
 from .. import yamlio
@@ -74,6 +75,8 @@ _WRITTEN_MARKER = re.compile(
 _WRITTEN_FENCE = re.compile(rb"(`{3,})(?:text|json|markdown)\n")
 _NEXT_MARK = b"\n<!-- flow:"
 _BLANK_THEN_MARK = b"\n" + _NEXT_MARK
+_id_of = operator.attrgetter("id")
+_sidecar_of = operator.attrgetter("sidecar")
 _EMPTY_RESULT = f" {EMPTY_RESULT}".encode()
 _NO_ARGUMENTS = b" no arguments."
 _ROLE_NAMES: dict[bytes, Role] = {role.encode(): role for role in ROLES}  # type: ignore[misc]
@@ -1051,16 +1054,19 @@ def parse_bytes(
         pos = _entries(sc, pos, run.transcript, digests, actual, report, data, end)
         _conversation_end(sc, pos, run, report)
     recorded = fm["transcript"]
-    chain = Chain(zip((e.id for e in run.transcript), digests, strict=True))
+    chain = Chain(zip(map(_id_of, run.transcript), digests, strict=True))
     stem = Path(where).name.removesuffix(".md")
     if (
         sc is None
-        and actual == digests
+        and actual == digests  # so none is None
         and recorded["entries"] == len(run.transcript)
         and recorded["digest"] == chain.root()
-        and not any(e.sidecar is not None and check_link(e.sidecar, stem) for e in run.transcript)
+        and not (
+            any(map(_sidecar_of, run.transcript))
+            and any(e.sidecar is not None and check_link(e.sidecar, stem) for e in run.transcript)
+        )
     ):
-        known = [a for a in actual if a is not None]
+        known = cast(list[str], actual)
         return Parsed(run, report, digests, known, chain, entry_spans=[*starts, end])
     # Edits or damage: _verify reports them with their places in the whole file.
     checked, chain = _verify(sc or whole(), fm, source, run, digests, actual, report)

@@ -14,6 +14,7 @@ A name in ``tools:`` resolves to a declared command of that name first, else to 
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,13 +24,7 @@ from ..workflow.model import CommandDecl, Step, Workflow
 from ..workflow.toolnames import BUILTIN_TOOLS, map_tool_name
 from .base import Tool, ToolContext, ToolResult
 from .builtin import BUILTINS, error_result
-from .changes import GetChangedFiles
-from .codebase import CodebaseSearch
 from .commands import CommandTool, command_tool
-from .edit import EDIT_TOOLS
-from .fetch import FetchWebpage
-from .notes import ManageTodoList, Think
-from .terminal import FailingTests, RunInTerminal, RunTests
 
 __all__ = [
     "BUILTINS",
@@ -83,25 +78,34 @@ def build_tools(
     return tools
 
 
+#: The built-ins defined outside ``builtin.py``: the module and class of each. A module is
+#: imported when a workflow names one of its tools, so a run that uses none does not load it.
+_OTHER_BUILTINS: dict[str, tuple[str, str]] = {
+    "run_in_terminal": ("terminal", "RunInTerminal"),
+    "runTests": ("terminal", "RunTests"),
+    "testFailure": ("terminal", "FailingTests"),
+    "get_changed_files": ("changes", "GetChangedFiles"),
+    "fetch_webpage": ("fetch", "FetchWebpage"),
+    "manage_todo_list": ("notes", "ManageTodoList"),
+    "think": ("notes", "Think"),
+    "codebase_search": ("codebase", "CodebaseSearch"),
+}
+#: The built-ins whose constructor takes the workflow (for its test command) and workspace.
+_NEEDS_WORKFLOW = frozenset({"runTests", "testFailure"})
+
+
 def _builtin(name: str, workflow: Workflow, workspace: Path) -> Tool:
     """A fresh built-in tool; the test tools need the workflow's declared test command."""
     if name in BUILTINS:
         return BUILTINS[name]()
-    if name in EDIT_TOOLS:
+    other = _OTHER_BUILTINS.get(name)
+    if other is None:  # what else map_tool_name resolves to: the edit tools
+        from .edit import EDIT_TOOLS
+
         return EDIT_TOOLS[name]()
-    if name == "runTests":
-        return RunTests(workflow, workspace)
-    if name == "testFailure":
-        return FailingTests(workflow, workspace)
-    simple: dict[str, type[Any]] = {
-        "run_in_terminal": RunInTerminal,
-        "get_changed_files": GetChangedFiles,
-        "fetch_webpage": FetchWebpage,
-        "manage_todo_list": ManageTodoList,
-        "think": Think,
-        "codebase_search": CodebaseSearch,
-    }
-    tool: Tool = simple[name]()
+    module, cls = other
+    factory = getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+    tool: Tool = factory(workflow, workspace) if name in _NEEDS_WORKFLOW else factory()
     return tool
 
 
