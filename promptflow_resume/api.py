@@ -57,15 +57,6 @@ from .progress.render import entries_phrase
 from .providers import create_provider
 from .providers.base import Provider, ProviderSettings
 from .reconcile import Choices, ResumePlan, Stop, apply_plan, plan_resume, resume_note
-from .recovery import (
-    Decision,
-    ask_model,
-    decision_attempt,
-    failed_call,
-    find_situation,
-    record_decision,
-    wants_decision,
-)
 from .redact import Redactor
 from .runids import id_from_folder, new_run_id
 from .workflow import (
@@ -80,6 +71,7 @@ from .workflow.model import Compaction, InputDecl, Workflow
 if TYPE_CHECKING:
     from .compaction import ContextStatus
     from .engine import EngineOptions
+    from .recovery import Decision
     from .subworkflows import ChildNode, SubworkflowRunner
     from .tools.base import Tool
     from .tools.consent import Asker, Consent
@@ -729,6 +721,8 @@ def resume_run(
             wf, root, tools, mcp, path, Redactor.from_environment(extra_values=mcp_secrets)
         )
         plan = plan_resume(run, wf, report, tools, choices, workspace=root)
+        from .recovery import decision_attempt, record_decision, wants_decision
+
         deciding = wants_decision(wf, choices, decide=decide)
         decision: Decision | None = None
         if deciding:
@@ -875,6 +869,13 @@ def _children(
     )
 
 
+def _wants_decision(workflow: Workflow, choices: Choices) -> bool:
+    """Whether ``flow status --decide`` has a decision to ask for (recovery loaded only then)."""
+    from .recovery import wants_decision
+
+    return wants_decision(workflow, choices, decide=True)
+
+
 def _decide(
     run: Run,
     progress_path: Path,
@@ -890,6 +891,8 @@ def _decide(
     tokens and cost are added to the run's usage. None when the state is not ambiguous.
     With ``record`` the decision's exchange goes into the session recording (``--record``),
     so a replay of the session decides the same."""
+    from .recovery import ask_model, failed_call, find_situation
+
     situation = find_situation(run, plan, workflow)
     if situation is None:
         return None
@@ -1132,7 +1135,8 @@ def run_status(
             servers = _start_mcp(wf, root, tools, mcp, path, redactor)
         try:
             plan = plan_resume(run, wf, report, tools, choices, workspace=root)
-            if decide and wants_decision(wf, choices, decide=decide):
+            # recovery is imported only to decide: plain `flow status` does without it.
+            if decide and _wants_decision(wf, choices):
                 if base_url is None:
                     check_recorded_endpoint(run, path)
                 decision = _decide(

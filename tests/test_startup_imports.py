@@ -33,16 +33,16 @@ Say one thing.
 Say another.
 """
 
-#: Runs ``flow ARGS`` in this process, then prints which of the watched modules it imported.
+#: Runs ``flow ARGS`` in this process; as it exits (exit handlers run however flow ends the
+#: process), prints which of the watched modules it imported.
 PROBE = """
-import json, sys
+import atexit, json, sys
 from promptflow_resume.cli import _console_script
 sys.argv = ["flow", *json.loads(sys.argv[1])]
-try:
-    _console_script()
-except SystemExit as stop:
-    code = stop.code
-print(json.dumps({"code": code, "loaded": sorted(m for m in WATCHED if m in sys.modules)}))
+atexit.register(
+    lambda: print(json.dumps(sorted(m for m in WATCHED if m in sys.modules)), flush=True)
+)
+_console_script()
 """
 
 WATCHED = [
@@ -51,22 +51,24 @@ WATCHED = [
     "promptflow_resume.tools.mcp",
     "promptflow_resume.engine",
     "promptflow_resume.subworkflows",
+    "promptflow_resume.recovery",
+    "importlib.resources",
 ]
 
 
 def _imported_by(tmp_path: Path, *args: str) -> tuple[int, list[str]]:
     code = PROBE.replace("WATCHED", repr(WATCHED))
-    out = subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-c", code, json.dumps(list(args))],
         env=flow_env(),
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        check=True,
-    ).stdout
-    result = json.loads(out.strip().splitlines()[-1])
-    return result["code"], result["loaded"]
+        check=False,
+    )
+    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return done.returncode, loaded
 
 
 def _completed_run(tmp_path: Path, reporter: Reporter | None = None) -> Path:
@@ -80,7 +82,7 @@ def _completed_run(tmp_path: Path, reporter: Reporter | None = None) -> Path:
     return outcome.path
 
 
-def test_status_of_a_run_with_nothing_in_flight_loads_no_tool_engine_or_pydantic(
+def test_status_of_a_run_with_nothing_in_flight_loads_no_tool_engine_recovery_or_pydantic(
     tmp_path: Path,
 ) -> None:
     progress = _completed_run(tmp_path)
