@@ -27,14 +27,18 @@ RUN_GEN2_THRESHOLD = 100
 #: only the outermost sets the collector up and restores it.
 _runs = 0
 _runs_lock = threading.Lock()
+#: Whether the outermost run froze what it started with (and so unfreezes all at its end).
+_froze_for_run = False
 
 
 @contextmanager
 def long_lived() -> Iterator[None]:
-    """For a block that makes many objects meant to live on (a run read from its file): no
-    automatic collection inside it, and what exists at its end joins the oldest generation
-    at once, so the young collections that follow do not walk it again (they did: 11 ms
-    for the first, 9 for the next, after reading 30,000 entries).
+    """For a block that makes many objects meant to live on (a run read from its file, the
+    messages of a resumed run's first request): no automatic collection inside it, and what
+    exists at its end joins the oldest generation at once, so the young collections that
+    follow do not walk it again (they did: 11 ms for the first, 9 for the next, after
+    reading 30,000 entries). Inside a run (``during_run``) it is set aside with what the run
+    started with, until the run ends.
 
     Garbage made inside the block is freed as usual (reference counts); a cycle among it
     waits for the next full collection. The previous state is restored, even on error; a
@@ -45,7 +49,9 @@ def long_lived() -> Iterator[None]:
     try:
         yield
     finally:
-        if gc.get_freeze_count() == 0:
+        if _runs and _froze_for_run:
+            gc.freeze()  # inside a run: set aside with what the run started with
+        elif gc.get_freeze_count() == 0:
             gc.freeze()  # everything tracked moves to the permanent generation ...
             gc.unfreeze()  # ... and from there to the oldest one
         if was_enabled:
@@ -62,7 +68,7 @@ def during_run() -> Iterator[None]:
     counting as usual; a cycle among them that becomes garbage during the run is collected
     once the run ends.
     """
-    global _runs
+    global _runs, _froze_for_run
     with _runs_lock:
         _runs += 1
         outermost = _runs == 1
@@ -72,6 +78,7 @@ def during_run() -> Iterator[None]:
         if outermost:
             if freeze:
                 gc.freeze()
+                _froze_for_run = True
             gc.set_threshold(before[0], before[1], max(before[2], RUN_GEN2_THRESHOLD))
     try:
         yield
@@ -81,4 +88,5 @@ def during_run() -> Iterator[None]:
             if outermost:
                 gc.set_threshold(*before)
             if freeze:
+                _froze_for_run = False
                 gc.unfreeze()

@@ -13,8 +13,10 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from typing import overload
 
+from . import collector
 from .chat import Message, ToolCall
 from .progress.model import Entry
 
@@ -320,7 +322,10 @@ class MessageLog:
                 break
         replies = self.view.replies
         if split is not None and split > self._count:
-            self._done.extend(_convert(view[self._count : split], replies))
+            # The final messages live as long as the log: built at once after a resume, as
+            # long-lived objects (collector.long_lived).
+            with collector.long_lived() if split - self._count > 1000 else nullcontext():
+                self._done.extend(_convert(view[self._count : split], replies))
             self._count = split
             self._last = view[split - 1]
         return Messages(self._done, len(self._done), _convert(view[self._count :], replies))

@@ -85,3 +85,13 @@ def test_an_error_inside_still_restores_the_collector(long_run: Path) -> None:
     with pytest.raises(RuntimeError), collector.during_run(), collector.long_lived():
         raise RuntimeError("stop")
     assert _state() == before
+
+
+def test_what_a_run_reads_or_builds_at_once_is_set_aside_until_the_run_ends() -> None:
+    before = _state()
+    with collector.during_run():
+        frozen = gc.get_freeze_count()
+        with collector.long_lived():  # e.g. the messages of a resumed run's first request
+            made = [[i] for i in range(1000)]
+        assert gc.get_freeze_count() >= frozen + len(made)
+    assert _state() == before  # released with the run
