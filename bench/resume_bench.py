@@ -88,14 +88,17 @@ class InstantModel:
 
     name = "bench"
 
-    def __init__(self, turns: int) -> None:
+    def __init__(self, turns: int, delay: float = 0.0) -> None:
         self.turns = turns
+        self.delay = delay
         self.done = 0
         self.times: list[float] = []
         self.cpu: list[float] = []
 
     def complete(self, request: Any, on_text: Any = None) -> Reply:
-        """Reply at once."""
+        """Reply at once (or after ``delay`` seconds)."""
+        if self.delay:
+            time.sleep(self.delay)
         self.times.append(time.perf_counter())
         self.cpu.append(time.process_time())
         done, self.done = self.done, self.done + 1
@@ -117,16 +120,18 @@ class InstantTool:
         return ToolResult(RESULT)
 
 
-def build_run(folder: Path, turns: int) -> tuple[Path, list[float], list[float]]:
-    """A completed ``turns``-turn run in ``folder``; its path and the model call times (wall
-    and process CPU)."""
+def build_run(
+    folder: Path, turns: int, delay: float = 0.0
+) -> tuple[Path, list[float], list[float]]:
+    """A completed ``turns``-turn run in ``folder`` (each model reply after ``delay`` seconds);
+    its path and the model call times (wall and process CPU)."""
     (folder / "bench.prompt.md").write_text(WORKFLOW, encoding="utf-8")
     workflow = load_workflow(folder / "bench.prompt.md")
     progress = folder / "run" / "progress.md"
     run = new_run(workflow, {}, progress, provider="echo")
     store = ProgressStore.create(progress, run)
     options = EngineOptions(workspace=folder, reporter=Reporter(), redactor=Redactor())
-    model = InstantModel(turns)
+    model = InstantModel(turns, delay)
     try:
         Engine(workflow, run, store, model, {"probe": InstantTool()}, options).execute()
     finally:
@@ -321,14 +326,22 @@ def importtime(*args: str, top: int = 12) -> list[tuple[int, str]]:
     return sorted(rows, reverse=True)[:top]
 
 
+#: Turns the writer of the readers' stress mode runs, and its model's reply time: its file
+#: ends near 35 MB (a read never takes long, no limit is near) and it runs for a minute.
+STRESS_TURNS = 20_000
+STRESS_DELAY = 0.002
+
+
 def readers(count: int) -> None:
-    """Poll ``load_progress`` ``count`` times while a writer appends and folds; print errors."""
+    """Poll ``load_progress`` up to ``count`` times while a writer runs ``STRESS_TURNS`` turns,
+    appending and folding; print the errors (there must be none)."""
     from promptflow_resume.errors import FlowError
     from promptflow_resume.progress import load_progress
 
     writer_code = (
         "import sys; sys.path.insert(0, sys.argv[2]); from pathlib import Path\n"
-        "import resume_bench as b; b.build_run(Path(sys.argv[1]), 1_000_000)\n"
+        "import resume_bench as b\n"
+        f"b.build_run(Path(sys.argv[1]), {STRESS_TURNS}, {STRESS_DELAY})\n"
     )
     with tempfile.TemporaryDirectory() as tmp:
         progress = Path(tmp) / "run" / "progress.md"
@@ -340,16 +353,21 @@ def readers(count: int) -> None:
         while not journal_path(progress).exists():
             time.sleep(0.01)
         errors: list[str] = []
+        reads = 0
         start = time.perf_counter()
-        for _ in range(count):
+        while reads < count and writer.poll() is None:
             try:
                 load_progress(progress)
             except FlowError as error:
                 errors.append(error.message)
+            reads += 1
         elapsed = time.perf_counter() - start
         writer.kill()
         writer.wait()
-    print(f"readers: {count} reads in {elapsed:.1f} s, {len(errors)} errors")
+    print(
+        f"readers: {reads} reads in {elapsed:.1f} s during a {STRESS_TURNS:,}-turn run, "
+        f"{len(errors)} errors"
+    )
     for message in errors[:5]:
         print(f"  {message}")
 
