@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from promptflow_resume.chat import Message
+from promptflow_resume.chat import Message, MessageRole
 from promptflow_resume.providers.anthropic import AnthropicProvider
 from promptflow_resume.providers.base import ProviderSettings, ReplyUsage, Request
 from promptflow_resume.providers.openai import OpenAIProvider, to_openai_messages
@@ -100,7 +100,7 @@ def import_ms(*modules: str) -> float:
 def history(n: int) -> Request:
     messages = [Message("system", "You are a careful assistant.")]
     for i in range(n - 1):
-        role = "user" if i % 2 == 0 else "assistant"
+        role: MessageRole = "user" if i % 2 == 0 else "assistant"
         messages.append(Message(role, f"message {i}: " + "lorem ipsum dolor sit amet " * 8))
     return Request(messages=tuple(messages), model="gpt-4o")
 

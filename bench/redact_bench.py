@@ -37,7 +37,7 @@ PROSE_WORDS = re.findall(
 
 def _prose(rng: random.Random) -> str:
     words = PROSE_WORDS
-    lines = []
+    lines: list[str] = []
     while sum(map(len, lines)) < SIZE:
         kind = rng.random()
         if kind < 0.1:
@@ -60,14 +60,14 @@ def _code(rng: random.Random) -> str:
         "    SECRET_KEY = load_secret(settings.path)",
         "    digest = 'sha256:v1:' + hashlib.sha256(data).hexdigest()",
     ]
-    lines = []
+    lines: list[str] = []
     while sum(map(len, lines)) < SIZE:
         lines.append(rng.choice(snippets))
     return "\n".join(lines)
 
 
 def _json(rng: random.Random) -> str:
-    rows = []
+    rows: list[str] = []
     while sum(map(len, rows)) < SIZE:
         row = {
             "id": f"{rng.getrandbits(128):032x}",

@@ -14,6 +14,7 @@ check is paid once per entry.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -68,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         text = render(run)
         assert parse(text)[0] == run
         # render() checks every entry afresh (no cache): the cost of a first fold.
-        r = _median_ms(lambda run=run: render(run), repeats)
-        p = _median_ms(lambda text=text: parse(text), repeats)
+        r = _median_ms(functools.partial(render, run), repeats)
+        p = _median_ms(functools.partial(parse, text), repeats)
         base = base or {"render": r, "parse": p}
         print(
             f"| {name} | {'yes' if raw_ok(reply.strip()) else 'no'} | {r:.1f} | {p:.1f} | "

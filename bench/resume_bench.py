@@ -53,6 +53,7 @@ def _root_from_argv() -> Path:
 ROOT = _root_from_argv()
 sys.path.insert(0, str(ROOT))
 
+from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 from promptflow_resume.api import new_run  # noqa: E402
@@ -184,10 +185,10 @@ def _flow(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None
     return time.perf_counter() - start
 
 
-def median_ms(fn: Any, repeat: int) -> float:
+def median_ms(fn: Callable[[], float], repeat: int) -> float:
     """Median wall milliseconds of ``fn()`` over ``repeat`` runs (after one warm-up)."""
     fn()
-    return statistics.median(fn() for _ in range(repeat)) * 1000
+    return float(statistics.median(fn() for _ in range(repeat))) * 1000
 
 
 def resume_ms(progress: Path, repeat: int) -> float:
@@ -317,7 +318,7 @@ def importtime(*args: str, top: int = 12) -> list[tuple[int, str]]:
         text=True,
         check=False,
     )
-    rows = []
+    rows: list[tuple[int, str]] = []
     for line in result.stderr.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
             continue
@@ -441,8 +442,8 @@ def main() -> None:
         cpu_mean, cpu_growth = per_turn(cpu)
         interrupt_after_tool_result(large)
         rows.append(("resume to 1st request, 10,000 turns ms", f"{resume_ms(large, 3):.0f}"))
-        for name, value in phases_ms(large, 3).items():
-            rows.append((f"  phase: {name} ms", f"{value:.0f}"))
+        for name, ms in phases_ms(large, 3).items():
+            rows.append((f"  phase: {name} ms", f"{ms:.0f}"))
         rows.append(("per-turn overhead at 10,000 turns ms", f"{mean:.3f}"))
         rows.append(("  last 1,000 / first 1,000 turns", f"{growth:.2f}x"))
         rows.append(("per-turn CPU at 10,000 turns ms", f"{cpu_mean:.3f}"))

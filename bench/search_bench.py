@@ -15,6 +15,7 @@ as a reference (ratio = ours / grep)::
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import shutil
 import statistics
@@ -162,7 +163,9 @@ def main() -> None:
             theirs = None
             if grep and shutil.which("grep"):
                 theirs = median_ms(
-                    lambda g=grep: subprocess.run(g, cwd=workdir, capture_output=True, check=False)
+                    functools.partial(
+                        subprocess.run, grep, cwd=workdir, capture_output=True, check=False
+                    )
                 )
             ratio = f"{ours / theirs:6.1f}x" if theirs else "      -"
             grep_ms = f"{theirs:9.1f}" if theirs else "        -"
