@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -782,7 +782,13 @@ def resume_run(
         if decision is not None:
             notes.extend(decision.notes())
             record_decision(run, decision, Redactor.from_environment(extra_values=mcp_secrets))
-        if plan.answered_tools or plan.applied_tools or plan.continued_tools or decision:
+        if (
+            plan.answered_tools
+            or plan.applied_tools
+            or plan.continued_tools
+            or plan.unsealed_choice
+            or decision
+        ):
             # Entries changed in place (a hand-written result is no longer an error) or added
             # by the plan (an edit found applied): the journal only appends, so fold now.
             store.checkpoint(run)
@@ -1020,6 +1026,7 @@ class StatusReport:
             "blocked": plan.blocked if plan else self.workflow_error,
             "retry_tools": [f.call_id for f in plan.retry_tools] if plan else [],
             "review_tools": [f.call_id for f in plan.review_tools] if plan else [],
+            "unsealed_calls": [asdict(c) for c in plan.unsealed_tools] if plan else [],
             "rerun_steps": plan.rerun if plan else [],
             "reset_steps": plan.reset if plan else [],
             "workflow_changed": bool(plan and plan.workflow_changed),
