@@ -54,6 +54,7 @@ from .progress.model import (
     WorktreeRef,
 )
 from .progress.render import entries_phrase
+from .progress.seal import Key, mark_written_here
 from .providers import create_provider
 from .providers.base import Provider, ProviderSettings
 from .reconcile import Choices, ResumePlan, Stop, apply_plan, plan_resume, resume_note
@@ -346,6 +347,8 @@ def new_run(
         steps={s.id: StepState() for s in workflow.steps},
         keywords=list(keywords or []),
     )
+    # Sealed from its first checkpoint: ``flow run`` resumes it without asking only then.
+    mark_written_here(run, Key.ensure())
     if redacted:
         run.redactions.count += redacted
         run.redactions.where.append("inputs")
