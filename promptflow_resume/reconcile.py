@@ -485,9 +485,7 @@ def _hold_unsealed_calls(
     calls = [
         c
         for c in [*retried, *waiting]
-        if c is not None
-        and (archived is None or c.id < archived)
-        and _model_step(workflow, c.step)
+        if c is not None and (archived is None or c.id < archived) and _model_step(workflow, c.step)
     ]
     plan.unsealed_tools = [
         UnsealedCall(
@@ -512,9 +510,7 @@ def _hold_unsealed_calls(
 
 def unsealed_message(calls: list[UnsealedCall]) -> str:
     """Why a resume stops for calls flow did not record, naming each tool and its arguments."""
-    named = "; ".join(
-        f"entry {c.entry}: {c.tool} ({c.call_id}) with {c.arguments}" for c in calls
-    )
+    named = "; ".join(f"entry {c.entry}: {c.tool} ({c.call_id}) with {c.arguments}" for c in calls)
     return (
         f"{len(calls)} tool call(s) without a result were not recorded by flow on this machine "
         f"as they read now (added or changed by hand, or the file was written elsewhere): "

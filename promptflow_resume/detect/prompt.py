@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -209,8 +209,7 @@ def choose(
             return best
         best = candidates[0]
         why = (
-            "has other inputs, and --yes never resumes a run with inputs other than the given "
-            "ones."
+            "has other inputs, and --yes never resumes a run with inputs other than the given ones."
             if best.input_changes
             else "was not written by flow on this machine, and --yes never resumes such a run."
         )

@@ -216,4 +216,3 @@ def unsealed_calls(run: Run, key: Key | None, calls: list[Entry]) -> list[Entry]
         for c in calls
         if not key.verifies(sealed.get(c.call_id or ""), key.call_seal(run.run_id, c))
     ]
-
