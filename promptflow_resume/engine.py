@@ -795,8 +795,12 @@ class Engine:
                         started=now_iso(),
                         idempotent=tool.idempotent,
                         expect=self._expectation(tool, arguments),
+                        server=getattr(tool, "server_ref", None),
                     )
                 )
+                if step.kind != "command":
+                    # The start record is sealed with the call: resume decides by it.
+                    seal_calls(run, self._key, [call])
                 faults.point("engine.before_tool_start_record")
                 self._save()  # the intent is durable before the tool runs
                 faults.point("engine.tool_start_recorded")

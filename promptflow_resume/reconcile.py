@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .clock import now_iso
 from .conversation import skipped_output, unanswered_calls
-from .errors import InputError, NeedsReviewError, WorkflowChangedError
+from .errors import InputError, NeedsReviewError, ToolServerError, WorkflowChangedError
 from .progress.model import Entry, InFlight, LoadReport, Run, StepState
 from .progress.seal import Key, seal_calls, settle_call, unsealed_calls
 from .workflow.model import Workflow
@@ -444,7 +444,7 @@ def _settle_in_flight(
             None,
         )
         tool = tools.get(flight.tool)
-        idempotent = tool is not None and tool.idempotent  # the workflow decides, not the file
+        idempotent = _may_run_again(flight, tool)
         edit_state = _edit_state(tool, flight, workspace)
         if result is not None and result.id in report.edited_entries:
             plan.answered_tools.append(flight)
@@ -529,6 +529,47 @@ def _shortened(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} characters)"
 
 
+def _may_run_again(flight: InFlight, tool: Tool | None) -> bool:
+    """Whether a call in flight may run again: what was recorded when it started decides (a
+    later configuration never makes a call safe to repeat), and for the workflow's own tools
+    the workflow must still say so. An MCP call is judged by its record alone: no server is
+    started to decide (``flow status`` starts nothing)."""
+    if flight.server is not None:
+        return flight.idempotent
+    return flight.idempotent and tool is not None and tool.idempotent
+
+
+def check_servers(plan: ResumePlan, tools: dict[str, Tool]) -> None:
+    """An MCP call that runs again must find the server that started it: the same name,
+    started the same way (``InFlight.server``); else resume stops naming the configuration
+    the run used. Called once the servers of the resume are started."""
+    for flight in plan.retry_tools:
+        recorded = flight.server
+        if recorded is None:
+            continue
+        now: dict[str, str] | None = getattr(tools.get(flight.tool), "server_ref", None)
+        if (
+            now is not None
+            and now.get("name") == recorded.get("name")
+            and (now.get("id") == recorded.get("id"))
+        ):
+            continue
+        found = (
+            f"the configuration in use ({now['config']}) starts {now['name']} differently "
+            f"({now['id']})"
+            if now is not None
+            else "no server in the configuration in use provides the tool"
+        )
+        raise ToolServerError(
+            f"tool call {flight.call_id} ({flight.tool}) was in flight on the MCP server "
+            f"{recorded.get('name')!r} from {recorded.get('config')} ({recorded.get('id')}), "
+            f"and {found}: running it again there could repeat its effect elsewhere or not at "
+            "all. Nothing was run.",
+            hint=f"Resume with --mcp-config {recorded.get('config')} (the configuration the run "
+            "used), or settle the call by hand (write its result into the file).",
+        )
+
+
 def _block_when_completed(run: Run, plan: ResumePlan) -> None:
     """A completed run with nothing set back has nothing left to do."""
     if plan.resume_from is None and not plan.reset and run.status == "completed":
@@ -590,6 +631,7 @@ def apply_plan(
     run.in_flight = [f for f in run.in_flight if f.call_id not in settled]
     for flight in plan.answered_tools + plan.applied_tools + plan.continued_tools:
         settle_call(run, flight.call_id)  # answered: its seal has nothing left to guard
+    _reseal_waiting(run, plan)
     _stop_for_review(run, plan)
     return notes
 
@@ -746,15 +788,25 @@ def _trust_or_deny_unsealed(run: Run, plan: ResumePlan) -> list[str]:
         return []
     names = ", ".join(f"{c.tool} ({c.call_id})" for c in calls)
     if plan.unsealed_choice == "trust":
-        entries = [e for e in (run.entry(c.entry) for c in calls) if e is not None]
-        key = Key.ensure()
-        seal_calls(run, key, entries)
         return [f"tool calls not recorded here run as written (--trust-calls): {names}"]
     for call in calls:
         flight = InFlight(call.call_id, call.tool, call.step or "", call.entry, now_iso(), False)
         run.in_flight = [f for f in run.in_flight if f.call_id != call.call_id]
         _append_error_result(run, flight, DENIED_RESULT)
     return [f"tool calls not recorded here were not run (--deny-calls): {names}"]
+
+
+def _reseal_waiting(run: Run, plan: ResumePlan) -> None:
+    """Calls that run again wait without a start record now, and calls a person let run as
+    written are theirs: both are sealed as waiting, so the engine runs them (and only them)."""
+    unsealed = {c.call_id for c in plan.unsealed_tools}
+    trusted = plan.unsealed_choice == "trust"
+    ids = {f.call_id for f in plan.retry_tools if trusted or f.call_id not in unsealed}
+    if trusted:
+        ids |= unsealed
+    calls = [e for e in unanswered_calls(run.transcript) if e.call_id in ids]
+    if calls:
+        seal_calls(run, Key.ensure(), calls)
 
 
 def _stop_for_review(run: Run, plan: ResumePlan) -> None:

@@ -160,6 +160,7 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
                     "started": f.started,
                     "idempotent": f.idempotent,
                     **({"expect": dict(f.expect)} if f.expect is not None else {}),
+                    **({"server": OneLine(f.server)} if f.server is not None else {}),
                 }
             )
             for f in run.in_flight
@@ -269,6 +270,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
                 started=f["started"],
                 idempotent=f["idempotent"],
                 expect=dict(f["expect"]) if "expect" in f else None,
+                server=dict(f["server"]) if "server" in f else None,
             )
             for f in data.get("in_flight") or []
         ],

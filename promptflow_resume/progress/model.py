@@ -155,6 +155,10 @@ class InFlight:
     #: For an edit: the file and its hashes before and after (``{path, before, after}``), so
     #: that resume can tell an applied edit from one that never happened.
     expect: dict[str, str] | None = None
+    #: For an MCP tool: the server that ran it (``{name, config, id}``: its name, the
+    #: configuration file it came from, a hash of how it is started), so that resume decides
+    #: from what was recorded and runs it again only on the same server.
+    server: dict[str, str] | None = None
 
 
 @dataclass

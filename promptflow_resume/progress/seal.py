@@ -9,7 +9,8 @@ configuration folder, and seals with it what must not be forged:
   only when this machine's flow sealed it;
 - each tool call it records from a model reply, until the call's result is recorded: on
   resume, a call without a result runs only when its seal matches its entry as written now
-  (tool, arguments, call id, step, entry id).
+  (tool, arguments, call id, step, entry id) and, once the call started, its start record
+  (whether it may run again, the MCP server that ran it).
 
 A seal is an HMAC-SHA256 of those fields under the key, cut to 128 bits; the key never leaves
 the machine and a seal reveals nothing about it. ``by`` names the key (a hash of it) so a
@@ -31,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import json
 import os
 import secrets
 import stat
@@ -38,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import StorageError
-from .model import Entry, Run, Seal
+from .model import Entry, InFlight, Run, Seal
 
 #: Bytes of a new key.
 KEY_BYTES = 32
@@ -150,17 +152,15 @@ class Key:
         """The seal of a run made (or resumed) here."""
         return self._mac("run", run_id, created)
 
-    def call_seal(self, run_id: str, call: Entry) -> str:
-        """The seal of a tool call recorded from a model reply: covers what runs and where."""
-        return self._mac(
-            "call",
-            run_id,
-            str(call.id),
-            call.step or "",
-            call.call_id or "",
-            call.tool or "",
-            call.content,
-        )
+    def call_seal(self, run_id: str, call: Entry, flight: InFlight | None = None) -> str:
+        """The seal of a tool call recorded from a model reply: covers what runs and where,
+        and once it started (``flight``) what resume decides by: whether it may run again,
+        and on which MCP server."""
+        fields = [run_id, str(call.id), call.step or "", call.call_id or "", call.tool or ""]
+        if flight is not None:
+            server = json.dumps(flight.server, sort_keys=True) if flight.server else ""
+            fields += ["started", str(flight.entry), str(flight.idempotent), server]
+        return self._mac("call", *fields, call.content)
 
     @staticmethod
     def verifies(recorded: str | None, expected: str) -> bool:
@@ -191,13 +191,16 @@ def run_sealed_here(run_id: str, created: str, seal: Seal | None, key: Key | Non
 
 def seal_calls(run: Run, key: Key, entries: list[Entry]) -> None:
     """Seal the ``tool_call`` entries among ``entries`` (ids assigned), just recorded from a
-    model reply by this process."""
+    model reply by this process (or let run as written by a person), with their start
+    records when they have one."""
     if run.seal is None or run.seal.by != key.id:
         mark_written_here(run, key)
     assert run.seal is not None
+    flights = {f.call_id: f for f in run.in_flight}
     for entry in entries:
         if entry.role == "tool_call" and entry.call_id:
-            run.seal.calls[entry.call_id] = key.call_seal(run.run_id, entry)
+            flight = flights.get(entry.call_id)
+            run.seal.calls[entry.call_id] = key.call_seal(run.run_id, entry, flight)
 
 
 def settle_call(run: Run, call_id: str | None) -> None:
@@ -211,8 +214,12 @@ def unsealed_calls(run: Run, key: Key | None, calls: list[Entry]) -> list[Entry]
     if key is None or run.seal is None or run.seal.by != key.id:
         return list(calls)
     sealed = run.seal.calls
+    flights = {f.call_id: f for f in run.in_flight}
     return [
         c
         for c in calls
-        if not key.verifies(sealed.get(c.call_id or ""), key.call_seal(run.run_id, c))
+        if not key.verifies(
+            sealed.get(c.call_id or ""),
+            key.call_seal(run.run_id, c, flights.get(c.call_id or "")),
+        )
     ]
