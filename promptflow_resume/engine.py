@@ -234,6 +234,7 @@ class Engine:
             with _signals_raise_interrupted(), collector.during_run():
                 self._notice_editor_only()
                 mark_written_here(run, self._key)
+                self._forget_settled_seals()
                 self._set_status("running", None)
                 self._ensure_context()
                 for step in self.workflow.steps:
@@ -268,6 +269,14 @@ class Engine:
                 self._fold()
             self.reporter.close()
         return run
+
+    def _forget_settled_seals(self) -> None:
+        """Keep only the seals of calls still waiting: a call archived (rewind, retry) or
+        answered by hand has nothing left to guard."""
+        seal = self.run.seal
+        if seal is not None and seal.calls:
+            waiting = {c.call_id for c in unanswered_calls(self.run.transcript)}
+            seal.calls = {k: v for k, v in seal.calls.items() if k in waiting}
 
     def _notice_editor_only(self) -> None:
         """One line per run for the Copilot tools that exist only in the editor; the first
