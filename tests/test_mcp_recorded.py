@@ -147,3 +147,40 @@ def test_reading_a_run_with_an_mcp_call_in_flight_starts_no_server(
     result = flow(command[0], "run/progress.md", *command[1:], cwd=where, env=env)
     assert result.returncode == 0, result.stderr
     assert _starts(where) == started
+
+
+def _killed_after_effect(where: Path, *options: str) -> None:
+    """Run until append_note has written its note and holds, then kill flow (SIGKILL)."""
+    state = where / "state"
+    state.mkdir(exist_ok=True)
+    (state / "hold-after").write_text("", encoding="utf-8")
+    proc = spawn(*RUN, "--new", *options, cwd=where, env=flow_env())
+    deadline = time.monotonic() + 60
+    while not (state / "holding").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    (state / "hold-after").unlink()
+    (state / "holding").unlink()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("resume_with_config", [False, True])
+def test_killed_unsafe_calls_never_run_twice_whatever_the_resume_reads(
+    tmp_path: Path, resume_with_config: bool
+) -> None:
+    """Many kills after an unsafe call took effect; each resume, with or without the run's
+    own ``--mcp-config``, must stop for review instead of repeating it."""
+    rounds = int(os.environ.get("FLOW_MCP_RECORDED_ROUNDS", "10"))
+    counts = {"kills": 0, "reviews": 0, "ran_twice": 0}
+    for n in range(rounds):
+        where = _workspace(tmp_path / f"r{n}", default_safe=True)
+        _killed_after_effect(where, "--mcp-config", "other.json")
+        counts["kills"] += 1
+        extra = ("--mcp-config", "other.json") if resume_with_config else ()
+        result = flow("resume", "run/progress.md", *extra, cwd=where, env=flow_env())
+        counts["reviews"] += result.returncode == 8
+        counts["ran_twice"] += _notes(where) != ["one"]
+    print(f"\nresume {'with' if resume_with_config else 'without'} --mcp-config: {counts}")
+    assert counts == {"kills": rounds, "reviews": rounds, "ran_twice": 0}
