@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,9 +54,18 @@ from .progress.model import (
     WorktreeRef,
 )
 from .progress.render import entries_phrase
+from .progress.seal import Key, mark_written_here
 from .providers import create_provider
 from .providers.base import Provider, ProviderSettings
-from .reconcile import Choices, ResumePlan, Stop, apply_plan, plan_resume, resume_note
+from .reconcile import (
+    Choices,
+    ResumePlan,
+    Stop,
+    apply_plan,
+    check_servers,
+    plan_resume,
+    resume_note,
+)
 from .redact import Redactor
 from .runids import id_from_folder, new_run_id
 from .workflow import (
@@ -346,6 +355,8 @@ def new_run(
         steps={s.id: StepState() for s in workflow.steps},
         keywords=list(keywords or []),
     )
+    # Sealed from its first checkpoint: ``flow run`` resumes it without asking only then.
+    mark_written_here(run, Key.ensure())
     if redacted:
         run.redactions.count += redacted
         run.redactions.where.append("inputs")
@@ -715,8 +726,6 @@ def resume_run(
         tools = build_tools(wf, root)
         mcp = _mcp_config(wf, root, mcp_config, mcp_ask)
         mcp_secrets = mcp.secrets if mcp else ()
-        # The servers start before the plan: whether an MCP call that was in flight may run
-        # again is the server's annotation (or the configuration's override) as it is now.
         servers = _start_mcp(
             wf, root, tools, mcp, path, Redactor.from_environment(extra_values=mcp_secrets)
         )
@@ -763,6 +772,7 @@ def resume_run(
             decision_attempt(run, decision)
             store.checkpoint(run)
             raise NeedsReviewError(run.reason)
+        check_servers(plan, tools)
         try:
             notes = apply_plan(run, wf, plan, archive=store.write_sidecar)
         except NeedsReviewError:
@@ -782,7 +792,13 @@ def resume_run(
         if decision is not None:
             notes.extend(decision.notes())
             record_decision(run, decision, Redactor.from_environment(extra_values=mcp_secrets))
-        if plan.answered_tools or plan.applied_tools or plan.continued_tools or decision:
+        if (
+            plan.answered_tools
+            or plan.applied_tools
+            or plan.continued_tools
+            or plan.unsealed_choice
+            or decision
+        ):
             # Entries changed in place (a hand-written result is no longer an error) or added
             # by the plan (an edit found applied): the journal only appends, so fold now.
             store.checkpoint(run)
@@ -1020,6 +1036,7 @@ class StatusReport:
             "blocked": plan.blocked if plan else self.workflow_error,
             "retry_tools": [f.call_id for f in plan.retry_tools] if plan else [],
             "review_tools": [f.call_id for f in plan.review_tools] if plan else [],
+            "unsealed_calls": [asdict(c) for c in plan.unsealed_tools] if plan else [],
             "rerun_steps": plan.rerun if plan else [],
             "reset_steps": plan.reset if plan else [],
             "workflow_changed": bool(plan and plan.workflow_changed),
@@ -1092,8 +1109,8 @@ def run_status(
 ) -> StatusReport:
     """Load a run without locking it and work out what ``flow resume`` would do.
 
-    MCP servers are started only when a call of a tool that no built-in or command provides
-    was in flight: whether it runs again is its server's annotation, asked as resume would.
+    Nothing is started: an MCP call in flight is judged by what was recorded when it started
+    (whether it may run again, and on which server), as resume judges it.
     With ``decide`` an ambiguous state is put to the model (``provider``/``model``/``base_url``
     as resume would use them) and the plan shows its decision; nothing is written.
     """
@@ -1120,6 +1137,7 @@ def run_status(
         if run.in_flight:
             from .tools import build_tools
 
+            # MCP calls in flight are judged by their start records: no server is started.
             tools = build_tools(wf, root)
         else:
             # Only a call in flight needs its tool (is it idempotent?); without one the tool
@@ -1128,27 +1146,18 @@ def run_status(
 
             for decl in wf.commands.values():
                 check_cwd(decl, root)
-        servers = None
-        if any(f.tool not in tools for f in run.in_flight):
-            mcp = _mcp_config(wf, root, mcp_config, None)
-            redactor = Redactor.from_environment(extra_values=mcp.secrets if mcp else ())
-            servers = _start_mcp(wf, root, tools, mcp, path, redactor)
-        try:
-            plan = plan_resume(run, wf, report, tools, choices, workspace=root)
-            # recovery is imported only to decide: plain `flow status` does without it.
-            if decide and _wants_decision(wf, choices):
-                if base_url is None:
-                    check_recorded_endpoint(run, path)
-                decision = _decide(
-                    run, path, plan, wf, provider=provider, model=model, base_url=base_url
+        plan = plan_resume(run, wf, report, tools, choices, workspace=root)
+        # recovery is imported only to decide: plain `flow status` does without it.
+        if decide and _wants_decision(wf, choices):
+            if base_url is None:
+                check_recorded_endpoint(run, path)
+            decision = _decide(
+                run, path, plan, wf, provider=provider, model=model, base_url=base_url
+            )
+            if decision is not None and not decision.stops:
+                plan = plan_resume(
+                    run, wf, report, tools, decision.choices(choices), workspace=root
                 )
-                if decision is not None and not decision.stops:
-                    plan = plan_resume(
-                        run, wf, report, tools, decision.choices(choices), workspace=root
-                    )
-        finally:
-            if servers is not None:
-                servers.close()
     except FlowError as error:
         problem = str(error)
     if plan is not None and run.worktree is not None and run.worktree.state == "discarded":

@@ -43,6 +43,7 @@ from .errors import NeedsReviewError, ProviderError, ToolServerError
 from .events import Reporter
 from .progress import ProgressStore
 from .progress.model import Attempt, Entry, ErrorInfo, InFlight, Run, StepState, Usage
+from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unsealed_calls
 from .providers.base import Provider, Reply, ReplyUsage, Request
 from .redact import Redactor
 from .tools import offered_tool_names
@@ -206,6 +207,8 @@ class Engine:
         self.tools = dict(tools)
         self.options = options
         self.reporter = options.reporter
+        #: This machine's key: it seals the run and each tool call recorded from a reply.
+        self._key = Key.ensure()
         self._deadline = self._compute_deadline()
         self._attempt = self._begin_attempt()
         #: Entries appended but not yet saved (a model reply waits for its first tool start).
@@ -230,6 +233,8 @@ class Engine:
         try:
             with _signals_raise_interrupted(), collector.during_run():
                 self._notice_editor_only()
+                mark_written_here(run, self._key)
+                self._forget_settled_seals()
                 self._set_status("running", None)
                 self._ensure_context()
                 for step in self.workflow.steps:
@@ -264,6 +269,14 @@ class Engine:
                 self._fold()
             self.reporter.close()
         return run
+
+    def _forget_settled_seals(self) -> None:
+        """Keep only the seals of calls still waiting: a call archived (rewind, retry) or
+        answered by hand has nothing left to guard."""
+        seal = self.run.seal
+        if seal is not None and seal.calls:
+            waiting = {c.call_id for c in unanswered_calls(self.run.transcript)}
+            seal.calls = {k: v for k, v in seal.calls.items() if k in waiting}
 
     def _notice_editor_only(self) -> None:
         """One line per run for the Copilot tools that exist only in the editor; the first
@@ -583,6 +596,8 @@ class Engine:
         # A reply with tool calls is saved together with the first call's start record: one
         # durable write instead of two, and still before the tool has any effect.
         self._append(entries, durable=not reply.tool_calls)
+        if reply.tool_calls:
+            seal_calls(run, self._key, entries)
         self.reporter.model_reply(step.id, usage, run.usage)
 
     # --- context compaction (see compaction.py) -------------------------------------------
@@ -758,6 +773,13 @@ class Engine:
                 hint="Resume with --rerun-unsafe to run it again, "
                 "or write its result into the file.",
             )
+        if tool is not None and step.kind != "command" and unsealed_calls(run, self._key, [call]):
+            # Reconcile holds such calls before a resume starts; this is the last guard.
+            raise NeedsReviewError(
+                f"tool call {call.call_id} ({name}) in entry {call.id} was not recorded by flow "
+                "on this machine as it reads now, so it was not run.",
+                hint="Check it, then resume with --trust-calls or --deny-calls.",
+            )
         if tool is None:
             names = ", ".join(sorted(self._offered(step))) or "none"
             result = ToolResult(_UNKNOWN_TOOL.format(name=name, names=names), is_error=True)
@@ -782,8 +804,12 @@ class Engine:
                         started=now_iso(),
                         idempotent=tool.idempotent,
                         expect=self._expectation(tool, arguments),
+                        server=getattr(tool, "server_ref", None),
                     )
                 )
+                if step.kind != "command":
+                    # The start record is sealed with the call: resume decides by it.
+                    seal_calls(run, self._key, [call])
                 faults.point("engine.before_tool_start_record")
                 self._save()  # the intent is durable before the tool runs
                 faults.point("engine.tool_start_recorded")
@@ -792,6 +818,7 @@ class Engine:
                 faults.point("engine.tool_ran")
                 run.in_flight = [f for f in run.in_flight if f.call_id != call.call_id]
         entry = self._result_entry(step, call, result)
+        settle_call(run, call.call_id)
         self._append([entry])
         faults.point("engine.tool_result_recorded")
         first_line = entry.content.strip().splitlines()[0] if entry.content.strip() else ""

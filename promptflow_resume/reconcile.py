@@ -24,6 +24,11 @@ The rules (docs/spec.md, "Running and resuming"):
 - ``--retry-step STEP`` runs a started step again from its start and ``--skip-step STEP``
   marks a step not completed ``skipped``; both archive the step's entries and every later one
   (a recovery decision, ``recovery``, chooses the same way).
+- A tool call without a result runs only when flow on this machine recorded it from a model
+  reply and it reads as recorded (its seal, ``progress.seal``); any other (added or changed
+  by hand, or in a file written elsewhere) stops the run until a person chooses:
+  ``--trust-calls`` runs them as written, ``--deny-calls`` gives each a refusal as its result.
+  A recovery decision never chooses for them.
 - A plan that cannot go on says why in ``blocked`` (words for people) and ``stop`` (a ``Stop``
   value to decide by).
 """
@@ -40,9 +45,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .clock import now_iso
-from .conversation import skipped_output
-from .errors import InputError, NeedsReviewError, WorkflowChangedError
+from .conversation import skipped_output, unanswered_calls
+from .errors import InputError, NeedsReviewError, ToolServerError, WorkflowChangedError
 from .progress.model import Entry, InFlight, LoadReport, Run, StepState
+from .progress.seal import Key, seal_calls, settle_call, unsealed_calls
 from .workflow.model import Workflow
 
 if TYPE_CHECKING:
@@ -78,6 +84,9 @@ class Stop(enum.Enum):
     WORKFLOW_CHANGED = "workflow_changed"
     #: A call that is not idempotent was in flight: a person checks it (or --rerun-unsafe).
     NEEDS_REVIEW = "needs_review"
+    #: A call without a result that flow on this machine did not record as it reads now: a
+    #: person checks it (--trust-calls or --deny-calls).
+    UNSEALED_CALLS = "unsealed_calls"
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,22 @@ class Choices:
     #: A recovery decision to go on past non-idempotent calls in flight without running them
     #: again: their result is recorded as unknown.
     continue_unsafe: bool = False
+    #: ``--trust-calls``: run the pending calls flow did not record here, as they are written.
+    trust_calls: bool = False
+    #: ``--deny-calls``: give those calls a refusal as their result instead of running them.
+    deny_calls: bool = False
+
+
+@dataclass(frozen=True)
+class UnsealedCall:
+    """A pending tool call that flow on this machine did not record as it reads now."""
+
+    call_id: str
+    tool: str
+    step: str | None
+    entry: int
+    #: The arguments as written in the file (JSON text, shortened for display).
+    arguments: str
 
 
 @dataclass
@@ -143,6 +168,10 @@ class ResumePlan:
     skip: list[str] = field(default_factory=list)
     #: In-flight calls gone past without running them again (a recovery decision).
     continued_tools: list[InFlight] = field(default_factory=list)
+    #: Calls that would run but that flow on this machine did not record as they read now.
+    unsealed_tools: list[UnsealedCall] = field(default_factory=list)
+    #: What the person chose for them: run as written, refuse, or nothing yet (blocked).
+    unsealed_choice: Literal["trust", "deny"] | None = None
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready form (``flow status --json``, ``flow resume --plan --json``)."""
@@ -211,6 +240,7 @@ def plan_resume(
     _retry_or_skip_step(run, order, choice, point)
     _choose_rerun(run, workflow, report, order, plan, point)
     _settle_in_flight(run, report, tools, choice, workspace, plan)
+    _hold_unsealed_calls(run, workflow, choice, plan, Key.find())
     _block_when_completed(run, plan)
     kept = run.transcript if plan.archive_from is None else run.transcript[: plan.archive_from - 1]
     plan.estimated_input_tokens = sum(map(len, map(_content, kept))) // 4
@@ -414,7 +444,7 @@ def _settle_in_flight(
             None,
         )
         tool = tools.get(flight.tool)
-        idempotent = tool is not None and tool.idempotent  # the workflow decides, not the file
+        idempotent = _may_run_again(flight, tool)
         edit_state = _edit_state(tool, flight, workspace)
         if result is not None and result.id in report.edited_entries:
             plan.answered_tools.append(flight)
@@ -437,6 +467,106 @@ def _settle_in_flight(
             f"a tool call that is not idempotent was in flight when the run stopped: {calls}. "
             "Check its side effects, then either write its real result in place of the "
             "'RESULT NOT RECORDED' text in the progress file, or resume with --rerun-unsafe"
+        )
+
+
+def _hold_unsealed_calls(
+    run: Run, workflow: Workflow, choice: Choices, plan: ResumePlan, key: Key | None
+) -> None:
+    """The calls that would run on resume (pending, or in flight and run again) must carry
+    this machine's seal; the others wait for a person (``--trust-calls``/``--deny-calls``).
+
+    Command and workflow steps are exempt: their calls are checked against the workflow's own
+    ``run:``/``workflow:`` lines before anything runs."""
+    archived = plan.archive_from
+    in_flight = {f.call_id for f in run.in_flight}
+    retried = [run.entry(f.entry) for f in plan.retry_tools]
+    waiting = [c for c in unanswered_calls(run.transcript) if c.call_id not in in_flight]
+    calls = [
+        c
+        for c in [*retried, *waiting]
+        if c is not None and (archived is None or c.id < archived) and _model_step(workflow, c.step)
+    ]
+    plan.unsealed_tools = [
+        UnsealedCall(
+            call_id=c.call_id or "",
+            tool=c.tool or "",
+            step=c.step,
+            entry=c.id,
+            arguments=_shortened(c.content),
+        )
+        for c in unsealed_calls(run, key, calls)
+    ]
+    if choice.trust_calls and choice.deny_calls:
+        raise InputError("--trust-calls and --deny-calls exclude each other; choose one.")
+    if choice.trust_calls or choice.deny_calls:
+        plan.unsealed_choice = "trust" if choice.trust_calls else "deny"
+    if not plan.unsealed_tools or plan.unsealed_choice is not None or not plan.can_resume:
+        return
+    plan.can_resume = False
+    plan.stop = Stop.UNSEALED_CALLS
+    plan.blocked = unsealed_message(plan.unsealed_tools)
+
+
+def unsealed_message(calls: list[UnsealedCall]) -> str:
+    """Why a resume stops for calls flow did not record, naming each tool and its arguments."""
+    named = "; ".join(f"entry {c.entry}: {c.tool} ({c.call_id}) with {c.arguments}" for c in calls)
+    return (
+        f"{len(calls)} tool call(s) without a result were not recorded by flow on this machine "
+        f"as they read now (added or changed by hand, or the file was written elsewhere): "
+        f"{named}. Nothing was run. Check them, then resume with --trust-calls to run them as "
+        "written, or --deny-calls to give each a refusal as its result"
+    )
+
+
+def _model_step(workflow: Workflow, step_id: str | None) -> bool:
+    """True for a step whose tool calls come from model replies (not a command or child)."""
+    step = workflow.step(step_id) if step_id is not None else None
+    return step is None or step.kind not in ("command", "workflow")
+
+
+def _shortened(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} characters)"
+
+
+def _may_run_again(flight: InFlight, tool: Tool | None) -> bool:
+    """Whether a call in flight may run again: what was recorded when it started decides (a
+    later configuration never makes a call safe to repeat), and for the workflow's own tools
+    the workflow must still say so. An MCP call is judged by its record alone: no server is
+    started to decide (``flow status`` starts nothing)."""
+    if flight.server is not None:
+        return flight.idempotent
+    return flight.idempotent and tool is not None and tool.idempotent
+
+
+def check_servers(plan: ResumePlan, tools: dict[str, Tool]) -> None:
+    """An MCP call that runs again must find the server that started it: the same name,
+    started the same way (``InFlight.server``); else resume stops naming the configuration
+    the run used. Called once the servers of the resume are started."""
+    for flight in plan.retry_tools:
+        recorded = flight.server
+        if recorded is None:
+            continue
+        now: dict[str, str] | None = getattr(tools.get(flight.tool), "server_ref", None)
+        if (
+            now is not None
+            and now.get("name") == recorded.get("name")
+            and (now.get("id") == recorded.get("id"))
+        ):
+            continue
+        found = (
+            f"the configuration in use ({now['config']}) starts {now['name']} differently "
+            f"({now['id']})"
+            if now is not None
+            else "no server in the configuration in use provides the tool"
+        )
+        raise ToolServerError(
+            f"tool call {flight.call_id} ({flight.tool}) was in flight on the MCP server "
+            f"{recorded.get('name')!r} from {recorded.get('config')} ({recorded.get('id')}), "
+            f"and {found}: running it again there could repeat its effect elsewhere or not at "
+            "all. Nothing was run.",
+            hint=f"Resume with --mcp-config {recorded.get('config')} (the configuration the run "
+            "used), or settle the call by hand (write its result into the file).",
         )
 
 
@@ -486,17 +616,22 @@ def apply_plan(
     person, and ``WorkflowChangedError`` when the plan still asks a question.
     """
     _refuse_open_question(workflow, plan)
+    _refuse_unsealed(run, plan)
     notes = _change_notes(plan)
     notes += _archive_reset_steps(run, plan, archive)
     _adopt_workflow(run, workflow, plan)
     notes += _settle_answered_and_applied(run, plan)
     notes += _drop_retried_placeholders(run, plan)
     notes += _continue_past_unknown(run, plan)
+    notes += _trust_or_deny_unsealed(run, plan)
     settled = {
         f.call_id
         for f in plan.answered_tools + plan.retry_tools + plan.applied_tools + plan.continued_tools
     }
     run.in_flight = [f for f in run.in_flight if f.call_id not in settled]
+    for flight in plan.answered_tools + plan.applied_tools + plan.continued_tools:
+        settle_call(run, flight.call_id)  # answered: its seal has nothing left to guard
+    _reseal_waiting(run, plan)
     _stop_for_review(run, plan)
     return notes
 
@@ -508,6 +643,17 @@ def _refuse_open_question(workflow: Workflow, plan: ResumePlan) -> None:
     # ``blocked`` is a clause (status shows it too): end it before the hint's sentence.
     reason = (plan.blocked or f"the workflow {os.path.normpath(workflow.path)} changed").rstrip(".")
     raise WorkflowChangedError(reason + ".", hint="Nothing was changed in the progress file.")
+
+
+def _refuse_unsealed(run: Run, plan: ResumePlan) -> None:
+    """Calls flow did not record here wait for a person: the run stops, nothing else changes."""
+    if plan.stop is not Stop.UNSEALED_CALLS:
+        return
+    run.status = "needs_review"
+    run.reason = plan.blocked
+    raise NeedsReviewError(
+        (plan.blocked or "tool calls not recorded here wait for a person").rstrip(".") + "."
+    )
 
 
 def _change_notes(plan: ResumePlan) -> list[str]:
@@ -625,6 +771,42 @@ def _continue_past_unknown(run: Run, plan: ResumePlan) -> list[str]:
             "it again (recovery decision)"
         )
     return notes
+
+
+#: The result a pending call gets when the person resuming denies it (``--deny-calls``).
+DENIED_RESULT = (
+    "error: not run. This tool call was not recorded by flow on this machine as it reads now, "
+    "and the person who resumed the run chose not to run it (--deny-calls)."
+)
+
+
+def _trust_or_deny_unsealed(run: Run, plan: ResumePlan) -> list[str]:
+    """``--trust-calls``: the calls are sealed here, as the person's own; ``--deny-calls``:
+    each gets a refusal as its result. Either way the attempt's notes name them."""
+    calls = plan.unsealed_tools
+    if not calls or plan.unsealed_choice is None:
+        return []
+    names = ", ".join(f"{c.tool} ({c.call_id})" for c in calls)
+    if plan.unsealed_choice == "trust":
+        return [f"tool calls not recorded here run as written (--trust-calls): {names}"]
+    for call in calls:
+        flight = InFlight(call.call_id, call.tool, call.step or "", call.entry, now_iso(), False)
+        run.in_flight = [f for f in run.in_flight if f.call_id != call.call_id]
+        _append_error_result(run, flight, DENIED_RESULT)
+    return [f"tool calls not recorded here were not run (--deny-calls): {names}"]
+
+
+def _reseal_waiting(run: Run, plan: ResumePlan) -> None:
+    """Calls that run again wait without a start record now, and calls a person let run as
+    written are theirs: both are sealed as waiting, so the engine runs them (and only them)."""
+    unsealed = {c.call_id for c in plan.unsealed_tools}
+    trusted = plan.unsealed_choice == "trust"
+    ids = {f.call_id for f in plan.retry_tools if trusted or f.call_id not in unsealed}
+    if trusted:
+        ids |= unsealed
+    calls = [e for e in unanswered_calls(run.transcript) if e.call_id in ids]
+    if calls:
+        seal_calls(run, Key.ensure(), calls)
 
 
 def _stop_for_review(run: Run, plan: ResumePlan) -> None:

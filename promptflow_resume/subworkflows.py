@@ -41,7 +41,7 @@ from .progress import ProgressStore
 from .progress.model import Run, Usage
 from .progress.render import entries_phrase
 from .providers.base import Request
-from .reconcile import Choices, apply_plan, plan_resume, resume_note
+from .reconcile import Choices, apply_plan, check_servers, plan_resume, resume_note
 from .tools import build_tools
 from .tools.commands import command_output
 from .tools.consent import Consent
@@ -351,19 +351,18 @@ class SubworkflowRunner:
             if run.status == "completed":
                 return ChildResult(run=run, output=child_output(run, workflow))
             tools = build_tools(workflow, call.options.workspace)
-            # Before the plan, as for a top-level run: whether an MCP call that was in flight
-            # may run again is the server's annotation as it is now.
             servers = self._servers(call, workflow, path, tools)
             plan = plan_resume(
                 run, workflow, report, tools, self.choices, workspace=call.options.workspace
             )
+            check_servers(plan, tools)
             stopped_status, stopped_reason = run.status, run.reason
             try:
                 notes = apply_plan(run, workflow, plan, archive=store.write_sidecar)
             except NeedsReviewError:
                 store.checkpoint(run)  # the placeholders and the status, as flow resume does
                 raise
-            if plan.answered_tools or plan.applied_tools:
+            if plan.answered_tools or plan.applied_tools or plan.unsealed_choice:
                 store.checkpoint(run)
             if report.edited_entries:
                 notes.append(f"{entries_phrase(report.edited_entries)} edited by hand")

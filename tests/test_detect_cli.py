@@ -152,6 +152,18 @@ def test_detect_reports_an_exact_match(workdir: Path, capsys: pytest.CaptureFixt
     )
     code, out, _ = run_cli(capsys, "detect", str(path), "--input", "framework=flask", "--json")
     assert code == 0
+    # Written by hand, not by flow on this machine: offered, never taken without asking.
+    assert json.loads(out)["would"] == "ask: Resume it? [Y/n]"
+    assert json.loads(out)["exact"]["written_here"] is False
+    write_run(
+        runs_dir(workdir),
+        "twin",
+        workflow_hash=wf.hash,
+        inputs={"framework": "flask"},
+        updated=NOW - timedelta(hours=1),
+        sealed=True,
+    )
+    code, out, _ = run_cli(capsys, "detect", str(path), "--input", "framework=flask", "--json")
     assert json.loads(out)["would"] == "resume twin without asking (identical run)"
     code, out, _ = run_cli(capsys, "detect", str(path), "--json")  # default input: not identical
     assert json.loads(out)["exact"] is None

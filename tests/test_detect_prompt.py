@@ -23,7 +23,9 @@ from tests.flowproc import flow_env
 from tests.test_detect_support import NOW, iso
 
 
-def candidate(run_id: str, *, done: int = 1, total: int = 4, exact: bool = False) -> Candidate:
+def candidate(
+    run_id: str, *, done: int = 1, total: int = 4, exact: bool = False, written_here: bool = True
+) -> Candidate:
     return Candidate(
         path=Path(f"/runs/{run_id}/progress.md"),
         run_id=run_id,
@@ -37,6 +39,7 @@ def candidate(run_id: str, *, done: int = 1, total: int = 4, exact: bool = False
         score=0.8,
         matched=("api", "auth"),
         exact=exact,
+        written_here=written_here,
     )
 
 
@@ -161,6 +164,23 @@ def test_exact_match_resumes_with_one_line() -> None:
     assert result == "twin" and console.asked == []
     assert len(console.lines) == 1
     assert "twin" in console.lines[0] and "--new" in console.lines[0]
+
+
+def test_an_identical_run_written_elsewhere_is_offered_not_resumed() -> None:
+    twin = candidate("twin", exact=True, written_here=False)
+    detection = Detection(candidates=(twin,), exact=twin)
+    result, console = ask(detection, interactive=False)
+    assert result is None and console.asked == []
+    assert "flow resume /runs/twin/progress.md" in "\n".join(console.lines)
+    result, console = ask(detection, "y")
+    assert result == "twin" and len(console.asked) == 1  # a person said yes
+
+
+def test_assume_yes_never_takes_a_run_written_elsewhere() -> None:
+    foreign = Detection(candidates=(candidate("run-a", written_here=False),))
+    result, console = ask(foreign, assume_yes=True)
+    assert result is None and console.asked == []
+    assert "was not written by flow on this machine" in console.lines[0]
 
 
 def test_no_match_prints_nothing() -> None:

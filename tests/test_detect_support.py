@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from promptflow_resume import yamlio
+from promptflow_resume.progress.seal import Key
 from promptflow_resume.providers.retry import RetryPolicy
 from promptflow_resume.workflow.model import Budget, Step, Workflow
 
@@ -80,8 +81,10 @@ def front_matter(
     steps_total: int = 3,
     cost: float = 0.12,
     reason: str | None = None,
+    sealed: bool = False,
 ) -> dict[str, Any]:
-    """A front matter dict in the progress store's key order."""
+    """A front matter dict in the progress store's key order (``sealed``: as flow on this
+    machine writes it, with the run's seal under this test's key)."""
     moment = updated or NOW - timedelta(hours=1)
     data: dict[str, Any] = {"flow_progress": 1, "run_id": run_id, "status": status}
     if reason:
@@ -120,6 +123,9 @@ def front_matter(
     data["attempts"] = [{"n": 1, "started": iso(moment), "status": status}]
     if keywords is not None:
         data["keywords"] = list(keywords)
+    if sealed:
+        key = Key.ensure()
+        data["seal"] = {"by": key.id, "run": key.run_seal(run_id, data["created"])}
     data["transcript"] = {"entries": 4, "digest": "sha256:v1:" + "ef" * 32}
     return data
 

@@ -105,10 +105,14 @@ def _stop_with_call_in_flight(project: Path, tool: str = "bump") -> Path:
         # Drop this call's result and everything after it; record the call as in flight.
         del loaded.transcript[result.id - 1 :]
         from promptflow_resume.progress.model import InFlight
+        from promptflow_resume.progress.seal import Key, seal_calls
 
         loaded.in_flight = [
             InFlight(call.call_id or "", tool, "inspect", call.id, loaded.created, tool == "peek")
         ]
+        # As flow left it: the calls recorded from the reply keep their seals until their
+        # results are recorded.
+        seal_calls(loaded, Key.ensure(), loaded.transcript[call.id - 1 :])
         loaded.status = "interrupted"
         store.checkpoint(loaded)
     finally:

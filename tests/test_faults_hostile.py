@@ -297,7 +297,12 @@ def test_a_tool_call_the_step_does_not_offer_never_runs(
 ) -> None:
     arguments = json.dumps({"path": "pwned", "content": "x"} if tool == "write_file" else {})
     _plant(tmp_path, _unanswered(stopped, tool, arguments))
-    result = _resume(tmp_path)
+    # flow on this machine did not record the call: it waits for a person, naming it.
+    held = _resume(tmp_path)
+    assert_clean_error(held, 8, "not recorded by flow on this machine", tool, arguments)
+    _nothing_ran(tmp_path)
+    # Even when the person lets it run as written, a tool the step does not offer never runs.
+    result = _resume(tmp_path, "--trust-calls")
     assert result.returncode == 0, result.stderr
     assert f"calls the tool '{tool}', which step draft does not offer; it was not run" in (
         result.stderr
@@ -314,7 +319,7 @@ def test_arguments_nested_past_the_recursion_limit_are_an_error_result(
     stopped: Run, tmp_path: Path
 ) -> None:
     _plant(tmp_path, _unanswered(stopped, "note", '{"msg": ' + "[" * 100_000))
-    result = _resume(tmp_path)
+    result = _resume(tmp_path, "--trust-calls")
     assert result.returncode == 0, result.stderr
     answer = _result_of(tmp_path, "call_x")
     assert answer.is_error and "invalid tool arguments" in answer.content
@@ -333,7 +338,9 @@ def test_an_in_flight_call_is_rerun_only_when_the_workflow_says_it_is_safe(
         InFlight("call_x", tool, "draft", 4, "2026-11-21T23:26:00Z", claims_idempotent)
     )
     _plant(tmp_path, run)
-    result = _resume(tmp_path)
+    # The call is trusted as written (it was not recorded here): what is tested is whether
+    # the workflow lets it run again.
+    result = _resume(tmp_path, "--trust-calls")
     if tool == "touch_marker":
         # Idempotent in the workflow, so it may be retried, but this step does not offer it.
         assert result.returncode == 0, result.stderr
@@ -342,7 +349,7 @@ def test_an_in_flight_call_is_rerun_only_when_the_workflow_says_it_is_safe(
         return
     assert_clean_error(result, 8, "not idempotent", tool)
     _nothing_ran(tmp_path)
-    unsafe = _resume(tmp_path, "--rerun-unsafe")
+    unsafe = _resume(tmp_path, "--rerun-unsafe", "--trust-calls")
     if tool == "deploy":  # even when told to, a tool the workflow does not declare never runs
         assert unsafe.returncode == 0, unsafe.stderr
         assert "it was not run" in unsafe.stderr
@@ -481,7 +488,7 @@ def test_endpoints_of_this_machine_a_preset_or_the_environment_are_used(
 def test_arguments_from_the_file_never_reach_a_shell(stopped: Run, tmp_path: Path) -> None:
     sneaky = "$(touch pwned)`touch pwned`;touch pwned"
     _plant(tmp_path, _unanswered(stopped, "note", json.dumps({"msg": sneaky})))
-    result = _resume(tmp_path)
+    result = _resume(tmp_path, "--trust-calls")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "notes.txt").read_text().splitlines() == [sneaky, "filed"]
     assert not (tmp_path / "pwned").exists()

@@ -477,6 +477,18 @@ def resume_command(
     rerun_unsafe: bool = typer.Option(
         False, "--rerun-unsafe", help="Run again a non-idempotent tool call that was in flight."
     ),
+    trust_calls: bool = typer.Option(
+        False,
+        "--trust-calls",
+        help="Run the tool calls without a result that flow on this machine did not record "
+        "(added or changed by hand, or the file came from elsewhere), as they are written. "
+        "Check them first: flow status lists them.",
+    ),
+    deny_calls: bool = typer.Option(
+        False,
+        "--deny-calls",
+        help="Give those calls a refusal as their result instead of running them.",
+    ),
     retry_step: str | None = typer.Option(
         None,
         "--retry-step",
@@ -531,7 +543,13 @@ def resume_command(
     from ..reconcile import Choices
 
     choices = Choices(
-        rerun_changed, keep_completed, rerun_unsafe, retry_step=retry_step, skip_step=skip_step
+        rerun_changed,
+        keep_completed,
+        rerun_unsafe,
+        retry_step=retry_step,
+        skip_step=skip_step,
+        trust_calls=trust_calls,
+        deny_calls=deny_calls,
     )
     if rerun_changed and keep_completed:
         raise InputError("--rerun-changed and --keep-completed exclude each other; choose one.")

@@ -28,6 +28,7 @@ from ..progress.model import RESUMABLE_STATUSES, RUN_STATUSES
 from ..workflow.model import Workflow
 from .index import Budget, Gathered, gather, light_row, sources_for
 from .keywords import keywords_for
+from .origin import written_here
 from .score import (
     MAX_CANDIDATES,
     RECENCY_BUCKETS,
@@ -69,6 +70,9 @@ class Candidate:
     #: Inputs whose value in this run differs from the new run's: (name, this run's value,
     #: the new value); a value missing on one side is None. Empty for an exact match.
     input_changes: tuple[tuple[str, Any, Any], ...] = ()
+    #: flow on this machine made or last resumed the run (its seal matches this machine's
+    #: key): only such a run is resumed without asking (docs/spec.md 10.1).
+    written_here: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form for ``--json`` output."""
@@ -88,6 +92,7 @@ class Candidate:
             "recency": self.recency,
             "matched": list(self.matched),
             "exact": self.exact,
+            "written_here": self.written_here,
             "input_changes": [
                 {"name": name, "run": old, "given": new} for name, old, new in self.input_changes
             ],
@@ -229,6 +234,7 @@ def _candidate(summary: RunSummary, scored: _Scored, given: Mapping[str, Any]) -
         similarity=scored.similarity,
         recency=scored.recency,
         input_changes=input_changes(stored if isinstance(stored, dict) else {}, given),
+        written_here=written_here(summary.path),
     )
 
 

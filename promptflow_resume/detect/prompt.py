@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -190,14 +191,15 @@ def choose(
     ``assume_yes`` takes the best match. Not ``interactive``: prints the matches and starts
     fresh without waiting. Unusable answers are asked again at most ``MAX_ASKS`` times.
     """
-    if detection.exact is not None:
+    if detection.exact is not None and detection.exact.written_here:
         write(exact_line(detection.exact))
         return detection.exact
     candidates = detection.candidates
     if not candidates:
         return None
     if assume_yes:
-        same = [c for c in candidates if not c.input_changes]
+        # --yes takes a run only when flow on this machine wrote it: never a file from elsewhere.
+        same = [c for c in candidates if not c.input_changes and c.written_here]
         if same:
             best = same[0]
             write(
@@ -206,10 +208,12 @@ def choose(
             )
             return best
         best = candidates[0]
-        write(
-            f"Starting a new run: the similar run {best.run_id} has other inputs, and --yes "
-            "never resumes a run with inputs other than the given ones."
+        why = (
+            "has other inputs, and --yes never resumes a run with inputs other than the given ones."
+            if best.input_changes
+            else "was not written by flow on this machine, and --yes never resumes such a run."
         )
+        write(f"Starting a new run: the similar run {best.run_id} {why}")
         for line in input_lines(best):
             write(f"  {line}")
         write(f"To resume it anyway: flow resume {display_path(best.path)}")
@@ -245,7 +249,7 @@ def would_do(detection: Detection) -> str:
     """What ``flow run`` (``run_to_resume``) does with this detection, in a few words."""
     if detection.skipped_reason:
         return "start fresh (check skipped)"
-    if detection.exact is not None:
+    if detection.exact is not None and detection.exact.written_here:
         return f"resume {detection.exact.run_id} without asking (identical run)"
     count = len(detection.candidates)
     if count == 0:
@@ -274,13 +278,20 @@ def run_to_resume(
     detection = detect(workflow, inputs)
     if detection.skipped_reason and verbose:
         write(f"flow: similar-run check skipped: {detection.skipped_reason}")
-    if detection.exact is not None:
+    if detection.exact is not None and detection.exact.written_here:
         exact = detection.exact
         write(
             f"flow: resuming identical incomplete run {exact.run_id} ({exact.status}, "
             f"{exact.steps_done}/{exact.steps_total} steps); use --new to start fresh instead."
         )
         return exact.path
+    if detection.exact is not None:
+        write(
+            f"flow: the identical incomplete run {detection.exact.run_id} was not written by flow "
+            "on this machine (it came from elsewhere, or was made before runs were sealed), so "
+            "it is not resumed without asking."
+        )
+        detection = replace(detection, exact=None)
     if not detection.candidates:
         return None
     chosen = choose(

@@ -29,6 +29,7 @@ from .model import (
     Run,
     RunConfig,
     RunStatus,
+    Seal,
     StepState,
     StepStatus,
     Usage,
@@ -58,6 +59,7 @@ KEY_ORDER: tuple[str, ...] = (
     "keywords",
     "parent",
     "worktree",
+    "seal",
     "transcript",
 )
 
@@ -158,6 +160,7 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
                     "started": f.started,
                     "idempotent": f.idempotent,
                     **({"expect": dict(f.expect)} if f.expect is not None else {}),
+                    **({"server": OneLine(f.server)} if f.server is not None else {}),
                 }
             )
             for f in run.in_flight
@@ -189,6 +192,10 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
                 "state": run.worktree.state,
             }
         )
+    if run.seal is not None:
+        seal: dict[str, Any] = {"by": run.seal.by, "run": run.seal.run}
+        _put(seal, "calls", dict(run.seal.calls))
+        out["seal"] = seal
     out["transcript"] = {"entries": entries, "digest": digest}
     return out
 
@@ -263,6 +270,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
                 started=f["started"],
                 idempotent=f["idempotent"],
                 expect=dict(f["expect"]) if "expect" in f else None,
+                server=dict(f["server"]) if "server" in f else None,
             )
             for f in data.get("in_flight") or []
         ],
@@ -290,7 +298,14 @@ def run_from_valid(data: dict[str, Any]) -> Run:
         keywords=list(data.get("keywords") or []),
         parent=dict(data["parent"]) if data.get("parent") is not None else None,
         worktree=_worktree_from(data.get("worktree")),
+        seal=_seal_from(data.get("seal")),
     )
+
+
+def _seal_from(data: Any) -> Seal | None:
+    if not isinstance(data, dict):
+        return None
+    return Seal(by=data["by"], run=data["run"], calls=dict(data.get("calls") or {}))
 
 
 def _worktree_from(data: Any) -> WorktreeRef | None:

@@ -155,6 +155,10 @@ class InFlight:
     #: For an edit: the file and its hashes before and after (``{path, before, after}``), so
     #: that resume can tell an applied edit from one that never happened.
     expect: dict[str, str] | None = None
+    #: For an MCP tool: the server that ran it (``{name, config, id}``: its name, the
+    #: configuration file it came from, a hash of how it is started), so that resume decides
+    #: from what was recorded and runs it again only on the same server.
+    server: dict[str, str] | None = None
 
 
 @dataclass
@@ -251,6 +255,18 @@ class WorktreeRef:
 
 
 @dataclass
+class Seal:
+    """Proof that flow on one machine wrote the run and recorded its pending calls (``seal``)."""
+
+    #: The public id of the key that sealed (a hash of it).
+    by: str
+    #: The run's seal: its id and creation time under the key.
+    run: str
+    #: Call id -> seal, for each call recorded from a model reply whose result is not recorded.
+    calls: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
 class Run:
     """A whole run: the checkpoint (front matter) plus the transcript (body)."""
 
@@ -276,6 +292,8 @@ class Run:
     parent: dict[str, str] | None = None
     #: The git worktree the run works in, when started with ``--worktree``.
     worktree: WorktreeRef | None = None
+    #: Written by flow on the machine that made or last resumed the run (see ``seal.py``).
+    seal: Seal | None = None
     transcript: list[Entry] = field(default_factory=list)
     #: Storage bookkeeping, managed by ``ProgressStore``: the last journal event folded into
     #: the file, so a journal left beside a newer file is never applied twice. Not compared.

@@ -103,6 +103,8 @@ def forked_run(run: Run, step: str, *, run_id: str, parent_path: str) -> Run:
     fork.last_error = None
     fork.parent = {"path": parent_path, "run_id": run.run_id, "step": step}
     fork.journal_seq = 0
+    # The fork is a new run; it is sealed (as written here) when it first runs.
+    fork.seal = None
     return fork
 
 

@@ -274,6 +274,9 @@ def _share_file(
 ) -> ShareResult:
     """Write the copy of one run (``parent_copy``: the copy of its parent, for a child)."""
     run.journal_seq = 0
+    # A seal proves work done on this machine; elsewhere it cannot be checked, so the copy
+    # carries none and whoever resumes it checks its pending calls (docs/spec.md 10.1).
+    run.seal = None
     src_dir, out_dir = source.parent, output.parent
     result = ShareResult(
         source=source,

@@ -432,6 +432,19 @@ class McpTool:
         schema = info.input_schema or {"type": "object", "properties": {}}
         self.spec = ToolSpec(name=model_name, description=description, parameters=schema)
 
+    @property
+    def server_ref(self) -> dict[str, str]:
+        """The server that runs this tool, as a call's start record names it."""
+        config = self.servers.config
+        source = config.path
+        with contextlib.suppress(ValueError):
+            source = source.resolve().relative_to(Path.cwd().resolve())
+        return {
+            "name": self.info.server,
+            "config": str(source),
+            "id": config.servers[self.info.server].identity,
+        }
+
     def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Call the tool once (an idempotent one again on a restarted server if that fails)."""
         delays = RETRY_DELAYS if self.idempotent else ()

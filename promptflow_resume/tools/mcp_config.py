@@ -30,6 +30,7 @@ was in flight when a run stopped.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -78,6 +79,22 @@ class McpServerConfig:
     start_timeout: float = START_TIMEOUT
     #: Per tool: True/False overrides the annotations' verdict on re-running it.
     idempotent: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def identity(self) -> str:
+        """A hash of how the server is reached (transport, command, arguments, folder, URL and
+        the names of its variables and headers; never their values, which may be secrets)."""
+        how = {
+            "transport": self.transport,
+            "command": self.command,
+            "args": list(self.args),
+            "cwd": str(self.cwd) if self.cwd is not None else None,
+            "url": self.url,
+            "env": sorted(self.env),
+            "headers": sorted(self.headers),
+        }
+        blob = json.dumps(how, sort_keys=True, ensure_ascii=False).encode("utf-8")
+        return "sha256:" + hashlib.sha256(blob).hexdigest()[:16]
 
     @property
     def where(self) -> str:

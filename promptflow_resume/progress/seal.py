@@ -1,0 +1,225 @@
+"""Seals: proof that flow on this machine wrote a run and recorded its pending tool calls.
+
+A progress file may come from anyone (a pull request, another machine), and whoever wrote it
+can recompute every digest in it: digests tell a hand edit from corruption, not flow's work
+from someone else's. So flow keeps a secret key outside every repository, in the user's
+configuration folder, and seals with it what must not be forged:
+
+- the run (its id and creation time): ``flow run`` resumes an identical run without asking
+  only when this machine's flow sealed it;
+- each tool call it records from a model reply, until the call's result is recorded: on
+  resume, a call without a result runs only when its seal matches its entry as written now
+  (tool, arguments, call id, step, entry id) and, once the call started, its start record
+  (whether it may run again, the MCP server that ran it).
+
+A seal is an HMAC-SHA256 of those fields under the key, cut to 128 bits; the key never leaves
+the machine and a seal reveals nothing about it. ``by`` names the key (a hash of it) so a
+message can say the file was sealed elsewhere::
+
+    key = Key.ensure()                     # ~/.config/flow/key, made on first use
+    mark_written_here(run, key)            # a run made or resumed here
+    seal_calls(run, key, entries)          # tool calls just recorded from a model reply
+    unsealed_calls(run, key, pending)      # the pending calls whose seal does not match
+    written_here(run, Key.find())          # None: this machine has no key yet
+
+The key file lives in ``$FLOW_HOME`` when set, else ``$XDG_CONFIG_HOME/flow``, else
+``~/.config/flow``; workers that resume each other's runs (a Ray cluster) share it by pointing
+``FLOW_HOME`` at one copy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import StorageError
+from .model import Entry, InFlight, Run, Seal
+
+#: Bytes of a new key.
+KEY_BYTES = 32
+#: Hex digits kept of each HMAC (128 bits).
+SEAL_HEX = 32
+#: The version prefix of every seal, so that a later scheme is told apart.
+PREFIX = "v1:"
+
+
+def key_folder() -> Path:
+    """Where the key lives: ``$FLOW_HOME``, ``$XDG_CONFIG_HOME/flow`` or ``~/.config/flow``."""
+    home = os.environ.get("FLOW_HOME")
+    if home:
+        return Path(home)
+    config = os.environ.get("XDG_CONFIG_HOME")
+    base = Path(config) if config else Path.home() / ".config"
+    return base / "flow"
+
+
+def _key_error(path: Path, why: str) -> StorageError:
+    return StorageError(
+        f"it cannot be used: {why}. It holds the secret that proves a run was written on this "
+        "machine.",
+        path=path,
+        hint="Remove it (flow makes a new one; runs sealed with the old one then count as "
+        "written elsewhere) or set FLOW_HOME to another folder.",
+    )
+
+
+def _read_key(path: Path) -> bytes | None:
+    """The key in ``path``; None when there is none. A key that is not a regular file of the
+    right size owned by this user is refused, so a planted link or FIFO is never read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise _key_error(path, f"it cannot be opened ({error.strerror})") from error
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _key_error(path, "it is not a regular file")
+        if info.st_uid != os.getuid():
+            raise _key_error(path, "it belongs to another user")
+        data = os.read(fd, KEY_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) != KEY_BYTES:
+        raise _key_error(path, f"it holds {len(data)} bytes where a key has {KEY_BYTES}")
+    return data
+
+
+def _create_key(path: Path) -> bytes:
+    """Write a new random key to ``path`` (owner-only), unless another process just did."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    key = secrets.token_bytes(KEY_BYTES)
+    tmp = path.with_name(f".key.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, key)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        # A hard link never replaces: of two processes creating the key at once, one wins and
+        # the other reads the winner's key.
+        os.link(tmp, path)
+    except FileExistsError:
+        found = _read_key(path)
+        if found is None:  # pragma: no cover - removed between the two calls
+            raise
+        key = found
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return key
+
+
+@dataclass(frozen=True)
+class Key:
+    """This machine's sealing key."""
+
+    secret: bytes = b""
+
+    @classmethod
+    def find(cls) -> Key | None:
+        """This machine's key, or None when it has none yet (read commands make none)."""
+        found = _read_key(key_folder() / "key")
+        return cls(found) if found is not None else None
+
+    @classmethod
+    def ensure(cls) -> Key:
+        """This machine's key, made on first use."""
+        path = key_folder() / "key"
+        found = _read_key(path)
+        return cls(found if found is not None else _create_key(path))
+
+    @property
+    def id(self) -> str:
+        """A public name for the key (a hash of it): ``by`` in a progress file's seal."""
+        return hashlib.sha256(b"flow-key-id\0" + self.secret).hexdigest()[:12]
+
+    def _mac(self, *fields: str) -> str:
+        message = "\0".join(fields).encode("utf-8", "surrogatepass")
+        digest = hmac.new(self.secret, message, hashlib.sha256).hexdigest()
+        return PREFIX + digest[:SEAL_HEX]
+
+    def run_seal(self, run_id: str, created: str) -> str:
+        """The seal of a run made (or resumed) here."""
+        return self._mac("run", run_id, created)
+
+    def call_seal(self, run_id: str, call: Entry, flight: InFlight | None = None) -> str:
+        """The seal of a tool call recorded from a model reply: covers what runs and where,
+        and once it started (``flight``) what resume decides by: whether it may run again,
+        and on which MCP server."""
+        fields = [run_id, str(call.id), call.step or "", call.call_id or "", call.tool or ""]
+        if flight is not None:
+            server = json.dumps(flight.server, sort_keys=True) if flight.server else ""
+            fields += ["started", str(flight.entry), str(flight.idempotent), server]
+        return self._mac("call", *fields, call.content)
+
+    @staticmethod
+    def verifies(recorded: str | None, expected: str) -> bool:
+        """True when a recorded seal equals the expected one (compared in constant time)."""
+        return recorded is not None and hmac.compare_digest(recorded, expected)
+
+
+def mark_written_here(run: Run, key: Key) -> None:
+    """Seal ``run`` as made (or now resumed) by flow on this machine.
+
+    Seals of calls made with another key are dropped: they cannot be checked here, so those
+    calls count as unsealed either way."""
+    calls = run.seal.calls if run.seal is not None and run.seal.by == key.id else {}
+    run.seal = Seal(by=key.id, run=key.run_seal(run.run_id, run.created), calls=dict(calls))
+
+
+def written_here(run: Run, key: Key | None) -> bool:
+    """True when flow on this machine made or last resumed ``run`` (its seal matches)."""
+    return run_sealed_here(run.run_id, run.created, run.seal, key)
+
+
+def run_sealed_here(run_id: str, created: str, seal: Seal | None, key: Key | None) -> bool:
+    """``written_here`` for a run known only by its front matter's fields."""
+    if key is None or seal is None or seal.by != key.id:
+        return False
+    return key.verifies(seal.run, key.run_seal(run_id, created))
+
+
+def seal_calls(run: Run, key: Key, entries: list[Entry]) -> None:
+    """Seal the ``tool_call`` entries among ``entries`` (ids assigned), just recorded from a
+    model reply by this process (or let run as written by a person), with their start
+    records when they have one."""
+    if run.seal is None or run.seal.by != key.id:
+        mark_written_here(run, key)
+    assert run.seal is not None
+    flights = {f.call_id: f for f in run.in_flight}
+    for entry in entries:
+        if entry.role == "tool_call" and entry.call_id:
+            flight = flights.get(entry.call_id)
+            run.seal.calls[entry.call_id] = key.call_seal(run.run_id, entry, flight)
+
+
+def settle_call(run: Run, call_id: str | None) -> None:
+    """Forget the seal of a call whose result is now recorded."""
+    if run.seal is not None and call_id is not None:
+        run.seal.calls.pop(call_id, None)
+
+
+def unsealed_calls(run: Run, key: Key | None, calls: list[Entry]) -> list[Entry]:
+    """The calls among ``calls`` that flow on this machine did not record as they read now."""
+    if key is None or run.seal is None or run.seal.by != key.id:
+        return list(calls)
+    sealed = run.seal.calls
+    flights = {f.call_id: f for f in run.in_flight}
+    return [
+        c
+        for c in calls
+        if not key.verifies(
+            sealed.get(c.call_id or ""),
+            key.call_seal(run.run_id, c, flights.get(c.call_id or "")),
+        )
+    ]
