@@ -21,10 +21,13 @@ import pytest
 from promptflow_resume.api import start_run
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.sidecar import sidecar_extension
+from promptflow_resume.tools.base import ToolContext
+from promptflow_resume.tools.builtin import ReadFile
 from promptflow_resume.tools.mcp_config import DEFAULT_MAX_OUTPUT
 from tests.flowproc import flow
 from tests.mcp_results_server import PDF, PNG, big_lines
 from tests.providers_server import Canned, ModelServer, openai_completion, openai_tool_call
+from tests.test_show import _chromium, _console, needs_chromium
 
 SERVER = Path(__file__).parent / "mcp_results_server.py"
 #: The size of the text result, as in the report: a 1 MB file read by server-filesystem.
@@ -111,6 +114,10 @@ def test_a_large_text_result_is_a_preview_and_the_sidecar_keeps_it_whole(
     relative = sidecar.relative_to(where).as_posix()
     assert f"{BIG:,} bytes) is kept in {relative}" in text
     assert "read_file" in text
+    # ... and read_file does read it there, from any line.
+    page = ReadFile().run({"path": relative, "offset": 10_000, "limit": 2}, ToolContext(where))
+    assert not page.is_error
+    assert "line 0010000: the quick brown fox" in page.content
 
 
 def test_the_cap_is_set_per_server(tmp_path: Path, model: ModelServer) -> None:
@@ -219,3 +226,60 @@ def test_the_html_report_shows_images_inline_and_links_other_sidecars(
     (link,) = [link for link in page.links if link.endswith(".pdf")]
     assert link == "other.files/call_2-report.pdf"
     assert (out.parent / link).read_bytes() == PDF
+
+
+def _swap_sidecar(progress: Path, data: bytes) -> None:
+    """Replace the run's one sidecar with ``data`` and record its new digest and size, as a
+    hostile author of a shared run could."""
+    run, _ = load_progress(progress)
+    (entry,) = [e for e in run.transcript if e.sidecar]
+    assert entry.sidecar is not None and entry.sidecar_sha256 is not None
+    path = progress.parent / entry.sidecar
+    old = path.read_bytes()
+    path.write_bytes(data)
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    text = progress.read_text(encoding="utf-8")
+    assert entry.sidecar_sha256 in text
+    text = text.replace(entry.sidecar_sha256, digest)
+    text = text.replace(f"bytes={len(old)}", f"bytes={len(data)}")
+    progress.write_text(text, encoding="utf-8")
+
+
+def test_a_sidecar_that_only_claims_to_be_an_image_is_linked_not_shown(
+    tmp_path: Path, model: ModelServer
+) -> None:
+    where = _workspace(tmp_path)
+    progress = _run(where, model, "picture", {})
+    svg = (
+        b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(2)</script></svg>'
+    )
+    _swap_sidecar(progress, svg)
+    out = tmp_path / "run.html"
+    done = flow("show", str(progress), "--html", str(out), cwd=where)
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    page = _Page()
+    page.feed(text)
+    assert page.images == []
+    assert [link for link in page.links if link.endswith(".png")] == [
+        "ws/run/progress.files/call_1-picture.png"
+    ]
+    assert "alert" not in text and "data:image/svg" not in text
+
+
+@needs_chromium
+def test_the_report_with_an_image_in_a_real_browser(tmp_path: Path, model: ModelServer) -> None:
+    where = _workspace(tmp_path)
+    progress = _run(where, model, "picture", {})
+    out = tmp_path / "pages" / "run.html"
+    done = flow("show", str(progress), "--html", str(out), cwd=where)
+    assert done.returncode == 0, done.stderr
+    result = _chromium("--dump-dom", out.as_uri())
+    assert _console(result.stderr) == []  # the data: image is allowed, nothing is blocked
+    assert '<img src="data:image/png;base64,' in result.stdout
+    shot = tmp_path / "page.png"
+    result = _chromium(
+        "--hide-scrollbars", "--window-size=900,1200", f"--screenshot={shot}", out.as_uri()
+    )
+    assert _console(result.stderr) == []
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
