@@ -973,11 +973,14 @@ def _start_mcp(
 
 
 def _notice_missing_tools(wf: Workflow, servers: McpServers | None, reporter: Reporter) -> None:
-    """Say once, at the start, which names in ``tools:`` nothing provides."""
+    """Say once, at the start, which names in ``tools:`` nothing provides, and what the MCP
+    configuration leaves out (broken entries the workflow does not name, task-only tools)."""
     if not _names_unresolved_tools(wf):
         return
     from .tools.mcp import missing_tools_notice
 
+    for line in servers.notices() if servers is not None else []:
+        reporter.notice(line)
     notice = missing_tools_notice(wf, servers)
     if notice is not None:
         reporter.notice(notice)

@@ -44,6 +44,7 @@ from .events import Reporter
 from .progress import ProgressStore
 from .progress.model import Attempt, Entry, ErrorInfo, InFlight, Run, StepState, Usage
 from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unsealed_calls
+from .progress.sidecar import sidecar_extension
 from .providers.base import Provider, Reply, ReplyUsage, Request
 from .redact import Redactor
 from .tools import offered_tool_names
@@ -886,21 +887,45 @@ class Engine:
             )
 
     def _result_entry(self, step: Step, call: Entry, result: ToolResult) -> Entry:
+        sidecar: tuple[str, str, int] | None = None
+        content = result.content
+        if result.data is not None:
+            raw, count = self.options.redactor.redact_bytes(result.data)
+            if count:
+                self._count_redactions(count, f"sidecar in step {step.id}")
+            hint = f"{call.call_id}-{call.tool}{sidecar_extension(result.media_type)}"
+            rel, digest = self.store.write_sidecar(hint, raw)
+            sidecar = (rel, digest, len(raw))
+            if result.cut:
+                content = content.rstrip("\n") + "\n" + self._whole_result_note(rel, len(raw))
         entry = self._entry(
             "tool_result",
-            result.content,
+            content,
             step.id,
             call_id=call.call_id,
             tool=call.tool,
             is_error=result.is_error,
         )
-        if result.data is not None:
-            raw, count = self.options.redactor.redact_bytes(result.data)
-            if count:
-                self._count_redactions(count, f"sidecar in step {step.id}")
-            rel, digest = self.store.write_sidecar(f"{call.call_id}-{call.tool}", raw)
-            entry.sidecar, entry.sidecar_sha256, entry.sidecar_bytes = rel, digest, len(raw)
+        if sidecar is not None:
+            entry.sidecar, entry.sidecar_sha256, entry.sidecar_bytes = sidecar
         return entry
+
+    def _whole_result_note(self, rel: str, size: int) -> str:
+        """The line that tells the model where a cut result is kept whole, and how to read it."""
+        where = (self.store.path.parent / rel).resolve()
+        try:
+            shown = where.relative_to(self.options.workspace.resolve()).as_posix()
+        except ValueError:
+            return (
+                f"[the whole result ({size:,} bytes) is kept in {where}, outside the workspace; "
+                "to see more, call the tool again for a smaller part (a range, a page, a "
+                "filter) if it takes one]"
+            )
+        return (
+            f"[the whole result ({size:,} bytes) is kept in {shown}: read_file reads it from "
+            "any line (offset, limit); or call the tool again for a smaller part if it takes "
+            "a range]"
+        )
 
     # --- budgets and time -----------------------------------------------------------------
 

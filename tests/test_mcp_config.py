@@ -139,8 +139,7 @@ def test_env_file_values_are_read_and_env_wins(tmp_path: Path) -> None:
     ("text", "field", "words"),
     [
         ('{"servers": {"a": {"args": []}}}', "$.servers.a.command", "needs a `command`"),
-        ('{"servers": {"a": {"type": "sse", "url": "http://x"}}}', "$.servers.a.type", "SSE"),
-        ('{"servers": {"a": {"type": "ws"}}}', "$.servers.a.type", '"stdio" and "http"'),
+        ('{"servers": {"a": {"type": "ws"}}}', "$.servers.a.type", '"stdio", "http" and "sse"'),
         ('{"servers": {"a": {"type": "http"}}}', "$.servers.a.url", "needs a `url`"),
         ('{"servers": {"a": {"command": "x", "args": "y"}}}', "$.servers.a.args", "list"),
         ('{"servers": {"a": {"command": "x", "env": {"K": 1}}}}', "$.servers.a.env.K", "string"),

@@ -24,6 +24,26 @@ from .model import Entry
 #: Tool outputs larger than this (bytes) belong in a sidecar file, not in the transcript.
 SIDECAR_THRESHOLD = 64 * 1024
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}")
+#: File extensions of the media types tools return most, so a sidecar opens in the right
+#: program; others come from ``mimetypes``, and an unknown type gets none.
+EXTENSIONS = {
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/gif": ".gif",
+    "image/webp": ".webp",
+    "image/svg+xml": ".svg",
+    "audio/wav": ".wav",
+    "audio/x-wav": ".wav",
+    "audio/mpeg": ".mp3",
+    "audio/ogg": ".ogg",
+    "application/pdf": ".pdf",
+    "application/json": ".json",
+    "application/zip": ".zip",
+    "text/plain": ".txt",
+    "text/markdown": ".md",
+    "text/html": ".html",
+    "text/csv": ".csv",
+}
 
 
 def stem_of(progress: str | Path) -> str:
@@ -70,6 +90,19 @@ def check_link(rel: str, stem: str) -> str | None:
     if not _NAME.fullmatch(parts[1]):
         return "has a file name other than letters, digits, dot, dash and underscore"
     return None
+
+
+def sidecar_extension(media_type: str | None) -> str:
+    """``.png`` for ``image/png``: the extension a sidecar of ``media_type`` gets ("" if none)."""
+    if not media_type:
+        return ""
+    kind = media_type.split(";", 1)[0].strip().lower()
+    found = EXTENSIONS.get(kind)
+    if found is None:
+        import mimetypes
+
+        found = mimetypes.guess_extension(kind) or ""
+    return found if re.fullmatch(r"\.[a-z0-9]{1,8}", found) else ""
 
 
 def _safe_name(hint: str) -> str:

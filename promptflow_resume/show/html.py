@@ -6,23 +6,42 @@ each ran, its turns, tokens and cost), and the conversation: messages rendered f
 outputs in ``<details>`` blocks that open on a click, with diffs coloured line by line::
 
     Path("run.html").write_text(html_page(run, source="progress.md"), encoding="utf-8")
+
+Given the progress file's path, a tool result's sidecar is shown too: a PNG, JPEG, GIF or WebP
+image (its bytes checked against the recorded sha256 and its format) inline as a ``data:`` URI,
+the only kind of image the page's policy allows; any other sidecar (SVG and HTML included,
+which could carry scripts) as a link relative to the folder the page is written to.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
+import os
 import re
 from html import escape
+from pathlib import Path
 from typing import Any
 
 from ..progress.model import Entry, Run
 from ..progress.render import ROLE_LABELS, one_line
+from ..progress.sidecar import read_checked
 from .timeline import StepRow, duration_text, timeline
 
 #: Tool outputs longer than this many lines start collapsed; shorter ones start open.
 OPEN_LINES = 12
 _DIFF = re.compile(r"^(?:diff --git |--- \S|@@ -\d)", re.MULTILINE)
+#: Images shown inline, by sidecar extension: their media type and how their bytes begin.
+#: Nothing else is inlined (an SVG can hold scripts).
+INLINE_IMAGES = {
+    ".png": ("image/png", (b"\x89PNG\r\n\x1a\n",)),
+    ".jpg": ("image/jpeg", (b"\xff\xd8\xff",)),
+    ".gif": ("image/gif", (b"GIF87a", b"GIF89a")),
+    ".webp": ("image/webp", (b"RIFF",)),
+}
+#: Larger images are linked, not inlined (the page stays a reasonable size).
+MAX_INLINE_BYTES = 4 * 1024 * 1024
 
 _CSS = """
 :root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bg: #ffffff; --soft: #f6f8fa;
@@ -58,6 +77,7 @@ details > summary { cursor: pointer; color: var(--muted); margin: .4rem 0; }
 .diff .add { color: var(--ok); } .diff .del { color: var(--bad); }
 .diff .hunk { color: var(--accent); }
 .empty { color: var(--muted); font-style: italic; }
+.sidecar img { max-width: 100%; height: auto; border: 1px solid var(--line); }
 footer { color: var(--muted); font-size: .85rem; margin-top: 2rem; }
 """
 
@@ -95,7 +115,37 @@ def _output_block(content: str) -> str:
     return "<pre>" + escape(content) + "</pre>"
 
 
-def _entry(entry: Entry) -> str:
+class _Sidecars:
+    """Where a page finds sidecars (beside ``progress``) and links them (from ``out_dir``)."""
+
+    def __init__(self, progress: Path, out_dir: Path | None) -> None:
+        self.progress = progress
+        self.out_dir = out_dir
+
+    def html(self, entry: Entry) -> str:
+        """The entry's sidecar as an inline image, or a link to it."""
+        assert entry.sidecar is not None
+        name = entry.sidecar.rsplit("/", 1)[-1]
+        ext = os.path.splitext(name)[1].lower()
+        size = entry.sidecar_bytes
+        image = INLINE_IMAGES.get(ext)
+        if image is not None and (size is None or size <= MAX_INLINE_BYTES):
+            data, _ = read_checked(self.progress, entry)
+            media_type, magic = image
+            if data is not None and data.startswith(magic):
+                uri = f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
+                alt = f"image {name} returned by {entry.tool or 'a tool'} ({len(data):,} bytes)"
+                return f'<p class="sidecar"><img src="{uri}" alt="{escape(alt)}"></p>'
+        target = self.progress.parent / entry.sidecar
+        href = os.path.relpath(target, self.out_dir) if self.out_dir else entry.sidecar
+        href = Path(href).as_posix()
+        what = f"{size:,} bytes" if size is not None else "size unknown"
+        return (
+            f'<p class="sidecar">sidecar: <a href="{escape(href)}">{escape(name)}</a> ({what})</p>'
+        )
+
+
+def _entry(entry: Entry, sidecars: _Sidecars | None = None) -> str:
     label = f"{entry.id} · {ROLE_LABELS.get(entry.role, entry.role)}"
     if entry.step:
         label += f" · {one_line(entry.step, 80)}"
@@ -128,6 +178,8 @@ def _entry(entry: Entry) -> str:
             )
             body = f"<details{opened}><summary>{summary}</summary>"
             body += _output_block(entry.content) + "</details>"
+        if entry.sidecar and sidecars is not None:
+            body += sidecars.html(entry)
     elif entry.content:
         body = _markdown().render(entry.content)
     else:
@@ -197,8 +249,19 @@ def _steps_table(rows: list[StepRow]) -> str:
     return f'<table id="steps">{head}{body}</table>'
 
 
-def html_page(run: Run, *, source: str = "progress.md") -> str:
-    """The whole page for ``run``; ``source`` names the progress file in the footer."""
+def html_page(
+    run: Run,
+    *,
+    source: str = "progress.md",
+    progress: Path | None = None,
+    out_dir: Path | None = None,
+) -> str:
+    """The whole page for ``run``; ``source`` names the progress file in the footer.
+
+    With ``progress`` (the file's path) sidecars are shown: images inline, others linked
+    relative to ``out_dir`` (the page's folder; the progress file's folder when None).
+    """
+    sidecars = _Sidecars(progress, out_dir) if progress is not None else None
     title = run.workflow.name or run.workflow.path.rsplit("/", 1)[-1]
     u = run.usage
     rows = timeline(run)
@@ -232,7 +295,7 @@ def html_page(run: Run, *, source: str = "progress.md") -> str:
             error,
             "<h2>Steps</h2>" + _chart(rows) + _steps_table(rows) if rows else "",
             '<h2>Conversation</h2><div id="conversation">',
-            "".join(_entry(e) for e in run.transcript),
+            "".join(_entry(e, sidecars) for e in run.transcript),
             "</div>",
             f"<footer>Generated by <code>flow show --html</code> from {escape(source)}; "
             f"resume the run with <code>flow resume {escape(source)}</code>.</footer>",

@@ -26,12 +26,16 @@ class ToolContext:
 
 @dataclass(frozen=True)
 class ToolResult:
-    """A tool's outcome as the model will see it. ``data`` holds bytes for a sidecar file."""
+    """A tool's outcome as the model will see it. ``data`` holds bytes for a sidecar file,
+    ``media_type`` their MIME type (it gives the sidecar its extension), and ``cut`` says that
+    ``content`` is a preview of ``data``: the engine then tells the model where the whole is."""
 
     content: str
     is_error: bool = False
     exit_code: int | None = None
     data: bytes | None = None
+    media_type: str | None = None
+    cut: bool = False
 
 
 class Tool(Protocol):

@@ -328,7 +328,7 @@ def format_result(outcome: ProcessOutcome, *, max_output: int) -> ToolResult:
         if b"\x00" in stream:
             parts.append(f"[binary output, {len(stream)} bytes; not shown as text]")
         else:
-            parts.append(_shorten(stream, budget).rstrip("\n"))
+            parts.append(head_and_tail(stream, budget).rstrip("\n"))
     if total == 0:
         parts.append("(no output)")
     if outcome.dropped:
@@ -394,8 +394,9 @@ def _split_budget(a: int, b: int, budget: int) -> tuple[int, int]:
     return half, budget - half
 
 
-def _shorten(data: bytes, limit: int) -> str:
-    """``data`` as text; above ``limit`` bytes its head and tail around a note."""
+def head_and_tail(data: bytes, limit: int) -> str:
+    """``data`` as text; above ``limit`` bytes its head and tail around a note saying how many
+    bytes of how many are not shown."""
     if len(data) <= limit:
         return data.decode("utf-8", errors="replace")
     head_len = limit // 2

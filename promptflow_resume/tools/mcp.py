@@ -59,7 +59,14 @@ from ..errors import ToolServerError
 from ..workflow.model import Workflow
 from ..workflow.toolnames import BUILTIN_TOOLS
 from .base import ToolContext, ToolResult
-from .mcp_config import McpConfig, McpServerConfig, find_config, load_config
+from .commands import head_and_tail
+from .mcp_config import (
+    DEFAULT_MAX_OUTPUT,
+    McpConfig,
+    McpServerConfig,
+    find_configs,
+    load_configs,
+)
 
 #: How often, and after how long, an idempotent call is retried on a restarted server.
 RETRY_DELAYS = (0.5, 1.0)
@@ -82,6 +89,9 @@ class McpToolInfo:
     read_only: bool = False
     idempotent_hint: bool = False
     destructive: bool | None = None
+    #: The tool runs only as an MCP task (``execution.taskSupport: "required"``): flow's SDK
+    #: has no client for tasks, so such a tool is not offered (and ``flow check`` says so).
+    task_required: bool = False
 
     def digest_source(self) -> dict[str, Any]:
         """What of the tool counts for the recorded tool-list hash."""
@@ -180,6 +190,7 @@ class McpServers:
         return self._offered
 
     def _name_tools(self, infos: list[McpToolInfo]) -> None:
+        infos = [info for info in infos if not info.task_required]
         counts: dict[str, int] = {}
         for info in infos:
             counts[_clean(info.name)] = counts.get(_clean(info.name), 0) + 1
@@ -209,6 +220,23 @@ class McpServers:
             if t.info.name == written:
                 return (n,)
         return ()
+
+    def task_only(self) -> dict[str, list[str]]:
+        """Per started server, the tools it lists that run only as MCP tasks (not offered)."""
+        found: dict[str, list[str]] = {}
+        for name, conn in self._conns.items():
+            tools = [t.name for t in conn.tools if t.task_required]
+            if tools:
+                found[name] = tools
+        return found
+
+    def notices(self) -> list[str]:
+        """Lines for the user about the configuration and the servers started: entries
+        skipped or defined twice, tools that are not offered because they need MCP tasks."""
+        lines = list(self.config.warnings) + self.config.skipped(self.wanted)
+        for server, tools in self.task_only().items():
+            lines.append(task_only_line(server, tools))
+        return lines
 
     def fingerprints(self) -> dict[str, str]:
         """Per started server, a hash of its tool list (names, schemas, annotations)."""
@@ -312,13 +340,24 @@ class McpServers:
                     params = mcp.StdioServerParameters(
                         command=command,
                         args=args,
-                        env=dict(config.env),
+                        env=config.process_env(),
                         cwd=str(config.cwd) if config.cwd else None,
                     )
                     read, write = await stack.enter_async_context(
                         stdio_client(params, errlog=errlog.writer)
                     )
                     errlog.started()
+                elif config.transport == "sse":
+                    from mcp.client.sse import sse_client
+
+                    # Events may pause for as long as one call may take.
+                    read, write = await stack.enter_async_context(
+                        sse_client(
+                            config.url or "",
+                            headers=dict(config.headers),
+                            sse_read_timeout=max(300.0, config.timeout + 60),
+                        )
+                    )
                 else:
                     from mcp.client.streamable_http import streamable_http_client
                     from mcp.shared._httpx_utils import create_mcp_http_client
@@ -461,53 +500,83 @@ class McpTool:
                     f"error: the MCP server {self.info.server} refused the call: {_describe(exc)}",
                     is_error=True,
                 )
-            return format_result(result, self.info)
+            config = self.servers.config.servers[self.info.server]
+            return format_result(result, self.info, max_output=config.max_output)
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def format_result(result: Any, info: McpToolInfo) -> ToolResult:
+def format_result(
+    result: Any, info: McpToolInfo, *, max_output: int = DEFAULT_MAX_OUTPUT
+) -> ToolResult:
     """A ``CallToolResult`` as a ``ToolResult``: text as text, structured content as JSON,
-    images, audio and binary resources as one sidecar (the first) with a line saying so."""
-    parts: list[str] = []
-    data: bytes | None = None
+    images, audio and binary resources as one sidecar (the first) with a line saying so.
+
+    Text longer than ``max_output`` bytes (UTF-8) is cut to its head and tail around a note
+    saying how much is not shown; the whole text is then the sidecar (``cut``), so a binary
+    block of the same result is listed but not kept.
+    """
+    items: list[str | _Blob] = []
     for block in getattr(result, "content", None) or []:
         kind = getattr(block, "type", "")
         if kind == "text":
-            parts.append(block.text)
+            items.append(block.text)
         elif kind in ("image", "audio"):
             raw = _b64(block.data)
-            if data is None:
-                data = raw
-                parts.append(f"[{kind} {block.mime_type}, {len(raw)} bytes: kept in a sidecar]")
-            else:
-                parts.append(f"[{kind} {block.mime_type}, {len(raw)} bytes: not kept]")
+            items.append(_Blob(f"{kind} {block.mime_type}", raw, block.mime_type))
         elif kind == "resource":
             res = block.resource
             text = getattr(res, "text", None)
             if text is not None:
-                parts.append(f"[resource {res.uri}]\n{text}")
+                items.append(f"[resource {res.uri}]\n{text}")
             else:
                 raw = _b64(getattr(res, "blob", "") or "")
                 mime = getattr(res, "mime_type", None) or "application/octet-stream"
-                if data is None:
-                    data = raw
-                    parts.append(
-                        f"[resource {res.uri}, {mime}, {len(raw)} bytes: kept in a sidecar]"
-                    )
-                else:
-                    parts.append(f"[resource {res.uri}, {mime}, {len(raw)} bytes: not kept]")
+                items.append(_Blob(f"resource {res.uri}, {mime}", raw, mime))
         elif kind == "resource_link":
-            parts.append(f"[resource link {block.uri}]")
+            items.append(f"[resource link {block.uri}]")
         else:
-            parts.append(f"[{kind or 'unknown'} content]")
+            items.append(f"[{kind or 'unknown'} content]")
     structured = getattr(result, "structured_content", None)
     if structured is not None and not any(
         getattr(b, "type", "") == "text" for b in result.content or []
     ):
-        parts.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
-    content = "\n".join(parts) if parts else "(no output)"
+        items.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
     is_error = bool(getattr(result, "is_error", False))
-    return ToolResult(content=content, is_error=is_error, data=data)
+    first_blob = next((item for item in items if isinstance(item, _Blob)), None)
+    content = _join(items, first_blob)
+    encoded = content.encode("utf-8")
+    if len(encoded) > max_output:
+        whole = _join(items, None).encode("utf-8")
+        preview = head_and_tail(whole, max_output)
+        return ToolResult(
+            content=preview, is_error=is_error, data=whole, media_type="text/plain", cut=True
+        )
+    if first_blob is None:
+        return ToolResult(content=content, is_error=is_error)
+    return ToolResult(
+        content=content, is_error=is_error, data=first_blob.raw, media_type=first_blob.mime
+    )
+
+
+@dataclass(frozen=True)
+class _Blob:
+    """A binary block of a result: what it is, its bytes and its media type."""
+
+    label: str
+    raw: bytes
+    mime: str
+
+
+def _join(items: list[str | _Blob], kept: _Blob | None) -> str:
+    """The result's text, with one line per binary block saying whether ``kept`` is it."""
+    parts = []
+    for item in items:
+        if isinstance(item, _Blob):
+            fate = "kept in a sidecar" if item is kept else "not kept"
+            parts.append(f"[{item.label}, {len(item.raw)} bytes: {fate}]")
+        else:
+            parts.append(item)
+    return "\n".join(parts) if parts else "(no output)"
 
 
 async def _list_tools(session: Any, server: str) -> list[McpToolInfo]:
@@ -529,12 +598,29 @@ async def _list_tools(session: Any, server: str) -> list[McpToolInfo]:
                     read_only=bool(notes and notes.read_only_hint),
                     idempotent_hint=bool(notes and notes.idempotent_hint),
                     destructive=None if notes is None else notes.destructive_hint,
+                    task_required=_task_support(tool) == "required",
                 )
             )
         cursor = getattr(listed, "next_cursor", None)
         if not cursor:
             break
     return infos
+
+
+def _task_support(tool: Any) -> str | None:
+    """A listed tool's ``execution.taskSupport`` ("forbidden", "optional", "required")."""
+    execution = getattr(tool, "execution", None)
+    support = getattr(execution, "task_support", None)
+    return str(support) if support is not None else None
+
+
+def task_only_line(server: str, tools: Iterable[str]) -> str:
+    """The line that says which tools of ``server`` are not offered because they need tasks."""
+    listed = ", ".join(f"`{t}`" for t in tools)
+    return (
+        f"the MCP server `{server}` has tools that run only as MCP tasks, which flow does not "
+        f"support: {listed}; they are not offered."
+    )
 
 
 #: Run by ``guarded_command``: ask Linux to SIGKILL this process when ``flow`` dies, then
@@ -662,14 +748,16 @@ def load_servers(
     """The MCP configuration for a run of ``workflow``, or None when it needs none.
 
     Read only when the workflow names tools that nothing else provides, or when
-    ``config_path`` is given (``--mcp-config``).
+    ``config_path`` is given (``--mcp-config``). A wrong entry is an error only for a server
+    the workflow names; others are skipped (``McpServers.notices`` says so).
     """
-    if not mcp_names(workflow) and config_path is None:
+    names = mcp_names(workflow)
+    if not names and config_path is None:
         return None
-    path = find_config(workspace, config_path)
-    if path is None:
+    paths = find_configs(workspace, config_path)
+    if not paths:
         return None
-    return load_config(path, workspace=workspace, env=env, ask=ask)
+    return load_configs(paths, workspace=workspace, env=env, ask=ask, wanted=names)
 
 
 def tool_list_note(fingerprints: Mapping[str, str]) -> str:
@@ -738,10 +826,11 @@ def missing_tools_notice(workflow: Workflow, servers: McpServers | None) -> str 
     if servers is None:
         return (
             f"the workflow names {listed}, which no built-in, command or MCP server provides "
-            "(no .vscode/mcp.json here; pass --mcp-config FILE); they are not offered."
+            "(no .vscode/mcp.json or .mcp.json here; pass --mcp-config FILE); they are not "
+            "offered."
         )
     return (
-        f"no MCP server in {servers.config.path} provides {listed}; they are not offered "
+        f"no MCP server in {servers.config.where} provides {listed}; they are not offered "
         "(`flow check --mcp` lists what the servers offer)."
     )
 

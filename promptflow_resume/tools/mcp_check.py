@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ..workflow.model import Workflow
-from .mcp import McpServers, mcp_names
-from .mcp_config import find_config, load_config
+from .mcp import McpServers, mcp_names, task_only_line
+from .mcp_config import find_configs, load_configs
 
 
 def add_mcp_plan(
@@ -29,15 +29,17 @@ def add_mcp_plan(
     without ``start`` it resolves to its server, with ``start`` to the tools offered.
     """
     names = mcp_names(workflow)
-    path = find_config(workspace, config_path) if names or config_path else None
-    if path is None:
+    paths = find_configs(workspace, config_path) if names or config_path else []
+    if not paths:
         return
-    config = load_config(path, workspace=workspace, resolve_inputs=start)
+    config = load_configs(paths, workspace=workspace, resolve_inputs=start, wanted=names)
     servers = McpServers(config, wanted=names, reserved=_reserved(plan))
     offered: list[dict[str, Any]] = []
+    notices = list(config.warnings) + config.skipped(names)
     try:
         if start:
             servers.offer()
+            notices.extend(task_only_line(s, t) for s, t in servers.task_only().items())
             for model_name, tool in servers.tools.items():
                 if any(model_name in targets for targets in servers.resolved.values()):
                     offered.append(
@@ -73,9 +75,21 @@ def add_mcp_plan(
         if not (d["code"] == "unknown-tool" and any(f"`{n}`" in d["message"] for n in covered))
     ]
     plan["warnings"] -= len(plan["diagnostics"]) - len(kept)
+    kept.extend(
+        {
+            "severity": "warning",
+            "line": None,
+            "column": None,
+            "field": None,
+            "code": "mcp-config",
+            "message": notice,
+        }
+        for notice in notices
+    )
+    plan["warnings"] += len(notices)
     plan["diagnostics"] = kept
     plan["mcp"] = {
-        "config": str(path),
+        "config": config.where,
         "servers": list(config.servers),
         "started": start,
         "tools": offered,

@@ -34,15 +34,33 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import InputError, InvalidFileError
+from ..workflow.values import parse_size
 
 #: Where VS Code keeps a workspace's MCP servers, relative to the workspace root.
 WORKSPACE_CONFIG = Path(".vscode") / "mcp.json"
+#: The repository-root file that VS Code (and other MCP clients) also read; for a server
+#: name both files define, ``WORKSPACE_CONFIG`` wins.
+ROOT_CONFIG = Path(".mcp.json")
+#: Bytes of text one call's result may put into the conversation (the rest goes to a sidecar),
+#: unless the server's ``flow.max_output`` says otherwise; the built-in read_file's limit.
+DEFAULT_MAX_OUTPUT = 100_000
+#: Variables of flow's environment a stdio server does not inherit: the model providers'
+#: credentials (flow's own secrets) and the values of other servers' inputs. A server that
+#: needs one names it in its ``env`` (``"GITHUB_TOKEN": "${env:GITHUB_TOKEN}"``).
+WITHHELD_ENV = (
+    "OPENAI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "GITHUB_TOKEN",
+)
+WITHHELD_ENV_PREFIX = "FLOW_MCP_INPUT_"
 #: Seconds one tool call may take unless the server's ``flow.timeout`` says otherwise.
 DEFAULT_CALL_TIMEOUT = 60.0
 #: Seconds a server has to start and answer ``initialize`` and ``tools/list``.
@@ -62,7 +80,7 @@ class McpServerConfig:
     """One configured server, its variables already substituted."""
 
     name: str
-    transport: Literal["stdio", "http"]
+    transport: Literal["stdio", "http", "sse"]
     #: The file it was configured in (for messages), and the field path of its entry.
     source: Path
     entry: str
@@ -79,6 +97,8 @@ class McpServerConfig:
     start_timeout: float = START_TIMEOUT
     #: Per tool: True/False overrides the annotations' verdict on re-running it.
     idempotent: dict[str, bool] = field(default_factory=dict)
+    #: Bytes of a result's text that go into the conversation; the whole goes to a sidecar.
+    max_output: int = DEFAULT_MAX_OUTPUT
 
     @property
     def identity(self) -> str:
@@ -101,19 +121,88 @@ class McpServerConfig:
         """``file ($.servers.name)``: how messages name this server's configuration."""
         return f"{self.source} ({self.entry})"
 
+    def process_env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The environment a stdio server starts with: flow's own (``base``), as VS Code gives
+        its servers the editor's, without ``WITHHELD_ENV``, then the configured ``env``."""
+        base = os.environ if base is None else base
+        env = {
+            name: value
+            for name, value in base.items()
+            if name not in WITHHELD_ENV and not name.startswith(WITHHELD_ENV_PREFIX)
+        }
+        env.update(self.env)
+        return env
+
 
 @dataclass(frozen=True)
 class McpConfig:
-    """The servers of one configuration file, in the file's order, and its secret values."""
+    """The servers of one configuration (one file, or ``.vscode/mcp.json`` and ``.mcp.json``
+    together), in the files' order, and their secret values.
+
+    A server whose entry is wrong is not in ``servers`` but in ``problems``: it is an error
+    only for a run that names it (``require``), and a warning otherwise.
+    """
 
     path: Path
     servers: dict[str, McpServerConfig]
     #: Values of ``inputs`` and of variables with secret-looking names, for the redactor.
     secrets: tuple[str, ...] = ()
+    #: Every file read, ``path`` first.
+    paths: tuple[Path, ...] = ()
+    #: Servers whose entries could not be used, by name, with the error each would raise.
+    problems: dict[str, McpConfigError] = field(default_factory=dict)
+    #: Lines for the user about the files (a server defined twice, one skipped).
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def where(self) -> str:
+        """The file, or the files, as messages name them."""
+        return " and ".join(str(p) for p in (self.paths or (self.path,)))
+
+    def require(self, wanted: Iterable[str]) -> None:
+        """Raise the problem of the first broken server that a tool name in ``wanted`` names."""
+        named, _ = named_servers([*self.servers, *self.problems], wanted)
+        for name in named:
+            if name in self.problems:
+                raise self.problems[name]
+
+    def skipped(self, wanted: Iterable[str]) -> list[str]:
+        """One line per broken server that ``wanted`` does not name (it is left out)."""
+        named, _ = named_servers([*self.servers, *self.problems], wanted)
+        return [
+            f"the MCP server `{name}` is skipped: {problem.message.rstrip('.')} "
+            f"({problem.path}{':' + str(problem.line) if problem.line else ''})."
+            for name, problem in self.problems.items()
+            if name not in named
+        ]
+
+
+def named_servers(servers: Iterable[str], wanted: Iterable[str]) -> tuple[list[str], bool]:
+    """The servers that tool names (``server/*``, ``server``, ``server/tool``) name, and
+    whether some name is bare (a tool of whichever server has it: every server is asked)."""
+    known = list(servers)
+    named: list[str] = []
+    bare = False
+    for name in wanted:
+        head = name.split("/", 1)[0]
+        server = name if name in known else head if head in known else None
+        if server is None:
+            bare = True
+        elif server not in named:
+            named.append(server)
+    return named, bare
 
 
 def find_config(workspace: Path, explicit: str | Path | None = None) -> Path | None:
-    """The configuration to use: ``explicit`` (``--mcp-config``), else the workspace's file."""
+    """The configuration to use: ``explicit`` (``--mcp-config``), else the workspace's file
+    (``.vscode/mcp.json``, else ``.mcp.json``)."""
+    found = find_configs(workspace, explicit)
+    return found[0] if found else None
+
+
+def find_configs(workspace: Path, explicit: str | Path | None = None) -> list[Path]:
+    """The files to read: ``explicit`` (``--mcp-config``) alone, else those of the workspace
+    that exist: ``.vscode/mcp.json`` then ``.mcp.json``."""
     if explicit is not None:
         path = Path(explicit)
         if not path.is_file():
@@ -122,9 +211,67 @@ def find_config(workspace: Path, explicit: str | Path | None = None) -> Path | N
                 path=path,
                 hint="Pass the path of a JSON file with `servers` or `mcpServers`.",
             )
-        return path
-    candidate = workspace / WORKSPACE_CONFIG
-    return candidate if candidate.is_file() else None
+        return [path]
+    return [workspace / p for p in (WORKSPACE_CONFIG, ROOT_CONFIG) if (workspace / p).is_file()]
+
+
+def load_configs(
+    paths: Iterable[str | Path],
+    *,
+    workspace: Path,
+    env: Mapping[str, str] | None = None,
+    ask: Callable[[str, str, bool], str] | None = None,
+    resolve_inputs: bool = True,
+    wanted: Iterable[str] | None = None,
+) -> McpConfig:
+    """Read several files as one configuration: for a server name defined in more than one,
+    the first file's entry wins (a warning says so when the entries differ)."""
+    names = None if wanted is None else list(wanted)
+    configs = [_load_one(Path(p), workspace, env, ask, resolve_inputs, names) for p in paths]
+    if len(configs) == 1:
+        if names is not None:
+            configs[0].require(names)
+        return configs[0]
+    first = configs[0]
+    servers: dict[str, McpServerConfig] = {}
+    problems: dict[str, McpConfigError] = {}
+    warnings: list[str] = []
+    origin: dict[str, tuple[Path, Any]] = {}
+    for config in configs:
+        warnings.extend(config.warnings)
+        raw = _raw_servers(config.path)
+        for name in [*config.servers, *config.problems]:
+            if name in origin:
+                kept_path, kept_raw = origin[name]
+                if kept_raw != raw.get(name):
+                    warnings.append(
+                        f"the MCP server `{name}` is defined differently in {kept_path} and "
+                        f"{config.path}; the one in {kept_path} is used."
+                    )
+                continue
+            origin[name] = (config.path, raw.get(name))
+            if name in config.servers:
+                servers[name] = config.servers[name]
+            else:
+                problems[name] = config.problems[name]
+    merged = McpConfig(
+        path=first.path,
+        servers=servers,
+        secrets=tuple(s for c in configs for s in c.secrets),
+        paths=tuple(c.path for c in configs),
+        problems=problems,
+        warnings=tuple(warnings),
+    )
+    if names is not None:
+        merged.require(names)
+    return merged
+
+
+def _raw_servers(path: Path) -> dict[str, Any]:
+    """The server entries of a file already read once, as written (to compare them)."""
+    raw = json.loads(strip_jsonc(path.read_bytes().decode("utf-8-sig")))
+    servers = raw.get("servers", raw.get("mcpServers", {}))
+    return servers if isinstance(servers, dict) else {}
 
 
 def load_config(
@@ -134,6 +281,7 @@ def load_config(
     env: Mapping[str, str] | None = None,
     ask: Callable[[str, str, bool], str] | None = None,
     resolve_inputs: bool = True,
+    wanted: Iterable[str] | None = None,
 ) -> McpConfig:
     """Read and check one configuration file; McpConfigError names the file, line and field.
 
@@ -141,8 +289,27 @@ def load_config(
     environment (on a terminal); without it such an input is an InputError saying which
     variable to set. With ``resolve_inputs`` False, ``${input:ID}`` is checked but left as
     written (``flow check`` without starting servers needs no secrets).
+
+    ``wanted`` are the tool names of the run: a wrong server entry is then an error only when
+    one of them names that server (it is kept in ``problems`` otherwise), and inputs are
+    resolved only for the servers the run may start. Without ``wanted``, every entry counts.
     """
-    path = Path(path)
+    names = None if wanted is None else list(wanted)
+    config = _load_one(Path(path), workspace, env, ask, resolve_inputs, names)
+    if names is not None:
+        config.require(names)
+    return config
+
+
+def _load_one(
+    path: Path,
+    workspace: Path,
+    env: Mapping[str, str] | None,
+    ask: Callable[[str, str, bool], str] | None,
+    resolve_inputs: bool,
+    wanted: list[str] | None,
+) -> McpConfig:
+    """One file read and checked; broken server entries in ``problems`` when ``wanted``."""
     env = os.environ if env is None else env
     try:
         data = path.read_bytes()
@@ -170,7 +337,7 @@ def load_config(
         ) from None
     reader = _Reader(path, text, workspace, env, ask)
     reader.resolve_inputs = resolve_inputs
-    return reader.config(raw)
+    return reader.config(raw, wanted)
 
 
 def strip_jsonc(text: str) -> str:
@@ -265,7 +432,7 @@ class _Reader:
 
     # --- the file ------------------------------------------------------------------------
 
-    def config(self, raw: Any) -> McpConfig:
+    def config(self, raw: Any, wanted: list[str] | None) -> McpConfig:
         if not isinstance(raw, dict):
             raise self.fail("$", "an MCP configuration must be a JSON object.")
         if "servers" in raw:
@@ -283,9 +450,27 @@ class _Reader:
         if not isinstance(servers_raw, dict):
             raise self.fail(f"$.{key}", f"`{key}` must be an object of servers by name.")
         servers: dict[str, McpServerConfig] = {}
+        problems: dict[str, McpConfigError] = {}
+        named, bare = named_servers(servers_raw, wanted or [])
+        resolve = self.resolve_inputs
         for name, spec in servers_raw.items():
-            servers[name] = self._server(name, spec, f"$.{key}.{name}")
-        return McpConfig(path=self.path, servers=servers, secrets=tuple(self.secrets))
+            used = wanted is None or bare or name in named
+            # Secrets are asked for only for the servers this run may start.
+            self.resolve_inputs = resolve and used
+            try:
+                servers[name] = self._server(name, spec, f"$.{key}.{name}")
+            except McpConfigError as problem:
+                if wanted is None:
+                    raise
+                problems[name] = problem
+        self.resolve_inputs = resolve
+        return McpConfig(
+            path=self.path,
+            servers=servers,
+            secrets=tuple(self.secrets),
+            paths=(self.path,),
+            problems=problems,
+        )
 
     def _read_inputs(self, inputs: Any) -> None:
         if not isinstance(inputs, list):
@@ -367,14 +552,10 @@ class _Reader:
             kind = "http" if "url" in spec and "command" not in spec else "stdio"
         if kind == "streamableHttp":
             kind = "http"
-        if kind == "sse":
+        if kind not in ("stdio", "http", "sse"):
             raise self.fail(
-                f"{where}.type",
-                f"the server `{name}` uses the older SSE transport, which flow does not speak.",
-                hint='Use the server\'s streamable HTTP endpoint with "type": "http".',
+                f"{where}.type", f'`type` is "{kind}"; flow knows "stdio", "http" and "sse".'
             )
-        if kind not in ("stdio", "http"):
-            raise self.fail(f"{where}.type", f'`type` is "{kind}"; flow knows "stdio" and "http".')
         flow_opts = spec.get("flow", {})
         if not isinstance(flow_opts, dict):
             raise self.fail(f"{where}.flow", "`flow` must be an object.")
@@ -396,6 +577,10 @@ class _Reader:
                 f"{where}.flow.idempotent",
                 "must map tool names to true or false.",
             )
+        try:
+            max_output = parse_size(flow_opts.get("max_output", DEFAULT_MAX_OUTPUT))
+        except ValueError as exc:
+            raise self.fail(f"{where}.flow.max_output", f"must be {exc}.") from None
         common: dict[str, Any] = {
             "name": name,
             "source": self.path,
@@ -404,8 +589,9 @@ class _Reader:
             "timeout": float(timeout),
             "start_timeout": float(start_timeout),
             "idempotent": dict(overrides),
+            "max_output": max_output,
         }
-        if kind == "http":
+        if kind in ("http", "sse"):
             url = spec.get("url")
             if not isinstance(url, str) or not re.match(r"https?://", url):
                 raise self.fail(
@@ -415,7 +601,7 @@ class _Reader:
             headers = self._mapping(spec.get("headers", {}), f"{where}.headers")
             self._secret_values(headers)
             return McpServerConfig(
-                transport="http",
+                transport="sse" if kind == "sse" else "http",
                 url=self._substitute(url, f"{where}.url"),
                 headers=headers,
                 **common,
@@ -472,6 +658,8 @@ class _Reader:
         """Values of secret-looking names (``TOKEN``, ``Authorization``) become secrets."""
         from ..redact import is_secret_name
 
+        if not self.resolve_inputs:  # not started: its values are neither needed nor secret
+            return
         for name, value in values.items():
             if value and (is_secret_name(name) or name.lower() == "authorization"):
                 self.secrets.append(value)
