@@ -54,6 +54,7 @@ from .progress.model import (
     WorktreeRef,
 )
 from .progress.render import entries_phrase
+from .progress.state import RunState, run_state
 from .providers import create_provider
 from .providers.base import Provider, ProviderSettings
 from .reconcile import Choices, ResumePlan, Stop, apply_plan, plan_resume, resume_note
@@ -996,26 +997,40 @@ class StatusReport:
     #: Compactions and the next request's size against the window (docs/spec.md 4.6).
     context: ContextStatus | None = None
 
+    @property
+    def can_resume(self) -> bool:
+        """True when ``flow resume`` would continue the run now."""
+        plan, run = self.plan, self.run
+        # A completed run can resume only when a person set a step back (reset steps).
+        return bool(plan and plan.can_resume and (run.status != "completed" or plan.reset))
+
+    @property
+    def state(self) -> RunState:
+        """The effective state (``progress.state``), resumable as the plan says."""
+        run = self.run
+        return replace(run_state(self.path, run.status, run.reason), resumable=self.can_resume)
+
     def to_dict(self) -> dict[str, Any]:
         """The stable ``flow status --json`` document (documented in docs/spec.md)."""
         run = self.run
         done = sum(1 for s in run.steps.values() if s.status == "completed")
         total = run.cursor.total or len(run.steps)
         plan = self.plan
+        state = self.state
         return {
             "path": str(self.path),
             "run_id": run.run_id,
-            "status": run.status,
-            "reason": run.reason,
+            "status": state.status,
+            "reason": state.reason,
+            "recorded_status": run.status,
+            "owner_alive": state.owner_alive,
+            "state": state.text(),
             "step": run.cursor.step,
             "step_index": run.cursor.index,
             "steps_total": total,
             "steps_done": done,
             "percent": round(100 * done / total) if total else 100,
-            # A completed run can resume only when a person set a step back (reset steps).
-            "can_resume": bool(
-                plan and plan.can_resume and (run.status != "completed" or plan.reset)
-            ),
+            "can_resume": self.can_resume,
             "resume_from": plan.resume_from if plan else None,
             "blocked": plan.blocked if plan else self.workflow_error,
             "retry_tools": [f.call_id for f in plan.retry_tools] if plan else [],
@@ -1155,6 +1170,11 @@ def run_status(
         # Resume refuses such a run (its files are gone); status says so the same way.
         plan.can_resume = False
         plan.blocked = "the run's worktree and branch were discarded (flow discard)"
+    live = run_state(path, run.status, run.reason)
+    if plan is not None and live.owner_alive:
+        # Resume would fail on the lock (exit 6): status says so before anyone tries.
+        plan.can_resume = False
+        plan.blocked = f"the run is live ({live.reason}); wait for it to stop, or stop it"
     from .compaction import context_status
 
     children: list[ChildNode] = []

@@ -37,8 +37,10 @@ def show(
     """Show a run: its steps on a time line (time, turns, tokens, cost) and the conversation
     rendered as Markdown, tool outputs collapsed. Reads the file only."""
     from ..progress import load_progress
+    from ..progress.state import run_state
 
     run, _ = load_progress(path)
+    state = run_state(path, run.status, run.reason)
     if json_output and html is None:
         from dataclasses import asdict
 
@@ -48,7 +50,12 @@ def show(
             {
                 "path": str(path),
                 "run_id": run.run_id,
-                "status": run.status,
+                "status": state.status,
+                "reason": state.reason,
+                "recorded_status": run.status,
+                "owner_alive": state.owner_alive,
+                "resumable": state.resumable,
+                "state": state.text(),
                 "usage": asdict(run.usage),
                 "entries": len(run.transcript),
                 "steps": [asdict(row) for row in timeline(run)],
@@ -73,4 +80,4 @@ def show(
     from ..show.terminal import terminal_view
 
     console = Console(file=sys.stdout, width=width, highlight=False, emoji=False)
-    console.print(terminal_view(run, result_lines=lines))
+    console.print(terminal_view(run, result_lines=lines, state=state))

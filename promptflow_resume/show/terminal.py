@@ -16,6 +16,7 @@ from rich.text import Text
 
 from ..progress.model import Entry, Run
 from ..progress.render import ROLE_LABELS, one_line
+from ..progress.state import RunState
 from .timeline import duration_text, timeline
 
 #: Width of the bars in the time line column.
@@ -125,14 +126,21 @@ def entry_view(entry: Entry, *, result_lines: int = 5) -> RenderableType:
     return Group(rule, body)
 
 
-def terminal_view(run: Run, *, result_lines: int = 5) -> RenderableType:
-    """The whole run for a terminal: header, step time line, conversation."""
+def terminal_view(
+    run: Run, *, result_lines: int = 5, state: RunState | None = None
+) -> RenderableType:
+    """The whole run for a terminal: header, step time line, conversation. ``state`` is the
+    run's effective state (``progress.state``); without it the recorded status is shown."""
     title = run.workflow.name or run.workflow.path.rsplit("/", 1)[-1]
     header = Text(safe(f"{title} · run {run.run_id}"), style="bold")
     done = run.status == "completed"
-    status = Text(f"status: {run.status}", style="bold green" if done else "bold yellow")
-    if run.reason:
-        status.append(f" — {one_line(run.reason, 200)}", style="")
+    status = Text("status: ", style="bold green" if done else "bold yellow")
+    if state is not None:
+        status.append(safe(one_line(state.text(), 300)))
+    else:
+        status.append(run.status)
+        if run.reason:
+            status.append(f" — {one_line(run.reason, 200)}", style="")
     u = run.usage
     facts = Text(
         f"step {run.cursor.index} of {run.cursor.total} · {u.turns:,} turns · "
