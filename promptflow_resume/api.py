@@ -43,6 +43,7 @@ from .errors import (
 )
 from .events import Reporter
 from .progress import ProgressStore, load_progress
+from .progress.location import progress_file
 from .progress.model import (
     Cursor,
     LoadReport,
@@ -694,7 +695,7 @@ def resume_run(
 
     ``decide`` (or ``recovery: model`` in the workflow) lets the run's model choose how an
     ambiguous state is resolved (see ``recovery``); a choice in ``choices`` wins over it."""
-    path = Path(progress_path)
+    path = progress_file(progress_path)
     if not path.exists():
         raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
     store, run, report = ProgressStore.open(path)
@@ -1112,7 +1113,7 @@ def run_status(
     With ``decide`` an ambiguous state is put to the model (``provider``/``model``/``base_url``
     as resume would use them) and the plan shows its decision; nothing is written.
     """
-    path = Path(progress_path)
+    path = progress_file(progress_path)
     if not path.exists():
         raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
     run, report = load_progress(path)
@@ -1249,7 +1250,7 @@ def compact_run(
     from .providers.pricing import cost_usd
     from .providers.retry import call_with_retry
 
-    path = Path(progress_path)
+    path = progress_file(progress_path)
     if not path.exists():
         raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
     store, run, _ = ProgressStore.open(path)

@@ -41,6 +41,7 @@ from typing import Any
 from .clock import now_iso
 from .errors import FlowError, GitError, InputError
 from .progress import ProgressStore, load_progress
+from .progress.location import progress_file
 from .progress.model import Run, WorktreeRef, WorktreeState
 
 #: Where worktrees go, relative to the repository's root.
@@ -486,7 +487,7 @@ def review_run(progress_path: str | Path) -> Review:
     The worktree's own index is left alone: its files are staged into a temporary index.
     Without the worktree folder, the branch is compared with the base.
     """
-    path = Path(progress_path)
+    path = progress_file(progress_path)
     run, tree = _run_with_tree(path)
     _refuse_discarded(tree, path)
     root = repository_root(path.resolve().parent)
@@ -568,7 +569,7 @@ def merge_run(progress_path: str | Path, *, squash: bool = False) -> MergeResult
     aborts the merge (the main checkout is as it was; worktree and branch stay) and raises
     ``MergeConflictError`` naming the files. The run is marked ``merged``.
     """
-    path = Path(progress_path)
+    path = progress_file(progress_path)
     _run_with_tree(path)  # a clear error before taking the lock
     store, run, _ = ProgressStore.open(path)
     try:
@@ -688,7 +689,7 @@ def _merge_squash(root: Path, run_id: str, branch: str, into: str, tree_path: st
 def discard_run(progress_path: str | Path) -> WorktreeRef:
     """Remove the run's worktree (uncommitted changes with it) and its branch; mark it
     ``discarded``. The progress file stays, as the record of what the run did."""
-    path = Path(progress_path)
+    path = progress_file(progress_path)
     _run_with_tree(path)
     store, run, _ = ProgressStore.open(path)
     try:

@@ -21,7 +21,11 @@ def show(
         help="Write the run as one self-contained HTML page to this file.",
     ),
     lines: int = typer.Option(
-        5, "--lines", min=0, metavar="N", help="Lines of each tool output to show in the terminal."
+        5,
+        "--lines",
+        min=0,
+        metavar="N",
+        help="Lines of each tool output to show in the terminal (an edit's diff: at least 200).",
     ),
     width: int | None = typer.Option(
         None,

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..clock import parse_iso
 from ..progress import load_progress
+from ..progress.location import progress_file
 from ..progress.model import Attempt, Usage
 from ..progress.state import RunState, run_state
 
@@ -112,7 +113,7 @@ class RunLog:
 
 def read_log(path: str | Path) -> RunLog:
     """The attempt history of the run at ``path`` (read only; a live run may be read too)."""
-    progress = Path(path)
+    progress = progress_file(path)
     run, report = load_progress(progress)
     state = run_state(progress, run.status, run.reason)
     attempts = [AttemptView.of(a) for a in run.attempts]

@@ -35,6 +35,7 @@ from ..clock import now_iso
 from ..durable import replace_file
 from ..errors import InputError
 from ..progress import load_progress
+from ..progress.location import progress_file
 from ..progress.model import LoadReport, Run
 from ..progress.sidecar import folder_name, is_binary, stem_of, write_sidecar
 from ..redact import Redactor
@@ -230,7 +231,7 @@ def share(
     redactor: Redactor | None = None,
 ) -> ShareResult:
     """Write a pull-request-safe copy of the run at ``path``; see the module docstring."""
-    source = Path(path)
+    source = progress_file(path)
     run, report = load_progress(source)  # a fresh object: changed in place, never saved back
     output = output_file(out, f"{run.run_id}.md") if out is not None else default_share_path(run)
     if not output.name.endswith(".md"):
