@@ -40,6 +40,7 @@ from typing import Any
 
 from .clock import now_iso
 from .errors import FlowError, GitError, InputError
+from .flowfolder import make_folder
 from .progress import ProgressStore, load_progress
 from .progress.location import progress_file
 from .progress.model import Run, WorktreeRef, WorktreeState
@@ -267,7 +268,7 @@ def add_worktree_at(root: Path, run_id: str, start: str) -> Path:
             hint="Remove it (or `git worktree remove` it), then try again.",
         )
     _exclude_worktrees(root)
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(folder.parent)
     git(["worktree", "add", "--quiet", "-b", branch, str(folder), start], root)
     return folder
 
@@ -346,7 +347,7 @@ def attach_worktree(tree: WorktreeRef, progress_path: Path) -> tuple[Path, str |
             hint="Start a new run (its work was on that branch).",
         )
     git(["worktree", "prune"], root)
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(folder.parent)
     if folder.exists() and not any(folder.iterdir()):
         folder.rmdir()
     _exclude_worktrees(root)

@@ -44,6 +44,7 @@ from ..errors import (
     SidecarError,
     StorageError,
 )
+from ..flowfolder import make_folder
 from . import journal
 from .digest import Chain, entry_digest
 from .frontmatter import front_matter, run_from_valid
@@ -495,7 +496,7 @@ class ProgressStore:
                 hint="Resume it with `flow resume`, or choose another path with --progress.",
             )
         try:
-            p.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(p.parent)
         except OSError as error:
             raise storage_error(error, p, "create the run's folder", resumable=False) from None
         lock = _acquire(p)

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..clock import now_iso
 from ..errors import InputError
+from ..flowfolder import make_folder
 from ..progress import ProgressStore, load_progress
 from ..progress.location import progress_file
 from ..progress.model import Cursor, Run, StepState
@@ -157,7 +158,7 @@ def fork(path: str | Path, at_step: str, out: str | Path | None = None) -> ForkR
     if made is not None:
         result.worktree, result.branch = made[0].path, made[0].branch
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(output.parent)
         # Sidecars and children first (the fork's folders are new), so the file never links
         # to a missing one.
         for entry in new.transcript:
