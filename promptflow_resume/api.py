@@ -972,7 +972,9 @@ def _notice_missing_tools(wf: Workflow, servers: McpServers | None, reporter: Re
 def _names_unresolved_tools(wf: Workflow) -> bool:
     """True when ``tools:`` names a tool that no built-in or command provides (an MCP tool);
     ``tools.mcp.mcp_names`` lists them."""
-    return any(not targets for targets in wf.tool_map.values())
+    from .workflow.toolnames import is_editor_only
+
+    return any(not targets and not is_editor_only(n) for n, targets in wf.tool_map.items())
 
 
 def _mcp_notes(run: Run, servers: McpServers) -> list[str]:
