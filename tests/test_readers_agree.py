@@ -110,6 +110,9 @@ def test_a_killed_run_reads_as_interrupted_and_resumable_everywhere(
     assert log.splitlines()[0].startswith("run ") and expected in log.splitlines()[0]
     assert "(not ended: its process is gone)  interrupted" in log
     assert "status: " + expected in show
+    _read(where, "show", PROGRESS, "--html", "page.html")
+    page = (where / "page.html").read_text(encoding="utf-8")
+    assert 'id="status">interrupted</span> — ' + gone in page
 
     documents = {
         "status": json.loads(_read(where, "status", "--json", PROGRESS)),

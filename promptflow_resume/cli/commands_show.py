@@ -71,7 +71,7 @@ def show(
         from ..progress.store import storage_error
         from ..show.html import html_page
 
-        page = html_page(run, source=path.name).encode("utf-8")
+        page = html_page(run, source=path.name, state=state).encode("utf-8")
         try:
             html.parent.mkdir(parents=True, exist_ok=True)
             replace_file(html, page)
