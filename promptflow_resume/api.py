@@ -43,6 +43,7 @@ from .errors import (
 )
 from .events import Reporter
 from .progress import ProgressStore, load_progress
+from .progress.location import progress_file
 from .progress.model import (
     Cursor,
     LoadReport,
@@ -55,6 +56,7 @@ from .progress.model import (
 )
 from .progress.render import entries_phrase
 from .progress.seal import Key, mark_written_here
+from .progress.state import RunState, run_state
 from .providers import create_provider
 from .providers.base import Provider, ProviderSettings
 from .reconcile import (
@@ -704,7 +706,7 @@ def resume_run(
 
     ``decide`` (or ``recovery: model`` in the workflow) lets the run's model choose how an
     ambiguous state is resolved (see ``recovery``); a choice in ``choices`` wins over it."""
-    path = Path(progress_path)
+    path = progress_file(progress_path)
     if not path.exists():
         raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
     store, run, report = ProgressStore.open(path)
@@ -989,7 +991,9 @@ def _notice_missing_tools(wf: Workflow, servers: McpServers | None, reporter: Re
 def _names_unresolved_tools(wf: Workflow) -> bool:
     """True when ``tools:`` names a tool that no built-in or command provides (an MCP tool);
     ``tools.mcp.mcp_names`` lists them."""
-    return any(not targets for targets in wf.tool_map.values())
+    from .workflow.toolnames import is_editor_only
+
+    return any(not targets and not is_editor_only(n) for n, targets in wf.tool_map.items())
 
 
 def _mcp_notes(run: Run, servers: McpServers) -> list[str]:
@@ -1015,26 +1019,40 @@ class StatusReport:
     #: Compactions and the next request's size against the window (docs/spec.md 4.6).
     context: ContextStatus | None = None
 
+    @property
+    def can_resume(self) -> bool:
+        """True when ``flow resume`` would continue the run now."""
+        plan, run = self.plan, self.run
+        # A completed run can resume only when a person set a step back (reset steps).
+        return bool(plan and plan.can_resume and (run.status != "completed" or plan.reset))
+
+    @property
+    def state(self) -> RunState:
+        """The effective state (``progress.state``), resumable as the plan says."""
+        run = self.run
+        return replace(run_state(self.path, run.status, run.reason), resumable=self.can_resume)
+
     def to_dict(self) -> dict[str, Any]:
         """The stable ``flow status --json`` document (documented in docs/spec.md)."""
         run = self.run
         done = sum(1 for s in run.steps.values() if s.status == "completed")
         total = run.cursor.total or len(run.steps)
         plan = self.plan
+        state = self.state
         return {
             "path": str(self.path),
             "run_id": run.run_id,
-            "status": run.status,
-            "reason": run.reason,
+            "status": state.status,
+            "reason": state.reason,
+            "recorded_status": run.status,
+            "owner_alive": state.owner_alive,
+            "state": state.text(),
             "step": run.cursor.step,
             "step_index": run.cursor.index,
             "steps_total": total,
             "steps_done": done,
             "percent": round(100 * done / total) if total else 100,
-            # A completed run can resume only when a person set a step back (reset steps).
-            "can_resume": bool(
-                plan and plan.can_resume and (run.status != "completed" or plan.reset)
-            ),
+            "can_resume": self.can_resume,
             "resume_from": plan.resume_from if plan else None,
             "blocked": plan.blocked if plan else self.workflow_error,
             "retry_tools": [f.call_id for f in plan.retry_tools] if plan else [],
@@ -1117,7 +1135,7 @@ def run_status(
     With ``decide`` an ambiguous state is put to the model (``provider``/``model``/``base_url``
     as resume would use them) and the plan shows its decision; nothing is written.
     """
-    path = Path(progress_path)
+    path = progress_file(progress_path)
     if not path.exists():
         raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
     run, report = load_progress(path)
@@ -1167,6 +1185,11 @@ def run_status(
         # Resume refuses such a run (its files are gone); status says so the same way.
         plan.can_resume = False
         plan.blocked = "the run's worktree and branch were discarded (flow discard)"
+    live = run_state(path, run.status, run.reason)
+    if plan is not None and live.owner_alive:
+        # Resume would fail on the lock (exit 6): status says so before anyone tries.
+        plan.can_resume = False
+        plan.blocked = f"the run is live ({live.reason}); wait for it to stop, or stop it"
     from .compaction import context_status
 
     children: list[ChildNode] = []
@@ -1241,7 +1264,7 @@ def compact_run(
     from .providers.pricing import cost_usd
     from .providers.retry import call_with_retry
 
-    path = Path(progress_path)
+    path = progress_file(progress_path)
     if not path.exists():
         raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
     store, run, _ = ProgressStore.open(path)

@@ -49,6 +49,7 @@ from .conversation import skipped_output, unanswered_calls
 from .errors import InputError, NeedsReviewError, ToolServerError, WorkflowChangedError
 from .progress.model import Entry, InFlight, LoadReport, Run, StepState
 from .progress.seal import Key, seal_calls, settle_call, unsealed_calls
+from .wording import count
 from .workflow.model import Workflow
 
 if TYPE_CHECKING:
@@ -845,16 +846,38 @@ def _result_for(run: Run, call_id: str) -> Entry | None:
 
 
 def resume_note(run: Run, plan: ResumePlan, workflow: Workflow) -> str:
-    """The one short message that tells the model the run was resumed, why, and what is done."""
+    """The one short message that tells the model the run was resumed, why, and what is done.
+
+    Made once the plan is applied and before the engine continues: the results in the
+    transcript then are the ones reused as recorded, and the calls in ``plan.retry_tools``
+    have none yet; they run again before the note is sent, so their new results come first.
+    """
     stopped = run.status + (f" ({run.reason})" if run.reason else "")
+    if run.status == "running":  # resume holds the lock: the process that ran it is gone
+        stopped = "interrupted (the process running it ended without a checkpoint)"
     done = [s.title for s in workflow.steps if s.id in plan.reuse]
-    calls = sum(1 for e in run.transcript if e.role == "tool_result")
+    rerun = {f.call_id for f in plan.retry_tools}
+    reused = sum(1 for e in run.transcript if e.role == "tool_result" and e.call_id not in rerun)
     step = workflow.step(plan.resume_from) if plan.resume_from else None
+    kept = (
+        f"{count(reused, 'tool result')} recorded before it stopped "
+        f"{'is' if reused == 1 else 'are'} reused as recorded, not run again"
+        if reused
+        else "no tool result was recorded before it stopped"
+    )
     parts = [
         f"Note from flow: this run was resumed after it stopped: {stopped}.",
-        f"Already done: {', '.join(done) if done else 'no step completed yet'}; "
-        f"{calls} tool result(s) are recorded above and were not re-run.",
+        f"Already done: {', '.join(done) if done else 'no step completed yet'}; {kept}.",
     ]
+    if plan.retry_tools:
+        calls = ", ".join(f"{f.tool} ({f.call_id})" for f in plan.retry_tools)
+        one = len(plan.retry_tools) == 1
+        parts.append(
+            f"{'This call was' if one else 'These calls were'} interrupted before "
+            f"{'its' if one else 'their'} result was recorded and ran again (idempotent): "
+            f"{calls}; {'its result' if one else 'their results'} above {'is' if one else 'are'}"
+            " from this run."
+        )
     if step is not None:
         parts.append(f"Continue with {step.title} from where the conversation left off.")
     return " ".join(parts)

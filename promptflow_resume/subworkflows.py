@@ -40,6 +40,7 @@ from .events import Reporter
 from .progress import ProgressStore
 from .progress.model import Run, Usage
 from .progress.render import entries_phrase
+from .progress.state import run_state
 from .providers.base import Request
 from .reconcile import Choices, apply_plan, check_servers, plan_resume, resume_note
 from .tools import build_tools
@@ -501,8 +502,9 @@ def child_runs(run: Run, path: Path, *, depth: int = 0) -> list[ChildNode]:
                 node.status, node.error = "invalid", str(error)
             else:
                 node.run_id = child.run_id
-                node.status = child.status
-                node.reason = child.reason
+                # As every reader says it: a dead owner's "running" child is interrupted.
+                effective = run_state(where, child.status, child.reason)
+                node.status, node.reason = effective.status, effective.reason
                 node.steps_done = sum(1 for s in child.steps.values() if s.status == "completed")
                 node.steps_total = child.cursor.total or len(child.steps)
                 node.usage = child.usage

@@ -40,7 +40,9 @@ from typing import Any
 
 from .clock import now_iso
 from .errors import FlowError, GitError, InputError
+from .flowfolder import make_folder
 from .progress import ProgressStore, load_progress
+from .progress.location import progress_file
 from .progress.model import Run, WorktreeRef, WorktreeState
 
 #: Where worktrees go, relative to the repository's root.
@@ -266,7 +268,7 @@ def add_worktree_at(root: Path, run_id: str, start: str) -> Path:
             hint="Remove it (or `git worktree remove` it), then try again.",
         )
     _exclude_worktrees(root)
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(folder.parent)
     git(["worktree", "add", "--quiet", "-b", branch, str(folder), start], root)
     return folder
 
@@ -345,7 +347,7 @@ def attach_worktree(tree: WorktreeRef, progress_path: Path) -> tuple[Path, str |
             hint="Start a new run (its work was on that branch).",
         )
     git(["worktree", "prune"], root)
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(folder.parent)
     if folder.exists() and not any(folder.iterdir()):
         folder.rmdir()
     _exclude_worktrees(root)
@@ -486,7 +488,7 @@ def review_run(progress_path: str | Path) -> Review:
     The worktree's own index is left alone: its files are staged into a temporary index.
     Without the worktree folder, the branch is compared with the base.
     """
-    path = Path(progress_path)
+    path = progress_file(progress_path)
     run, tree = _run_with_tree(path)
     _refuse_discarded(tree, path)
     root = repository_root(path.resolve().parent)
@@ -568,7 +570,7 @@ def merge_run(progress_path: str | Path, *, squash: bool = False) -> MergeResult
     aborts the merge (the main checkout is as it was; worktree and branch stay) and raises
     ``MergeConflictError`` naming the files. The run is marked ``merged``.
     """
-    path = Path(progress_path)
+    path = progress_file(progress_path)
     _run_with_tree(path)  # a clear error before taking the lock
     store, run, _ = ProgressStore.open(path)
     try:
@@ -688,7 +690,7 @@ def _merge_squash(root: Path, run_id: str, branch: str, into: str, tree_path: st
 def discard_run(progress_path: str | Path) -> WorktreeRef:
     """Remove the run's worktree (uncommitted changes with it) and its branch; mark it
     ``discarded``. The progress file stays, as the record of what the run did."""
-    path = Path(progress_path)
+    path = progress_file(progress_path)
     _run_with_tree(path)
     store, run, _ = ProgressStore.open(path)
     try:

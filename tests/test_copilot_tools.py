@@ -20,7 +20,7 @@ from promptflow_resume.progress.model import Run
 from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.changes import GetChangedFiles
 from promptflow_resume.tools.consent import Consent
-from promptflow_resume.tools.fetch import FetchWebpage, html_to_text
+from promptflow_resume.tools.fetch import FetchWebpage, html_to_markdown
 from tests.flowproc import flow, flow_env
 
 COPILOT = Path(__file__).parent / "fixtures" / "copilot"
@@ -215,15 +215,15 @@ def test_fetch_needs_the_host_allowed_and_returns_text(server: int, tmp_path: Pa
     allowed = ToolContext(tmp_path, consent=Consent(hosts=("127.0.0.1",)))
     page = FetchWebpage().run({"url": url}, allowed)
     assert not page.is_error
-    assert "# Guide" in page.content and "Run pip install x." in page.content
+    assert "# Guide" in page.content and "Run **pip install** x." in page.content
     assert "- one\n" in page.content and "evil" not in page.content
     # A redirect to a host that is not allowed is not followed.
     moved = FetchWebpage().run({"url": f"http://127.0.0.1:{server}/moved"}, allowed)
     assert moved.is_error and "localhost" in moved.content
 
 
-def test_html_to_text_keeps_structure() -> None:
-    assert html_to_text("<h2>A</h2><p>b &amp; c</p>") == "## A\n\nb & c"
+def test_html_to_markdown_keeps_structure() -> None:
+    assert html_to_markdown("<h2>A</h2><p>b &amp; c</p>") == "## A\n\nb & c"
 
 
 def test_a_progress_file_cannot_make_a_command_run_without_consent(tmp_path: Path) -> None:

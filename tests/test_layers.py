@@ -39,6 +39,7 @@ LAYERS: list[set[str]] = [
         "durations",
         "errors",
         "faults",
+        "flowfolder",
         "globs",
         "lazyexports",
         "packagedata",

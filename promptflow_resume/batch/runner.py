@@ -33,6 +33,7 @@ from ..errors import (
     InputError,
     RunLockedError,
 )
+from ..flowfolder import make_folder
 from ..runids import new_run_id
 from ..workflow import load_workflow
 from ..workflow.model import Workflow
@@ -183,7 +184,7 @@ def start_batch(
             path=path,
             hint=f"Continue it with `flow resume {path}`, or choose another --out folder.",
         )
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     lock = _lock(path)
     created = now_iso()
     batch = Batch(

@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from ..errors import FlowError
 from ..events import Reporter
+from ..flowfolder import make_folder
 from ..progress.model import Usage
 
 #: Seconds between checks that the batch process is still alive.
@@ -105,7 +106,7 @@ def run_row(task: RowTask, reporter: Reporter | None = None) -> RowResult:
                 reporter=reporter,
             )
         else:
-            progress.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(progress.parent)
             outcome = start_run(
                 task.workflow,
                 resolved_inputs=task.inputs,

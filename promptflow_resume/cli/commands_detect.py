@@ -79,15 +79,9 @@ _REASON_WIDTH = 48
 
 
 def _status_cell(summary: RunSummary) -> str:
-    from ..detect.prompt import status_text
-
-    if summary.status == "running":
-        state = "owner alive" if summary.owner_alive else "owner gone, resumable"
-        return f"running ({state})"
-    reason = summary.error or summary.reason
-    if reason and len(reason) > _REASON_WIDTH:
-        reason = reason[: _REASON_WIDTH - 1].rstrip() + "…"  # --json has the whole text
-    return status_text(summary.status, reason)
+    # The effective state (a dead owner's "running" run is "interrupted"), as status and log
+    # say it; --json has the whole reason.
+    return summary.state.text(width=_REASON_WIDTH)
 
 
 def _print_runs(runs: list[RunSummary], children: dict[str, list[ChildNode]]) -> None:

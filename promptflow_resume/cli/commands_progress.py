@@ -9,13 +9,12 @@ import typer
 
 from ..errors import EXIT_OK, FlowError
 from .app import app, err, out, print_json
+from .options import ProgressArgs
 
 
 @app.command("validate")
 def validate(
-    paths: list[Path] = typer.Argument(
-        ..., metavar="PROGRESS", help="Progress files (progress.md) to check."
-    ),
+    paths: ProgressArgs,
     json_output: bool = typer.Option(False, "--json", help="Print the results as JSON."),
 ) -> None:
     """Check progress files completely: front matter, schema, transcript digests, journal and

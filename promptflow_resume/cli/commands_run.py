@@ -661,8 +661,7 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
     run = status.run
     bar = progress_bar(data["steps_done"], data["steps_total"], width=20)
     out(f"run      {data['run_id']}")
-    reason = f" — {data['reason']}" if data["reason"] else ""
-    out(f"status   {data['status']}{reason}")
+    out(f"status   {data['state']}")
     out(
         f"progress {bar} {data['percent']}% "
         f"({data['steps_done']}/{data['steps_total']} steps; at step {data['step_index']}"

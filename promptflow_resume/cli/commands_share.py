@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -167,8 +168,8 @@ def log_command(
     if as_json:
         print_json(log.to_dict())
         return 0
-    reason = f" — {log.reason}" if log.reason else ""
-    out(f"run {log.run_id}: {log.status}{reason}")
+    state = log.state.text() if log.state else log.status
+    out(f"run {log.run_id}: {state}")
     if log.parent:
         p = log.parent
         out(
@@ -178,7 +179,7 @@ def log_command(
     if not log.attempts:
         out("no attempts yet")
     for a in log.attempts:
-        took = f" ({a.seconds}s)" if a.seconds is not None else " (not ended)"
+        took = f" ({a.seconds}s)" if a.seconds is not None else _open_attempt(log)
         why = f" — {a.reason}" if a.reason else ""
         span = f"{_time(a.started)} → {_time(a.ended, a.started)}{took}"
         out(f"#{a.n}  {span}  {a.status or '?'}{why}")
@@ -202,6 +203,14 @@ def log_command(
     for warning in log.warnings:
         err(f"warning: {warning}")
     return 0
+
+
+def _open_attempt(log: Any) -> str:
+    """How an attempt without an end is shown: still running, or its process gone."""
+    alive = log.state.owner_alive if log.state else None
+    if alive:
+        return " (still running)"
+    return " (not ended: its process is gone)" if alive is False else " (not ended)"
 
 
 @app.command("clean")

@@ -21,7 +21,11 @@ def show(
         help="Write the run as one self-contained HTML page to this file.",
     ),
     lines: int = typer.Option(
-        5, "--lines", min=0, metavar="N", help="Lines of each tool output to show in the terminal."
+        5,
+        "--lines",
+        min=0,
+        metavar="N",
+        help="Lines of each tool output to show in the terminal (an edit's diff: at least 200).",
     ),
     width: int | None = typer.Option(
         None,
@@ -37,8 +41,10 @@ def show(
     """Show a run: its steps on a time line (time, turns, tokens, cost) and the conversation
     rendered as Markdown, tool outputs collapsed. Reads the file only."""
     from ..progress import load_progress
+    from ..progress.state import run_state
 
     run, _ = load_progress(path)
+    state = run_state(path, run.status, run.reason)
     if json_output and html is None:
         from dataclasses import asdict
 
@@ -48,7 +54,12 @@ def show(
             {
                 "path": str(path),
                 "run_id": run.run_id,
-                "status": run.status,
+                "status": state.status,
+                "reason": state.reason,
+                "recorded_status": run.status,
+                "owner_alive": state.owner_alive,
+                "resumable": state.resumable,
+                "state": state.text(),
                 "usage": asdict(run.usage),
                 "entries": len(run.transcript),
                 "steps": [asdict(row) for row in timeline(run)],
@@ -61,7 +72,7 @@ def show(
         from ..show.html import html_page
 
         page = html_page(
-            run, source=path.name, progress=path, out_dir=html.absolute().parent
+            run, source=path.name, state=state, progress=path, out_dir=html.absolute().parent
         ).encode("utf-8")
         try:
             html.parent.mkdir(parents=True, exist_ok=True)
@@ -75,4 +86,4 @@ def show(
     from ..show.terminal import terminal_view
 
     console = Console(file=sys.stdout, width=width, highlight=False, emoji=False)
-    console.print(terminal_view(run, result_lines=lines))
+    console.print(terminal_view(run, result_lines=lines, state=state))

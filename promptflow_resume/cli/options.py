@@ -16,8 +16,37 @@ import typer
 WorkflowArg = Annotated[
     Path, typer.Argument(metavar="WORKFLOW", help="The workflow file (*.prompt.md).")
 ]
-#: The PROGRESS argument of every command that works on one run.
-ProgressArg = Annotated[Path, typer.Argument(metavar="PROGRESS", help="The run's progress.md.")]
+
+
+def _progress_file(path: Path) -> Path:
+    """A run's folder stands for its progress.md (``progress.location``)."""
+    from ..progress.location import progress_file
+
+    return progress_file(path)
+
+
+def _progress_files(paths: list[Path]) -> list[Path]:
+    return [_progress_file(p) for p in paths]
+
+
+#: The PROGRESS argument of every command that works on one run: the file or its folder.
+ProgressArg = Annotated[
+    Path,
+    typer.Argument(
+        metavar="PROGRESS",
+        help="The run's progress.md, or the run's folder.",
+        callback=_progress_file,
+    ),
+]
+#: Several PROGRESS arguments (``flow validate``), each a file or a run's folder.
+ProgressArgs = Annotated[
+    list[Path],
+    typer.Argument(
+        metavar="PROGRESS",
+        help="Progress files (progress.md), or runs' folders.",
+        callback=_progress_files,
+    ),
+]
 
 InputOpt = Annotated[
     list[str],

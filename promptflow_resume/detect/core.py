@@ -424,7 +424,10 @@ def list_runs(
                 hint="Name a folder holding progress files, e.g. .flow/runs, or a progress.md.",
             )
     if status is not None:
-        statuses: frozenset[str] | None = frozenset({status})
+        # A dead owner's "running" run is interrupted, a live one's running (progress.state):
+        # either filter reads the recorded "running" runs too and keeps the effective match.
+        extra = {"running"} if status in ("running", "interrupted") else set()
+        statuses: frozenset[str] | None = frozenset({status, *extra})
     elif include_completed:
         statuses = None
     else:
@@ -437,7 +440,10 @@ def list_runs(
         moment = _moment(summary.updated, summary.mtime_ns)
         return (summary.status == "completed", -moment.timestamp(), str(summary.path))
 
-    return sorted(found.summaries, key=order)
+    summaries = found.summaries
+    if status is not None:
+        summaries = [s for s in summaries if s.state.status == status]
+    return sorted(summaries, key=order)
 
 
 __all__ = [

@@ -20,6 +20,7 @@ from .. import yamlio
 from ..errors import FlowError
 from ..progress.model import RESUMABLE_STATUSES, RUN_STATUSES
 from ..progress.owner import owner_alive as _owner_alive
+from ..progress.state import RunState, run_state
 from .keywords import Vocabulary, normalize_words
 from .scan import Spec, Unsupported, scan
 
@@ -71,6 +72,13 @@ class RunSummary:
     mtime_ns: int = 0
 
     @property
+    def state(self) -> RunState:
+        """The run's effective state, as every reader tells it (``progress.state``)."""
+        if self.status == INVALID:
+            return RunState(INVALID, self.error or self.reason, INVALID, None, False)
+        return run_state(self.path, self.status, self.reason, alive=self.owner_alive)
+
+    @property
     def resumable(self) -> bool:
         """True when ``flow resume`` could continue this run now."""
         if self.status == "running":
@@ -79,13 +87,16 @@ class RunSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form for ``--json`` output."""
+        state = self.state
         return {
             "path": str(self.path),
             "run_id": self.run_id,
-            "status": self.status,
-            "reason": self.reason,
-            "resumable": self.resumable,
+            "status": state.status,
+            "reason": state.reason if self.status == "running" else self.reason,
+            "recorded_status": self.status,
+            "resumable": state.resumable,
             "owner_alive": self.owner_alive,
+            "state": state.text(),
             "workflow": {
                 "name": self.workflow_name,
                 "path": self.workflow_path,

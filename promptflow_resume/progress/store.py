@@ -44,9 +44,11 @@ from ..errors import (
     SidecarError,
     StorageError,
 )
+from ..flowfolder import make_folder
 from . import journal
 from .digest import Chain, entry_digest
 from .frontmatter import front_matter, run_from_valid
+from .location import progress_file
 from .migrations import upgrade_front_matter
 from .model import Entry, LoadReport, Run
 from .owner import owner_alive, owner_path, read_owner, write_owner
@@ -392,7 +394,7 @@ def load_progress(path: str | Path) -> tuple[Run, LoadReport]:
     A run with a live writer is read as a consistent snapshot; should its files still change
     mid-read in a way that does not fit together, the read is retried before any error.
     """
-    p = Path(path)
+    p = progress_file(path)
     live = owner_alive(p)
     for attempt in range(_READ_RETRIES):
         try:
@@ -494,7 +496,7 @@ class ProgressStore:
                 hint="Resume it with `flow resume`, or choose another path with --progress.",
             )
         try:
-            p.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(p.parent)
         except OSError as error:
             raise storage_error(error, p, "create the run's folder", resumable=False) from None
         lock = _acquire(p)
@@ -525,7 +527,7 @@ class ProgressStore:
     @classmethod
     def open(cls, path: str | Path) -> tuple[ProgressStore, Run, LoadReport]:
         """Own an existing progress file: lock it, load it (replaying a journal), fold."""
-        p = Path(path)
+        p = progress_file(path)
         if not p.exists():
             raise FileNotFoundFlowError(f"no progress file at {p}.", path=p)
         lock = _acquire(p)

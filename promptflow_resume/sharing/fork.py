@@ -22,7 +22,9 @@ from typing import Any
 
 from ..clock import now_iso
 from ..errors import InputError
+from ..flowfolder import make_folder
 from ..progress import ProgressStore, load_progress
+from ..progress.location import progress_file
 from ..progress.model import Cursor, Run, StepState
 from ..progress.render import entries_phrase
 from ..progress.sidecar import stem_of, write_sidecar
@@ -110,7 +112,7 @@ def forked_run(run: Run, step: str, *, run_id: str, parent_path: str) -> Run:
 
 def fork(path: str | Path, at_step: str, out: str | Path | None = None) -> ForkResult:
     """Start a new run from the checkpoint at the start of ``at_step`` of the run at ``path``."""
-    source = Path(path)
+    source = progress_file(path)
     run, report = load_progress(source)
     step, index = resolve_step(run, at_step, path=source, option="--at")
     require_checkpoint_at(run, index, path=source, option="--at")
@@ -158,7 +160,7 @@ def fork(path: str | Path, at_step: str, out: str | Path | None = None) -> ForkR
     if made is not None:
         result.worktree, result.branch = made[0].path, made[0].branch
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(output.parent)
         # Sidecars and children first (the fork's folders are new), so the file never links
         # to a missing one.
         for entry in new.transcript:

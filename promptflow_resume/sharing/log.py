@@ -14,7 +14,9 @@ from typing import Any
 
 from ..clock import parse_iso
 from ..progress import load_progress
+from ..progress.location import progress_file
 from ..progress.model import Attempt, Usage
+from ..progress.state import RunState, run_state
 
 #: Words by which a note reports a hand edit (written by resume, reconcile and rewind).
 _EDIT_MARKERS = ("by hand", "hand edit", "hand-edit")
@@ -85,14 +87,21 @@ class RunLog:
     #: Inputs edited by hand since the last attempt, as ``name: old -> new``.
     pending_inputs: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: The effective state: a dead owner's ``running`` run is ``interrupted`` (progress.state).
+    state: RunState | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``flow log --json`` document."""
+        state = self.state or run_state(self.path, self.status, self.reason)
         return {
             "path": str(self.path),
             "run_id": self.run_id,
-            "status": self.status,
-            "reason": self.reason,
+            "status": state.status,
+            "reason": state.reason,
+            "recorded_status": self.status,
+            "owner_alive": state.owner_alive,
+            "resumable": state.resumable,
+            "state": state.text(),
             "usage": asdict(self.usage),
             "parent": self.parent,
             "attempts": [a.to_dict() for a in self.attempts],
@@ -104,19 +113,26 @@ class RunLog:
 
 def read_log(path: str | Path) -> RunLog:
     """The attempt history of the run at ``path`` (read only; a live run may be read too)."""
-    progress = Path(path)
+    progress = progress_file(path)
     run, report = load_progress(progress)
+    state = run_state(progress, run.status, run.reason)
+    attempts = [AttemptView.of(a) for a in run.attempts]
+    if attempts and attempts[-1].ended is None and state.owner_alive is False:
+        # The last attempt's process died without recording its end: it ended interrupted.
+        attempts[-1].status = attempts[-1].status or state.status
+        attempts[-1].reason = attempts[-1].reason or state.reason
     return RunLog(
         path=progress,
         run_id=run.run_id,
         status=run.status,
         reason=run.reason,
         usage=run.usage,
-        attempts=[AttemptView.of(a) for a in run.attempts],
+        attempts=attempts,
         parent=dict(run.parent) if run.parent else None,
         pending_edits=list(report.edited_entries),
         pending_inputs=list(report.edited_inputs),
         warnings=list(report.warnings),
+        state=state,
     )
 
 

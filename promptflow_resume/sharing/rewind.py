@@ -22,6 +22,7 @@ from typing import Any
 from ..clock import now_iso
 from ..durable import replace_file
 from ..progress import ProgressStore
+from ..progress.location import progress_file
 from ..progress.model import Attempt, Cursor, StepState
 from ..progress.render import entries_phrase
 from .common import (
@@ -75,7 +76,7 @@ def backup_path(path: Path, when: str | None = None) -> Path:
 
 def rewind(path: str | Path, to_step: str) -> RewindResult:
     """Rewind the run at ``path`` to the start of ``to_step``, in place (see the module doc)."""
-    progress = Path(path)
+    progress = progress_file(path)
     store, run, report = ProgressStore.open(progress)
     try:
         step, index = resolve_step(run, to_step, path=progress, option="--to")

@@ -34,7 +34,9 @@ from typing import Any
 from ..clock import now_iso
 from ..durable import replace_file
 from ..errors import InputError
+from ..flowfolder import ignored_by_flow
 from ..progress import load_progress
+from ..progress.location import progress_file
 from ..progress.model import LoadReport, Run
 from ..progress.sidecar import folder_name, is_binary, stem_of, write_sidecar
 from ..redact import Redactor
@@ -230,7 +232,7 @@ def share(
     redactor: Redactor | None = None,
 ) -> ShareResult:
     """Write a pull-request-safe copy of the run at ``path``; see the module docstring."""
-    source = Path(path)
+    source = progress_file(path)
     run, report = load_progress(source)  # a fresh object: changed in place, never saved back
     output = output_file(out, f"{run.run_id}.md") if out is not None else default_share_path(run)
     if not output.name.endswith(".md"):
@@ -246,13 +248,22 @@ def share(
     ]
     options = _Options(redactor or Redactor.from_environment(), scrub_home)
     try:
-        return _share_file(source, run, report, output, options, parent_copy=None)
+        result = _share_file(source, run, report, output, options, parent_copy=None)
     except BaseException:
         with contextlib.suppress(OSError):
             output.unlink()
         for folder in created:
             shutil.rmtree(folder, ignore_errors=True)
         raise
+    if ignored_by_flow(output):
+        # Runs under .flow/ are kept out of git by flow's .gitignore: a copy shared there is
+        # too, which a person would only find out when the pull request lacks it.
+        result.warnings.append(
+            f"{output} is under a .flow/ folder whose .gitignore (written by flow) ignores "
+            "everything: `git add` skips it. Commit it with `git add -f`, or share it outside "
+            ".flow/ (the default is ./<run-id>.md)."
+        )
+    return result
 
 
 @dataclass

@@ -27,6 +27,7 @@ from typing import Any
 from ..progress.model import Entry, Run
 from ..progress.render import ROLE_LABELS, one_line
 from ..progress.sidecar import read_checked
+from ..progress.state import RunState
 from .timeline import StepRow, duration_text, timeline
 
 #: Tool outputs longer than this many lines start collapsed; shorter ones start open.
@@ -253,15 +254,18 @@ def html_page(
     run: Run,
     *,
     source: str = "progress.md",
+    state: RunState | None = None,
     progress: Path | None = None,
     out_dir: Path | None = None,
 ) -> str:
     """The whole page for ``run``; ``source`` names the progress file in the footer.
 
+    ``state`` is its effective state (``progress.state``); without it the recorded status.
     With ``progress`` (the file's path) sidecars are shown: images inline, others linked
     relative to ``out_dir`` (the page's folder; the progress file's folder when None).
     """
     sidecars = _Sidecars(progress, out_dir) if progress is not None else None
+    status, why = (state.status, state.reason) if state is not None else (run.status, run.reason)
     title = run.workflow.name or run.workflow.path.rsplit("/", 1)[-1]
     u = run.usage
     rows = timeline(run)
@@ -270,7 +274,7 @@ def html_page(
         f"{u.input_tokens:,} input + {u.output_tokens:,} output tokens · ${u.cost_usd:.4f} · "
         f"{len(run.transcript):,} entries · created {run.created} · updated {run.updated}"
     )
-    reason = f" — {escape(one_line(run.reason, 300))}" if run.reason else ""
+    reason = f" — {escape(one_line(why, 300))}" if why else ""
     error = ""
     if run.last_error is not None:
         e = run.last_error
@@ -278,7 +282,7 @@ def html_page(
             f'<p class="status failed">last error: {escape(e.type)}: '
             f"{escape(one_line(e.message, 500))}</p>"
         )
-    meta = json.dumps({"run_id": run.run_id, "status": run.status}).replace("<", "\\u003c")
+    meta = json.dumps({"run_id": run.run_id, "status": status}).replace("<", "\\u003c")
     return "".join(
         [
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
@@ -289,8 +293,8 @@ def html_page(
             f"<title>{escape(title)} · run {escape(run.run_id)}</title>",
             f"<style>{_CSS}</style></head><body><main>",
             f"<h1>{escape(title)} · run {escape(run.run_id)}</h1>",
-            f'<p class="facts"><span class="status {escape(run.status)}" id="status">'
-            f"{escape(run.status)}</span>{reason}</p>",
+            f'<p class="facts"><span class="status {escape(status)}" id="status">'
+            f"{escape(status)}</span>{reason}</p>",
             f'<p class="facts">{escape(facts)}</p>',
             error,
             "<h2>Steps</h2>" + _chart(rows) + _steps_table(rows) if rows else "",

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from ..progress.model import Entry, Run
 from ..progress.render import ROLE_LABELS, one_line
+from ..progress.state import RunState
 from .timeline import duration_text, timeline
 
 #: Width of the bars in the time line column.
@@ -83,13 +84,35 @@ def timeline_table(run: Run) -> Table:
     return table
 
 
-def _collapsed(content: str, lines: int) -> RenderableType:
-    """The first ``lines`` lines of a tool output, and how many were left out."""
+#: An edit's diff is shown whole up to this many lines (other outputs: ``--lines``), since
+#: the change is what a reader of an edit wants to see.
+DIFF_LINES = 200
+# The edit tools end their result with a ``diff`` code block (tools/edit.py).
+_DIFF_FENCE = re.compile(r"^`{3,}diff$", re.MULTILINE)
+_DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("+", "green"), ("-", "red"), ("@@", "cyan"))
+
+
+def _diff_style(line: str) -> str:
+    return next((style for start, style in _DIFF_STYLES if line.startswith(start)), "")
+
+
+def _collapsed(content: str, lines: int, *, diff: bool = False) -> RenderableType:
+    """The first ``lines`` lines of a tool output, and how many were left out; a ``diff``'s
+    lines are coloured (added green, removed red)."""
     all_lines = content.split("\n")
     if all_lines and all_lines[-1] == "":
         all_lines.pop()
-    shown = "\n".join(one_line(line, 200) if line.strip() else "" for line in all_lines[:lines])
-    text = Text(shown, style="dim", no_wrap=True, overflow="ellipsis")
+    if diff:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for n, line in enumerate(all_lines[:lines]):
+            if n:
+                text.append("\n")
+            start = len(text)
+            text.append(safe(one_line(line, 200)) if line.strip() else "")
+            text.stylize(_diff_style(line), start, len(text))
+    else:
+        shown = "\n".join(one_line(line, 200) if line.strip() else "" for line in all_lines[:lines])
+        text = Text(shown, style="dim", no_wrap=True, overflow="ellipsis")
     hidden = len(all_lines) - lines
     if hidden > 0:
         text.append(f"\n… {hidden:,} more line{'s' if hidden != 1 else ''}", style="italic")
@@ -117,7 +140,9 @@ def entry_view(entry: Entry, *, result_lines: int = 5) -> RenderableType:
             head.append(" error", style="bold red")
         if entry.sidecar:
             head.append(f" · full output in {safe(entry.sidecar)}", style="italic")
-        body = Group(head, _collapsed(entry.content, result_lines))
+        diff = not entry.is_error and _DIFF_FENCE.search(entry.content) is not None
+        shown = max(result_lines, DIFF_LINES) if diff else result_lines
+        body = Group(head, _collapsed(entry.content, shown, diff=diff))
     elif entry.content:
         body = Markdown(safe(entry.content))
     else:
@@ -125,14 +150,21 @@ def entry_view(entry: Entry, *, result_lines: int = 5) -> RenderableType:
     return Group(rule, body)
 
 
-def terminal_view(run: Run, *, result_lines: int = 5) -> RenderableType:
-    """The whole run for a terminal: header, step time line, conversation."""
+def terminal_view(
+    run: Run, *, result_lines: int = 5, state: RunState | None = None
+) -> RenderableType:
+    """The whole run for a terminal: header, step time line, conversation. ``state`` is the
+    run's effective state (``progress.state``); without it the recorded status is shown."""
     title = run.workflow.name or run.workflow.path.rsplit("/", 1)[-1]
     header = Text(safe(f"{title} · run {run.run_id}"), style="bold")
     done = run.status == "completed"
-    status = Text(f"status: {run.status}", style="bold green" if done else "bold yellow")
-    if run.reason:
-        status.append(f" — {one_line(run.reason, 200)}", style="")
+    status = Text("status: ", style="bold green" if done else "bold yellow")
+    if state is not None:
+        status.append(safe(one_line(state.text(), 300)))
+    else:
+        status.append(run.status)
+        if run.reason:
+            status.append(f" — {one_line(run.reason, 200)}", style="")
     u = run.usage
     facts = Text(
         f"step {run.cursor.index} of {run.cursor.total} · {u.turns:,} turns · "

@@ -57,7 +57,7 @@ from typing import Any
 from ..chat import ToolSpec
 from ..errors import ToolServerError
 from ..workflow.model import Workflow
-from ..workflow.toolnames import BUILTIN_TOOLS
+from ..workflow.toolnames import BUILTIN_TOOLS, is_editor_only
 from .base import ToolContext, ToolResult
 from .commands import head_and_tail
 from .mcp_config import (
@@ -733,8 +733,9 @@ class _ErrLog:
 
 
 def mcp_names(workflow: Workflow) -> list[str]:
-    """Names in the workflow's ``tools:`` that no built-in or declared command resolves."""
-    return [name for name, targets in workflow.tool_map.items() if not targets]
+    """Names in the workflow's ``tools:`` that no built-in or declared command resolves (an
+    editor-only name such as ``execute/getTerminalOutput`` is none: it is no MCP tool)."""
+    return [n for n, targets in workflow.tool_map.items() if not targets and not is_editor_only(n)]
 
 
 def load_servers(

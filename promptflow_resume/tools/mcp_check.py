@@ -54,14 +54,22 @@ def add_mcp_plan(
     finally:
         servers.close()
     covered: set[str] = set()
+    #: A written ``server/tool`` whose server was started and lacks the tool -> what it has.
+    lacking: dict[str, str] = {}
     for record in plan.get("tools", []):
         name = record["name"]
         if record["kind"] != "unknown" or name not in names:
             continue
+        head, _, tail = name.partition("/")
         if start:
             targets = list(servers.resolved.get(name, ()))
+            if not targets and head in config.servers and tail:
+                has = sorted(t.info.name for t in servers.tools.values() if t.info.server == head)
+                lacking[name] = f"server `{head}` has no tool `{tail}`" + (
+                    f" (it has: {', '.join(has)})" if has else " (it lists no tools)"
+                )
+                record["problem"] = lacking[name]
         else:
-            head = name.split("/", 1)[0]
             targets = [f"MCP server {head}"] if head in config.servers else []
             if not targets and "/" not in name and config.servers:
                 targets = [f"a tool of {', '.join(config.servers)} (if one has it)"]
@@ -69,11 +77,21 @@ def add_mcp_plan(
             record["kind"] = "mcp"
             record["resolves_to"] = targets
             covered.add(name)
-    kept = [
-        d
-        for d in plan["diagnostics"]
-        if not (d["code"] == "unknown-tool" and any(f"`{n}`" in d["message"] for n in covered))
-    ]
+    for step, step_record in zip(workflow.steps, plan.get("steps", []), strict=False):
+        # Steps without their own tools list are offered the MCP tools too (engine).
+        if step.kind == "prompt" and step.tools is None:
+            step_record["tools"] = [*step_record["tools"], *(n for n in names if n in covered)]
+    kept = []
+    for d in plan["diagnostics"]:
+        if d["code"] != "unknown-tool":
+            kept.append(d)
+        elif not any(f"`{n}`" in d["message"] for n in covered):
+            # "neither a declared command nor a built-in" is not the news for server/tool.
+            missing = next((n for n in lacking if f"`{n}`" in d["message"]), None)
+            if missing is not None:
+                message = f"{lacking[missing]}, so `{missing}` is not offered."
+                d = {**d, "message": message, "code": "mcp-missing-tool"}
+            kept.append(d)
     plan["warnings"] -= len(plan["diagnostics"]) - len(kept)
     kept.extend(
         {

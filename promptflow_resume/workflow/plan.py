@@ -245,7 +245,12 @@ def format_plan(plan: dict[str, Any]) -> str:
                     idem = "idempotent" if t["idempotent"] else "not idempotent"
                     status = f"command, {idem}, timeout {t['timeout']:g}s"
                 elif t["kind"] == "unknown":
-                    status = "unknown: not offered to the model"
+                    problem = t.get("problem")  # e.g. the MCP server lacks it (mcp_check)
+                    status = (
+                        f"not offered: {problem}"
+                        if problem
+                        else "unknown: not offered to the model"
+                    )
                 elif t["kind"] == "editor-only":
                     status = "editor-only: not offered outside VS Code"
                 elif t["kind"] == "builtin":
