@@ -37,6 +37,7 @@ from .errors import (
     FlowError,
     InputError,
     NeedsReviewError,
+    PermissionsNotConfirmedError,
     ProviderError,
     ProviderSetupError,
     ReplayMismatchError,
@@ -44,6 +45,7 @@ from .errors import (
 from .events import Reporter
 from .progress import ProgressStore, load_progress
 from .progress.model import (
+    AllowLists,
     Cursor,
     LoadReport,
     Run,
@@ -262,12 +264,15 @@ class Permissions:
     ``commands`` are ``--allow-commands`` patterns, ``hosts`` ``--allow-fetch`` hosts, and
     ``ask`` asks on a terminal (None without one). The workflow's ``allow-commands:`` and
     ``allow-fetch:`` lists are added when a run starts or resumes; nothing comes from a
-    progress file.
+    progress file (which records the workflow's lists only to notice a change, spec 10.7).
     """
 
     commands: tuple[str, ...] = ()
     hosts: tuple[str, ...] = ()
     ask: Asker | None = None
+    #: ``--accept-permissions``: go on when the workflow's allow-lists grew since the run
+    #: last went on (otherwise ``ask`` is asked, and without it the resume stops).
+    accept: bool = False
 
     def consent(self, workflow: Workflow) -> Consent:
         """The consent of one run of ``workflow``."""
@@ -349,6 +354,9 @@ def new_run(
         steps={s.id: StepState() for s in workflow.steps},
         keywords=list(keywords or []),
     )
+    from .tools.allowlists import allow_lists
+
+    run.config.permissions = allow_lists(workflow)
     if redacted:
         run.redactions.count += redacted
         run.redactions.where.append("inputs")
@@ -610,6 +618,34 @@ def outside_workspace(run: Run, progress_path: Path, workspace: Path) -> str | N
     )
 
 
+def check_permissions(
+    run: Run, workflow: Workflow, progress_path: Path, permissions: Permissions
+) -> tuple[AllowLists, str | None]:
+    """The workflow's allow-lists now, and one line on how they changed since the run last
+    went on (None when they did not). Lists that grew are taken on only with
+    ``--accept-permissions`` or a yes on the terminal; otherwise ``PermissionsNotConfirmedError``
+    (docs/spec.md 10.7)."""
+    from .tools.allowlists import allow_lists, permissions_change
+
+    now = allow_lists(workflow)
+    change = permissions_change(run.config.permissions, now)
+    if change is None:
+        return now, None
+    if change.widened and not permissions.accept:
+        question = f"flow: {change.line()}. Go on with them? [y]es / [n]o: "
+        if permissions.ask is None or permissions.ask(question) == "no":
+            raise PermissionsNotConfirmedError(
+                f"{change.line()}. The run was not resumed: a workflow that lets the model do "
+                "more than before goes on only when you confirm it (the progress file records "
+                "what it allowed when the run last went on).",
+                path=workflow.path,
+                field="$.allow-fetch" if not change.added_commands else "$.allow-commands",
+                hint="Check the change (e.g. in the commit or pull request that made it), then "
+                "resume with --accept-permissions, or remove it from the workflow.",
+            )
+    return now, change.line()
+
+
 def check_params(run: Run, workflow: Workflow, progress_path: Path) -> None:
     """Refuse model parameters from the progress file that flow does not send (spec 10.2)."""
     from .providers.params import check_recorded_params
@@ -693,6 +729,7 @@ def resume_run(
         check_endpoint(run, path, provider, base_url)
         wf = _workflow_for(run, path, workflow_path)
         check_params(run, wf, path)
+        allowed_now, permissions_note = check_permissions(run, wf, path, permissions)
         root = Path(workspace) if workspace is not None else Path.cwd()
         outside = None if workflow_path is not None else outside_workspace(run, path, root)
         tree_note = None
@@ -777,6 +814,8 @@ def resume_run(
         notes += _apply_set(run, wf, set_values or {})
         if outside:
             notes.append(outside)
+        if permissions_note:
+            notes.append(permissions_note)
         if tree_note:
             notes.append(tree_note)
         if report.edited_entries:
@@ -791,6 +830,7 @@ def resume_run(
             run.config.provider = provider
         if model is not None:
             run.config.model = model
+        run.config.permissions = allowed_now
         if base_url is not None:
             run.config.base_url, hidden = Redactor.from_environment().redact(base_url)
             if hidden and "config.base_url" not in run.redactions.where:
