@@ -145,10 +145,12 @@ def _options(
     for word in args:
         if word == "--":
             return None  # what follows is not an option
-        for option, why in table.items():
-            hit = _is_option(word, option, abbreviations=abbreviations)
-            if hit and not _named(option, pattern_words):
-                return _refusal(word, option, program, why)
+        # An option written in full is that option, not an abbreviation of a longer one.
+        exact = [o for o in table if _is_option(word, o, abbreviations=False)]
+        hits = exact or [o for o in table if _is_option(word, o, abbreviations=abbreviations)]
+        for option in hits:
+            if not _named(option, pattern_words):
+                return _refusal(word, option, program, table[option])
     return None
 
 
