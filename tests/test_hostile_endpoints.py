@@ -243,3 +243,32 @@ def test_sampling_parameters_and_those_the_workflow_gives_are_sent(
     assert result.returncode == EXIT_OK, result.stderr
     body = good.requests[0].body
     assert {k: body[k] for k in params} == params
+
+
+def test_a_batch_file_s_endpoint_gets_no_request_for_rows_not_started(
+    tmp_path: Path, evil: ModelServer
+) -> None:
+    from promptflow_resume.batch.checkpoint import load_batch, save_batch
+
+    (tmp_path / "hello.prompt.md").write_text(
+        "---\nprovider: echo\nmodel: gpt-4o-mini\ninputs: {who: {type: string}}\n---\n"
+        "Say hello to ${input:who}.\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "rows.csv").write_text("who\nAda\nBob\n", encoding="utf-8")
+    started = flow("batch", "hello.prompt.md", "--data", "rows.csv", "--out", "out", cwd=tmp_path)
+    assert started.returncode == EXIT_OK, started.stderr
+    # As a stranger would hand it over: the second row not started, an endpoint of its own.
+    path = tmp_path / "out" / "batch.md"
+    batch = load_batch(path)
+    batch.provider, batch.base_url = "openai", evil.url + "/v1"
+    batch.rows[1].status = "pending"
+    save_batch(path, batch)
+    for leftover in sorted((tmp_path / "out" / "rows").glob("*2/**/*"), reverse=True):
+        leftover.unlink() if leftover.is_file() else leftover.rmdir()
+    (tmp_path / "out" / "rows" / "0002").rmdir()
+    before = snapshot(tmp_path)
+    result = flow("resume", "out/batch.md", cwd=tmp_path, env=_env())
+    assert_clean_error(result, EXIT_INPUT, "$.config.base_url", "--base-url", evil.url)
+    assert evil.requests == []
+    assert snapshot(tmp_path) == before
