@@ -37,6 +37,7 @@ from .errors import (
     FlowError,
     InputError,
     NeedsReviewError,
+    PermissionsNotConfirmedError,
     ProviderError,
     ProviderSetupError,
     ReplayMismatchError,
@@ -45,6 +46,7 @@ from .events import Reporter
 from .progress import ProgressStore, load_progress
 from .progress.location import progress_file
 from .progress.model import (
+    AllowLists,
     Cursor,
     LoadReport,
     Run,
@@ -185,6 +187,9 @@ def _make_provider(
 ) -> Provider:
     """The run's provider; ``base_url`` is the endpoint as given (the file keeps it redacted)."""
     config = run.config
+    # The last gate before a provider exists: whatever path led here, the endpoint is judged
+    # with the provider as every override left it.
+    check_endpoint(run, progress_path, None, base_url)
     recording = str(progress_path.parent / config.recording) if config.recording else None
     redact = lambda text: redactor.redact(text)[0]  # noqa: E731
     settings = ProviderSettings(
@@ -270,12 +275,15 @@ class Permissions:
     ``commands`` are ``--allow-commands`` patterns, ``hosts`` ``--allow-fetch`` hosts, and
     ``ask`` asks on a terminal (None without one). The workflow's ``allow-commands:`` and
     ``allow-fetch:`` lists are added when a run starts or resumes; nothing comes from a
-    progress file.
+    progress file (which records the workflow's lists only to notice a change, spec 10.7).
     """
 
     commands: tuple[str, ...] = ()
     hosts: tuple[str, ...] = ()
     ask: Asker | None = None
+    #: ``--accept-permissions``: go on when the workflow's allow-lists grew since the run
+    #: last went on (otherwise ``ask`` is asked, and without it the resume stops).
+    accept: bool = False
 
     def consent(self, workflow: Workflow) -> Consent:
         """The consent of one run of ``workflow``."""
@@ -359,6 +367,10 @@ def new_run(
     )
     # Sealed from its first checkpoint: ``flow run`` resumes it without asking only then.
     mark_written_here(run, Key.ensure())
+
+    from .tools.allowlists import allow_lists
+
+    run.config.permissions = allow_lists(workflow)
     if redacted:
         run.redactions.count += redacted
         run.redactions.where.append("inputs")
@@ -620,43 +632,54 @@ def outside_workspace(run: Run, progress_path: Path, workspace: Path) -> str | N
     )
 
 
-#: Endpoints a key may be sent to whatever file named them: the providers' own hosts.
-_PROVIDER_HOSTS = ("api.openai.com", "api.anthropic.com", "models.github.ai")
-_PROVIDER_DOMAINS = (".openai.azure.com", ".cognitiveservices.azure.com")
-_LOOPBACK = ("localhost", "127.0.0.1", "::1")
-#: Variables in which the person running flow names an endpoint themselves.
-_BASE_URL_VARIABLES = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "AZURE_OPENAI_ENDPOINT")
+def check_permissions(
+    run: Run, workflow: Workflow, progress_path: Path, permissions: Permissions
+) -> tuple[AllowLists, str | None]:
+    """The workflow's allow-lists now, and one line on how they changed since the run last
+    went on (None when they did not). Lists that grew are taken on only with
+    ``--accept-permissions`` or a yes on the terminal; otherwise ``PermissionsNotConfirmedError``
+    (docs/spec.md 10.7)."""
+    from .tools.allowlists import allow_lists, permissions_change
+
+    now = allow_lists(workflow)
+    change = permissions_change(run.config.permissions, now)
+    if change is None:
+        return now, None
+    if change.widened and not permissions.accept:
+        question = f"flow: {change.line()}. Go on with them? [y]es / [n]o: "
+        if permissions.ask is None or permissions.ask(question) == "no":
+            raise PermissionsNotConfirmedError(
+                f"{change.line()}. The run was not resumed: a workflow that lets the model do "
+                "more than before goes on only when you confirm it (the progress file records "
+                "what it allowed when the run last went on).",
+                path=workflow.path,
+                field="$.allow-fetch" if not change.added_commands else "$.allow-commands",
+                hint="Check the change (e.g. in the commit or pull request that made it), then "
+                "resume with --accept-permissions, or remove it from the workflow.",
+            )
+    return now, change.line()
 
 
-def check_recorded_endpoint(run: Run, progress_path: Path) -> None:
-    """Refuse to send requests, and so an API key, to an endpoint a progress file chose.
+def check_params(run: Run, workflow: Workflow, progress_path: Path) -> None:
+    """Refuse model parameters from the progress file that flow does not send (spec 10.2)."""
+    from .providers.params import check_recorded_params
 
-    ``config.base_url`` is written by ``flow run --base-url``; a progress file received from
-    someone else could name any server. A preset name, a provider's own host, this machine and
-    the URL in ``OPENAI_BASE_URL``/``ANTHROPIC_BASE_URL`` are accepted; anything else must be
-    confirmed with ``--base-url``.
+    check_recorded_params(run.config.params, workflow.params, source=progress_path)
+
+
+def check_endpoint(
+    run: Run, progress_path: Path, provider: str | None, base_url: str | None
+) -> None:
+    """Refuse to send requests, and so an API key, to an endpoint only the progress file chose.
+
+    ``provider`` and ``base_url`` are this call's overrides (``--provider``, ``--base-url``):
+    the check is made with the provider the requests will really use (``providers.endpoints``
+    has the rules, docs/spec.md 10.2).
     """
-    from urllib.parse import urlsplit
+    from .providers.endpoints import check_recorded
 
-    url = run.config.base_url
-    if not url or run.config.provider not in ("openai", "anthropic"):
-        return
-    if url.strip().lower() in ("openai", "github", "ollama", "azure"):
-        return
-    host = (urlsplit(url.strip()).hostname or "").lower()
-    if host in _PROVIDER_HOSTS or host.endswith(_PROVIDER_DOMAINS) or host in _LOOPBACK:
-        return
-    chosen_here = (os.environ.get(name, "").strip().rstrip("/") for name in _BASE_URL_VARIABLES)
-    if url.strip().rstrip("/") in chosen_here:
-        return
-    raise InputError(
-        f"this run sends its model requests to {url}, an endpoint recorded in the progress "
-        "file; flow does not send requests (and your API key) to a server that a progress file "
-        "chose.",
-        path=progress_path,
-        field="$.config.base_url",
-        hint=f"If you trust that server, resume with --base-url {url} (or set it in "
-        "OPENAI_BASE_URL / ANTHROPIC_BASE_URL); otherwise pass the endpoint you use.",
+    check_recorded(
+        provider or run.config.provider, run.config.base_url, given=base_url, source=progress_path
     )
 
 
@@ -715,7 +738,12 @@ def resume_run(
         from .subworkflows import refuse_direct_resume
 
         refuse_direct_resume(run, path)
+        # Before anything starts or is written: --decide, ``recovery: model`` and the run
+        # itself all send to the endpoint this resume ends up with.
+        check_endpoint(run, path, provider, base_url)
         wf = _workflow_for(run, path, workflow_path)
+        check_params(run, wf, path)
+        allowed_now, permissions_note = check_permissions(run, wf, path, permissions)
         root = Path(workspace) if workspace is not None else Path.cwd()
         outside = None if workflow_path is not None else outside_workspace(run, path, root)
         tree_note = None
@@ -737,8 +765,6 @@ def resume_run(
         deciding = wants_decision(wf, choices, decide=decide)
         decision: Decision | None = None
         if deciding:
-            if base_url is None:
-                check_recorded_endpoint(run, path)
             decision = _decide(
                 run,
                 path,
@@ -807,6 +833,8 @@ def resume_run(
         notes += _apply_set(run, wf, set_values or {})
         if outside:
             notes.append(outside)
+        if permissions_note:
+            notes.append(permissions_note)
         if tree_note:
             notes.append(tree_note)
         if report.edited_entries:
@@ -821,13 +849,12 @@ def resume_run(
             run.config.provider = provider
         if model is not None:
             run.config.model = model
+        run.config.permissions = allowed_now
         if base_url is not None:
             run.config.base_url, hidden = Redactor.from_environment().redact(base_url)
             if hidden and "config.base_url" not in run.redactions.where:
                 run.redactions.count += hidden
                 run.redactions.where.append("config.base_url")
-        else:
-            check_recorded_endpoint(run, path)
         run.config.budget = limits.apply(run.config.budget)
         redactor = Redactor.from_environment(extra_values=mcp_secrets)
         # The first is the tool-list hash, for the record; the rest (a changed list) is news.
@@ -1139,6 +1166,9 @@ def run_status(
     if not path.exists():
         raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
     run, report = load_progress(path)
+    if decide:
+        # Refused outright, as by resume: a decision would send the run to that endpoint.
+        check_endpoint(run, path, provider, base_url)
     plan: ResumePlan | None = None
     problem: str | None = None
     decision: Decision | None = None
@@ -1170,8 +1200,6 @@ def run_status(
         plan = plan_resume(run, wf, report, tools, choices, workspace=root)
         # recovery is imported only to decide: plain `flow status` does without it.
         if decide and _wants_decision(wf, choices):
-            if base_url is None:
-                check_recorded_endpoint(run, path)
             decision = _decide(
                 run, path, plan, wf, provider=provider, model=model, base_url=base_url
             )
@@ -1270,12 +1298,12 @@ def compact_run(
     store, run, _ = ProgressStore.open(path)
     try:
         wf = _workflow_for(run, path, workflow_path)
+        check_params(run, wf, path)
         if provider is not None:
             run.config.provider = provider
         if model is not None:
             run.config.model = model
-        if base_url is None:
-            check_recorded_endpoint(run, path)
+        check_endpoint(run, path, None, base_url)
         redactor = Redactor.from_environment()
         provider_obj = _make_provider(
             run, path, stream=False, record=record, redactor=redactor, base_url=base_url

@@ -139,6 +139,10 @@ class ProgressSchemaError(InvalidFileError):
         return data
 
 
+class UntrustedParamError(InvalidFileError):
+    """A progress file's model parameter that flow does not send (docs/spec.md 10.2)."""
+
+
 class UnsupportedVersionError(InvalidFileError):
     """A progress file of a format version this build cannot read."""
 
@@ -199,6 +203,20 @@ class InputError(FlowError):
     """A missing, malformed or mistyped input value or option."""
 
     exit_code = EXIT_INPUT
+
+
+class NotConfirmedError(InputError):
+    """A file from someone else asks for what only the person running flow may grant: an
+    endpoint for their key, or wider permissions (docs/spec.md 10.2, 10.7). Nothing was
+    sent or run; a flag confirms it."""
+
+
+class EndpointNotConfirmedError(NotConfirmedError):
+    """Requests (and the key) would go to an endpoint that only a file named."""
+
+
+class PermissionsNotConfirmedError(NotConfirmedError):
+    """The workflow allows more commands or hosts than when the run last went on."""
 
 
 class ProviderError(FlowError):

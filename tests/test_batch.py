@@ -195,7 +195,15 @@ def test_a_failing_row_does_not_stop_the_others_and_resume_runs_only_it(
         untouched = {i: _row_file(tmp_path, i).read_bytes() for i in (1, 3, 4)}
         server.failing = False
         before = len(server.requests)
-        resumed = flow("resume", "out/batch.md", cwd=tmp_path, env=_env(), timeout=120)
+        resumed = flow(
+            "resume",
+            "out/batch.md",
+            "--base-url",
+            server.url + "/v1",
+            cwd=tmp_path,
+            env=_env(),
+            timeout=120,
+        )
         assert resumed.returncode == 0, resumed.stderr
         after = server.requests[before:]
     assert after and all("FAIL pears" in r for r in after)
@@ -203,7 +211,9 @@ def test_a_failing_row_does_not_stop_the_others_and_resume_runs_only_it(
     assert {i: _row_file(tmp_path, i).read_bytes() for i in (1, 3, 4)} == untouched
     assert load_batch(tmp_path / "out" / "batch.md").status == "completed"
     assert transcript(_row_file(tmp_path, 1)) == reference["apples"]
-    again = flow("resume", "out/batch.md", cwd=tmp_path, env=_env())
+    again = flow(
+        "resume", "out/batch.md", "--base-url", server.url + "/v1", cwd=tmp_path, env=_env()
+    )
     assert again.returncode == 0 and "completed: 4/4 rows" in again.stdout
 
 
@@ -261,7 +271,15 @@ def test_sigkill_of_the_batch_then_resume_is_row_and_message_exact(
         ]
         assert completed, "the crash point is after a row completed"
         before = len(server.requests)
-        resumed = flow("resume", "out/batch.md", cwd=tmp_path, env=_env(), timeout=120)
+        resumed = flow(
+            "resume",
+            "out/batch.md",
+            "--base-url",
+            server.url + "/v1",
+            cwd=tmp_path,
+            env=_env(),
+            timeout=120,
+        )
         assert resumed.returncode == 0, resumed.stderr
         after = server.requests[before:]
     for i, topic in enumerate(topics, start=1):
@@ -324,7 +342,15 @@ def test_ctrl_c_stops_every_worker_with_every_row_checkpointed(
             progress = _row_file(tmp_path, row.row)
             if progress.exists():
                 assert load_progress(progress)[0].status in ("interrupted", "completed")
-        resumed = flow("resume", "out/batch.md", cwd=tmp_path, env=_env(), timeout=120)
+        resumed = flow(
+            "resume",
+            "out/batch.md",
+            "--base-url",
+            server.url + "/v1",
+            cwd=tmp_path,
+            env=_env(),
+            timeout=120,
+        )
     assert resumed.returncode == 0, resumed.stderr
     for i, topic in enumerate(topics, start=1):
         assert transcript(_row_file(tmp_path, i)) == reference[topic], topic
@@ -347,7 +373,9 @@ def test_a_second_process_on_a_running_batch_is_refused(tmp_path: Path) -> None:
     with RowServer(delay=0.3) as server:
         proc = _spawn_batch(tmp_path, server, "--workers", "1")
         _wait(lambda: _row_file(tmp_path, 1).exists())
-        second = flow("resume", "out/batch.md", cwd=tmp_path, env=_env())
+        second = flow(
+            "resume", "out/batch.md", "--base-url", server.url + "/v1", cwd=tmp_path, env=_env()
+        )
         _, stderr = proc.communicate(timeout=120)
     assert second.returncode == 6, second.stderr
     assert "this batch is in use by another flow process" in second.stderr
@@ -367,12 +395,22 @@ def test_a_changed_workflow_is_handled_per_row_with_the_run_rules(tmp_path: Path
             wf.read_text(encoding="utf-8").replace("Read about", "Study"), encoding="utf-8"
         )
         server.failing = False
-        refused = flow("resume", "out/batch.md", cwd=tmp_path, env=_env())
+        refused = flow(
+            "resume", "out/batch.md", "--base-url", server.url + "/v1", cwd=tmp_path, env=_env()
+        )
         assert refused.returncode == 1, refused.stderr
         row = load_batch(tmp_path / "out" / "batch.md").rows[1]
         assert row.status == "failed" and "changed" in (row.error or "")
         assert "--rerun-changed" in (row.error or "")
-        rerun = flow("resume", "out/batch.md", "--rerun-changed", cwd=tmp_path, env=_env())
+        rerun = flow(
+            "resume",
+            "out/batch.md",
+            "--base-url",
+            server.url + "/v1",
+            "--rerun-changed",
+            cwd=tmp_path,
+            env=_env(),
+        )
         assert rerun.returncode == 0, rerun.stderr
     # The completed row is never run again, whatever the workflow says now.
     assert _row_file(tmp_path, 1).read_bytes() == done

@@ -54,7 +54,15 @@ def test_ray_failing_row_then_resume_runs_only_that_row(tmp_path: Path) -> None:
         untouched = {i: _row_file(tmp_path, i).read_bytes() for i in (1, 3)}
         server.failing = False
         before = len(server.requests)
-        resumed = flow("resume", "out/batch.md", cwd=tmp_path, env=_env(), timeout=300)
+        resumed = flow(
+            "resume",
+            "out/batch.md",
+            "--base-url",
+            server.url,
+            cwd=tmp_path,
+            env=_env(),
+            timeout=300,
+        )
         assert resumed.returncode == 0, resumed.stderr
         after = server.requests[before:]
     assert len(after) == 3 and all("FAIL pears" in r for r in after)
@@ -113,6 +121,14 @@ def test_ray_ctrl_c_checkpoints_every_row_and_resume_completes(tmp_path: Path) -
         assert "running" not in [r.status for r in batch.rows]
         assert load_batch(tmp_path / "out" / "batch.md").rows[0].status != "completed"
         server.delay = 0
-        resumed = flow("resume", "out/batch.md", cwd=tmp_path, env=_env(), timeout=300)
+        resumed = flow(
+            "resume",
+            "out/batch.md",
+            "--base-url",
+            server.url,
+            cwd=tmp_path,
+            env=_env(),
+            timeout=300,
+        )
     assert resumed.returncode == 0, resumed.stderr
     assert load_batch(tmp_path / "out" / "batch.md").status == "completed"

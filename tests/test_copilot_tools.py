@@ -139,9 +139,10 @@ def test_the_workflows_allow_list_allows_and_a_progress_file_cannot(tmp_path: Pa
     (_, _, first_error), (_, _, second_error) = results(run)
     assert first_error and not second_error
     assert (where / "marker.txt").read_text() == "ran\n"
-    # A progress file that claims consent is ignored: its text decides nothing.
-    text = path.read_text(encoding="utf-8")
-    assert "allow-commands" not in text.split("\n---\n", 1)[0]
+    # The file records the workflow's list only to notice a change (docs/spec.md 10.7); a
+    # wider list planted in it allows nothing (tests/test_hostile_permissions.py).
+    recorded, _ = load_progress(path)
+    assert recorded.config.permissions.commands == ["echo ran >> marker.txt"]
 
 
 def test_a_command_in_flight_at_a_crash_needs_review(tmp_path: Path) -> None:

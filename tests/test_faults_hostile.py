@@ -462,10 +462,10 @@ def test_a_server_chosen_by_the_file_gets_no_request_and_no_key(
 
 @pytest.mark.parametrize(
     "url",
-    ["http://localhost:9/v1", "ollama", "http://127.0.0.2:9/v1"],
-    ids=["local", "preset", "env"],
+    ["ollama", "http://127.0.0.2:9/v1"],
+    ids=["preset", "env"],
 )
-def test_endpoints_of_this_machine_a_preset_or_the_environment_are_used(
+def test_endpoints_of_a_preset_or_the_environment_are_used(
     stopped: Run, tmp_path: Path, url: str
 ) -> None:
     run = copy.deepcopy(stopped)

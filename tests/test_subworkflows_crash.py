@@ -143,7 +143,9 @@ def test_sigkill_inside_the_child_then_resume_the_parent(
     assert data["usage_total"]["input_tokens"] == 100 + 101
 
     server.push(_reply(2), _reply(3))
-    result = flow("resume", "run/progress.md", cwd=where, env=_env())
+    result = flow(
+        "resume", "run/progress.md", "--base-url", server.url + "/v1", cwd=where, env=_env()
+    )
     assert result.returncode == 0, result.stderr
     assert transcript(where / "run" / "progress.md") == parent_ref
     assert transcript(where / CHILD_FILE) == child_ref
@@ -175,7 +177,9 @@ def test_sigkill_after_the_child_completed_then_resume_the_parent(
     assert "status: completed" in child_bytes.decode()
 
     server.push(_reply(3))
-    result = flow("resume", "run/progress.md", cwd=where, env=_env())
+    result = flow(
+        "resume", "run/progress.md", "--base-url", server.url + "/v1", cwd=where, env=_env()
+    )
     assert result.returncode == 0, result.stderr
     assert transcript(where / "run" / "progress.md") == parent_ref
     assert transcript(where / CHILD_FILE) == child_ref
@@ -204,7 +208,9 @@ def test_ctrl_c_inside_the_child_stops_both_then_resume_completes(
     assert data["children"][0]["status"] == "interrupted"
 
     server.push(_reply(1), _reply(2), _reply(3))
-    result = flow("resume", "run/progress.md", cwd=where, env=_env())
+    result = flow(
+        "resume", "run/progress.md", "--base-url", server.url + "/v1", cwd=where, env=_env()
+    )
     assert result.returncode == 0, result.stderr
     assert transcript(where / "run" / "progress.md") == parent_ref
     assert transcript(where / CHILD_FILE) == child_ref

@@ -327,6 +327,16 @@ def resume_batch(
         batch = load_batch(path)  # as the process that holds the lock sees it
         folder = path.parent
         wf = _workflow_of(batch, folder, workflow_path)
+        # Rows not started yet run with the batch file's endpoint: like a progress file's, it
+        # gets a key only when the person confirms it (docs/spec.md 10.2).
+        from ..providers.endpoints import check_recorded
+
+        check_recorded(
+            provider or batch.provider or wf.provider or "openai",
+            batch.base_url,
+            given=base_url,
+            source=path,
+        )
         _reconcile(batch, folder)
         inputs = _pending_inputs(batch, folder, wf)
         engine_obj = _resume_setup(batch, workers, engine, address, folder)

@@ -19,6 +19,7 @@ from ..providers.base import Request
 from ..wording import count
 from .app import app, err, out, print_json, shown
 from .options import (
+    AcceptPermissionsOpt,
     AllowCommandsOpt,
     AllowFetchOpt,
     BaseUrlOpt,
@@ -278,6 +279,7 @@ def run_command(
     no_instructions: NoInstructionsOpt = False,
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
+    accept_permissions: AcceptPermissionsOpt = False,
     new: bool = typer.Option(
         False, "--new", "-N", help="Start fresh without looking for similar incomplete runs."
     ),
@@ -315,7 +317,9 @@ def run_command(
     live = sys.stderr.isatty() and not as_json
     dry_run = (provider or wf.provider) == "echo"
     reporter = ConsoleReporter(live=live, verbose=verbose, show_requests=dry_run and not as_json)
-    permissions = _permissions(allow_commands, allow_fetch, interactive, reporter)
+    permissions = _permissions(
+        allow_commands, allow_fetch, interactive, reporter, accept=accept_permissions
+    )
 
     # A run in a worktree is new by definition: a similar run found would not be isolated.
     if not new and progress is None and not worktree:
@@ -373,7 +377,12 @@ def run_command(
 
 
 def _permissions(
-    allow_commands: list[str], allow_fetch: list[str], interactive: bool, reporter: Any
+    allow_commands: list[str],
+    allow_fetch: list[str],
+    interactive: bool,
+    reporter: Any,
+    *,
+    accept: bool = False,
 ) -> Any:
     """What the flags allow, and a question on the terminal (when there is one) for the rest."""
     from ..api import Permissions
@@ -387,7 +396,9 @@ def _permissions(
             reporter.close()  # the live status line would draw over the question
             return asker(question)
 
-    return Permissions(commands=tuple(allow_commands), hosts=tuple(allow_fetch), ask=ask)
+    return Permissions(
+        commands=tuple(allow_commands), hosts=tuple(allow_fetch), ask=ask, accept=accept
+    )
 
 
 def _selection(value: str | None) -> str | None:
@@ -527,6 +538,7 @@ def resume_command(
     no_instructions: NoInstructionsOpt = False,
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
+    accept_permissions: AcceptPermissionsOpt = False,
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask questions on a terminal."),
     mcp_config: McpConfigOpt = None,
     as_json: SummaryJson = False,
@@ -606,7 +618,9 @@ def resume_command(
         reporter=reporter,
         stream=live,
         confirm_change=_confirm_change if interactive else None,
-        permissions=_permissions(allow_commands, allow_fetch, interactive, reporter),
+        permissions=_permissions(
+            allow_commands, allow_fetch, interactive, reporter, accept=accept_permissions
+        ),
         selection=_selection(selection),
         instructions=not no_instructions,
         mcp_config=mcp_config,

@@ -138,6 +138,14 @@ AllowFetchOpt = Annotated[
         help="Let the model fetch pages from this host ('*.example.org', '*'; repeatable).",
     ),
 ]
+AcceptPermissionsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--accept-permissions",
+        help="Go on although the workflow's allow-commands or allow-fetch allow more than when "
+        "the run last went on (without a terminal a resume stops otherwise).",
+    ),
+]
 McpConfigOpt = Annotated[
     Path | None,
     typer.Option(

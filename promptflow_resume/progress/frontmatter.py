@@ -21,6 +21,7 @@ from ..yamlio import OneLine, OneLineList
 from .digest import transcript_digest
 from .model import (
     FORMAT_VERSION,
+    AllowLists,
     Attempt,
     Cursor,
     ErrorInfo,
@@ -139,6 +140,10 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
     _put(config, "budget", _record(run.config.budget))
     _put(config, "base_url", run.config.base_url)
     _put(config, "recording", run.config.recording)
+    allowed: dict[str, Any] = {}
+    _put(allowed, "allow-commands", OneLineList(run.config.permissions.commands))
+    _put(allowed, "allow-fetch", OneLineList(run.config.permissions.hosts))
+    _put(config, "permissions", allowed)
     out["config"] = config
     _put(out, "inputs", dict(run.inputs))
     cursor: dict[str, Any] = OneLine()
@@ -256,6 +261,10 @@ def run_from_valid(data: dict[str, Any]) -> Run:
             budget=dict(config.get("budget") or {}),
             base_url=config.get("base_url"),
             recording=config.get("recording"),
+            permissions=AllowLists(
+                commands=list((config.get("permissions") or {}).get("allow-commands") or []),
+                hosts=list((config.get("permissions") or {}).get("allow-fetch") or []),
+            ),
         ),
         cursor=Cursor(step=cursor.get("step"), index=cursor["index"], total=cursor["total"]),
         reason=data.get("reason"),

@@ -199,6 +199,16 @@ class WorkflowRef:
 
 
 @dataclass
+class AllowLists:
+    """The workflow's ``allow-commands:`` and ``allow-fetch:`` when the run last went on: what
+    model-chosen commands and fetches it allowed, so a change is noticed on resume (spec 10.7).
+    Empty in files written before it was recorded."""
+
+    commands: list[str] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)
+
+
+@dataclass
 class RunConfig:
     """The provider and model settings a run uses: its checkpoint's ``config:``.
 
@@ -215,6 +225,8 @@ class RunConfig:
     base_url: str | None = None
     #: ``replay``: the recording, relative to the progress file's folder.
     recording: str | None = None
+    #: The workflow's allow-lists as of the last attempt (never what grants consent).
+    permissions: AllowLists = field(default_factory=AllowLists)
 
 
 @dataclass

@@ -372,6 +372,12 @@ def _configuration(run: Run) -> str:
         rows.append((f"param {cell(str(key))}", cell(_number(value))))
     for key, value in run.config.budget.items():
         rows.append((f"budget {cell(str(key))}", cell(_number(value))))
+    for key, values in (
+        ("allow-commands", run.config.permissions.commands),
+        ("allow-fetch", run.config.permissions.hosts),
+    ):
+        if values:
+            rows.append((key, ", ".join(code(v, 200).replace("|", "\\|") for v in values)))
     text = "## Configuration\n\n| Setting | Value |\n|---|---|\n"
     text += "\n".join(f"| {k} | {v} |" for k, v in rows) + "\n\n"
     if run.inputs:

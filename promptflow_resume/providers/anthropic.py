@@ -25,11 +25,10 @@ from typing import Any
 from ..chat import Message, ToolCall, ToolSpec
 from ..errors import ProviderError, ProviderSetupError
 from .base import ProviderSettings, Reply, ReplyUsage, Request, require_model
+from .endpoints import ANTHROPIC_URL
 from .pricing import DEFAULT_MAX_OUTPUT_TOKENS
 from .retry import connection_failure, guard_callback, http_failure
 from .sdkcall import call_sdk, map_sdk_error, read_stream
-
-ANTHROPIC_URL = "https://api.anthropic.com"
 
 
 @dataclass(frozen=True)

@@ -28,18 +28,14 @@ from urllib.parse import urlsplit
 from ..chat import Message, ToolCall, ToolSpec
 from ..errors import ProviderError, ProviderSetupError
 from .base import ProviderSettings, Reply, ReplyUsage, Request, require_model
+from .endpoints import GITHUB_MODELS_URL, OLLAMA_URL, OPENAI_URL, PRESETS, preset_for_host
 from .retry import connection_failure, guard_callback, http_failure
 from .sdkcall import call_sdk, map_sdk_error, read_stream
 
-OPENAI_URL = "https://api.openai.com/v1"
-GITHUB_MODELS_URL = "https://models.github.ai/inference"
-OLLAMA_URL = "http://localhost:11434/v1"
 #: The Azure OpenAI API version used when neither the workflow nor OPENAI_API_VERSION names one.
 AZURE_API_VERSION = "2024-10-21"
 #: Sent as the key to servers that need none: the SDK insists on a non-empty one.
 NO_KEY = "no-key-required"
-
-PRESETS = ("openai", "github", "ollama", "azure")
 
 
 @dataclass(frozen=True)
@@ -113,15 +109,7 @@ def resolve_endpoint(settings: ProviderSettings, env: Mapping[str, str] | None =
 
     if preset is None:
         base_url = base_url or _env_value(env, "OPENAI_BASE_URL") or OPENAI_URL
-        host = (urlsplit(base_url).hostname or "").lower()
-        if host == "api.openai.com":
-            preset = "openai"
-        elif host in ("models.github.ai", "models.inference.ai.azure.com"):
-            preset = "github"
-        elif host.endswith((".openai.azure.com", ".cognitiveservices.azure.com")):
-            preset = "azure"
-        else:
-            preset = "custom"
+        preset = preset_for_host(urlsplit(base_url).hostname or "") or "custom"
 
     if isinstance(key_env_override, str) and key_env_override.strip():
         var = key_env_override.strip()

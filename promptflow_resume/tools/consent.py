@@ -17,7 +17,9 @@ Nothing here is read from a progress file, so a shared progress file cannot allo
 Patterns are shell-style globs (``*``, ``?``, ``[...]``) matched against the whole command
 line; ``*`` alone allows every command. A pattern other than ``*`` matches only a *simple*
 command (no ``;``, ``&``, ``|``, ``<``, ``>``, backquote, ``$`` or newline) unless it equals
-the command exactly, so ``git *`` does not also allow ``git status; rm -rf ~``.
+the command exactly, so ``git *`` does not also allow ``git status; rm -rf ~``; and its
+wildcards never stand for an argument that makes the program run others or write any file
+(``tools.escapes``). A refusal says which rule refused the command.
 """
 
 from __future__ import annotations
@@ -49,15 +51,40 @@ def is_simple(command: str) -> bool:
     return not (set(command) & _SHELL_CONTROL)
 
 
-def command_matches(command: str, pattern: str) -> bool:
-    """True when ``pattern`` allows ``command`` (see the module docstring)."""
+def _shell_syntax(command: str) -> str:
+    """The first shell syntax in ``command``, as a person would name it."""
+    if "$(" in command:
+        return "`$(`"
+    first = min((command.index(c) for c in _SHELL_CONTROL if c in command), default=0)
+    char = command[first]
+    return "a newline" if char in "\r\n" else f"`{char}`"
+
+
+def pattern_verdict(command: str, pattern: str) -> tuple[bool, str | None]:
+    """Whether ``pattern`` allows ``command``, and when its glob matched but a rule refused
+    the command, why (one clause naming the rule and the part of the command)."""
     command = command.strip()
     pattern = pattern.strip()
     if pattern == "*" or pattern == command:
-        return True
+        return True, None
+    if not fnmatch.fnmatchcase(command, pattern):
+        return False, None
     if not is_simple(command):
-        return False
-    return fnmatch.fnmatchcase(command, pattern)
+        return False, (
+            f"`{pattern}` does not cover it: the command uses shell syntax "
+            f"({_shell_syntax(command)}), which no pattern but `*` or the exact command allows"
+        )
+    from .escapes import refused_argument
+
+    refused = refused_argument(command, pattern)
+    if refused is not None:
+        return False, f"`{pattern}` does not cover {refused}"
+    return True, None
+
+
+def command_matches(command: str, pattern: str) -> bool:
+    """True when ``pattern`` allows ``command`` (see the module docstring)."""
+    return pattern_verdict(command, pattern)[0]
 
 
 def command_prefix(command: str) -> str:
@@ -105,18 +132,25 @@ class Consent:
 
     def command(self, command: str) -> Decision:
         """May the model's shell ``command`` run?"""
+        reasons: list[str] = []
         for patterns, how in (
             (self.commands, "--allow-commands"),
             (self.workflow_commands, "the workflow's allow-commands"),
         ):
-            if any(command_matches(command, p) for p in patterns):
-                return Decision(True, how)
+            for pattern in patterns:
+                allowed, why = pattern_verdict(command, pattern)
+                if allowed:
+                    return Decision(True, how)
+                if why is not None:
+                    reasons.append(why)
         if is_simple(command) and any(
             command_matches(command, p) or command_matches(command, p + " *")
             for p in self._always_commands
         ):
             return Decision(True, "allowed always on the terminal")
         if self.ask is None:
+            if reasons:
+                return Decision(False, f"{reasons[0]}; there is no terminal to ask")
             return Decision(False, "no terminal to ask and no --allow-commands pattern allows it")
         prefix = command_prefix(command)
         offer = f"always `{prefix}`" if is_simple(command) else "always (this exact command)"

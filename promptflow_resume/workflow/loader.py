@@ -28,6 +28,7 @@ from .source import (
     FrontMatterUnclosed,
     LineIndex,
     Source,
+    YamlPositions,
     split_source,
 )
 from .toolnames import BUILTIN_TOOLS
@@ -218,6 +219,7 @@ def _analyze(
     steps = _build_steps(analysis, col)
     variables, inputs = _check_variables(analysis, steps, col)
     _check_commands_used(cfg, steps, col)
+    _check_allow_lists(data, bad, positions, col)
     context = normalize_text(body.context)
     if len(steps) == 1 and steps[0].heading is None and not steps[0].body:
         col.error(
@@ -590,6 +592,37 @@ def _check_commands_used(cfg: WorkflowSettings, steps: list[Step], col: Collecto
                 field=f"$.commands.{name}",
                 code="unused-command",
             )
+
+
+def catch_all(pattern: str, key: str) -> bool:
+    """True for an allow-list entry that allows (nearly) everything: ``*``, and for
+    ``allow-fetch`` a whole top-level domain such as ``*.com``."""
+    pattern = pattern.strip()
+    if pattern == "*":
+        return True
+    return key == "allow-fetch" and pattern.startswith("*.") and "." not in pattern[2:].strip(".")
+
+
+def _check_allow_lists(
+    data: dict[str, Any], bad: set[str], positions: YamlPositions, col: Collector
+) -> None:
+    """Warn about catch-all patterns: such a list changes no hash, so a change that adds one
+    is noticed only here and when a run resumes (docs/spec.md 10.7)."""
+    for key, what in (("allow-commands", "every command"), ("allow-fetch", "every host")):
+        values = data.get(key) if key not in bad else None
+        for index, pattern in enumerate(values if isinstance(values, list) else []):
+            if isinstance(pattern, str) and catch_all(pattern, key):
+                line, column = positions.value((key, index))
+                scope = what if pattern.strip() == "*" else f"every host under {pattern.strip()}"
+                col.warning(
+                    f"{key} `{pattern.strip()}` lets the model reach {scope} without asking; "
+                    "name the programs or hosts the workflow needs (e.g. `pytest *`, "
+                    "`docs.python.org`).",
+                    line=line,
+                    column=column,
+                    field=f"$.{key}[{index}]",
+                    code="catch-all-permission",
+                )
 
 
 # --- variables ---------------------------------------------------------------------------
