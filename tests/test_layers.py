@@ -40,6 +40,7 @@ LAYERS: list[set[str]] = [
         "errors",
         "faults",
         "globs",
+        "jsonvalues",
         "lazyexports",
         "packagedata",
         "redact",
