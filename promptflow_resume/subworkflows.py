@@ -35,9 +35,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .engine import ChildCall, ChildResult, Engine, EngineOptions, answer_line
-from .errors import FileNotFoundFlowError, InputError, NeedsReviewError, StorageError
+from .errors import (
+    FileNotFoundFlowError,
+    FlowError,
+    InputError,
+    NeedsReviewError,
+    StorageError,
+)
 from .events import Reporter
 from .progress import ProgressStore
+from .progress.links import child_cycle_error
 from .progress.model import Run, Usage
 from .progress.render import entries_phrase
 from .providers.base import Request
@@ -473,14 +480,19 @@ def _unrolled(child: ChildNode, recorded: Usage) -> Usage:
     return _difference(child.total_usage(), recorded)
 
 
-def child_runs(run: Run, path: Path, *, depth: int = 0) -> list[ChildNode]:
-    """The child runs of ``run`` (stored at ``path``), each with its own children, in step order."""
-    from .errors import FlowError
+def child_runs(
+    run: Run, path: Path, *, depth: int = 0, _above: tuple[Path, ...] = ()
+) -> list[ChildNode]:
+    """The child runs of ``run`` (stored at ``path``), each with its own children, in step order.
+
+    A child that leads back to a run above it is listed as invalid, not followed."""
     from .progress import load_progress
 
     nodes: list[ChildNode] = []
     if depth >= MAX_DEPTH:
         return nodes
+    above = (*_above, path)
+    seen = {os.path.realpath(p) for p in above}
     for step_id, state in run.steps.items():
         if not state.child:
             continue
@@ -495,7 +507,10 @@ def child_runs(run: Run, path: Path, *, depth: int = 0) -> list[ChildNode]:
             steps_total=0,
             usage=Usage(),
         )
-        if where.exists():
+        if os.path.realpath(where) in seen:
+            node.status = "invalid"
+            node.error = str(child_cycle_error(path, step_id, state.child, list(above)))
+        elif where.exists():
             try:
                 child, _report = load_progress(where)
             except FlowError as error:
@@ -508,7 +523,7 @@ def child_runs(run: Run, path: Path, *, depth: int = 0) -> list[ChildNode]:
                 node.steps_total = child.cursor.total or len(child.steps)
                 node.usage = child.usage
                 node.step_usage = {sid: s.usage for sid, s in child.steps.items()}
-                node.children = child_runs(child, where, depth=depth + 1)
+                node.children = child_runs(child, where, depth=depth + 1, _above=above)
         nodes.append(node)
     return nodes
 
@@ -527,7 +542,6 @@ def children_of_file(path: Path) -> list[ChildNode]:
 
     Only a run whose ``<stem>.steps`` folder exists is read in full, so listing thousands of
     runs without sub-workflows reads no more than before."""
-    from .errors import FlowError
     from .progress import load_progress
 
     if not (path.parent / child_folder(path)).is_dir():

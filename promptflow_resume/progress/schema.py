@@ -258,3 +258,27 @@ def validate_front_matter(
         ),
     )
 
+
+def field_position(path: str | Path, parts: list[Any]) -> tuple[int | None, int | None]:
+    """The 1-based line and column of the front matter field ``parts`` in the file ``path``
+    (None, None when the file or the field cannot be found): for errors found after loading."""
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+            text = handle.read(_POSITION_READ_LIMIT)
+    except OSError:
+        return None, None
+    if not text.startswith("---\n"):
+        return None, None
+    end = text.find("\n---\n", 3)
+    try:
+        root = yamlio.compose(text[4 : end + 1 if end != -1 else None], line_offset=1)
+    except FlowError:
+        return None, None
+    node, found = _node_at(root, parts)
+    if node is None or not found:
+        return None, None
+    return node.start_mark.line + 2, node.start_mark.column + 1
+
+
+#: ``field_position`` reads at most this much of a file (the front matter's own size limit).
+_POSITION_READ_LIMIT = 8 * 1024 * 1024
