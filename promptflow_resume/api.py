@@ -699,9 +699,10 @@ def resume_run(
     store, run, report = ProgressStore.open(path)
     servers = None
     try:
-        from .subworkflows import refuse_direct_resume
+        from .subworkflows import refuse_child_cycles, refuse_direct_resume
 
         refuse_direct_resume(run, path)
+        refuse_child_cycles(run, path)
         wf = _workflow_for(run, path, workflow_path)
         root = Path(workspace) if workspace is not None else Path.cwd()
         outside = None if workflow_path is not None else outside_workspace(run, path, root)

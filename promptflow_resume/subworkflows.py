@@ -215,6 +215,8 @@ class SubworkflowRunner:
     #: The answers to changed-workflow questions, as given to the parent's resume.
     choices: Choices = field(default_factory=Choices)
     depth: int = 0
+    #: The progress files of the runs above the one this runner serves (outermost first).
+    above: tuple[Path, ...] = ()
     #: The parent's ``--mcp-config`` (None: the workspace's ``.vscode/mcp.json``).
     mcp_config: str | Path | None = None
     #: Asks for an MCP configuration input on a terminal (``id, description, password``).
@@ -259,6 +261,10 @@ class SubworkflowRunner:
                 path=call.parent_path,
             )
         path = call.parent_path.parent / call.child
+        chain = [*self.above, call.parent_path]
+        if os.path.realpath(path) in {os.path.realpath(p) for p in chain}:
+            # A file from someone else can point a step back at its own run (docs/spec.md 10.5).
+            raise child_cycle_error(call.parent_path, call.step.id, call.child, chain)
         if path.exists():
             return self._resume(call, path)
         return self._start(call, path, workflow)
@@ -279,7 +285,7 @@ class SubworkflowRunner:
             # The child's own MCP tools, never the parent's (its tools: list is its own).
             extra_tools=servers.offer() if servers is not None else (),
             redactor=parent.redactor.with_values(secrets) if secrets else parent.redactor,
-            children=replace(self, depth=self.depth + 1),
+            children=replace(self, depth=self.depth + 1, above=(*self.above, call.parent_path)),
         )
 
     def _servers(
@@ -526,6 +532,33 @@ def child_runs(
                 node.children = child_runs(child, where, depth=depth + 1, _above=above)
         nodes.append(node)
     return nodes
+
+
+def refuse_child_cycles(run: Run, path: Path) -> None:
+    """Raise the positioned error for a ``child`` link, in this run or a run below it, that
+    leads back to a run above it; before a resume writes anything (docs/spec.md 10.5)."""
+    from .progress import load_progress
+
+    stack: list[tuple[Run, Path, tuple[Path, ...]]] = [(run, path, ())]
+    while stack:
+        current, where, above = stack.pop()
+        chain = (*above, where)
+        if len(chain) > MAX_DEPTH:
+            continue
+        seen = {os.path.realpath(p) for p in chain}
+        for step_id, state in current.steps.items():
+            if not state.child:
+                continue
+            child_path = where.parent / state.child
+            if os.path.realpath(child_path) in seen:
+                raise child_cycle_error(where, step_id, state.child, list(chain))
+            if not child_path.is_file():
+                continue
+            try:
+                child, _report = load_progress(child_path)
+            except FlowError:
+                continue  # the resume that reaches this child reports it
+            stack.append((child, child_path, chain))
 
 
 def usage_with_children(run: Run, children: list[ChildNode]) -> Usage:
