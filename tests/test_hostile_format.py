@@ -271,7 +271,7 @@ CASES: dict[str, Case] = {
         _child("progress.md"),
         4,
         ("progress.md:26:", "$.steps.draft.child", "this run itself"),
-        refusing=("share",),
+        refusing=("share", "resume"),
         succeeding=("validate", "status", "show"),
         said=("invalid", "cannot contain its parent"),
     ),
@@ -279,7 +279,7 @@ CASES: dict[str, Case] = {
         _child("other/progress.md", other="other/progress.md"),
         4,
         ("other/progress.md:26:", "$.steps.draft.child", "a run that contains this one"),
-        refusing=("share",),
+        refusing=("share", "resume"),
         succeeding=("validate", "status", "show"),
         said=("invalid", "cannot contain its parent"),
     ),
@@ -331,6 +331,24 @@ def test_a_hostile_file_gets_a_positioned_error_and_stays_unchanged(
         page = (tmp_path / "page" / "run.html").read_text(encoding="utf-8")
         assert "bad \ufffd byte" in page
     assert not (tmp_path / "notes.txt").exists(), "a tool ran"
+
+
+def test_resuming_a_workflow_step_whose_child_is_its_own_run_is_refused(tmp_path: Path) -> None:
+    """A stopped sub-workflow whose recorded child file was pointed back at the parent."""
+    names = ("nested.prompt.md", "nested-child.prompt.md", "nested.script.yaml")
+    copy_fixtures(tmp_path, *names, source=HOSTILE)
+    args = ("nested.prompt.md", "--recording", "nested.script.yaml", "--progress", PROGRESS)
+    result = flow("run", *args, "--max-turns", "2", "--new", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    path = tmp_path / PROGRESS
+    text = path.read_text(encoding="utf-8")
+    link = "    child: progress.steps/child/progress.md\n"
+    assert link in text
+    path.write_text(text.replace(link, "    child: progress.md\n"), encoding="utf-8")
+    before = snapshot(tmp_path)
+    result = flow("resume", PROGRESS, "--max-turns", "5", cwd=tmp_path)
+    assert_clean_error(result, 4, "progress.md:34:", "$.steps.child.child", "this run itself")
+    assert snapshot(tmp_path) == before
 
 
 # --- 6: a NaN cost does not switch the budget off -------------------------------------------
