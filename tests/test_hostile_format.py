@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import math
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -500,3 +501,57 @@ def test_a_script_nested_100k_levels_deep_is_refused(tmp_path: Path) -> None:
     (tmp_path / "script.json").write_text(text, encoding="utf-8")
     result = flow("run", "guarded.prompt.md", "--recording", "script.json", "--new", cwd=tmp_path)
     assert_clean_error(result, 10, "script.json:2:31:", "levels deep")
+
+
+# --- the same rules in batch.md ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def batch_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A completed batch of one row of the guarded workflow."""
+    where = copy_fixtures(tmp_path_factory.mktemp("batch"), *WORKFLOW, source=HOSTILE)
+    (where / "rows.jsonl").write_text("{}\n", encoding="utf-8")
+    result = flow(
+        "batch",
+        "guarded.prompt.md",
+        "--data",
+        "rows.jsonl",
+        "--recording",
+        "guarded.script.yaml",
+        "--out",
+        "out",
+        cwd=where,
+    )
+    assert result.returncode == 0, result.stderr
+    return where
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "words"),
+    [
+        (
+            "\n  cost_usd: 0.0\nrows:",
+            "\n  cost_usd: .nan\nrows:",
+            ("batch.md:25:", "$.totals.cost_usd", "finite"),
+        ),
+        (
+            "\nstatus: completed\n",
+            "\nstatus: completed\nstatus: running\n",
+            ("batch.md:5:", "$.status", "lines 4 and 5"),
+        ),
+    ],
+    ids=["nan-total", "duplicate-status"],
+)
+def test_a_hostile_batch_file_is_refused_and_left_alone(
+    batch_folder: Path, tmp_path: Path, old: str, new: str, words: tuple[str, ...]
+) -> None:
+    shutil.copytree(batch_folder, tmp_path, dirs_exist_ok=True)
+    path = tmp_path / "out" / "batch.md"
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    before = snapshot(tmp_path)
+    for command in ("status", "resume"):
+        result = flow(command, "out/batch.md", cwd=tmp_path)
+        assert_clean_error(result, 4, *words)
+        assert snapshot(tmp_path) == before, command
