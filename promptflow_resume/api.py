@@ -735,9 +735,10 @@ def resume_run(
     store, run, report = ProgressStore.open(path)
     servers = None
     try:
-        from .subworkflows import refuse_direct_resume
+        from .subworkflows import refuse_child_cycles, refuse_direct_resume
 
         refuse_direct_resume(run, path)
+        refuse_child_cycles(run, path)
         # Before anything starts or is written: --decide, ``recovery: model`` and the run
         # itself all send to the endpoint this resume ends up with.
         check_endpoint(run, path, provider, base_url)

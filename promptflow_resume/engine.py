@@ -950,7 +950,7 @@ class Engine:
             ("max_tokens", usage.total_tokens, "tokens", "--max-tokens"),
         ):
             limit = budget.get(key)
-            if limit is not None and used >= int(limit):
+            if limit is not None and not used < int(limit):
                 raise _Stop(
                     "budget_exhausted",
                     f"{unit[:-1]} budget used: {used} of {limit} {unit}; "
@@ -966,7 +966,9 @@ class Engine:
                 params=dict(self.run.config.params),
             )
             estimate = estimate_request_cost(self.run.config.model, request) or 0.0
-            if usage.cost_usd + estimate > float(max_cost):
+            # Written so that NaN stops the run: every comparison with NaN is false, and a
+            # budget a NaN could switch off would be no budget (docs/spec.md 10.5).
+            if not usage.cost_usd + estimate <= float(max_cost):
                 raise _Stop(
                     "budget_exhausted",
                     f"cost budget: ${usage.cost_usd:.4f} spent of ${float(max_cost):.2f}, and the "

@@ -35,9 +35,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .engine import ChildCall, ChildResult, Engine, EngineOptions, answer_line
-from .errors import FileNotFoundFlowError, InputError, NeedsReviewError, StorageError
+from .errors import (
+    FileNotFoundFlowError,
+    FlowError,
+    InputError,
+    NeedsReviewError,
+    StorageError,
+)
 from .events import Reporter
 from .progress import ProgressStore
+from .progress.links import child_cycle_error
 from .progress.model import Run, Usage
 from .progress.render import entries_phrase
 from .progress.state import run_state
@@ -209,6 +216,8 @@ class SubworkflowRunner:
     #: The answers to changed-workflow questions, as given to the parent's resume.
     choices: Choices = field(default_factory=Choices)
     depth: int = 0
+    #: The progress files of the runs above the one this runner serves (outermost first).
+    above: tuple[Path, ...] = ()
     #: The parent's ``--mcp-config`` (None: the workspace's ``.vscode/mcp.json``).
     mcp_config: str | Path | None = None
     #: Asks for an MCP configuration input on a terminal (``id, description, password``).
@@ -253,6 +262,10 @@ class SubworkflowRunner:
                 path=call.parent_path,
             )
         path = call.parent_path.parent / call.child
+        chain = [*self.above, call.parent_path]
+        if os.path.realpath(path) in {os.path.realpath(p) for p in chain}:
+            # A file from someone else can point a step back at its own run (docs/spec.md 10.5).
+            raise child_cycle_error(call.parent_path, call.step.id, call.child, chain)
         if path.exists():
             return self._resume(call, path)
         return self._start(call, path, workflow)
@@ -273,7 +286,7 @@ class SubworkflowRunner:
             # The child's own MCP tools, never the parent's (its tools: list is its own).
             extra_tools=servers.offer() if servers is not None else (),
             redactor=parent.redactor.with_values(secrets) if secrets else parent.redactor,
-            children=replace(self, depth=self.depth + 1),
+            children=replace(self, depth=self.depth + 1, above=(*self.above, call.parent_path)),
         )
 
     def _servers(
@@ -473,14 +486,19 @@ def _unrolled(child: ChildNode, recorded: Usage) -> Usage:
     return _difference(child.total_usage(), recorded)
 
 
-def child_runs(run: Run, path: Path, *, depth: int = 0) -> list[ChildNode]:
-    """The child runs of ``run`` (stored at ``path``), each with its own children, in step order."""
-    from .errors import FlowError
+def child_runs(
+    run: Run, path: Path, *, depth: int = 0, _above: tuple[Path, ...] = ()
+) -> list[ChildNode]:
+    """The child runs of ``run`` (stored at ``path``), each with its own children, in step order.
+
+    A child that leads back to a run above it is listed as invalid, not followed."""
     from .progress import load_progress
 
     nodes: list[ChildNode] = []
     if depth >= MAX_DEPTH:
         return nodes
+    above = (*_above, path)
+    seen = {os.path.realpath(p) for p in above}
     for step_id, state in run.steps.items():
         if not state.child:
             continue
@@ -495,7 +513,10 @@ def child_runs(run: Run, path: Path, *, depth: int = 0) -> list[ChildNode]:
             steps_total=0,
             usage=Usage(),
         )
-        if where.exists():
+        if os.path.realpath(where) in seen:
+            node.status = "invalid"
+            node.error = str(child_cycle_error(path, step_id, state.child, list(above)))
+        elif where.exists():
             try:
                 child, _report = load_progress(where)
             except FlowError as error:
@@ -509,9 +530,36 @@ def child_runs(run: Run, path: Path, *, depth: int = 0) -> list[ChildNode]:
                 node.steps_total = child.cursor.total or len(child.steps)
                 node.usage = child.usage
                 node.step_usage = {sid: s.usage for sid, s in child.steps.items()}
-                node.children = child_runs(child, where, depth=depth + 1)
+                node.children = child_runs(child, where, depth=depth + 1, _above=above)
         nodes.append(node)
     return nodes
+
+
+def refuse_child_cycles(run: Run, path: Path) -> None:
+    """Raise the positioned error for a ``child`` link, in this run or a run below it, that
+    leads back to a run above it; before a resume writes anything (docs/spec.md 10.5)."""
+    from .progress import load_progress
+
+    stack: list[tuple[Run, Path, tuple[Path, ...]]] = [(run, path, ())]
+    while stack:
+        current, where, above = stack.pop()
+        chain = (*above, where)
+        if len(chain) > MAX_DEPTH:
+            continue
+        seen = {os.path.realpath(p) for p in chain}
+        for step_id, state in current.steps.items():
+            if not state.child:
+                continue
+            child_path = where.parent / state.child
+            if os.path.realpath(child_path) in seen:
+                raise child_cycle_error(where, step_id, state.child, list(chain))
+            if not child_path.is_file():
+                continue
+            try:
+                child, _report = load_progress(child_path)
+            except FlowError:
+                continue  # the resume that reaches this child reports it
+            stack.append((child, child_path, chain))
 
 
 def usage_with_children(run: Run, children: list[ChildNode]) -> Usage:
@@ -528,7 +576,6 @@ def children_of_file(path: Path) -> list[ChildNode]:
 
     Only a run whose ``<stem>.steps`` folder exists is read in full, so listing thousands of
     runs without sub-workflows reads no more than before."""
-    from .errors import FlowError
     from .progress import load_progress
 
     if not (path.parent / child_folder(path)).is_dir():

@@ -26,7 +26,17 @@ import unicodedata
 BOM = "\ufeff"
 
 _TRAILING_WS = re.compile(r"[ \t\f\v]+$", re.M)
+_SURROGATES = re.compile("[\ud800-\udfff]")
 _BLANK_RUNS = re.compile(r"\n{3,}")
+
+
+def without_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (text no UTF-8 file can hold) replaced by U+FFFD.
+
+    A provider or a journal can hand flow such text; the transcript keeps it exactly, and
+    every view written as UTF-8 (the front matter, an HTML page) shows U+FFFD instead.
+    """
+    return _SURROGATES.sub("\ufffd", text)
 
 
 def strip_bom(text: str) -> str:

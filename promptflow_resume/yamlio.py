@@ -9,7 +9,9 @@ lines, so files diff cleanly::
     text = dump({"flow_progress": 1, "status": "running"})
 
 Documents that expand aliases into huge structures ("billion laughs") are refused: we count
-alias uses while composing.
+alias uses while composing. So are values JSON has no room for (``.nan``, ``.inf``, integers
+outside 64 bits: see ``jsonvalues``), each named by line, column and field path, and, with
+``unique_keys=True`` (flow's own checkpoints), a key written twice in one mapping.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import yaml
 
 from .errors import InvalidFileError
+from .jsonvalues import INT_MAX, INT_MIN, MAX_INT_CHARS, excerpt, field_path
 
 try:  # libyaml is optional; the pure-Python classes behave the same, only slower.
     from yaml import CSafeDumper as _Dumper
@@ -39,6 +42,142 @@ MAX_DEPTH = 32
 
 class YamlError(InvalidFileError):
     """A YAML document that cannot be read; carries the 1-based line and column."""
+
+
+class _Refused(Exception):
+    """A scalar or mapping the checked loader will not build (raised while constructing)."""
+
+    def __init__(
+        self,
+        problem: str,
+        node: yaml.Node,
+        root: yaml.Node | None,
+        hint: str,
+        first: yaml.Node | None = None,
+    ) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.node = node
+        self.root = root
+        self.hint = hint
+        #: For a duplicate key: the key's first occurrence.
+        self.first = first
+
+
+class _CheckedLoader(_Loader):  # type: ignore[misc,valid-type]
+    """The safe loader, refusing numbers JSON cannot hold (docs/spec.md 10.5).
+
+    Only the float and int constructors and one length comparison per mapping are added, so
+    loading costs what it did.
+    """
+
+    unique_keys = False
+    _root: yaml.Node | None = None
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        self._root = node
+        return super().construct_document(node)
+
+    def _refuse(
+        self, problem: str, node: yaml.Node, hint: str, first: yaml.Node | None = None
+    ) -> _Refused:
+        return _Refused(problem, node, self._root, hint, first)
+
+    def construct_checked_float(self, node: yaml.ScalarNode) -> float:
+        value: float = self.construct_yaml_float(node)
+        if value - value != 0.0:  # NaN or an infinity (.nan, .inf, -.inf, 1.0e+999)
+            raise self._refuse(
+                f"`{excerpt(str(node.value))}` is not allowed: a number must be a finite number "
+                "(not NaN or an infinity)",
+                node,
+                "Write a finite number, or quote the value to keep it as text.",
+            )
+        return value
+
+    def construct_checked_int(self, node: yaml.ScalarNode) -> int:
+        text = str(node.value)
+        value: int | None = None
+        if len(text) <= MAX_INT_CHARS:
+            try:
+                value = self.construct_yaml_int(node)
+            except ValueError:
+                value = None
+        if value is None or not INT_MIN <= value <= INT_MAX:
+            raise self._refuse(
+                f"the integer `{excerpt(text)}` is out of range: integers lie between -2^63 "
+                "and 2^63-1",
+                node,
+                "Write a smaller number, or quote the value to keep it as text.",
+            )
+        return value
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        explicit = node.value  # flatten_mapping (merge keys) removes `<<` pairs from this list
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        if self.unique_keys and len(mapping) != len(node.value):
+            seen: dict[Any, yaml.Node] = {}
+            for key_node, _ in explicit:
+                key = self.construct_object(key_node, deep=deep)
+                first = seen.setdefault(key, key_node)
+                if first is not key_node:
+                    raise self._refuse(
+                        f"the key `{excerpt(str(key))}` appears twice in one mapping",
+                        key_node,
+                        "Remove one of them (keep the value you mean); a checkpoint holds one "
+                        "value per key.",
+                        first,
+                    )
+        return mapping
+
+
+class _UniqueKeysLoader(_CheckedLoader):
+    """The checked loader that also refuses a key written twice in one mapping."""
+
+    unique_keys = True
+
+
+_CheckedLoader.add_constructor("tag:yaml.org,2002:float", _CheckedLoader.construct_checked_float)
+_CheckedLoader.add_constructor("tag:yaml.org,2002:int", _CheckedLoader.construct_checked_int)
+
+
+def _refused(err: _Refused, path: str | Path | None, line_offset: int) -> YamlError:
+    """The positioned ``YamlError`` for a value the checked loader refused."""
+    problem = err.problem
+    if err.first is not None:
+        first, second = err.first.start_mark.line, err.node.start_mark.line
+        problem += f" (lines {first + 1 + line_offset} and {second + 1 + line_offset})"
+    parts = _parts_to(err.root, err.node)
+    return YamlError(
+        problem + ".",
+        path=path,
+        line=err.node.start_mark.line + 1 + line_offset,
+        column=err.node.start_mark.column + 1,
+        field=field_path(parts) if parts is not None else None,
+        hint=err.hint,
+    )
+
+
+def _parts_to(root: yaml.Node | None, target: yaml.Node) -> list[Any] | None:
+    """The field path parts from ``root`` to ``target`` (a value or a mapping's key node)."""
+    if root is None:
+        return None
+    stack: list[tuple[yaml.Node, list[Any]]] = [(root, [])]
+    seen: set[int] = set()
+    while stack:
+        node, parts = stack.pop()
+        if node is target:
+            return parts
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if key_node is target:
+                    return [*parts, key_node.value]
+                stack.append((value_node, [*parts, key_node.value]))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, [*parts, i]) for i, item in enumerate(node.value))
+    return None
 
 
 class _Str(str):
@@ -150,7 +289,7 @@ def _bad_value(err: Exception, text: str, path: str | Path | None, line_offset: 
         return YamlError(f"invalid YAML: a value cannot be read as its type{detail}.", path=path)
     kind = str(bad.tag).rpartition(":")[2]
     return YamlError(
-        f"invalid YAML: `{bad.value}` is not a valid {kind}{detail}.",
+        f"invalid YAML: `{excerpt(str(bad.value))}` is not a valid {kind}{detail}.",
         path=path,
         line=bad.start_mark.line + 1 + line_offset,
         column=bad.start_mark.column + 1,
@@ -262,27 +401,43 @@ def _check_graph(root: yaml.Node, path: str | Path | None, line_offset: int) -> 
                 stack.append((child, False))
 
 
-def load(text: str, *, path: str | Path | None = None, line_offset: int = 0) -> Any:
-    """Parse one YAML document safely; errors carry ``path:line:col`` (1-based)."""
+def load(
+    text: str,
+    *,
+    path: str | Path | None = None,
+    line_offset: int = 0,
+    unique_keys: bool = False,
+) -> Any:
+    """Parse one YAML document safely; errors carry ``path:line:col`` (1-based).
+
+    Non-finite numbers and integers outside 64 bits are refused; with ``unique_keys``, so is a
+    key written twice in one mapping (flow's checkpoints; elsewhere the last one wins, or the
+    caller reports it with its own wording).
+    """
+    loader_class = _UniqueKeysLoader if unique_keys else _CheckedLoader
     if "&" in text or "*" in text:
         # Anchors are rare in our files; only then pay for the alias check on a node graph.
         node = compose(text, path=path, line_offset=line_offset)
         if node is None:
             return None
-        loader = _Loader("")
+        loader = loader_class("")
         try:
             return loader.construct_document(node)
         except yaml.YAMLError as err:
             raise _error(err, text, path, line_offset) from None
+        except _Refused as err:
+            raise _refused(err, path, line_offset) from None
         except _CONSTRUCT_ERRORS as err:
             raise _bad_value(err, text, path, line_offset) from None
         finally:
             loader.dispose()
     _check_depth(text, path, line_offset)
     try:
-        return yaml.load(text, Loader=_Loader)
+        return yaml.load(text, Loader=loader_class)
     except yaml.YAMLError as err:
         raise _error(err, text, path, line_offset) from None
+    except _Refused as err:
+        raise _refused(err, path, line_offset) from None
     except _CONSTRUCT_ERRORS as err:
         raise _bad_value(err, text, path, line_offset) from None
 

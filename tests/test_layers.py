@@ -41,6 +41,7 @@ LAYERS: list[set[str]] = [
         "faults",
         "flowfolder",
         "globs",
+        "jsonvalues",
         "lazyexports",
         "packagedata",
         "redact",

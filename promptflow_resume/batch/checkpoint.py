@@ -284,7 +284,7 @@ def load_batch(path: str | Path) -> Batch:
             hint="Restore the file from version control, or re-run the batch.",
         )
     source = text[4 : end + 1]
-    data = yamlio.load(source, path=p, line_offset=1)
+    data = yamlio.load(source, path=p, line_offset=1, unique_keys=True)
     if not isinstance(data, dict):
         raise ProgressFormatError("the front matter must be a mapping.", path=p, line=2)
     validate_front_matter(data, path=p, source=source, line_offset=1, schema="batch")

@@ -25,6 +25,7 @@ import yaml
 
 from .. import yamlio
 from ..errors import FileNotFoundFlowError, InputError
+from ..jsonvalues import BadJson, field_path, loads_json
 from ..workflow import resolve_inputs
 from ..workflow.model import Workflow
 
@@ -80,7 +81,7 @@ def _jsonl(path: Path, text: str) -> list[DataRow]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = loads_json(line)
         except json.JSONDecodeError as exc:
             raise InputError(
                 f"row {len(rows) + 1} is not valid JSON: {exc.msg}.",
@@ -88,6 +89,15 @@ def _jsonl(path: Path, text: str) -> list[DataRow]:
                 line=line_no,
                 column=exc.colno,
                 hint="Write one JSON object per line.",
+            ) from None
+        except BadJson as exc:
+            raise InputError(
+                f"row {len(rows) + 1} holds a value flow refuses: {exc.problem}.",
+                path=path,
+                line=line_no,
+                column=exc.column,
+                field=field_path(exc.parts) if exc.parts is not None else None,
+                hint="Fix that row (nothing ran), then start the batch again.",
             ) from None
         if not isinstance(value, dict):
             raise _not_a_mapping(path, len(rows) + 1, line_no, value)

@@ -477,7 +477,8 @@ def _execute(
     try:
         try:
             while queue or engine.busy():
-                if batch.max_cost_usd is not None and spent() >= batch.max_cost_usd:
+                # "not below" rather than "at or above": a NaN (a hostile row file) stops.
+                if batch.max_cost_usd is not None and not spent() < batch.max_cost_usd:
                     budget_hit = True
                 while queue and engine.free_slots() > 0 and not budget_hit:
                     row = queue.pop(0)

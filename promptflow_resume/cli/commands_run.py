@@ -646,7 +646,9 @@ def _print_tree(data: dict[str, Any]) -> None:
     def lines(children: list[dict[str, Any]], indent: str) -> None:
         for child in children:
             usage = child["usage"]
-            reason = f" — {child['reason']}" if child["reason"] else ""
+            # An invalid child says why (a broken file, a link back to a run above it).
+            why = child["reason"] or child.get("error")
+            reason = f" — {why}" if why else ""
             out(
                 f"{indent}{child['step']}: {child['status']}{reason} · "
                 f"{child['steps_done']}/{child['steps_total']} steps · "

@@ -70,9 +70,13 @@ def show(
         from ..durable import replace_file
         from ..progress.store import storage_error
         from ..show.html import html_page
+        from ..textnorm import without_surrogates
 
-        page = html_page(
-            run, source=path.name, state=state, progress=path, out_dir=html.absolute().parent
+        # A lone surrogate in the transcript (kept exactly there) cannot be UTF-8 in a page.
+        page = without_surrogates(
+            html_page(
+                run, source=path.name, state=state, progress=path, out_dir=html.absolute().parent
+            )
         ).encode("utf-8")
         try:
             html.parent.mkdir(parents=True, exist_ok=True)

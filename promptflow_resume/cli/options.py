@@ -89,8 +89,18 @@ BaseUrlOpt = Annotated[
         "azure) or the URL of an OpenAI-compatible server (vLLM, LM Studio, ...).",
     ),
 ]
+
+
+def _usd(value: float | None) -> float | None:
+    # click's float accepts "nan" and "inf"; a NaN limit would compare false with every cost.
+    if value is not None and not 0 <= value < float("inf"):
+        raise typer.BadParameter("give a finite amount of US dollars, 0 or more.")
+    return value
+
+
 MaxCostOpt = Annotated[
-    float | None, typer.Option("--max-cost", metavar="USD", help="Stop before spending more USD.")
+    float | None,
+    typer.Option("--max-cost", metavar="USD", help="Stop before spending more USD.", callback=_usd),
 ]
 MaxTokensOpt = Annotated[
     int | None, typer.Option("--max-tokens", metavar="N", help="Stop after this many tokens.")

@@ -27,6 +27,7 @@ from typing import Any
 
 from .. import yamlio
 from ..errors import ProgressFormatError
+from ..jsonvalues import BadJson, field_path, loads_json
 from .model import LoadReport
 
 JOURNAL_VERSION = 2
@@ -228,17 +229,23 @@ def _at(data: bytes, offset: int) -> tuple[int, int]:
     return data.count(b"\n", 0, offset) + 1, offset - (data.rfind(b"\n", 0, offset) + 1) + 1
 
 
-def _nested_deeper_than(value: Any, limit: int) -> bool:
-    """True when lists and dicts in ``value`` nest more than ``limit`` levels (no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        current, depth = stack.pop()
-        if isinstance(current, (dict, list)):
-            if depth >= limit:
-                return True
-            items = current.values() if isinstance(current, dict) else current
-            stack.extend((item, depth + 1) for item in items)
-    return False
+def _where(error: BadJson) -> str:
+    """`` at $.usage.cost_usd`` (a front matter field the event sets) or ``$.entries[0]...``."""
+    parts = error.parts
+    if parts is None:
+        return ""
+    document = error.document
+    if (
+        len(parts) >= 3
+        and parts[0] == "set"
+        and parts[2] == 1
+        and isinstance(document, dict)
+        and isinstance(document.get("set"), list)
+    ):
+        pair = document["set"][parts[1]]
+        if isinstance(pair, list) and pair and isinstance(pair[0], list):
+            return f" (it sets {field_path([*pair[0], *parts[3:]])} of the front matter)"
+    return f" at {field_path(parts)}"
 
 
 def read_raw(path: Path, max_bytes: int) -> bytes | None:
@@ -317,21 +324,27 @@ def parse_events(
     events: list[Event] = []
     for number, raw_line in enumerate(lines[1:], start=2):
         try:
-            data_ = json.loads(raw_line)
-            event = _event(data_, number)
-        except (ValueError, KeyError, TypeError, RecursionError):
-            raise journal_error(
-                path, number, "this journal line is damaged (not a complete event).", live=live
-            ) from None
-        if _nested_deeper_than(data_, yamlio.MAX_DEPTH + 3):  # + 3: event, "set", pair
-            # Deep values would fail later, when the checkpoint is written as YAML.
+            # + 3 levels: the event, "set", the pair. Deep values would fail later, when the
+            # checkpoint is written as YAML; NaN and huge integers would pass budgets and
+            # crash printing (docs/spec.md 10.5).
+            data_ = loads_json(raw_line, max_depth=yamlio.MAX_DEPTH + 3)
+        except BadJson as error:
             raise journal_error(
                 path,
                 number,
-                f"this journal line nests values more than {yamlio.MAX_DEPTH} levels deep; "
-                "flow never writes such an event.",
+                f"this journal line holds a value flow never writes{_where(error)}: "
+                f"{error.problem}.",
                 live=live,
-            )
+                column=error.column,
+            ) from None
+        except ValueError:
+            data_ = None
+        try:
+            event = _event(data_, number)
+        except (KeyError, TypeError):
+            raise journal_error(
+                path, number, "this journal line is damaged (not a complete event).", live=live
+            ) from None
         if events and event.seq != events[-1].seq + 1:
             raise journal_error(
                 path,

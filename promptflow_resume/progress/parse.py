@@ -227,7 +227,7 @@ def _front_matter(sc: _Scanner) -> tuple[dict[str, Any], str, int]:
             hint="flow's front matter holds the checkpoint only (the conversation is in the "
             "body, large outputs in sidecar files); restore the file from version control.",
         )
-    data = yamlio.load(source, path=sc.path, line_offset=1)
+    data = yamlio.load(source, path=sc.path, line_offset=1, unique_keys=True)
     if not isinstance(data, dict):
         raise ProgressFormatError(
             "the front matter is not a YAML mapping of keys to values.",

@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import quote
 
 from .. import yamlio
+from ..textnorm import without_surrogates
 from .digest import Chain, entry_digest
 from .frontmatter import front_matter
 from .model import Entry, Run, Usage
@@ -455,7 +456,7 @@ def conversation_preamble(empty: bool) -> str:
 
 def _without_surrogates(value: Any) -> Any:
     if isinstance(value, str):
-        return re.sub("[\ud800-\udfff]", "\ufffd", value)
+        return without_surrogates(value)
     if isinstance(value, dict):
         return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -21,6 +21,7 @@ import yaml
 
 from .. import yamlio
 from ..errors import FileNotFoundFlowError, FlowError, ProgressSchemaError
+from ..jsonvalues import excerpt, field_path
 from .schemacheck import compile_schema
 
 SCHEMA_NAMES = ("progress", "workflow", "batch")
@@ -49,11 +50,25 @@ def load_schema(name: str = "progress") -> dict[str, Any]:
     return data
 
 
+@functools.lru_cache(maxsize=1)
+def validator_class() -> Any:
+    """Draft 2020-12 over JSON's data model: a ``number`` is finite (NaN and the infinities,
+    which YAML and Python can spell but JSON cannot, are no number), as in ``schemacheck``."""
+    from jsonschema import Draft202012Validator, validators
+
+    base = Draft202012Validator.TYPE_CHECKER
+    checker = base.redefine_many(
+        {
+            "number": lambda checker, value: base.is_type(value, "number") and value - value == 0.0,
+            "integer": lambda checker, value: base.is_type(value, "integer") and value - value == 0,
+        }
+    )
+    return validators.extend(Draft202012Validator, type_checker=checker)
+
+
 @functools.lru_cache(maxsize=4)
 def _validator(name: str = "progress") -> Any:
-    from jsonschema import Draft202012Validator
-
-    return Draft202012Validator(load_schema(name))
+    return validator_class()(load_schema(name))
 
 
 @functools.lru_cache(maxsize=4)
@@ -61,19 +76,6 @@ def _quick_check(name: str = "progress") -> Callable[[Any], bool] | None:
     # The schema compiled to plain checks (schemacheck): it says "valid" without loading
     # jsonschema, which is asked about every document it rejects.
     return compile_schema(load_schema(name))
-
-
-def field_path(parts: Any) -> str:
-    """``$.steps.analyze.status`` / ``$.attempts[0].n`` / ``$.inputs["a key"]``."""
-    out = "$"
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif isinstance(part, str) and part.replace("_", "a").replace("-", "a").isalnum():
-            out += f".{part}"
-        else:
-            out += f"[{json.dumps(part, ensure_ascii=False)}]"
-    return out
 
 
 def _kind(value: Any) -> str:
@@ -84,7 +86,7 @@ def _kind(value: Any) -> str:
     if isinstance(value, int):
         return "an integer"
     if isinstance(value, float):
-        return "a number"
+        return "a number" if value - value == 0.0 else "a non-finite number"
     if isinstance(value, str):
         return "a string"
     if isinstance(value, list):
@@ -95,6 +97,8 @@ def _kind(value: Any) -> str:
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4000:
+        return excerpt(hex(value))  # str() of it would pass Python's 4,300-digit limit
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -253,3 +257,28 @@ def validate_front_matter(
             f"`flow schema {schema}` prints the full schema."
         ),
     )
+
+
+def field_position(path: str | Path, parts: list[Any]) -> tuple[int | None, int | None]:
+    """The 1-based line and column of the front matter field ``parts`` in the file ``path``
+    (None, None when the file or the field cannot be found): for errors found after loading."""
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+            text = handle.read(_POSITION_READ_LIMIT)
+    except OSError:
+        return None, None
+    if not text.startswith("---\n"):
+        return None, None
+    end = text.find("\n---\n", 3)
+    try:
+        root = yamlio.compose(text[4 : end + 1 if end != -1 else None], line_offset=1)
+    except FlowError:
+        return None, None
+    node, found = _node_at(root, parts)
+    if node is None or not found:
+        return None, None
+    return node.start_mark.line + 2, node.start_mark.column + 1
+
+
+#: ``field_position`` reads at most this much of a file (the front matter's own size limit).
+_POSITION_READ_LIMIT = 8 * 1024 * 1024

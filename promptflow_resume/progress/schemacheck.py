@@ -12,7 +12,9 @@ the caller uses ``jsonschema`` for every document::
 
 Only "valid" is trusted from here: each check is at least as strict as the JSON Schema keyword
 it stands for (an integer must be an ``int``, ``enum`` and ``const`` compare type and value), so
-a document it rejects is one ``jsonschema`` then examines, and names the problem of.
+a document it rejects is one ``jsonschema`` then examines, and names the problem of. A number is
+a JSON number, so it is finite: NaN and the infinities (which pass every ``minimum`` and
+``maximum`` comparison) are no ``number`` here, nor for ``schema.validator`` (docs/spec.md 10.5).
 """
 
 from __future__ import annotations
@@ -56,7 +58,9 @@ def _is_int(value: Any) -> bool:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    kind = type(value)
+    # ``x - x == 0.0`` is false exactly for NaN and the infinities.
+    return kind is int or (kind is float and value - value == 0.0) or _is_int(value)
 
 
 _TYPES: dict[str, Check] = {

@@ -62,6 +62,7 @@ from typing import Any, cast, get_args
 from ..chat import Message, MessageRole, ToolCall
 from ..durable import append_synced
 from ..errors import ProviderSetupError
+from ..jsonvalues import BadJson, field_path, loads_json
 from .base import Provider, Reply, ReplyUsage, Request
 
 RECORDING_VERSION = 1
@@ -380,19 +381,29 @@ def parse_recording(data: bytes, path: Path) -> Recording:
 def _parses(raw: bytes) -> bool:
     try:
         json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return False
     return True
 
 
 def _load_line(raw: bytes, number: int, path: Path) -> Any:
     try:
-        return json.loads(raw.decode("utf-8"))
+        return loads_json(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise setup_error(f"line {number} is not UTF-8 text.", path=path, line=number) from None
     except json.JSONDecodeError as err:
         e = setup_error(f"line {number} is not valid JSON: {err.msg}.", path=path, line=number)
         e.column = err.colno
+        raise e from None
+    except BadJson as err:
+        # NaN usage or a 100-digit token count would pass budgets or crash printing.
+        e = setup_error(
+            f"line {number} holds a value flow never records: {err.problem}.",
+            path=path,
+            line=number,
+        )
+        e.column = err.column
+        e.field = field_path(err.parts) if err.parts is not None else None
         raise e from None
 
 

@@ -66,6 +66,7 @@ from .. import yamlio
 from ..chat import Message, ToolCall
 from ..durable import replace_file
 from ..errors import ProviderError, ProviderSetupError
+from ..jsonvalues import BadJson, field_path, loads_json
 from .base import ProviderSettings, Reply, ReplyUsage, Request
 
 
@@ -352,12 +353,20 @@ def load_script(path: str | Path) -> Script:
     node: yaml.Node | None = None
     if p.suffix.lower() == ".json":
         try:
-            data = json.loads(text)
+            data = loads_json(text)
         except json.JSONDecodeError as err:
             e = ProviderSetupError(
                 f"invalid JSON: {err.msg}.", hint="Fix the JSON syntax at that position."
             )
             e.path, e.line, e.column = str(p), err.lineno, err.colno
+            raise e from None
+        except BadJson as err:
+            e = ProviderSetupError(
+                f"the script holds a value flow refuses: {err.problem}.",
+                hint="Fix that value in the script.",
+            )
+            e.path, e.line, e.column = str(p), err.line, err.column
+            e.field = field_path(err.parts) if err.parts is not None else None
             raise e from None
     else:
         try:

@@ -24,6 +24,7 @@ request.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shutil
 import socket
@@ -36,6 +37,7 @@ from ..durable import replace_file
 from ..errors import InputError
 from ..flowfolder import ignored_by_flow
 from ..progress import load_progress
+from ..progress.links import child_cycle_error
 from ..progress.location import progress_file
 from ..progress.model import LoadReport, Run
 from ..progress.sidecar import folder_name, is_binary, stem_of, write_sidecar
@@ -246,7 +248,7 @@ def share(
     created = [
         folder for folder in (sidecar_folder(output), steps_folder(output)) if not folder.exists()
     ]
-    options = _Options(redactor or Redactor.from_environment(), scrub_home)
+    options = _Options(redactor or Redactor.from_environment(), scrub_home, [])
     try:
         result = _share_file(source, run, report, output, options, parent_copy=None)
     except BaseException:
@@ -272,6 +274,8 @@ class _Options:
 
     redactor: Redactor
     scrub_home: bool
+    #: The source files of the runs being shared, outermost first (to refuse a cycle).
+    above: list[Path]
 
 
 def _share_file(
@@ -330,7 +334,11 @@ def _share_file(
         run.redactions.count += scrub.count
         run.redactions.where += [w for w in scrub.where if w not in run.redactions.where]
     # Children first: the parent's file never links to a child copy that is not written.
-    _share_children(run, source, output, options, result)
+    options.above.append(source)
+    try:
+        _share_children(run, source, output, options, result)
+    finally:
+        options.above.pop()
     keep = edited_digests(source, report)
     header = (
         _header(result, output, run.status)
@@ -347,10 +355,13 @@ def _share_children(
     run: Run, source: Path, output: Path, options: _Options, result: ShareResult
 ) -> None:
     """Share each step's child run into the copy's ``<stem>.steps/<step-id>/progress.md``."""
+    seen = {os.path.realpath(p) for p in options.above}
     for step_id, state in run.steps.items():
         if not state.child:
             continue
         child_source = source.parent / state.child
+        if os.path.realpath(child_source) in seen:
+            raise child_cycle_error(source, step_id, state.child, list(options.above))
         # The link always names where the copy's child goes, even for a child not written
         # yet (a crash between the call and the child): a resume of the copy starts it there.
         state.child = f"{steps_folder(output).name}/{step_id}/progress.md"
