@@ -143,28 +143,23 @@ def test_detect_shows_candidates_with_scores_and_matched_words(
 def test_detect_reports_an_exact_match(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_workflow(workdir)
     wf = load_workflow(path)
-    write_run(
-        runs_dir(workdir),
-        "twin",
-        workflow_hash=wf.hash,
-        inputs={"framework": "flask"},
-        updated=NOW - timedelta(hours=1),
-    )
-    code, out, _ = run_cli(capsys, "detect", str(path), "--input", "framework=flask", "--json")
-    assert code == 0
-    # Written by hand, not by flow on this machine: offered, never taken without asking.
-    assert json.loads(out)["would"] == "ask: Resume it? [Y/n]"
-    assert json.loads(out)["exact"]["written_here"] is False
-    write_run(
-        runs_dir(workdir),
-        "twin",
-        workflow_hash=wf.hash,
-        inputs={"framework": "flask"},
-        updated=NOW - timedelta(hours=1),
-        sealed=True,
-    )
-    code, out, _ = run_cli(capsys, "detect", str(path), "--input", "framework=flask", "--json")
-    assert json.loads(out)["would"] == "resume twin without asking (identical run)"
+    twin = {
+        "workflow_hash": wf.hash,
+        "inputs": {"framework": "flask"},
+        "updated": NOW - timedelta(hours=1),
+    }
+    would = {
+        # Written by hand, not by flow on this machine: offered, never taken without asking.
+        False: "ask: Resume it? [Y/n]",
+        True: "resume twin without asking (identical run)",
+    }
+    for sealed, expected in would.items():
+        write_run(runs_dir(workdir), "twin", sealed=sealed, **twin)
+        args = ("detect", str(path), "--input", "framework=flask", "--json")
+        code, out, _ = run_cli(capsys, *args)
+        assert code == 0
+        assert json.loads(out)["would"] == expected
+        assert json.loads(out)["exact"]["written_here"] is sealed
     code, out, _ = run_cli(capsys, "detect", str(path), "--json")  # default input: not identical
     assert json.loads(out)["exact"] is None
 

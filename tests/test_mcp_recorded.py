@@ -20,8 +20,8 @@ import pytest
 from promptflow_resume.progress import load_progress
 from tests.flowproc import flow, flow_env, spawn
 from tests.test_faults_support import assert_clean_error
+from tests.test_mcp_crash import SERVER, _notes
 
-SERVER = Path(__file__).parent / "mcp_servers.py"
 WORKFLOW = """---
 description: Keep the team notes
 provider: scripted
@@ -60,21 +60,17 @@ def _workspace(where: Path, *, default_safe: bool) -> Path:
     return where
 
 
-def _notes(where: Path) -> list[str]:
-    path = where / "state" / "notes.txt"
-    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-
-
 def _starts(where: Path) -> int:
     starts = where / "state" / "starts"
     return len(starts.read_text().split()) if starts.exists() else 0
 
 
-def _killed_mid_call(where: Path, *options: str) -> None:
-    """Run until the server holds the first call, kill flow, then let the server answer."""
+def _killed_holding(where: Path, hold: str, *options: str) -> None:
+    """Run until the server holds (``hold-call``: the first call, before its effect;
+    ``hold-after``: after it), kill flow (SIGKILL), then let the server go on."""
     state = where / "state"
     state.mkdir(exist_ok=True)
-    (state / "hold-call").write_text("1", encoding="utf-8")
+    (state / hold).write_text("1" if hold == "hold-call" else "", encoding="utf-8")
     proc = spawn(*RUN, "--new", *options, cwd=where, env=flow_env())
     deadline = time.monotonic() + 60
     while not (state / "holding").exists():
@@ -82,8 +78,12 @@ def _killed_mid_call(where: Path, *options: str) -> None:
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
-    (state / "hold-call").unlink()
+    (state / hold).unlink()
     (state / "holding").unlink()
+
+
+def _killed_mid_call(where: Path, *options: str) -> None:
+    _killed_holding(where, "hold-call", *options)
 
 
 def test_resume_with_another_config_never_runs_an_unsafe_call_twice(tmp_path: Path) -> None:
@@ -149,22 +149,6 @@ def test_reading_a_run_with_an_mcp_call_in_flight_starts_no_server(
     assert _starts(where) == started
 
 
-def _killed_after_effect(where: Path, *options: str) -> None:
-    """Run until append_note has written its note and holds, then kill flow (SIGKILL)."""
-    state = where / "state"
-    state.mkdir(exist_ok=True)
-    (state / "hold-after").write_text("", encoding="utf-8")
-    proc = spawn(*RUN, "--new", *options, cwd=where, env=flow_env())
-    deadline = time.monotonic() + 60
-    while not (state / "holding").exists():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate()
-    (state / "hold-after").unlink()
-    (state / "holding").unlink()
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("FLOW_SLOW"), reason="soak: set FLOW_SLOW=1")
 @pytest.mark.parametrize("resume_with_config", [False, True])
@@ -177,7 +161,7 @@ def test_killed_unsafe_calls_never_run_twice_whatever_the_resume_reads(
     counts = {"kills": 0, "reviews": 0, "ran_twice": 0}
     for n in range(rounds):
         where = _workspace(tmp_path / f"r{n}", default_safe=True)
-        _killed_after_effect(where, "--mcp-config", "other.json")
+        _killed_holding(where, "hold-after", "--mcp-config", "other.json")
         counts["kills"] += 1
         extra = ("--mcp-config", "other.json") if resume_with_config else ()
         result = flow("resume", "run/progress.md", *extra, cwd=where, env=flow_env())
