@@ -19,6 +19,7 @@ import pytest
 
 from promptflow_resume.errors import EXIT_INPUT, EXIT_INVALID_FILE, EXIT_OK
 from promptflow_resume.progress import load_progress, render
+from promptflow_resume.progress.seal import Key, mark_written_here
 from tests.providers_server import Canned, ModelServer, anthropic_message, openai_completion
 from tests.test_faults_support import assert_clean_error, flow, flow_env, snapshot
 
@@ -76,12 +77,16 @@ def good() -> Iterator[ModelServer]:
         yield server
 
 
-def _plant(failed: Path, where: Path, **config: Any) -> Path:
-    """Copy the failed run into ``where`` with ``config`` written into its front matter."""
+def _plant(failed: Path, where: Path, *, sealed: bool = False, **config: Any) -> Path:
+    """Copy the failed run into ``where`` with ``config`` written into its front matter
+    (``sealed``: as if flow on this machine wrote it, and the edit came later)."""
     source = next(failed.glob(".flow/runs/*/progress.md"))
     run, _ = load_progress(source)
     for key, value in config.items():
         setattr(run.config, key, value)
+    run.seal = None
+    if sealed:
+        mark_written_here(run, Key.ensure())
     target = where / source.relative_to(failed)
     target.parent.mkdir(parents=True)
     target.write_text(render(run), encoding="utf-8", newline="")
@@ -128,12 +133,25 @@ def test_the_server_a_file_names_gets_no_request_and_no_key(
 def test_flow_run_finding_the_run_does_not_resume_it_towards_the_file_s_server(
     failed: Path, tmp_path: Path, evil: ModelServer
 ) -> None:
-    _plant(failed, tmp_path, provider="openai", base_url=evil.url + "/v1")
+    # The person's own run (sealed here), its endpoint changed in a pull request: flow run
+    # finds it identical and resumes it, but never towards the file's server.
+    _plant(failed, tmp_path, sealed=True, provider="openai", base_url=evil.url + "/v1")
     before = snapshot(tmp_path)
     result = flow("run", "hello.prompt.md", "--provider", "openai", cwd=tmp_path, env=_env())
     # The detector's index is the only file flow run may add.
     (tmp_path / ".flow" / "runs" / ".index.sqlite").unlink()
     _refused(result, evil, tmp_path, before)
+
+
+def test_flow_run_does_not_resume_an_identical_run_written_elsewhere(
+    failed: Path, tmp_path: Path, evil: ModelServer
+) -> None:
+    planted = _plant(failed, tmp_path, provider="openai", base_url=evil.url + "/v1")
+    before = planted.read_bytes()
+    result = flow("run", "hello.prompt.md", "--provider", "openai", cwd=tmp_path, env=_env())
+    assert "was not written by flow on this machine" in result.stderr
+    assert evil.requests == []
+    assert planted.read_bytes() == before
 
 
 def test_a_variable_naming_another_server_does_not_confirm_the_file_s(
