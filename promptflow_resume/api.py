@@ -57,7 +57,7 @@ from .progress.model import (
     WorktreeRef,
 )
 from .progress.render import entries_phrase
-from .progress.seal import Key, mark_written_here
+from .progress.seal import Key, mark_written_here, written_here
 from .progress.state import RunState, run_state
 from .providers import create_provider
 from .providers.base import Provider, ProviderSettings
@@ -678,6 +678,10 @@ def check_endpoint(
     """
     from .providers.endpoints import check_recorded
 
+    if (provider is None or provider == run.config.provider) and written_here(run, Key.find()):
+        # Recorded by this machine's flow with this provider, unchanged since (the run's
+        # seal covers both): the person's own earlier choice, as good as --base-url.
+        return
     check_recorded(
         provider or run.config.provider, run.config.base_url, given=base_url, source=progress_path
     )

@@ -125,7 +125,8 @@ def front_matter(
         data["keywords"] = list(keywords)
     if sealed:
         key = Key.ensure()
-        data["seal"] = {"by": key.id, "run": key.run_seal(run_id, data["created"])}
+        seal = key.run_seal(run_id, data["created"], data["config"]["provider"], None)
+        data["seal"] = {"by": key.id, "run": seal}
     data["transcript"] = {"entries": 4, "digest": "sha256:v1:" + "ef" * 32}
     return data
 

@@ -133,14 +133,17 @@ def test_the_server_a_file_names_gets_no_request_and_no_key(
 def test_flow_run_finding_the_run_does_not_resume_it_towards_the_file_s_server(
     failed: Path, tmp_path: Path, evil: ModelServer
 ) -> None:
-    # The person's own run (sealed here), its endpoint changed in a pull request: flow run
-    # finds it identical and resumes it, but never towards the file's server.
-    _plant(failed, tmp_path, sealed=True, provider="openai", base_url=evil.url + "/v1")
-    before = snapshot(tmp_path)
+    # The person's own run (sealed here), its endpoint changed in a pull request: the run's
+    # seal covers its endpoint, so flow run no longer takes it for its own and starts afresh.
+    official = "https://api.openai.com/v1"
+    progress = _plant(failed, tmp_path, sealed=True, provider="openai", base_url=official)
+    text = progress.read_text(encoding="utf-8")
+    progress.write_text(text.replace(official, evil.url + "/v1"), encoding="utf-8")
+    before = progress.read_bytes()
     result = flow("run", "hello.prompt.md", "--provider", "openai", cwd=tmp_path, env=_env())
-    # The detector's index is the only file flow run may add.
-    (tmp_path / ".flow" / "runs" / ".index.sqlite").unlink()
-    _refused(result, evil, tmp_path, before)
+    assert "was not written by flow on this machine" in result.stderr
+    assert evil.requests == []
+    assert progress.read_bytes() == before
 
 
 def test_flow_run_does_not_resume_an_identical_run_written_elsewhere(
@@ -290,3 +293,24 @@ def test_a_batch_file_s_endpoint_gets_no_request_for_rows_not_started(
     assert_clean_error(result, EXIT_INPUT, "$.config.base_url", "--base-url", evil.url)
     assert evil.requests == []
     assert snapshot(tmp_path) == before
+
+
+def test_an_endpoint_this_machine_recorded_needs_no_confirming(
+    failed: Path, tmp_path: Path, good: ModelServer
+) -> None:
+    """The person's own run on a local server resumes as it was; the same file with its
+    endpoint changed afterwards (a pull request, a hand edit) does not."""
+    progress = _plant(failed, tmp_path, sealed=True, provider="openai", base_url=good.url + "/v1")
+    good.push(Canned(body=openai_completion("hello")))
+    result = flow("resume", str(progress), cwd=tmp_path, env=_env())
+    assert result.returncode == EXIT_OK, result.stderr
+    assert len(good.requests) == 1
+
+    moved = _plant(failed, tmp_path / "moved", sealed=True, provider="openai", base_url=good.url)
+    text = moved.read_text(encoding="utf-8")
+    moved.write_text(text.replace(good.url, good.url + "/v1"), encoding="utf-8")
+    before = snapshot(tmp_path / "moved")
+    refused = flow("resume", str(moved), cwd=tmp_path / "moved", env=_env())
+    assert_clean_error(refused, EXIT_INPUT, "$.config.base_url", "--base-url")
+    assert snapshot(tmp_path / "moved") == before
+    assert len(good.requests) == 1

@@ -32,4 +32,12 @@ def written_here(path: Path, key: Key | None = None) -> bool:
     if not isinstance(seal, dict) or not isinstance(seal.get("by"), str):
         return False
     found = Seal(by=seal["by"], run=str(seal.get("run")))
-    return run_sealed_here(str(data.get("run_id")), str(data.get("created")), found, key)
+    config = data.get("config") if isinstance(data.get("config"), dict) else {}
+    url = config.get("base_url")
+    fields = (
+        str(data.get("run_id")),
+        str(data.get("created")),
+        str(config.get("provider")),
+        url if isinstance(url, str) else None,
+    )
+    return run_sealed_here(fields, found, key)

@@ -5,8 +5,9 @@ can recompute every digest in it: digests tell a hand edit from corruption, not 
 from someone else's. So flow keeps a secret key outside every repository, in the user's
 configuration folder, and seals with it what must not be forged:
 
-- the run (its id and creation time): ``flow run`` resumes an identical run without asking
-  only when this machine's flow sealed it;
+- the run (its id, creation time, provider and endpoint): ``flow run`` resumes an identical
+  run without asking, and a resume sends a key to its recorded endpoint, only when this
+  machine's flow sealed it;
 - each tool call it records from a model reply, until the call's result is recorded: on
   resume, a call without a result runs only when its seal matches its entry as written now
   (tool, arguments, call id, step, entry id) and, once the call started, its start record
@@ -148,9 +149,11 @@ class Key:
         digest = hmac.new(self.secret, message, hashlib.sha256).hexdigest()
         return PREFIX + digest[:SEAL_HEX]
 
-    def run_seal(self, run_id: str, created: str) -> str:
-        """The seal of a run made (or resumed) here."""
-        return self._mac("run", run_id, created)
+    def run_seal(self, run_id: str, created: str, provider: str, base_url: str | None) -> str:
+        """The seal of a run made (or resumed) here, with the endpoint its requests go to:
+        an endpoint this machine's flow recorded is the person's own choice (docs/spec.md
+        10.2), one changed in the file since is not."""
+        return self._mac("run", run_id, created, provider, base_url or "")
 
     def call_seal(self, run_id: str, call: Entry, flight: InFlight | None = None) -> str:
         """The seal of a tool call recorded from a model reply: covers what runs and where,
@@ -174,19 +177,25 @@ def mark_written_here(run: Run, key: Key) -> None:
     Seals of calls made with another key are dropped: they cannot be checked here, so those
     calls count as unsealed either way."""
     calls = run.seal.calls if run.seal is not None and run.seal.by == key.id else {}
-    run.seal = Seal(by=key.id, run=key.run_seal(run.run_id, run.created), calls=dict(calls))
+    seal = key.run_seal(run.run_id, run.created, run.config.provider, run.config.base_url)
+    run.seal = Seal(by=key.id, run=seal, calls=dict(calls))
 
 
 def written_here(run: Run, key: Key | None) -> bool:
     """True when flow on this machine made or last resumed ``run`` (its seal matches)."""
-    return run_sealed_here(run.run_id, run.created, run.seal, key)
+    config = run.config
+    fields = (run.run_id, run.created, config.provider, config.base_url)
+    return run_sealed_here(fields, run.seal, key)
 
 
-def run_sealed_here(run_id: str, created: str, seal: Seal | None, key: Key | None) -> bool:
-    """``written_here`` for a run known only by its front matter's fields."""
+def run_sealed_here(
+    fields: tuple[str, str, str, str | None], seal: Seal | None, key: Key | None
+) -> bool:
+    """``written_here`` for a run known only by its front matter's fields: run id, creation
+    time, provider and endpoint."""
     if key is None or seal is None or seal.by != key.id:
         return False
-    return key.verifies(seal.run, key.run_seal(run_id, created))
+    return key.verifies(seal.run, key.run_seal(*fields))
 
 
 def seal_calls(run: Run, key: Key, entries: list[Entry]) -> None:
