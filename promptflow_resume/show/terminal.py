@@ -14,6 +14,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from ..printing import visible
 from ..progress.model import Entry, Run
 from ..progress.render import ROLE_LABELS, one_line
 from ..progress.state import RunState
@@ -21,15 +22,12 @@ from .timeline import duration_text, timeline
 
 #: Width of the bars in the time line column.
 BAR_WIDTH = 24
-# A progress file may come from anyone (a pull request): its text must not reach the terminal
-# as escape sequences (ESC, CSI, BEL, CR ...). Newlines and tabs stay.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def safe(text: str) -> str:
-    """``text`` with control characters shown as U+FFFD, so none reaches the terminal (a CR
-    that ends a line with LF is just a line end)."""
-    return _CONTROL.sub("\ufffd", text.replace("\r\n", "\n"))
+    """``text`` with the characters a terminal would act on made visible (``printing``): a
+    progress file may come from anyone, and this view may be printed by any console."""
+    return visible(text)
 
 
 _ROLE_STYLES = {
