@@ -89,4 +89,4 @@ def show(
     from ..show.terminal import terminal_view
 
     console = people_console(file=sys.stdout, width=width, highlight=False, emoji=False)
-    console.print(terminal_view(run, result_lines=lines, state=state))
+    console.print(terminal_view(run, result_lines=lines, state=state, source=str(path)))
