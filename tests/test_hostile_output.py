@@ -199,6 +199,22 @@ def test_json_output_stays_exact(outputs: Outputs, hostile: str) -> None:
     assert status["reason"] == tagged("reason", HOSTILE[hostile])
 
 
+@pytest.mark.parametrize("hostile", ["osc-title", "clear-screen", "c1-csi", "bidi-override"])
+def test_the_live_display_on_a_terminal_shows_hostile_text_visibly(
+    tmp_path: Path, hostile: str
+) -> None:
+    # On a terminal rich draws the live line with its own escape sequences (colours, cursor
+    # moves), so ESC itself is expected; what the file planted must not be among them.
+    plant(tmp_path, HOSTILE[hostile])
+    args = ["run", "notes.prompt.md", "--provider", "echo", "--new", "--progress", "p/p.md"]
+    code, stdout, stderr = _run_on_pty(args, tmp_path, flow_env())
+    assert code == 0, stderr
+    for planted in ("\x1b]", "\x1b[2J", "\x1b[H", "\x9b", "\x9c", "\u202e", "\u2066", "\x07"):
+        assert planted not in stderr, planted
+        assert planted not in stdout, planted
+    assert "▶ step 1/2 TITLETAG" in stderr
+
+
 # --- a provider error that echoes the key --------------------------------------------------
 
 KEYS = {
