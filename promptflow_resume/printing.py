@@ -16,7 +16,8 @@ way out, which does two things, in this order:
      does not end a line ``␍``, DEL ``␡``; newline and tab are layout and stay;
    - C1 controls (U+0080–U+009F), bidirectional formatting characters (U+061C, U+200E,
      U+200F, U+202A–U+202E, U+2066–U+2069) and the line and paragraph separators (U+2028,
-     U+2029) as ``<U+202E>``.
+     U+2029) as ``<U+202E>``;
+   - a lone surrogate (text no UTF-8 output can carry) as U+FFFD, as in every UTF-8 view.
 
 The CLI installs the filter once, at its entry (``people_streams``): ``sys.stdout`` and
 ``sys.stderr`` are wrapped, so plain writes, typer's messages, prompts and the error boundary
@@ -61,7 +62,8 @@ __all__ = [
 # Everything a terminal may act on instead of showing. Newline and tab are layout; a CR is
 # handled first (a CR before a LF just ends a line).
 _INVISIBLE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+    "\ud800-\udfff]"
 )
 
 
@@ -87,7 +89,8 @@ _STAND_INS: dict[str, str] = {
 
 
 def _replace(match: re.Match[str]) -> str:
-    return _STAND_INS[match.group()]
+    # Anything else matched is a lone surrogate, text no terminal encoding can carry.
+    return _STAND_INS.get(match.group(), "\ufffd")
 
 
 def visible(text: str) -> str:
