@@ -44,6 +44,7 @@ LAYERS: list[set[str]] = [
         "jsonvalues",
         "lazyexports",
         "packagedata",
+        "printing",
         "redact",
         "runids",
         "textnorm",

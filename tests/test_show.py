@@ -214,4 +214,4 @@ def test_no_escape_sequence_from_the_file_reaches_the_terminal(
     assert main(["show", str(path), "--width", "100"]) == 0
     shown = capsys.readouterr().out
     assert not [c for c in shown if ord(c) < 32 and c not in "\n"]
-    assert "evil \ufffd[2J" in shown
+    assert "evil \u241b[2J" in shown

@@ -1,6 +1,7 @@
 """``flow``: a thin command line over the library, with one error boundary.
 
-User errors (``FlowError``) print one paragraph and exit with the error's documented code;
+Everything printed passes ``printing.for_people`` (secrets redacted, terminal controls made
+visible). User errors (``FlowError``) print one paragraph and exit with the error's documented code;
 Ctrl-C exits 130; anything else is a bug: a short message and exit 3 (set
 ``FLOW_RAISE_ERRORS=1`` to see the traceback).
 """
@@ -67,6 +68,15 @@ def main(argv: list[str] | None = None) -> int:
 
         sys.stdout.write(f"flow {__version__}\n")
         return 0
+    from ..printing import people_streams
+
+    # Everything any command prints, and the boundary's messages, pass one filter: secrets
+    # redacted, terminal controls made visible (spec 10.6).
+    with people_streams():
+        return _main(args)
+
+
+def _main(args: list[str]) -> int:
     import typer
 
     from ..errors import EXIT_BUG, EXIT_INTERRUPTED, FlowError

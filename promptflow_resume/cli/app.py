@@ -7,12 +7,13 @@ the single error boundary in ``cli.main``.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import typer
+
+from ..printing import json_text
 
 app = typer.Typer(
     name="flow",
@@ -30,7 +31,7 @@ app = typer.Typer(
 
 def print_json(data: Any) -> None:
     """Write ``data`` as indented JSON on stdout (the ``--json`` output of every command)."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(json_text(data) + "\n")
     sys.stdout.flush()
 
 

@@ -31,15 +31,16 @@ class _Progress:
         if not self.live:
             err(f"flow: batch {batch.batch_id}: {count(len(batch.rows), 'row')}")
             return
-        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        from ..printing import console
 
         self._bar = Progress(
             TextColumn("batch"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[detail]}"),
-            console=Console(stderr=True),
+            console=console(stderr=True),
             transient=False,
         )
         self._bar.start()

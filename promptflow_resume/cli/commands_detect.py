@@ -21,12 +21,12 @@ if TYPE_CHECKING:
 
 def _console() -> Console:
     """A rich console on stdout; lines are never folded when output goes to a file or pipe."""
-    from rich.console import Console
+    from ..printing import console as people_console
 
-    console = Console(highlight=False, soft_wrap=False)
+    console = people_console(highlight=False, soft_wrap=False)
     if not console.is_terminal:
         # A file or pipe has no width: never fold a line (scripts grep these).
-        console = Console(highlight=False, width=100_000, no_color=True)
+        console = people_console(highlight=False, width=100_000, no_color=True)
     return console
 
 

@@ -89,9 +89,9 @@ class ConsoleReporter(Reporter):
         self._usage = Usage()
         self._step_began = (0.0, Usage())
         if live:
-            from rich.console import Console
+            from ..printing import console
 
-            self._console = Console(stderr=True)
+            self._console = console(stderr=True)
 
     def _show(self, what: Any) -> None:
         if not self.live:

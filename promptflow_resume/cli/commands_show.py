@@ -85,9 +85,8 @@ def show(
             raise storage_error(error, html, "write the page", resumable=False) from None
         out(f"wrote {html}")
         return
-    from rich.console import Console
-
+    from ..printing import console as people_console
     from ..show.terminal import terminal_view
 
-    console = Console(file=sys.stdout, width=width, highlight=False, emoji=False)
-    console.print(terminal_view(run, result_lines=lines, state=state))
+    console = people_console(file=sys.stdout, width=width, highlight=False, emoji=False)
+    console.print(terminal_view(run, result_lines=lines, state=state, source=str(path)))

@@ -3,7 +3,8 @@
 The page holds a header with the run's facts, a time line chart of the steps (inline SVG: when
 each ran, its turns, tokens and cost), and the conversation: messages rendered from Markdown
 (raw HTML in them is shown as text, images as their alt text), tool calls on one line, tool
-outputs in ``<details>`` blocks that open on a click, with diffs coloured line by line::
+outputs in ``<details>`` blocks that open on a click, with diffs coloured line by line. Each
+entry shows its first ``excerpt.ENTRY_LIMIT`` characters and says what was left out::
 
     Path("run.html").write_text(html_page(run, source="progress.md"), encoding="utf-8")
 
@@ -28,6 +29,7 @@ from ..progress.model import Entry, Run
 from ..progress.render import ROLE_LABELS, one_line
 from ..progress.sidecar import read_checked
 from ..progress.state import RunState
+from .excerpt import Excerpt, excerpt, left_out_note
 from .timeline import StepRow, duration_text, timeline
 
 #: Tool outputs longer than this many lines start collapsed; shorter ones start open.
@@ -77,7 +79,7 @@ code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 9
 details > summary { cursor: pointer; color: var(--muted); margin: .4rem 0; }
 .diff .add { color: var(--ok); } .diff .del { color: var(--bad); }
 .diff .hunk { color: var(--accent); }
-.empty { color: var(--muted); font-style: italic; }
+.empty, .cut { color: var(--muted); font-style: italic; }
 .sidecar img { max-width: 100%; height: auto; border: 1px solid var(--line); }
 footer { color: var(--muted); font-size: .85rem; margin-top: 2rem; }
 """
@@ -96,6 +98,19 @@ def _lines(content: str) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return lines
+
+
+def _line_count(content: str) -> int:
+    """``len(_lines(content))`` without splitting a long output."""
+    if not content:
+        return 0
+    return content.count("\n") + (0 if content.endswith("\n") else 1)
+
+
+def _cut_note(part: Excerpt, entry: Entry, source: str) -> str:
+    if not part.left_out_chars:
+        return ""
+    return f'<p class="cut">{escape(left_out_note(part, entry.id, source))}</p>'
 
 
 def _output_block(content: str) -> str:
@@ -146,7 +161,7 @@ class _Sidecars:
         )
 
 
-def _entry(entry: Entry, sidecars: _Sidecars | None = None) -> str:
+def _entry(entry: Entry, source: str, sidecars: _Sidecars | None = None) -> str:
     label = f"{entry.id} · {ROLE_LABELS.get(entry.role, entry.role)}"
     if entry.step:
         label += f" · {one_line(entry.step, 80)}"
@@ -160,29 +175,35 @@ def _entry(entry: Entry, sidecars: _Sidecars | None = None) -> str:
         )
     classes = ["entry", entry.role] + (["error"] if entry.is_error else [])
     if entry.role == "tool_call":
-        args = escape(one_line(entry.content, 300)) if entry.content else ""
+        args = escape(one_line(entry.content[:2000], 300)) if entry.content else ""
         body = f"<p>→ <code>{escape(entry.tool or '?')}</code>(<code>{args}</code>)</p>"
         if entry.content and "\n" in entry.content.strip():
-            body += f"<details><summary>arguments</summary>{_output_block(entry.content)}</details>"
+            part = excerpt(entry.content)
+            body += (
+                f"<details><summary>arguments</summary>{_output_block(part.text)}"
+                f"{_cut_note(part, entry, source)}</details>"
+            )
     elif entry.role == "tool_result":
-        lines = _lines(entry.content)
+        count = _line_count(entry.content)
         what = "error output" if entry.is_error else "output"
         if entry.sidecar:
             what += f" (preview; full output in {escape(entry.sidecar)})"
-        if not lines:
+        if not count:
             body = f'<p class="empty">← {escape(entry.tool or "?")}: no output</p>'
         else:
-            opened = " open" if len(lines) <= OPEN_LINES else ""
+            opened = " open" if count <= OPEN_LINES else ""
             summary = (
-                f"← <code>{escape(entry.tool or '?')}</code> {what}: {len(lines):,} "
-                f"line{'s' if len(lines) != 1 else ''}"
+                f"← <code>{escape(entry.tool or '?')}</code> {what}: {count:,} "
+                f"line{'s' if count != 1 else ''}"
             )
+            part = excerpt(entry.content)
             body = f"<details{opened}><summary>{summary}</summary>"
-            body += _output_block(entry.content) + "</details>"
+            body += _output_block(part.text) + _cut_note(part, entry, source) + "</details>"
         if entry.sidecar and sidecars is not None:
             body += sidecars.html(entry)
     elif entry.content:
-        body = _markdown().render(entry.content)
+        part = excerpt(entry.content)
+        body = _markdown().render(part.text) + _cut_note(part, entry, source)
     else:
         body = '<p class="empty">(no text)</p>'
     return (
@@ -299,7 +320,7 @@ def html_page(
             error,
             "<h2>Steps</h2>" + _chart(rows) + _steps_table(rows) if rows else "",
             '<h2>Conversation</h2><div id="conversation">',
-            "".join(_entry(e, sidecars) for e in run.transcript),
+            "".join(_entry(e, source, sidecars) for e in run.transcript),
             "</div>",
             f"<footer>Generated by <code>flow show --html</code> from {escape(source)}; "
             f"resume the run with <code>flow resume {escape(source)}</code>.</footer>",

@@ -14,22 +14,21 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from ..printing import visible
 from ..progress.model import Entry, Run
 from ..progress.render import ROLE_LABELS, one_line
 from ..progress.state import RunState
+from .excerpt import excerpt, left_out_note
 from .timeline import duration_text, timeline
 
 #: Width of the bars in the time line column.
 BAR_WIDTH = 24
-# A progress file may come from anyone (a pull request): its text must not reach the terminal
-# as escape sequences (ESC, CSI, BEL, CR ...). Newlines and tabs stay.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def safe(text: str) -> str:
-    """``text`` with control characters shown as U+FFFD, so none reaches the terminal (a CR
-    that ends a line with LF is just a line end)."""
-    return _CONTROL.sub("\ufffd", text.replace("\r\n", "\n"))
+    """``text`` with the characters a terminal would act on made visible (``printing``): a
+    progress file may come from anyone, and this view may be printed by any console."""
+    return visible(text)
 
 
 _ROLE_STYLES = {
@@ -99,30 +98,37 @@ def _diff_style(line: str) -> str:
 def _collapsed(content: str, lines: int, *, diff: bool = False) -> RenderableType:
     """The first ``lines`` lines of a tool output, and how many were left out; a ``diff``'s
     lines are coloured (added green, removed red)."""
-    all_lines = content.split("\n")
-    if all_lines and all_lines[-1] == "":
-        all_lines.pop()
+    if not content:
+        return Text("(no output)", style="italic dim")
+    # Only the lines shown are split off (and each cut to 200 characters), so a long output
+    # costs one count of its line ends; at most ENTRY_LIMIT characters of it are shown.
+    total = content.count("\n") + (0 if content.endswith("\n") else 1)
+    part = excerpt(content).text
+    head = part.split("\n", lines)[:lines]
+    if len(head) > part.count("\n") + (0 if part.endswith("\n") else 1):
+        head.pop()  # the empty "line" after the last line end
     if diff:
         text = Text(no_wrap=True, overflow="ellipsis")
-        for n, line in enumerate(all_lines[:lines]):
+        for n, line in enumerate(head):
             if n:
                 text.append("\n")
             start = len(text)
-            text.append(safe(one_line(line, 200)) if line.strip() else "")
+            text.append(safe(one_line(line[:1000], 200)) if line.strip() else "")
             text.stylize(_diff_style(line), start, len(text))
     else:
-        shown = "\n".join(one_line(line, 200) if line.strip() else "" for line in all_lines[:lines])
+        shown = "\n".join(one_line(line[:1000], 200) if line.strip() else "" for line in head)
         text = Text(shown, style="dim", no_wrap=True, overflow="ellipsis")
-    hidden = len(all_lines) - lines
+    hidden = total - len(head)
     if hidden > 0:
         text.append(f"\n… {hidden:,} more line{'s' if hidden != 1 else ''}", style="italic")
-    if not all_lines:
-        text = Text("(no output)", style="italic dim")
     return text
 
 
-def entry_view(entry: Entry, *, result_lines: int = 5) -> RenderableType:
-    """One transcript entry: a rule naming it, then its content."""
+def entry_view(
+    entry: Entry, *, result_lines: int = 5, source: str = "the progress file"
+) -> RenderableType:
+    """One transcript entry: a rule naming it, then its content (its first ``ENTRY_LIMIT``
+    characters and a line saying what was left out; ``source`` names the file)."""
     label = f"{entry.id} · {ROLE_LABELS.get(entry.role, entry.role)}"
     if entry.step:
         label += f" · {one_line(entry.step, 60)}"
@@ -130,7 +136,7 @@ def entry_view(entry: Entry, *, result_lines: int = 5) -> RenderableType:
         label += f" · stands for entries {entry.covers[0]}–{entry.covers[1]} in requests"
     rule = Rule(Text(label, style=f"bold {_ROLE_STYLES.get(entry.role, '')}"), align="left")
     if entry.role == "tool_call":
-        args = one_line(entry.content, 160) if entry.content else ""
+        args = one_line(entry.content[:1000], 160) if entry.content else ""
         body: RenderableType = Text.assemble(
             ("→ ", "yellow"), (safe(entry.tool or "?"), "bold"), (f"({args})", "")
         )
@@ -144,17 +150,26 @@ def entry_view(entry: Entry, *, result_lines: int = 5) -> RenderableType:
         shown = max(result_lines, DIFF_LINES) if diff else result_lines
         body = Group(head, _collapsed(entry.content, shown, diff=diff))
     elif entry.content:
-        body = Markdown(safe(entry.content))
+        part = excerpt(entry.content)
+        body = Markdown(safe(part.text))
+        if part.left_out_chars:
+            note = Text(left_out_note(part, entry.id, source), style="italic")
+            body = Group(body, note)
     else:
         body = Text("(no text)", style="italic dim")
     return Group(rule, body)
 
 
 def terminal_view(
-    run: Run, *, result_lines: int = 5, state: RunState | None = None
+    run: Run,
+    *,
+    result_lines: int = 5,
+    state: RunState | None = None,
+    source: str = "the progress file",
 ) -> RenderableType:
     """The whole run for a terminal: header, step time line, conversation. ``state`` is the
-    run's effective state (``progress.state``); without it the recorded status is shown."""
+    run's effective state (``progress.state``); without it the recorded status is shown.
+    ``source`` names the progress file where a cut entry is whole."""
     title = run.workflow.name or run.workflow.path.rsplit("/", 1)[-1]
     header = Text(safe(f"{title} · run {run.run_id}"), style="bold")
     done = run.status == "completed"
@@ -176,7 +191,7 @@ def terminal_view(
     if run.steps:
         parts += [timeline_table(run), Text()]
     parts.append(Rule(Text("Conversation", style="bold")))
-    parts += [entry_view(e, result_lines=result_lines) for e in run.transcript]
+    parts += [entry_view(e, result_lines=result_lines, source=source) for e in run.transcript]
     if run.last_error is not None:
         e = run.last_error
         message = f"last error: {one_line(e.type, 80)}: {one_line(e.message, 300)}"
