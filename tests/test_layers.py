@@ -46,6 +46,7 @@ LAYERS: list[set[str]] = [
         "packagedata",
         "redact",
         "runids",
+        "supervisor",
         "textnorm",
         "wording",
         "yamlio",
