@@ -20,8 +20,11 @@ The caller starts it as the leader of a session (and so of a process group) of i
    they are the protocol pipes), in the same process group;
 5. when ``flow`` dies, or on SIGTERM, SIGINT or SIGHUP, ends the tree: SIGTERM to the group
    and to every descendant, ``GRACE`` seconds, then SIGKILL to whatever is left, and exits;
-6. when the program exits on its own, ends what it left behind the same way and exits with
-   the program's status (a death by signal is passed on as the same signal).
+6. when the program exits on its own, ends what it left behind the same way (with
+   ``--leave``: leaves it, for the caller to deal with) and exits with the program's status
+   (a death by signal is passed on as the same signal);
+7. gives the program the environment it was itself given (Python's start-up may add
+   ``LC_CTYPE`` to its own; ``/proc/self/environ`` still holds the original on Linux).
 
 Not covered: processes that leave the tree and its group both (a descendant reparented to
 another subreaper, or one started by a daemon on the program's behalf: a container that
@@ -37,7 +40,9 @@ standard library only.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -55,13 +60,27 @@ _PR_SET_CHILD_SUBREAPER = 36
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def supervised(argv: list[str], *, announce: bool = False) -> list[str]:
-    """``argv`` wrapped so that its process tree cannot outlive this process (see above)."""
+def supervised(argv: list[str], *, announce: bool = False, leave: bool = False) -> list[str]:
+    """``argv`` wrapped so that its process tree cannot outlive this process (see above):
+    ``announce`` its pid on stderr, ``leave`` what the program leaves behind when it exits."""
     if os.name != "posix":
         return list(argv)
-    flags = ["--announce"] if announce else []
+    flags = ["--announce"] * announce + ["--leave"] * leave
     here = os.path.abspath(__file__)
     return [sys.executable, "-I", "-S", here, str(os.getpid()), *flags, "--", *argv]
+
+
+def check_program(command: str, cwd: str | os.PathLike[str], path: str) -> None:
+    """Raise ``FileNotFoundError`` or ``PermissionError`` as starting ``command`` directly
+    would (under the supervisor such a program is only an exit status 127)."""
+    if "/" in command:
+        full = os.path.join(cwd, command)
+        if not os.path.exists(full):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+        if os.path.isdir(full) or not os.access(full, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), command)
+    elif shutil.which(command, path=path) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
 
 
 def announced_pid(line: str) -> int | None:
@@ -184,11 +203,27 @@ def _end_tree(me: int, child: int, status: list[int]) -> None:
         _reap(child, status)
 
 
+def _original_environment() -> dict[str, str] | None:
+    """The environment this process was started with (None: the current one)."""
+    try:
+        with open("/proc/self/environ", "rb") as source:
+            blob = source.read()
+    except OSError:
+        return None
+    env: dict[str, str] = {}
+    for item in blob.split(b"\0"):
+        name, sep, value = item.partition(b"=")
+        if sep and name:
+            env[os.fsdecode(name)] = os.fsdecode(value)
+    return env
+
+
 def _exit_like(code: int) -> None:
     """Exit with the program's wait status: its exit code, or death by the same signal."""
     if os.WIFSIGNALED(code):
         sig = os.WTERMSIG(code)
-        signal.signal(sig, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP have no handler
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         time.sleep(1)  # a signal that does not kill by default: fall through
         os._exit(128 + sig)
@@ -196,11 +231,11 @@ def _exit_like(code: int) -> None:
 
 
 def main(args: list[str]) -> None:
-    """Run ``FLOW_PID [--announce] -- PROGRAM ARGS`` as described in the module docstring."""
+    """Run ``FLOW_PID [--announce] [--leave] -- PROGRAM ARGS`` as the module docstring says."""
     import select
 
     if len(args) < 3 or "--" not in args:
-        sys.stderr.write("usage: supervisor.py FLOW_PID [--announce] -- PROGRAM [ARGS]\n")
+        sys.stderr.write("usage: supervisor.py FLOW_PID [--announce] [--leave] -- PROGRAM\n")
         os._exit(2)
     split = args.index("--")
     flow_pid, flags, program = int(args[0]), args[1:split], args[split + 1 :]
@@ -226,7 +261,7 @@ def main(args: list[str]) -> None:
     if "--announce" in flags:
         os.write(2, f"{PID_LINE}{me}\n".encode())
     try:
-        proc = subprocess.Popen(program, close_fds=True, restore_signals=True)
+        proc = subprocess.Popen(program, env=_original_environment(), close_fds=True)
     except OSError as error:
         os.write(2, f"flow: cannot start {program[0]!r}: {error.strerror}\n".encode())
         os._exit(127)
@@ -247,7 +282,8 @@ def main(args: list[str]) -> None:
         select.select([wake_r], [], [], POLL)
         with contextlib.suppress(OSError):  # nothing to read: the poll timed out
             os.read(wake_r, 512)
-    _end_tree(me, proc.pid, status)  # whatever the program left behind
+    if "--leave" not in flags:
+        _end_tree(me, proc.pid, status)  # whatever the program left behind
     _exit_like(status[0])
 
 

@@ -178,6 +178,44 @@ def test_ctrl_c_during_a_call_says_what_it_stops_and_stops_it(tmp_path: Path) ->
     assert not (where / "state" / "marker").exists()
 
 
+COMMAND_WORKFLOW = """---
+description: Run the slow command
+provider: scripted
+commands:
+  slow:
+    description: Wait, then write the marker
+    argv: ["sh", "-c", "sh -c 'touch started; sleep {sleep}; touch marker; true' {token}; true"]
+    timeout: 60
+tools: [slow]
+---
+Run it.
+"""
+
+
+def test_sigkill_of_flow_ends_a_running_command_tree(tmp_path: Path) -> None:
+    token = f"orphan-{uuid.uuid4().hex}"
+    where = tmp_path / "ws"
+    where.mkdir()
+    text = COMMAND_WORKFLOW.format(sleep=SLEEP, token=token)
+    (where / "w.prompt.md").write_text(text, encoding="utf-8")
+    reply = {"content": "Running.", "tool_calls": [{"name": "slow", "arguments": {}}]}
+    (where / "s.json").write_text(json.dumps({"replies": [reply, "Done."]}), encoding="utf-8")
+    proc = spawn(*RUN, cwd=where, env=flow_env())
+    try:
+        wait_for(where / "started", proc)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        assert wait_gone(token, GONE_WITHIN) == []
+        time.sleep(max(0.0, started + SLEEP + 1.0 - time.monotonic()))
+        assert not (where / "marker").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        kill_leftovers(token)
+
+
 # --- the real npx server ------------------------------------------------------------------
 
 

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import errno
 import os
-import shutil
 import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ..supervisor import announced_pid, supervised
+from ..supervisor import announced_pid, check_program, supervised
 from .mcp_config import McpServerConfig
 
 #: How many of a server's last stderr lines an error message shows, and how much of each.
@@ -41,14 +39,8 @@ def guarded_command(config: McpServerConfig) -> tuple[str, list[str]]:
     started directly (the supervisor would only exit 127).
     """
     command, args = config.command or "", list(config.args)
-    if "/" in command:
-        base = config.cwd or Path.cwd()
-        found = command if (base / command).exists() else None
-    else:
-        path = config.env.get("PATH", os.environ.get("PATH", os.defpath))
-        found = shutil.which(command, path=path)
-    if found is None:
-        raise FileNotFoundError(errno.ENOENT, "no such program", command)
+    path = config.env.get("PATH", os.environ.get("PATH", os.defpath))
+    check_program(command, config.cwd or Path.cwd(), path)
     argv = supervised([command, *args], announce=True)
     return argv[0], argv[1:]
 
