@@ -123,8 +123,11 @@ def _in_flight(started: Path, call_name: str) -> bool:
         return True
     if started.is_dir():
         for path in started.iterdir():
-            if path.suffix != ".log" and call_name in path.read_text("utf-8", "replace"):
-                return True
+            try:
+                if path.suffix != ".log" and call_name in path.read_text("utf-8", "replace"):
+                    return True
+            except OSError:  # a temporary file renamed meanwhile
+                continue
     return False
 
 

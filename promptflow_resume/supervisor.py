@@ -4,7 +4,7 @@ command), so that the program's whole process tree dies with ``flow``, however `
 
     argv = supervised(["npx", "-y", "@modelcontextprotocol/server-everything"])
     # [python, -I, -S, .../supervisor.py, FLOW_PID, --, npx, -y, ...]
-    subprocess.Popen(argv, start_new_session=True, ...)
+    subprocess.Popen(argv, start_new_session=True, ...)  # the caller's Popen
 
 The caller starts it as the leader of a session (and so of a process group) of its own. It
 
@@ -39,12 +39,9 @@ standard library only.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import shutil
 import signal
-import subprocess
 import sys
 import time
 
@@ -79,8 +76,14 @@ def check_program(command: str, cwd: str | os.PathLike[str], path: str) -> None:
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
         if os.path.isdir(full) or not os.access(full, os.X_OK):
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), command)
-    elif shutil.which(command, path=path) is None:
+    elif _which(command, path) is None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+
+
+def _which(command: str, path: str) -> str | None:
+    import shutil  # here, not at the top: the supervisor's own start stays short
+
+    return shutil.which(command, path=path)
 
 
 def announced_pid(line: str) -> int | None:
@@ -156,10 +159,17 @@ def _tree(me: int) -> list[int] | None:
     return sorted(found)
 
 
+def _kill(pid: int, sig: signal.Signals, *, group: bool = False) -> None:
+    """Send ``sig`` to a process (or group) that may have ended meanwhile."""
+    try:
+        (os.killpg if group else os.kill)(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return
+
+
 def _signal(pids: list[int], sig: signal.Signals) -> None:
     for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
+        _kill(pid, sig)
 
 
 def _reap(child: int, status: list[int]) -> None:
@@ -177,8 +187,7 @@ def _reap(child: int, status: list[int]) -> None:
 
 def _end_tree(me: int, child: int, status: list[int]) -> None:
     """SIGTERM the group and every descendant, wait up to ``GRACE``, SIGKILL what is left."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(me, signal.SIGTERM)  # the supervisor's own handler only notes it
+    _kill(me, signal.SIGTERM, group=True)  # the supervisor's own handler only notes it
     listed = _tree(me)
     if listed is None:  # no /proc: wait for the program, then SIGKILL the group (and self)
         deadline = time.monotonic() + GRACE
@@ -218,11 +227,28 @@ def _original_environment() -> dict[str, str] | None:
     return env
 
 
+def _start(program: list[str]) -> int:
+    """Fork and exec ``program`` with the original environment and the standard streams
+    (the supervisor's other descriptors are close-on-exec); its pid."""
+    env = _original_environment()
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        for name in ("SIGPIPE", "SIGXFSZ"):  # Python ignores these; programs expect defaults
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_DFL)
+        os.execvpe(program[0], program, os.environ if env is None else env)
+    except OSError as error:
+        os.write(2, f"flow: cannot start {program[0]!r}: {error.strerror}\n".encode())
+    os._exit(127)
+
+
 def _exit_like(code: int) -> None:
     """Exit with the program's wait status: its exit code, or death by the same signal."""
     if os.WIFSIGNALED(code):
         sig = os.WTERMSIG(code)
-        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP have no handler
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # these two have no handler
             signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         time.sleep(1)  # a signal that does not kill by default: fall through
@@ -260,11 +286,7 @@ def main(args: list[str]) -> None:
         os._exit(1)
     if "--announce" in flags:
         os.write(2, f"{PID_LINE}{me}\n".encode())
-    try:
-        proc = subprocess.Popen(program, env=_original_environment(), close_fds=True)
-    except OSError as error:
-        os.write(2, f"flow: cannot start {program[0]!r}: {error.strerror}\n".encode())
-        os._exit(127)
+    child = _start(program)
     # The program has the pipes; the supervisor's copies of stdin and stdout would only keep
     # them open after it exits (stderr stays, for messages until the supervisor ends).
     null = os.open(os.devnull, os.O_RDWR)
@@ -272,18 +294,18 @@ def main(args: list[str]) -> None:
     os.dup2(null, 1)
     status: list[int] = []
     while not status:
-        _reap(proc.pid, status)
+        _reap(child, status)
         if status:
             break
         if state.stop or os.getppid() != flow_pid:
-            _end_tree(me, proc.pid, status)
-            _reap(proc.pid, status)
+            _end_tree(me, child, status)
+            _reap(child, status)
             _exit_like(status[0] if status else int(signal.SIGKILL))
-        select.select([wake_r], [], [], POLL)
-        with contextlib.suppress(OSError):  # nothing to read: the poll timed out
+        ready, _, _ = select.select([wake_r], [], [], POLL)
+        if ready:
             os.read(wake_r, 512)
     if "--leave" not in flags:
-        _end_tree(me, proc.pid, status)  # whatever the program left behind
+        _end_tree(me, child, status)  # whatever the program left behind
     _exit_like(status[0])
 
 
