@@ -547,6 +547,7 @@ def _start_in(
 
             engine = Engine(wf, run, store, provider_obj, tools, options)
             if servers is not None:
+                servers.notice = options.reporter.notice
                 options.extra_tools = servers.offer()
                 engine.attempt_notes(_mcp_notes(run, servers))
             _notice_missing_tools(wf, servers, options.reporter)
@@ -892,6 +893,7 @@ def resume_run(
         for note in notes + mcp_notes[1:]:
             options.reporter.notice(note)
         if servers is not None:
+            servers.notice = options.reporter.notice
             options.extra_tools = servers.offer()
         engine.execute()
     finally:

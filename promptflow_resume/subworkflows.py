@@ -277,6 +277,8 @@ class SubworkflowRunner:
     ) -> EngineOptions:
         parent = call.options
         secrets = servers.config.secrets if servers is not None else ()
+        if servers is not None:
+            servers.notice = parent.reporter.notice  # says which server Ctrl-C stops
         return replace(
             parent,
             reporter=_ChildReporter(parent.reporter, call),

@@ -47,6 +47,7 @@ LAYERS: list[set[str]] = [
         "printing",
         "redact",
         "runids",
+        "supervisor",
         "textnorm",
         "wording",
         "yamlio",

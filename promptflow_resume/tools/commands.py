@@ -19,7 +19,8 @@ How one call runs:
 - timeout: ``decl.timeout`` seconds; then the command's whole process group gets SIGTERM,
   and SIGKILL a second later. The command runs in its own session, so a Ctrl-C meant for
   ``flow`` does not reach it, and if ``flow`` is interrupted while waiting the group is
-  stopped too.
+  stopped too. It runs under the supervisor (``promptflow_resume.supervisor``), so when
+  ``flow`` dies, however it dies, the command's whole process tree is ended as well.
 
 The result's ``content`` reads::
 
@@ -58,6 +59,7 @@ from typing import IO, Any
 
 from ..chat import ToolSpec
 from ..errors import InputError
+from ..supervisor import check_program, supervised
 from ..workflow.commands import check_arguments, check_cwd, fill_argv
 from ..workflow.model import CommandDecl
 from .base import ToolContext, ToolResult
@@ -241,8 +243,11 @@ def run_process(
 ) -> ProcessOutcome:
     """Run ``argv`` in its own process group and capture everything (see module docstring)."""
     limit = timeout if timeout and timeout > 0 else None
+    # Under the supervisor, the command's whole tree dies with flow, however flow dies; what
+    # it leaves running when it exits is dealt with here, as before (see DRAIN_GRACE).
+    check_program(argv[0], cwd, env.get("PATH", os.defpath))
     proc = subprocess.Popen(
-        argv,
+        supervised(argv, leave=True),
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.DEVNULL,

@@ -27,10 +27,12 @@ or breaks the protocol during a call raises ``ToolServerError``: an idempotent c
 retried on a restarted server (twice, with a short backoff); otherwise the call stays in
 flight and the run stops, so resume decides about it and no side effect happens twice.
 
-Lifecycle: a stdio server is its own process group, its stdin a pipe from ``flow``; ``close``
-ends it, and when ``flow`` is killed the pipe closes and the server sees end of input and
-exits. Its stderr goes, redacted line by line, to ``mcp-SERVER.stderr.log`` beside the
-progress file.
+Lifecycle: a stdio server runs under the supervisor (``tools.mcp_process``), its stdin a pipe
+from ``flow``; ``close`` ends it, and when ``flow`` dies, however it dies, the supervisor ends
+the server's whole process tree. Ctrl-C during a call says which server it stops and ends its
+tree at once; the call stays in flight. Its stderr goes, redacted line by line, to
+``mcp-SERVER.stderr.log`` beside the progress file; a server that fails to start has its last
+lines in the error.
 """
 
 from __future__ import annotations
@@ -38,13 +40,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import errno
 import hashlib
 import json
-import os
 import re
-import shutil
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -66,6 +64,13 @@ from .mcp_config import (
     McpServerConfig,
     find_configs,
     load_configs,
+)
+from .mcp_process import (
+    ServerStderr,
+    folders_made,
+    guarded_command,
+    remove_start_logs,
+    tail_text,
 )
 
 #: How often, and after how long, an idempotent call is retried on a restarted server.
@@ -129,6 +134,8 @@ class _Connection:
         #: The task holding the session open (kept referenced so it is not collected).
         self.task: asyncio.Task[None] | None = None
         self.alive = False
+        #: The stdio server's stderr (its log, its last lines, its supervisor's pid).
+        self.stderr: ServerStderr | None = None
 
 
 class McpServers:
@@ -157,6 +164,11 @@ class McpServers:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._offered: tuple[str, ...] | None = None
+        #: Told, in one line, which server an interrupted call stops (a reporter's notice).
+        self.notice: Callable[[str], None] = lambda text: None
+        #: While True (a first start into a folder made for it), errors do not point at the
+        #: log file, which is removed with the folder when the start fails.
+        self.logs_discarded = False
 
     # --- which servers and tools ---------------------------------------------------------
 
@@ -287,7 +299,7 @@ class McpServers:
             self._stop(conn)
             raise ToolServerError(
                 f"the MCP server `{server}` did not answer within {config.start_timeout:g} s of "
-                "starting.",
+                "starting." + self._tail(conn),
                 path=config.source,
                 line=config.line,
                 field=config.entry,
@@ -298,7 +310,8 @@ class McpServers:
         except Exception as exc:
             self._stop(conn)
             raise ToolServerError(
-                f"the MCP server `{server}` could not be started: {_describe(exc)}.",
+                f"the MCP server `{server}` could not be started: {_describe(exc)}."
+                + self._tail(conn),
                 path=config.source,
                 line=config.line,
                 field=config.entry,
@@ -306,9 +319,15 @@ class McpServers:
             ) from None
         return conn
 
+    @staticmethod
+    def _tail(conn: _Connection) -> str:
+        """The server's last stderr lines, as a sentence for an error message."""
+        return tail_text(conn.stderr.tail()) if conn.stderr is not None else ""
+
     def _log_hint(self, server: str) -> str:
         log = self._log_path(server)
-        where = f" Its error output is in {log}." if log is not None else ""
+        kept = log is not None and not self.logs_discarded
+        where = f" Its error output is in {log}." if kept else ""
         return f"Check the server's command, url and environment in the configuration.{where}"
 
     def _log_path(self, server: str) -> Path | None:
@@ -329,13 +348,13 @@ class McpServers:
         """Own the transport and session contexts for the connection's whole life."""
         mcp = _sdk()
         config = conn.config
-        errlog = None
+        errlog: ServerStderr | None = None
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if config.transport == "stdio":
                     from mcp.client.stdio import stdio_client
 
-                    errlog = _ErrLog(self._log_path(config.name), self.redact)
+                    errlog = conn.stderr = ServerStderr(self._log_path(config.name), self.redact)
                     command, args = guarded_command(config)
                     params = mcp.StdioServerParameters(
                         command=command,
@@ -409,6 +428,9 @@ class McpServers:
                 raise
             timed_out = getattr(exc, "code", None) == _REQUEST_TIMEOUT
             failure = f"did not answer within {timeout:g} s" if timed_out else _describe(exc)
+        except BaseException:  # Ctrl-C or SIGTERM: the call stays in flight, resume decides
+            self._halt(conn, tool.info.name)
+            raise
         # The server is dead, hung or confused: stop it, so the next use starts it afresh.
         self._stop(conn)
         raise ToolServerError(
@@ -420,6 +442,14 @@ class McpServers:
             "idempotent, and otherwise asks you to check its effect first. "
             + self._log_hint(server),
         )
+
+    def _halt(self, conn: _Connection, tool: str) -> None:
+        """Say which server an interrupted call stops, and end its process tree now (the
+        MCP shutdown would first wait seconds for a busy server to read end of input)."""
+        self.notice(f"stopping MCP server {conn.config.name} (call {tool} in flight)…")
+        conn.alive = False
+        if conn.stderr is not None:
+            conn.stderr.stop_now()
 
     def _stop(self, conn: _Connection) -> None:
         """End one connection (its holder task leaves the contexts, stopping the server)."""
@@ -623,41 +653,6 @@ def task_only_line(server: str, tools: Iterable[str]) -> str:
     )
 
 
-#: Run by ``guarded_command``: ask Linux to SIGKILL this process when ``flow`` dies, then
-#: become the server (the request survives ``exec``). If ``flow`` died before the request
-#: was made, the server is not started at all.
-_GUARD = (
-    "import ctypes, os, signal, sys\n"
-    "ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
-    "if os.getppid() != int(sys.argv[1]):\n"
-    "    sys.exit(1)\n"
-    "os.execvp(sys.argv[2], sys.argv[2:])\n"
-)
-
-
-def guarded_command(config: McpServerConfig) -> tuple[str, list[str]]:
-    """The argv that starts a stdio server so that it cannot outlive ``flow``.
-
-    A server reads end of input when ``flow`` dies and should exit; one busy in a call (or
-    that ignores its input) would not. On Linux the server is therefore started through a
-    short Python prelude that sets the parent-death signal, then ``exec``s the server (same
-    process, same pid). A program that cannot be found is a ``FileNotFoundError`` here, as
-    it would be when started directly.
-    """
-    command, args = config.command or "", list(config.args)
-    if "/" in command:
-        base = config.cwd or Path.cwd()
-        found = command if (base / command).exists() else None
-    else:
-        path = config.env.get("PATH", os.environ.get("PATH", os.defpath))
-        found = shutil.which(command, path=path)
-    if found is None:
-        raise FileNotFoundError(errno.ENOENT, "no such program", command)
-    if not sys.platform.startswith("linux"):
-        return command, args
-    return sys.executable, ["-I", "-S", "-c", _GUARD, str(os.getpid()), command, *args]
-
-
 def _b64(text: str) -> bytes:
     try:
         return base64.b64decode(text, validate=False)
@@ -687,46 +682,6 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError) and exc.filename:
         text = f"no program {exc.filename!r} (is it installed and on PATH?)"
     return text.splitlines()[0][:300]
-
-
-class _ErrLog:
-    """A server's stderr, redacted line by line into a log file (or dropped without one)."""
-
-    def __init__(self, path: Path | None, redact: Callable[[str], str]) -> None:
-        read_fd, write_fd = os.pipe()
-        self.writer = os.fdopen(write_fd, "w")
-        self._reader = os.fdopen(read_fd, "rb")
-        self._path = path
-        self._redact = redact
-        self._thread = threading.Thread(target=self._copy, daemon=True, name="flow-mcp-stderr")
-        self._thread.start()
-
-    def started(self) -> None:
-        """The server has its own copy of the pipe: close ours so its exit ends the log."""
-        with contextlib.suppress(OSError):
-            self.writer.close()
-
-    def _copy(self) -> None:
-        out = None
-        try:
-            if self._path is not None:
-                fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-                out = os.fdopen(fd, "w", encoding="utf-8")
-            for line in self._reader:
-                if out is not None:
-                    out.write(self._redact(line.decode("utf-8", "replace")))
-                    out.flush()
-        except (OSError, ValueError):
-            pass
-        finally:
-            self._reader.close()
-            if out is not None:
-                out.close()
-
-    def close(self) -> None:
-        """Close our end; the copying thread ends when the server's end closes too."""
-        with contextlib.suppress(OSError):
-            self.writer.close()
 
 
 # --- setting up a run ---------------------------------------------------------------------
@@ -794,15 +749,22 @@ def start_servers(
     """
     if config is None or not config.servers:
         return None
+    # A folder made here holds nothing but the servers' logs until the run's first event:
+    # when the start fails, it goes (with them), so a failed start leaves no empty run behind.
+    made = folders_made(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     servers = McpServers(
         config, wanted=mcp_names(workflow), reserved=tools, log_dir=log_dir, redact=redact
     )
+    servers.logs_discarded = bool(made)
     try:
         servers.offer()
     except BaseException:
         servers.close()
+        logs = [servers._log_path(name) for name in config.servers]
+        remove_start_logs(made, [log for log in logs if log is not None])
         raise
+    servers.logs_discarded = False
     tools.update(servers.tools)
     return servers
 
