@@ -189,8 +189,8 @@ def test_sigkill_mid_call_of_a_safe_tool_resumes_by_running_it_again(
     run, _ = load_progress(where / "run" / "progress.md")
     assert run.status == "completed" and run.in_flight == []
     assert [e.tool for e in run.transcript if e.role == "tool_result"] == [tool]
-    # Started by the run, by `flow status` (to ask its annotations) and by the resume.
-    assert len((where / "state" / "starts").read_text().split()) == 3
+    # Started by the run and by the resume: `flow status` starts nothing (docs/spec.md 10.3).
+    assert len((where / "state" / "starts").read_text().split()) == 2
     assert _gone(int((where / "state" / "pid").read_text()))
 
 
@@ -403,9 +403,12 @@ def test_servers_come_from_the_workspace_never_from_the_progress_file(tmp_path: 
     _kill_mid_call(where)
     (where / ".vscode" / "mcp.json").unlink()
     # The run's files name the server's tools, but without a configuration nothing starts, and
-    # an in-flight call of a tool nobody provides now is not re-run.
+    # an in-flight call of a tool nobody provides now is not re-run: resume names the
+    # configuration the call was started from.
     result = flow("resume", "run/progress.md", cwd=where, env=_env())
-    assert result.returncode == EXIT_NEEDS_REVIEW, result.stderr
+    assert result.returncode == EXIT_TOOL_SERVER, result.stderr
+    assert "no server in the configuration in use provides the tool" in result.stderr
+    assert "--mcp-config .vscode/mcp.json" in result.stderr
     assert len((where / "state" / "starts").read_text().split()) == 1
     assert _calls(where) == ["set_note ship on Friday"]
 
