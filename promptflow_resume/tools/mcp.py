@@ -55,7 +55,8 @@ from pathlib import Path
 from typing import Any
 
 from ..chat import ToolSpec
-from ..errors import ToolServerError
+from ..errors import SpecialFileError, ToolServerError
+from ..safeopen import open_append, refuse_special
 from ..workflow.model import Workflow
 from ..workflow.toolnames import BUILTIN_TOOLS, is_editor_only
 from .base import ToolContext, ToolResult
@@ -279,6 +280,11 @@ class McpServers:
             return conn
         _sdk()  # a missing extra is said plainly, not as a server that failed to start
         config = self.config.servers[server]
+        log = self._log_path(server)
+        if log is not None:
+            # The log sits in the run's folder, which may have come from elsewhere: a link
+            # there (to someone's ~/.bashrc) is refused before the server starts.
+            refuse_special(log, what=f"error log of the MCP server `{server}`")
         conn = _Connection(config)
         self._conns[server] = conn
         try:
@@ -710,8 +716,11 @@ class _ErrLog:
         out = None
         try:
             if self._path is not None:
-                fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-                out = os.fdopen(fd, "w", encoding="utf-8")
+                # Never through a link (refused before the start, too); without its log the
+                # server's output is still drained, so the server never blocks on a full pipe.
+                with contextlib.suppress(OSError, SpecialFileError):
+                    fd = open_append(self._path, what="MCP server error log")
+                    out = os.fdopen(fd, "w", encoding="utf-8")
             for line in self._reader:
                 if out is not None:
                     out.write(self._redact(line.decode("utf-8", "replace")))
