@@ -145,6 +145,12 @@ CASES = {
         "parent", _plant_at(CHILD_FILE, _link(_outside_child)), ("share", "resume")
     ),
     "child link names /dev/zero": Case("parent", _absolute_child, ("share", "resume")),
+    # Outside the run's folder, named by its workflow.path: followed, but must be a file.
+    "workflow -> /dev/zero": Case(
+        "parent",
+        lambda r, o: _replace(r.parent / "parent.prompt.md", _link("/dev/zero")(o)),
+        ("resume",),
+    ),
     "sidecar -> /dev/zero": Case("big", lambda r, o: _sidecar(r, _link("/dev/zero")(o)), READERS),
     "sidecar is a FIFO": Case("big", lambda r, o: _sidecar(r, os.mkfifo), READERS),
     "sidecar -> a file outside": Case(
