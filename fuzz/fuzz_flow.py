@@ -1,7 +1,10 @@
 """Coverage-guided fuzzing of flow's file readers with atheris (libFuzzer for Python).
 
 Each input is the bytes of a file: a progress file (``--target progress``, the default), a
-progress file's journal (``--target journal``) or a workflow (``--target workflow``). Reading
+progress file's journal (``--target journal``), a workflow (``--target workflow``), or a run
+folder with a special file in it (``--target files``: the first byte makes the journal, owner
+file, lock or sidecar folder a pipe, a folder or a link to ``/dev/zero``, to nothing or to a
+file outside holding the rest of the input, docs/spec.md 10.4). Reading
 it must give a result or raise a ``FlowError`` that names the file; any other exception, a
 crash, or a change to the file is reported by libFuzzer as a failure, with the input saved.
 
@@ -15,6 +18,9 @@ need atheris; ``tests/test_faults_fuzz.py`` is the hypothesis counterpart that r
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -73,7 +79,60 @@ def fuzz_workflow(data: bytes) -> None:
     check_workflow(path)  # reports problems as diagnostics, never raises for content
 
 
-TARGETS = {"progress": fuzz_progress, "journal": fuzz_journal, "workflow": fuzz_workflow}
+#: The files beside a progress file that ``--target files`` makes special, and how.
+_RUN_FILES = ("progress.md.journal", "progress.md.owner", "progress.md.lock", "progress.files")
+_KINDS = ("fifo", "folder", "link-zero", "link-dangling", "link-outside")
+
+
+def _timed_out(_signum: int, _frame: object) -> None:
+    raise AssertionError("reading a run with a special file blocked (a pipe opened blocking?)")
+
+
+def fuzz_files(data: bytes) -> None:
+    """A run folder one of whose files is special: loading is a result or a FlowError within
+    seconds, and nothing outside the folder changes."""
+    if not data:
+        return
+    choice, rest = data[0], data[1:]
+    name, kind = _RUN_FILES[choice % len(_RUN_FILES)], _KINDS[(choice // 8) % len(_KINDS)]
+    folder, outside = _FOLDER / "run", _FOLDER / "outside"
+    for old in (folder, outside):
+        shutil.rmtree(old, ignore_errors=True)
+        old.mkdir(parents=True)
+    path = folder / "progress.md"
+    path.write_bytes(_BASE)
+    special = folder / name
+    if kind == "fifo":
+        os.mkfifo(special)
+    elif kind == "folder":
+        special.mkdir()
+    elif kind == "link-zero":
+        special.symlink_to("/dev/zero")
+    elif kind == "link-dangling":
+        special.symlink_to(outside / "nowhere")
+    else:
+        (outside / "file").write_bytes(rest)
+        special.symlink_to(outside / "file")
+    signal.signal(signal.SIGALRM, _timed_out)
+    signal.alarm(10)
+    try:
+        load_progress(path)
+    except FlowError as error:
+        _expect_flow_error(error)
+    finally:
+        signal.alarm(0)
+    if sorted(p.name for p in outside.iterdir()) != (["file"] if kind == "link-outside" else []):
+        raise AssertionError("loading created a file outside the run's folder")
+    if kind == "link-outside" and (outside / "file").read_bytes() != rest:
+        raise AssertionError("loading wrote through a link")
+
+
+TARGETS = {
+    "progress": fuzz_progress,
+    "journal": fuzz_journal,
+    "workflow": fuzz_workflow,
+    "files": fuzz_files,
+}
 
 
 def main() -> None:
@@ -86,7 +145,7 @@ def main() -> None:
         default=str(
             Path(__file__).resolve().parent.parent / "tests/fixtures/progress/valid/example.md"
         ),
-        help="the progress file journal inputs are replayed onto",
+        help="the progress file journal and files inputs are replayed onto",
     )
     known, rest = parser.parse_known_args()
     _BASE = Path(known.base).read_bytes()

@@ -591,7 +591,8 @@ def _workflow_for(run: Run, progress_path: Path, override: str | Path | None) ->
     if override is not None:
         return _as_run_loaded(run, load_workflow(override))
     path = progress_path.parent / run.workflow.path
-    if not path.is_file():
+    # Anything that exists is loaded, so a pipe or a device there is refused as one (10.4).
+    if not path.exists() or path.is_dir():
         raise FileNotFoundFlowError(
             f"the workflow of this run, {run.workflow.path} (relative to the progress file), "
             "does not exist.",

@@ -7,6 +7,9 @@ and the folder is fsynced after, so a crash or power cut leaves the old file or 
     replace_file(path, data, mode=None)         # keep an existing file's permissions (edits)
     append_synced(journal, b"one line\\n")       # appended and fsynced before returning
 
+Neither writes through a symbolic link: a replaced file's link is replaced, not followed, the
+temp file is always new, and an append to a link is refused (``safeopen``).
+
 Callers that need crash points between the phases (the progress store, sidecars, batches)
 pass callbacks, so every write path still goes through these functions.
 """
@@ -18,6 +21,8 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
+
+from .safeopen import NOFOLLOW, open_append
 
 
 def fsync_dir(folder: Path) -> None:
@@ -44,7 +49,11 @@ def write_temp(
     On any failure (a full disk, Ctrl-C) the half-written ``tmp`` is removed before the error
     propagates. ``after_write`` runs between the write and the fsync (a crash point).
     """
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    # The temp name is predictable: whatever is there (a crashed writer's leftover, or a link
+    # planted to make this write land elsewhere) is removed, and the new file must be new.
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, mode)
     try:
         # The umask may have narrowed ``mode``; a kept mode must be exact.
         os.fchmod(fd, mode)
@@ -97,17 +106,18 @@ def replace_file(
     fsync_dir(path.parent)
 
 
-def append_synced(path: Path, data: bytes) -> None:
+def append_synced(path: Path, data: bytes, *, what: str = "file") -> None:
     """Append ``data`` to ``path`` (created owner-only) and fsync it before returning.
 
     A file created here also has its folder fsynced, so the new name survives a power cut.
+    ``path`` must be a regular file, not a link (``SpecialFileError``, see ``safeopen``).
     """
-    created = not path.exists()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    created = not os.path.lexists(path)
+    fd = open_append(path, what=what)
     try:
         write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
     if created:
-        fsync_dir(path.resolve().parent)
+        fsync_dir(path.parent)

@@ -39,12 +39,13 @@ from .conversation import (
     step_entries,
     unanswered_calls,
 )
-from .errors import NeedsReviewError, ProviderError, ToolServerError
+from .errors import FlowError, NeedsReviewError, ProviderError, ToolServerError
 from .events import Reporter
 from .progress import ProgressStore
 from .progress.model import Attempt, Entry, ErrorInfo, InFlight, Run, StepState, Usage
 from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unsealed_calls
 from .progress.sidecar import sidecar_extension
+from .progress.store import read_text
 from .providers.base import Provider, Reply, ReplyUsage, Request
 from .redact import Redactor
 from .tools import offered_tool_names
@@ -85,8 +86,8 @@ def answer_line(progress_path: Path) -> int | None:
     """The 1-based line of the answer placeholder in a progress file's body, where a person
     writes the answer a human step waits for; None when there is none (or no readable file)."""
     try:
-        lines = progress_path.read_text(encoding="utf-8").splitlines()
-    except OSError:
+        lines = read_text(progress_path).splitlines()
+    except FlowError:
         return None
     # Skip the front matter: the answer goes into the transcript entry in the body.
     closing = next((i for i, line in enumerate(lines[1:], start=1) if line == "---"), 0)

@@ -155,6 +155,11 @@ class DigestError(InvalidFileError):
     """Recorded transcript digests do not add up: corruption, not a hand edit."""
 
 
+class SpecialFileError(InvalidFileError):
+    """A run's file is a symbolic link, a folder, a pipe, a device or a socket where flow reads
+    or writes only regular files (docs/spec.md 10.4)."""
+
+
 class WorkflowError(InvalidFileError):
     """A workflow file (``*.prompt.md``) cannot be loaded or fails its checks."""
 

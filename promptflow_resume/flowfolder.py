@@ -16,6 +16,9 @@ import contextlib
 import os
 from pathlib import Path
 
+from .errors import SpecialFileError
+from .safeopen import read_regular
+
 #: The name of flow's folder in a workspace.
 FLOW_FOLDER = ".flow"
 
@@ -63,7 +66,9 @@ def ignored_by_flow(path: Path) -> bool:
     if flow is None:
         return False
     try:
-        text = (flow / ".gitignore").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        # A link or a pipe there (a .flow/ from elsewhere) is not flow's file (spec 10.4).
+        data = read_regular(flow / ".gitignore", len(GITIGNORE_TEXT), what=".gitignore")
+        text = (data or b"").decode("utf-8")
+    except (OSError, UnicodeDecodeError, SpecialFileError):
         return False
     return text == GITIGNORE_TEXT

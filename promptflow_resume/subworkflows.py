@@ -50,6 +50,7 @@ from .progress.render import entries_phrase
 from .progress.state import run_state
 from .providers.base import Request
 from .reconcile import Choices, apply_plan, check_servers, plan_resume, resume_note
+from .safeopen import linked_file
 from .tools import build_tools
 from .tools.commands import command_output
 from .tools.consent import Consent
@@ -73,6 +74,19 @@ def child_folder(parent_path: Path) -> str:
     name = parent_path.name
     stem = name[: -len(".md")] if name.endswith(".md") else name
     return f"{stem}.steps"
+
+
+def child_file(parent_path: Path, step_id: str, link: str) -> Path:
+    """The child run file ``steps.<step_id>.child`` of the run in ``parent_path`` names:
+    inside the parent's folder, reached through no link, and a regular file if it exists
+    (``SpecialFileError`` otherwise; docs/spec.md 10.4)."""
+    return linked_file(
+        parent_path.parent,
+        link,
+        what="child run file",
+        source=parent_path,
+        field=f"$.steps.{step_id}.child",
+    )
 
 
 def is_child(run: Run) -> bool:
@@ -261,7 +275,7 @@ class SubworkflowRunner:
                 "loaded.",
                 path=call.parent_path,
             )
-        path = call.parent_path.parent / call.child
+        path = child_file(call.parent_path, call.step.id, call.child)
         chain = [*self.above, call.parent_path]
         if os.path.realpath(path) in {os.path.realpath(p) for p in chain}:
             # A file from someone else can point a step back at its own run (docs/spec.md 10.5).
@@ -518,9 +532,9 @@ def child_runs(
         if os.path.realpath(where) in seen:
             node.status = "invalid"
             node.error = str(child_cycle_error(path, step_id, state.child, list(above)))
-        elif where.exists():
+        elif os.path.lexists(where):
             try:
-                child, _report = load_progress(where)
+                child, _report = load_progress(child_file(path, step_id, state.child))
             except FlowError as error:
                 node.status, node.error = "invalid", str(error)
             else:

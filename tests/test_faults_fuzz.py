@@ -8,6 +8,12 @@ and deleted lines, random unicode, random YAML values, random Markdown structure
   problem is in its text, the line; never any other exception;
 - a failed load leaves every byte of the file (and its journal) as it was.
 
+The files beside a progress file are fuzzed as a folder received from someone else may hold
+them: the journal, owner and lock files, the sidecar folder and a progress file in a listed
+folder each become a pipe, a link (to ``/dev/zero``, to nothing, to a mutated file outside, to
+a folder) or a folder, and reading gives a result or a ``FlowError`` naming a file within a few
+seconds (docs/spec.md 10.4), writing nothing outside the folder.
+
 The default run tries a few hundred mutations; ``FLOW_SLOW=1 python -m pytest -m slow
 tests/test_faults_fuzz.py`` tries tens of thousands. ``fuzz/`` has a coverage-guided target.
 """
@@ -15,7 +21,10 @@ tests/test_faults_fuzz.py`` tries tens of thousands. ``fuzz/`` has a coverage-gu
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -44,7 +53,7 @@ LONG = settings(
 
 STATUSES = (*RUN_STATUSES, "invalid")
 #: FlowErrors that are about the file as a whole, so they carry no line.
-WHOLE_FILE = ("the file is empty", "is a folder", "MB, over the")
+WHOLE_FILE = ("the file is empty", "is a folder", "MB, over the", "not a regular file", "MiB limit")
 
 # --- seeds -----------------------------------------------------------------------------------
 
@@ -281,6 +290,97 @@ def check_listing(seed: str, edits: list[Edit]) -> None:
         assert (folder / "progress.md").read_bytes() == progress
 
 
+# --- special files and links beside a run ----------------------------------------------------
+
+#: The files beside ``progress.md`` a run folder from elsewhere may hold as anything at all.
+RUN_FILES = (
+    "progress.md.journal",
+    "progress.md.owner",
+    "progress.md.lock",
+    "progress.files",
+)
+#: What such a file becomes: a pipe, a folder, or a link to a device, to nothing, to a file
+#: outside the folder (a mutated journal) or to a folder.
+SPECIAL_KINDS = ("fifo", "folder", "link-zero", "link-dangling", "link-outside", "link-folder")
+
+
+@contextmanager
+def _no_hang(seconds: int = 10) -> Iterator[None]:
+    """Fail instead of hanging: a read that blocks (a pipe) is interrupted by SIGALRM."""
+
+    def fail(_signum: int, _frame: object) -> None:
+        raise AssertionError(f"reading the run took over {seconds} s (blocked on a pipe?)")
+
+    previous = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _make_special(path: Path, kind: str, outside: Path, data: bytes) -> None:
+    if os.path.lexists(path):
+        if path.is_dir() and not path.is_symlink():
+            path.rmdir()
+        else:
+            path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "link-zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "link-dangling":
+        path.symlink_to(outside / "nowhere")
+    elif kind == "link-outside":
+        (outside / "file").write_bytes(data)
+        path.symlink_to(outside / "file")
+    else:
+        path.symlink_to(outside)
+
+
+def check_special(seed: str, name: str, kind: str, edits: list[Edit]) -> None:
+    """Load and list a run one of whose files is special: a result or a FlowError, in time."""
+    progress, journal = PROGRESS_SEEDS[seed]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder, outside = Path(tmp) / ".flow" / "runs" / "r1", Path(tmp) / "outside"
+        folder.mkdir(parents=True)
+        outside.mkdir()
+        path = folder / "progress.md"
+        path.write_bytes(progress)
+        if journal is not None:
+            journal_path(path).write_bytes(journal)
+        _make_special(folder / name, kind, outside, _apply(journal or progress, edits))
+        before = {p.name: p.read_bytes() for p in outside.iterdir() if p.is_file()}
+        with _no_hang():
+            try:
+                load_progress(path)
+            except FlowError as error:
+                _check_error(error, path)
+            rows = list_runs([folder.parent], root=Path(tmp), include_completed=True)
+        assert len(rows) == 1 and rows[0].status in STATUSES
+        assert path.read_bytes() == progress, "a load changed the progress file"
+        after = {p.name: p.read_bytes() for p in outside.iterdir() if p.is_file()}
+        assert after == before, "a load wrote outside the run's folder"
+
+
+def check_special_listed(kind: str, edits: list[Edit]) -> None:
+    """``flow list`` over a folder whose progress.md itself is special lists or skips it."""
+    progress = _apply(PROGRESS_SEEDS["finished"][0], edits)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder, outside = Path(tmp) / ".flow" / "runs" / "r1", Path(tmp) / "outside"
+        folder.mkdir(parents=True)
+        outside.mkdir()
+        _make_special(folder / "progress.md", kind, outside, progress)
+        with _no_hang():
+            rows = list_runs([folder.parent], root=Path(tmp), include_completed=True)
+        assert len(rows) <= 1
+        for row in rows:
+            assert row.status in STATUSES, row.status
+
+
 PROGRESS_NAMES = st.sampled_from(sorted(PROGRESS_SEEDS))
 WORKFLOW_NAMES = st.sampled_from(sorted(WORKFLOW_SEEDS))
 
@@ -309,6 +409,25 @@ def test_mutated_progress_files_are_listed_without_a_crash(seed: str, edits: lis
 @given(seed=WORKFLOW_NAMES, edits=MUTATIONS)
 def test_mutated_workflows_load_or_fail_with_a_position(seed: str, edits: list[Edit]) -> None:
     check_workflow_text(seed, edits)
+
+
+@settings(QUICK, max_examples=60)
+@given(
+    seed=PROGRESS_NAMES,
+    name=st.sampled_from(RUN_FILES),
+    kind=st.sampled_from(SPECIAL_KINDS),
+    edits=MUTATIONS,
+)
+def test_special_files_beside_a_run_load_or_fail_in_time(
+    seed: str, name: str, kind: str, edits: list[Edit]
+) -> None:
+    check_special(seed, name, kind, edits)
+
+
+@settings(QUICK, max_examples=30)
+@given(kind=st.sampled_from(SPECIAL_KINDS), edits=MUTATIONS)
+def test_a_special_progress_file_is_listed_without_a_hang(kind: str, edits: list[Edit]) -> None:
+    check_special_listed(kind, edits)
 
 
 @pytest.mark.slow

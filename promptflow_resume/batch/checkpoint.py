@@ -20,8 +20,10 @@ from typing import Any
 
 from .. import faults, yamlio
 from ..durable import replace_file
-from ..errors import FileNotFoundFlowError, ProgressFormatError
+from ..errors import FileNotFoundFlowError, ProgressFormatError, SpecialFileError
 from ..progress.schema import validate_front_matter
+from ..progress.store import read_text
+from ..safeopen import read_regular
 
 #: The batch format version written into ``flow_batch``.
 BATCH_FORMAT = 1
@@ -259,10 +261,10 @@ def is_batch_file(path: str | Path) -> bool:
     if p.name != BATCH_FILE and not p.is_file():
         return False
     try:
-        with open(p, encoding="utf-8", errors="replace") as handle:
-            head = handle.read(200)
-    except OSError:
+        data = read_regular(p, 200, what="batch file", follow=True) or b""
+    except (OSError, SpecialFileError):
         return False
+    head = data[:200].decode("utf-8", "replace")
     return head.startswith("---") and "\nflow_batch:" in head
 
 
@@ -271,7 +273,7 @@ def load_batch(path: str | Path) -> Batch:
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundFlowError(f"no batch file at {p}.", path=p)
-    text = p.read_text(encoding="utf-8")
+    text = read_text(p, what="batch file")
     if not text.startswith("---\n"):
         raise ProgressFormatError(
             "a batch file starts with a `---` line and its YAML front matter.", path=p, line=1

@@ -10,6 +10,7 @@ needs, by the fast scanner in ``scan`` (the YAML loader reads whatever the scann
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
@@ -17,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import yamlio
-from ..errors import FlowError
+from ..errors import FlowError, SpecialFileError
 from ..progress.model import RESUMABLE_STATUSES, RUN_STATUSES
 from ..progress.owner import owner_alive as _owner_alive
 from ..progress.state import RunState, run_state
+from ..safeopen import open_regular
 from .keywords import Vocabulary, normalize_words
 from .scan import Spec, Unsupported, scan
 
@@ -125,7 +127,9 @@ def read_front_matter(path: Path) -> str | None:
     unclosed front matter.
     """
     try:
-        with open(path, "rb") as handle:
+        # A pipe or device listed among runs would block or never end: regular files only.
+        fd = open_regular(path, what="progress file", follow=True)
+        with os.fdopen(fd, "rb") as handle:
             data = handle.read(_FIRST_READ)
             eof = len(data) < _FIRST_READ
             if data.startswith(b"\xef\xbb\xbf"):
@@ -146,6 +150,8 @@ def read_front_matter(path: Path) -> str | None:
                 chunk = handle.read(_FIRST_READ)
                 eof = len(chunk) < _FIRST_READ
                 data += chunk
+    except SpecialFileError as error:
+        raise UnreadableProgress(error.message) from None
     except OSError as error:
         raise UnreadableProgress(f"cannot read the file: {error.strerror or error}") from None
     try:
@@ -361,6 +367,10 @@ def owner_alive(progress: Path, *, host: str | None = None) -> bool:
 
     Reads ``<progress>.owner`` (``{"pid", "host", "since", "pid_start"}``); a pid now used by
     a later process does not count. Never touches the run's lock: trying it could make a run
-    that is just starting fail.
+    that is just starting fail. An owner file that is a link or a pipe names no live owner
+    (the listing shows the run; reading it in full refuses the file, docs/spec.md 10.4).
     """
-    return _owner_alive(progress, host=host)
+    try:
+        return _owner_alive(progress, host=host)
+    except SpecialFileError:
+        return False

@@ -20,7 +20,6 @@ so a run a previous version left behind resumes.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 from .. import yamlio
 from ..errors import ProgressFormatError
 from ..jsonvalues import BadJson, field_path, loads_json
+from ..safeopen import read_regular
 from .model import LoadReport
 
 JOURNAL_VERSION = 2
@@ -250,29 +250,17 @@ def _where(error: BadJson) -> str:
 
 def read_raw(path: Path, max_bytes: int) -> bytes | None:
     """The journal's bytes, or None when there is none. One open, so a journal a writer
-    removes (a fold) between a check and the read is simply absent, never an error."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        size = os.fstat(fd).st_size
-        if size > max_bytes:
-            raise journal_error(
-                path,
-                None,
-                f"the journal is {size / 1_000_000:.1f} MB, over the "
-                f"{max_bytes // (1024 * 1024)} MiB limit; it was not read.",
-            )
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    removes (a fold) between a check and the read is simply absent, never an error. A journal
+    that is a link, a pipe or a device is refused (``SpecialFileError``), and the read stops
+    past ``max_bytes`` whatever size the file claims."""
+    data = read_regular(path, max_bytes, what="journal")
+    if data is not None and len(data) > max_bytes:
+        raise journal_error(
+            path,
+            None,
+            f"the journal is over the {max_bytes // (1024 * 1024)} MiB limit; it was not read.",
+        )
+    return data
 
 
 def parse_events(

@@ -20,6 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from ..durable import replace_file
+from ..safeopen import read_regular
+
+#: An owner record is a few dozen bytes; a larger file is not one flow wrote.
+MAX_OWNER_BYTES = 64 * 1024
 
 
 def owner_path(progress: str | Path) -> Path:
@@ -83,10 +87,16 @@ def write_owner(progress: Path) -> None:
 
 
 def read_owner(progress: Path) -> dict[str, Any]:
-    """The owner record of ``progress``, or ``{}`` when there is none or it is unreadable."""
+    """The owner record of ``progress``, or ``{}`` when there is none or it is unreadable.
+
+    An owner file that is a link, a pipe or a device is refused (``SpecialFileError``): it
+    did not come from flow. Only the first ``MAX_OWNER_BYTES`` are read.
+    """
     try:
-        with open(owner_path(progress), encoding="utf-8", newline="") as handle:
-            owner = json.load(handle)
+        data = read_regular(owner_path(progress), MAX_OWNER_BYTES, what="owner file")
+        if data is None or len(data) > MAX_OWNER_BYTES:
+            return {}
+        owner = json.loads(data)
     except (OSError, ValueError):
         return {}
     return owner if isinstance(owner, dict) else {}

@@ -36,11 +36,11 @@ import hmac
 import json
 import os
 import secrets
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import StorageError
+from ..errors import SpecialFileError, StorageError
+from ..safeopen import open_regular, read_fd
 from .model import Entry, InFlight, Run, Seal
 
 #: Bytes of a new key.
@@ -75,18 +75,17 @@ def _read_key(path: Path) -> bytes | None:
     """The key in ``path``; None when there is none. A key that is not a regular file of the
     right size owned by this user is refused, so a planted link or FIFO is never read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = open_regular(path, what="sealing key")
     except FileNotFoundError:
         return None
+    except SpecialFileError:
+        raise _key_error(path, "it is not a regular file") from None
     except OSError as error:
         raise _key_error(path, f"it cannot be opened ({error.strerror})") from error
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _key_error(path, "it is not a regular file")
-        if info.st_uid != os.getuid():
+        if os.fstat(fd).st_uid != os.getuid():
             raise _key_error(path, "it belongs to another user")
-        data = os.read(fd, KEY_BYTES + 1)
+        data = read_fd(fd, KEY_BYTES)
     finally:
         os.close(fd)
     if len(data) != KEY_BYTES:

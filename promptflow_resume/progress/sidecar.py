@@ -11,6 +11,7 @@ symlink) is refused::
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -19,10 +20,14 @@ from pathlib import Path
 
 from .. import faults
 from ..durable import fsync_dir, replace_file
+from ..errors import SpecialFileError
+from ..safeopen import kind_of, open_regular, read_fd, read_regular
 from .model import Entry
 
 #: Tool outputs larger than this (bytes) belong in a sidecar file, not in the transcript.
 SIDECAR_THRESHOLD = 64 * 1024
+#: Sidecar files larger than this are not read (a tool output this large is not kept whole).
+MAX_SIDECAR_BYTES = 256 * 1024 * 1024
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}")
 #: File extensions of the media types tools return most, so a sidecar opens in the right
 #: program; others come from ``mimetypes``, and an unknown type gets none.
@@ -126,12 +131,11 @@ def write_sidecar(progress: Path, name_hint: str, data: bytes) -> tuple[str, str
     for n in range(1, 10_000):
         name = base if n == 1 else f"{stem}-{n}{'.' + ext if ext else ''}"
         target = folder / name
-        if target.exists() or target.is_symlink():
-            try:
-                if not target.is_symlink() and target.read_bytes() == data:
+        if os.path.lexists(target):
+            # The same bytes reuse the name; a link, pipe or device there is never read.
+            with contextlib.suppress(OSError, SpecialFileError):
+                if read_regular(target, len(data), what="sidecar file") == data:
                     return f"{folder.name}/{name}", digest
-            except OSError:
-                pass
             continue
         # A full disk leaves no half sidecar behind.
         replace_file(
@@ -158,23 +162,23 @@ def read_checked(progress: Path, entry: Entry) -> tuple[bytes | None, str | None
     try:
         if stat.S_ISLNK(os.lstat(folder).st_mode):
             return None, f"is inside {folder.name}/, which is a symlink"
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(target, flags)
+        fd = open_regular(target, what="sidecar file")
     except FileNotFoundError:
         return None, "does not exist"
-    except OSError as error:
+    except SpecialFileError:
         if os.path.islink(target):
-            return None, "is a symlink"
+            return None, "is a symlink, not a regular file"
+        return None, f"is {kind_of(os.lstat(target).st_mode)}, not a regular file"
+    except OSError as error:
         return None, f"cannot be read ({error.strerror})"
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None, "is not a regular file"
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
+        # The recorded size bounds the read: a larger file is refused as soon as it is seen.
+        limit = min(entry.sidecar_bytes or 0, MAX_SIDECAR_BYTES) or MAX_SIDECAR_BYTES
+        data = read_fd(fd, limit)
     finally:
         os.close(fd)
-    data = b"".join(chunks)
+    if len(data) > limit:
+        return None, f"has more than the recorded {limit} bytes"
     if entry.sidecar_sha256 is not None and digest_of(data) != entry.sidecar_sha256:
         return None, (
             f"does not match its recorded hash (recorded {entry.sidecar_sha256[:19]}…, "

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import operator
 import os
 import time
@@ -42,9 +41,11 @@ from ..errors import (
     ProgressFormatError,
     RunLockedError,
     SidecarError,
+    SpecialFileError,
     StorageError,
 )
 from ..flowfolder import make_folder
+from ..safeopen import open_append, open_regular, read_fd, refuse_special
 from . import journal
 from .digest import Chain, entry_digest
 from .frontmatter import front_matter, run_from_valid
@@ -136,21 +137,41 @@ def read_text(path: str | Path, *, what: str = "progress file") -> str:
 
 
 def read_bytes(path: str | Path, *, what: str = "progress file") -> bytes:
-    """The bytes of ``path`` after the size and binary checks."""
+    """The bytes of ``path`` after the size and binary checks.
+
+    ``path`` may be reached through a link a person made (it was named to flow), but it must
+    end at a regular file: a pipe or a device is refused unread (``safeopen``), and the read
+    stops past the limit whatever size the file claims.
+    """
     p = Path(path)
+    limit = MAX_JOURNAL_BYTES if what == "journal" else MAX_FILE_BYTES
     try:
-        size = p.stat().st_size
+        fd = open_regular(p, what=what, follow=True)
     except FileNotFoundError:
         raise FileNotFoundFlowError(
             f"no {what} at {p}.",
             path=p,
             hint="Check the path; runs are kept under .flow/runs/<run-id>/progress.md by default.",
         ) from None
-    if p.is_dir():
-        raise ProgressFormatError(
-            f"{p} is a folder, not a {what}.", path=p, hint="Pass the progress.md inside it."
-        )
-    limit = MAX_JOURNAL_BYTES if what == "journal" else MAX_FILE_BYTES
+    except SpecialFileError as error:
+        if p.is_dir():
+            raise ProgressFormatError(
+                f"{p} is a folder, not a {what}.", path=p, hint="Pass the progress.md inside it."
+            ) from None
+        raise error from None
+    except OSError as error:
+        raise storage_error(error, p, f"read the {what}", resumable=False) from None
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            data = b""
+        else:
+            data = read_fd(fd, limit)
+            size = max(size, len(data))
+    except OSError as error:
+        raise storage_error(error, p, f"read the {what}", resumable=False) from None
+    finally:
+        os.close(fd)
     if size > limit:
         raise ProgressFormatError(
             f"the file is {size / 1_000_000:.1f} MB, over the {limit // (1024 * 1024)} MiB "
@@ -161,16 +182,6 @@ def read_bytes(path: str | Path, *, what: str = "progress file") -> bytes:
                 "files, so its progress files stay far below this size."
             ),
         )
-    try:
-        with open(p, "rb") as handle:
-            # The size just seen, plus a byte to notice growth: asking for the limit itself
-            # made Python allocate 256 MiB and copy the bytes into a smaller buffer (7 ms for
-            # a 17 MB file). A file that grew meanwhile is read on, up to the limit.
-            data = handle.read(size + 1)
-            if len(data) > size:
-                data += handle.read(limit + 1 - len(data))
-    except OSError as error:
-        raise storage_error(error, p, f"read the {what}", resumable=False) from None
     if b"\0" in data[:_BINARY_PROBE] or b"\0" in data:
         offset = data.index(b"\0")
         raise ProgressFormatError(
@@ -433,6 +444,10 @@ def _read_owner(path: Path, wait: float = 1.0) -> dict[str, Any]:
 def _acquire(path: Path) -> Any:
     from filelock import FileLock, Timeout
 
+    # filelock opens the lock file with O_TRUNC, following links: a lock that came with the
+    # run as a link to someone's file would truncate that file.
+    refuse_special(lock_path(path), what="lock file")
+    refuse_special(owner_path(path), what="owner file")
     lock = FileLock(str(lock_path(path)), mode=0o600, thread_local=False, blocking=False)
     try:
         lock.acquire()
@@ -564,11 +579,8 @@ class ProgressStore:
         if self._journal_fd is not None:
             os.close(self._journal_fd)
             self._journal_fd = None
-        with (
-            contextlib.suppress(OSError, ValueError),
-            open(owner_path(self.path), encoding="utf-8", newline="") as handle,
-        ):
-            if json.load(handle).get("pid") == os.getpid():
+        with contextlib.suppress(OSError, SpecialFileError):
+            if read_owner(self.path).get("pid") == os.getpid():
                 os.unlink(owner_path(self.path))
         self._lock.release()
 
@@ -667,7 +679,7 @@ class ProgressStore:
     def _append_raw(self, data: bytes, run_id: str) -> None:
         jpath = journal_path(self.path)
         if self._journal_fd is None:
-            fd = os.open(jpath, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = open_append(jpath, what="journal")
             self._journal_size = os.fstat(fd).st_size
             if self._journal_size == 0:
                 data = journal.header_line(run_id) + data

@@ -63,11 +63,14 @@ from ..chat import Message, MessageRole, ToolCall
 from ..durable import append_synced
 from ..errors import ProviderSetupError
 from ..jsonvalues import BadJson, field_path, loads_json
+from ..safeopen import open_regular, read_regular
 from .base import Provider, Reply, ReplyUsage, Request
 
 RECORDING_VERSION = 1
 #: The file name suffix ``flow run --record`` uses by convention.
 RECORDING_SUFFIX = ".recording.jsonl"
+#: Recordings larger than this are refused unread (one of flow's is about 2 KB per exchange).
+MAX_RECORDING_BYTES = 256 * 1024 * 1024
 
 Redact = Callable[[str], str]
 
@@ -327,7 +330,11 @@ def read_recording(path: str | Path) -> Recording:
     # progress folder that is not created yet).
     p = Path(os.path.normpath(path))
     try:
-        data = p.read_bytes()
+        # Named by the person or by the run: a link is followed, but it must end at a
+        # regular file, read no further than the limit.
+        data = read_regular(p, MAX_RECORDING_BYTES, what="recording", follow=True)
+        if data is None:
+            raise FileNotFoundError(p)
     except FileNotFoundError:
         raise ProviderSetupError(
             f"the recording {p} does not exist.",
@@ -336,6 +343,12 @@ def read_recording(path: str | Path) -> Recording:
         ) from None
     except OSError as err:
         raise setup_error(f"cannot read the recording: {err.strerror}.", path=p) from None
+    if len(data) > MAX_RECORDING_BYTES:
+        raise setup_error(
+            f"the recording is over the {MAX_RECORDING_BYTES // (1024 * 1024)} MiB limit; it "
+            "was not read.",
+            path=p,
+        )
     return parse_recording(data, p)
 
 
@@ -608,9 +621,10 @@ class RecordingProvider:
 
     def _open_existing(self, fresh: bool) -> None:
         try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return
+            # The recording of --record lives in the run's folder: never read through a link.
+            data = read_regular(self.path, MAX_RECORDING_BYTES, what="recording")
+            if data is None:
+                return
         except OSError as err:
             raise setup_error(
                 f"cannot read the recording: {err.strerror}.", path=self.path
@@ -641,13 +655,15 @@ class RecordingProvider:
         self._known = {ex.key: ex.reply_canonical for ex in rec.exchanges}
 
     def _truncate(self, size: int) -> None:
-        with open(self.path, "r+b") as fh:
-            fh.truncate(size)
-            fh.flush()
-            os.fsync(fh.fileno())
+        fd = open_regular(self.path, what="recording", writable=True)
+        try:
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def _append(self, data: bytes) -> None:
-        append_synced(self.path, data)
+        append_synced(self.path, data, what="recording")
 
     def complete(self, request: Request, on_text: Callable[[str], None] | None = None) -> Reply:
         """Forward to the wrapped provider, then append the exchange durably."""

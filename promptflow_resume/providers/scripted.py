@@ -67,7 +67,11 @@ from ..chat import Message, ToolCall
 from ..durable import replace_file
 from ..errors import ProviderError, ProviderSetupError
 from ..jsonvalues import BadJson, field_path, loads_json
+from ..safeopen import read_regular
 from .base import ProviderSettings, Reply, ReplyUsage, Request
+
+#: Scripts larger than this are refused unread.
+MAX_SCRIPT_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -340,7 +344,10 @@ def load_script(path: str | Path) -> Script:
     # progress folder that is not created yet).
     p = Path(os.path.normpath(path))
     try:
-        text = p.read_text(encoding="utf-8")
+        data = read_regular(p, MAX_SCRIPT_BYTES, what="script", follow=True)
+        if data is None or len(data) > MAX_SCRIPT_BYTES:
+            raise FileNotFoundError(p) if data is None else OSError("over the 16 MiB limit")
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise ProviderSetupError(
             f"the script {p} does not exist.",

@@ -24,10 +24,11 @@ from typing import Any
 
 from .. import yamlio
 from ..clock import parse_iso
-from ..errors import FileNotFoundFlowError, FlowError, InputError
+from ..errors import FileNotFoundFlowError, FlowError, InputError, SpecialFileError
 from ..progress import journal_path, load_progress, lock_path, owner_path
 from ..progress.frontmatter import normalize_yaml_values
 from ..progress.model import RUN_STATUSES
+from ..safeopen import open_regular
 from .files import sidecar_folder
 
 #: Where ``flow clean`` looks when no folder is given (relative to the working directory).
@@ -126,10 +127,11 @@ def _candidates(root: Path) -> Iterator[Path]:
                 continue
             path = Path(folder) / name
             try:
-                with open(path, "rb") as handle:
-                    start = handle.read(64)
-            except OSError:
-                continue
+                fd = open_regular(path, what="progress file")
+            except (OSError, SpecialFileError):
+                continue  # a link, a pipe or a device is not a run of this folder
+            with os.fdopen(fd, "rb") as handle:
+                start = handle.read(64)
             if start.startswith(b"---") and b"flow_progress" in start:
                 yield path
 

@@ -19,7 +19,8 @@ from ..progress.parse import parse_document
 from ..progress.render import render_document
 from ..progress.schema import validate_front_matter
 from ..progress.sidecar import folder_name, read_checked
-from ..progress.store import read_text
+from ..progress.store import MAX_FILE_BYTES, read_text
+from ..safeopen import read_regular
 
 
 def edited_digests(path: Path, report: LoadReport) -> dict[int, str]:
@@ -78,6 +79,17 @@ def archive_files(path: Path) -> list[Path]:
     folder = sidecar_folder(path)
     if not folder.is_dir() or folder.is_symlink():
         return []
-    return sorted(
-        p for p in folder.iterdir() if p.name.startswith("archive-attempt-") and p.is_file()
-    )
+    return sorted(p for p in folder.iterdir() if p.name.startswith("archive-attempt-"))
+
+
+def read_archive(path: Path) -> bytes:
+    """The bytes of an archive file: a regular file, not a link, within the file size limit."""
+    data = read_regular(path, MAX_FILE_BYTES, what="archive file")
+    if data is None or len(data) > MAX_FILE_BYTES:
+        raise SidecarError(
+            f"the archive file {path.name} has gone, or is over the "
+            f"{MAX_FILE_BYTES // (1024 * 1024)} MiB limit.",
+            path=path,
+            hint="Restore it from version control or a backup, then try again.",
+        )
+    return data

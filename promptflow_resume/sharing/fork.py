@@ -29,6 +29,7 @@ from ..progress.model import Cursor, Run, StepState
 from ..progress.render import entries_phrase
 from ..progress.sidecar import stem_of, write_sidecar
 from ..runids import new_run_id
+from ..safeopen import linked_file
 from .common import (
     first_entry_of,
     output_file,
@@ -39,7 +40,7 @@ from .common import (
     step_order,
     usage_of,
 )
-from .files import archive_files, read_sidecar, sidecar_folder
+from .files import archive_files, read_archive, read_sidecar, sidecar_folder
 from .forktree import fork_worktree
 
 
@@ -195,7 +196,13 @@ def _copy_children(
         state = run.steps.get(step_id)
         if state is None or not state.child:
             continue
-        child_source = source.parent / state.child
+        child_source = linked_file(
+            source.parent,
+            state.child,
+            what="child run file",
+            source=source,
+            field=f"$.steps.{step_id}.child",
+        )
         state.child = f"{stem_of(output)}.steps/{step_id}/progress.md"
         if not child_source.exists():
             continue
@@ -223,7 +230,7 @@ def _copy_children(
                 entry.sidecar, entry.sidecar_sha256, entry.sidecar_bytes = rel, digest, len(data)
         for archive in archive_files(child_source):
             # Attempt notes name archives by the folder's name, the same for the copy.
-            write_sidecar(target, archive.name, archive.read_bytes())
+            write_sidecar(target, archive.name, read_archive(archive))
         shown = f"{prefix}{state.child}"
         copied.append(shown)
         _copy_children(

@@ -25,6 +25,7 @@ from ..progress import ProgressStore
 from ..progress.location import progress_file
 from ..progress.model import Attempt, Cursor, StepState
 from ..progress.render import entries_phrase
+from ..progress.store import read_bytes
 from .common import (
     first_entry_of,
     id_range,
@@ -91,7 +92,7 @@ def rewind(path: str | Path, to_step: str) -> RewindResult:
             return result  # already at the start of that step: nothing to move, no backup
 
         backup = backup_path(progress)
-        replace_file(backup, progress.read_bytes())
+        replace_file(backup, read_bytes(progress))
         result.backup = backup
         attempt_n = len(run.attempts) + 1
         parts = [f"{now_iso()}: flow rewind --to {step}"]

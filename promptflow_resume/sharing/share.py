@@ -42,8 +42,16 @@ from ..progress.location import progress_file
 from ..progress.model import LoadReport, Run
 from ..progress.sidecar import folder_name, is_binary, stem_of, write_sidecar
 from ..redact import Redactor
+from ..safeopen import linked_file
 from .common import git_root, inside, is_live, output_file, rebase, relative_path
-from .files import archive_files, edited_digests, read_sidecar, render_copy, sidecar_folder
+from .files import (
+    archive_files,
+    edited_digests,
+    read_archive,
+    read_sidecar,
+    render_copy,
+    sidecar_folder,
+)
 
 
 @dataclass
@@ -359,7 +367,13 @@ def _share_children(
     for step_id, state in run.steps.items():
         if not state.child:
             continue
-        child_source = source.parent / state.child
+        child_source = linked_file(
+            source.parent,
+            state.child,
+            what="child run file",
+            source=source,
+            field=f"$.steps.{step_id}.child",
+        )
         if os.path.realpath(child_source) in seen:
             raise child_cycle_error(source, step_id, state.child, list(options.above))
         # The link always names where the copy's child goes, even for a child not written
@@ -407,7 +421,7 @@ def _bundle(run: Run, source: Path, output: Path, scrub: _Scrubber, result: Shar
         result.bundled.append(rel)
     renames: dict[str, str] = {}
     for archive in archive_files(source):
-        data = scrub.data(archive.read_bytes(), f"archive {archive.name}")
+        data = scrub.data(read_archive(archive), f"archive {archive.name}")
         rel, _ = write_sidecar(output, archive.name, data)
         renames[f"{old_folder}/{archive.name}"] = rel
         result.bundled.append(rel)

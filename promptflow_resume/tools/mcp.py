@@ -54,6 +54,7 @@ from typing import Any
 
 from ..chat import ToolSpec
 from ..errors import ToolServerError
+from ..safeopen import refuse_special
 from ..workflow.model import Workflow
 from ..workflow.toolnames import BUILTIN_TOOLS, is_editor_only
 from .base import ToolContext, ToolResult
@@ -291,6 +292,11 @@ class McpServers:
             return conn
         _sdk()  # a missing extra is said plainly, not as a server that failed to start
         config = self.config.servers[server]
+        log = self._log_path(server)
+        if log is not None:
+            # The log sits in the run's folder, which may have come from elsewhere: a link
+            # there (to someone's ~/.bashrc) is refused before the server starts.
+            refuse_special(log, what=f"error log of the MCP server `{server}`")
         conn = _Connection(config)
         self._conns[server] = conn
         try:

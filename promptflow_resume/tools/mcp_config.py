@@ -30,6 +30,7 @@ was in flight when a run stopped.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import InputError, InvalidFileError
+from ..safeopen import read_regular
 from ..workflow.values import parse_size
 
 #: Where VS Code keeps a workspace's MCP servers, relative to the workspace root.
@@ -312,14 +314,17 @@ def _load_one(
     """One file read and checked; broken server entries in ``problems`` when ``wanted``."""
     env = os.environ if env is None else env
     try:
-        data = path.read_bytes()
+        # A pipe or a device is refused, and the read stops past the limit (docs/spec.md 10.4).
+        data = read_regular(path, MAX_CONFIG_BYTES, what="MCP configuration", follow=True)
+        if data is None:
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory")
     except OSError as exc:
         raise McpConfigError(
             f"cannot read the MCP configuration: {exc.strerror or exc}.", path=path
         ) from None
     if len(data) > MAX_CONFIG_BYTES:
         raise McpConfigError(
-            f"the file is {len(data):,} bytes; an MCP configuration is limited to "
+            f"the file is over {MAX_CONFIG_BYTES:,} bytes; an MCP configuration is limited to "
             f"{MAX_CONFIG_BYTES:,} bytes.",
             path=path,
         )

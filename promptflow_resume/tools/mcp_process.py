@@ -24,6 +24,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from ..errors import SpecialFileError
+from ..safeopen import open_append
 from ..supervisor import announced_pid, check_program, supervised
 from .mcp_config import McpServerConfig
 
@@ -71,8 +73,11 @@ class ServerStderr:
         first = True
         try:
             if self._path is not None:
-                fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-                out = os.fdopen(fd, "w", encoding="utf-8")
+                # Never through a link (refused before the start, too); without its log the
+                # server's output is still drained, so the server never blocks on a full pipe.
+                with contextlib.suppress(OSError, SpecialFileError):
+                    fd = open_append(self._path, what="MCP server error log")
+                    out = os.fdopen(fd, "w", encoding="utf-8")
             for raw in self._reader:
                 line = raw.decode("utf-8", "replace")
                 if first:

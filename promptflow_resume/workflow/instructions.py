@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import yamlio
-from ..errors import FlowError
+from ..errors import FlowError, SpecialFileError
 from ..globs import glob_regex
+from ..safeopen import read_regular
 from ..textnorm import normalize_newlines
 from .source import split_source
 
@@ -75,10 +76,12 @@ def _split_globs(value: str) -> list[str]:
 
 def _read(path: Path) -> str | None:
     try:
-        if path.stat().st_size > MAX_INSTRUCTIONS_BYTES:
+        # A pipe or a device in a repository is skipped like an oversized file (10.4).
+        data = read_regular(path, MAX_INSTRUCTIONS_BYTES, what="instructions file", follow=True)
+        if data is None or len(data) > MAX_INSTRUCTIONS_BYTES:
             return None
-        return normalize_newlines(path.read_text(encoding="utf-8")).strip()
-    except (OSError, UnicodeDecodeError):
+        return normalize_newlines(data.decode("utf-8")).strip()
+    except (OSError, UnicodeDecodeError, SpecialFileError):
         return None
 
 

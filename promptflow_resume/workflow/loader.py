@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
-from ..errors import FileNotFoundFlowError, InputError, WorkflowError
+from ..errors import FileNotFoundFlowError, InputError, SpecialFileError, WorkflowError
+from ..safeopen import read_regular
 from ..textnorm import normalize_newlines, normalize_text
 from .body import ID_PATTERN, ParsedBody, RawStep, parse_body, slugify
 from .commands import check_argument, command_definition
@@ -103,11 +104,23 @@ def _read(path: Path) -> tuple[str, Diagnostic | None]:
             code="io",
         )
     try:
-        data = path.read_bytes()
+        # A link is followed (the path was named), but a pipe or a device is refused, and the
+        # read stops past the limit whatever size the file claims (docs/spec.md 10.4).
+        data = read_regular(path, MAX_WORKFLOW_BYTES, what="workflow file", follow=True) or b""
+    except SpecialFileError as exc:
+        return "", Diagnostic("error", exc.message, where, code="io")
     except OSError as exc:
         return "", Diagnostic(
             "error",
             f"cannot read the file: {exc.strerror or exc}; check its permissions.",
+            where,
+            code="io",
+        )
+    if len(data) > MAX_WORKFLOW_BYTES:
+        return "", Diagnostic(
+            "error",
+            f"the file is over {MAX_WORKFLOW_BYTES:,} bytes; workflow files are limited to "
+            "that. Move large material into files the workflow's tools read.",
             where,
             code="io",
         )
