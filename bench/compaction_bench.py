@@ -30,7 +30,7 @@ from promptflow_resume.chat import ToolCall, ToolSpec  # noqa: E402
 from promptflow_resume.engine import Engine, EngineOptions  # noqa: E402
 from promptflow_resume.events import Reporter  # noqa: E402
 from promptflow_resume.progress import ProgressStore, load_progress  # noqa: E402
-from promptflow_resume.providers.base import Reply, ReplyUsage, Request  # noqa: E402
+from promptflow_resume.providers.base import Purpose, Reply, ReplyUsage, Request  # noqa: E402
 from promptflow_resume.redact import Redactor  # noqa: E402
 from promptflow_resume.tools.base import ToolContext, ToolResult  # noqa: E402
 from promptflow_resume.workflow import load_workflow  # noqa: E402
@@ -76,7 +76,7 @@ class CountingModel:
         self.calls += 1
         self.largest = max(self.largest, size)
         usage = ReplyUsage(input_tokens=size, output_tokens=12)
-        if request.purpose == "compaction":
+        if request.purpose is Purpose.COMPACTION:
             self.compactions += 1
             return Reply(content=f"Probes 1 to {self.done} ran; all in range.", usage=usage)
         done, self.done = self.done, self.done + 1

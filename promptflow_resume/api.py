@@ -62,6 +62,7 @@ from .progress.state import RunState, run_state
 from .providers import create_provider
 from .providers.base import Provider, ProviderSettings
 from .reconcile import (
+    ChangeDecision,
     Choices,
     ResumePlan,
     Stop,
@@ -786,7 +787,7 @@ def resume_run(
                 plan = plan_resume(
                     run, wf, report, tools, decision.choices(choices), workspace=root
                 )
-        if plan.decision == "ask" and confirm_change is not None and not deciding:
+        if plan.decision is ChangeDecision.ASK and confirm_change is not None and not deciding:
             answer = confirm_change(plan)
             if answer is not None:
                 choices = answer
@@ -1055,11 +1056,22 @@ class StatusReport:
     context: ContextStatus | None = None
 
     @property
-    def can_resume(self) -> bool:
-        """True when ``flow resume`` would continue the run now."""
-        plan, run = self.plan, self.run
+    def stop(self) -> Stop | None:
+        """Why ``flow resume`` would not continue the run now (None: it would)."""
+        plan = self.plan
+        if plan is None:
+            return Stop.NO_WORKFLOW
+        if plan.stop is not None:
+            return plan.stop
         # A completed run can resume only when a person set a step back (reset steps).
-        return bool(plan and plan.can_resume and (run.status != "completed" or plan.reset))
+        if self.run.status == "completed" and not plan.reset:
+            return Stop.COMPLETED
+        return None
+
+    @property
+    def can_resume(self) -> bool:
+        """True when ``flow resume`` would continue the run now (nothing stops it)."""
+        return self.stop is None
 
     @property
     def state(self) -> RunState:
@@ -1090,6 +1102,7 @@ class StatusReport:
             "can_resume": self.can_resume,
             "resume_from": plan.resume_from if plan else None,
             "blocked": plan.blocked if plan else self.workflow_error,
+            "stop": None if self.stop is None else self.stop.value,
             "retry_tools": [f.call_id for f in plan.retry_tools] if plan else [],
             "review_tools": [f.call_id for f in plan.review_tools] if plan else [],
             "unsealed_calls": [asdict(c) for c in plan.unsealed_tools] if plan else [],
@@ -1219,13 +1232,11 @@ def run_status(
         problem = str(error)
     if plan is not None and run.worktree is not None and run.worktree.state == "discarded":
         # Resume refuses such a run (its files are gone); status says so the same way.
-        plan.can_resume = False
-        plan.blocked = "the run's worktree and branch were discarded (flow discard)"
+        plan.block(Stop.DISCARDED, "the run's worktree and branch were discarded (flow discard)")
     live = run_state(path, run.status, run.reason)
     if plan is not None and live.owner_alive:
         # Resume would fail on the lock (exit 6): status says so before anyone tries.
-        plan.can_resume = False
-        plan.blocked = f"the run is live ({live.reason}); wait for it to stop, or stop it"
+        plan.block(Stop.LIVE, f"the run is live ({live.reason}); wait for it to stop, or stop it")
     from .compaction import context_status
 
     children: list[ChildNode] = []

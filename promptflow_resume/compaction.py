@@ -27,7 +27,7 @@ from . import faults
 from .chat import Message
 from .conversation import RequestView
 from .progress.model import Entry, Usage
-from .providers.base import Reply, Request
+from .providers.base import Purpose, Reply, Request
 from .providers.context import context_window, estimate_tokens, text_tokens
 from .workflow.model import Compaction
 
@@ -162,7 +162,7 @@ def summary_request(
         ),
         model=model,
         params=dict(params),
-        purpose="compaction",
+        purpose=Purpose.COMPACTION,
     )
 
 

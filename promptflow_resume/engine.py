@@ -39,7 +39,7 @@ from .conversation import (
     step_entries,
     unanswered_calls,
 )
-from .errors import FlowError, NeedsReviewError, ProviderError, ToolServerError
+from .errors import DeadlineError, FlowError, NeedsReviewError, ProviderError, ToolServerError
 from .events import Reporter
 from .progress import ProgressStore
 from .progress.model import Attempt, Entry, ErrorInfo, InFlight, Run, StepState, Usage
@@ -154,7 +154,7 @@ class ChildRunner(Protocol):
         ...
 
 
-class _Stop(Exception):
+class _RunEnds(Exception):
     """Internal: end the run with a status and reason (budget, timeout, review, input)."""
 
     def __init__(self, status: str, reason: str) -> None:
@@ -247,8 +247,8 @@ class Engine:
                 run.cursor.step = None
                 run.cursor.index = run.cursor.total
                 self._set_status("completed", None)
-        except _Stop as stop:
-            self._set_status(stop.status, stop.reason)
+        except _RunEnds as ends:
+            self._set_status(ends.status, ends.reason)
         except Interrupted as intr:
             self._set_status("interrupted", f"stopped by {intr}")
         except ProviderError as error:
@@ -373,11 +373,11 @@ class Engine:
                     )
                 ]
             )
-            raise _Stop("awaiting_input", awaiting_reason(step.id))
+            raise _RunEnds("awaiting_input", awaiting_reason(step.id))
         entry = mine[0]
         answer = human_answer(entry.content)
         if answer is None:
-            raise _Stop("awaiting_input", awaiting_reason(step.id))
+            raise _RunEnds("awaiting_input", awaiting_reason(step.id))
         self._complete_step(step, state, entry)
 
     def _workflow_step(self, step: Step, state: StepState, mine: list[Entry]) -> None:
@@ -476,7 +476,7 @@ class Engine:
                     at=child.last_error.at,
                     step=step.id,
                 )
-            raise _Stop(
+            raise _RunEnds(
                 child.status,
                 f"in the sub-workflow of step {step.id!r} ({state.child}): "
                 f"{child.reason or child.status}",
@@ -725,10 +725,10 @@ class Engine:
                 deadline=self._deadline,
             )
         except ProviderError as error:
-            # reason "deadline": retry.call_with_retry refused a wait that would pass the limit.
+            # DeadlineError: retry.call_with_retry refused a wait that would pass the limit.
             deadline_hit = self._deadline is not None and time.monotonic() >= self._deadline
-            if deadline_hit or error.reason == "deadline":
-                raise _Stop("timeout", self._timeout_reason()) from None
+            if deadline_hit or isinstance(error, DeadlineError):
+                raise _RunEnds("timeout", self._timeout_reason()) from None
             raise
 
     def _cost(self, reply: Reply) -> float:
@@ -939,7 +939,7 @@ class Engine:
 
     def _check_deadline(self) -> None:
         if self._deadline is not None and time.monotonic() >= self._deadline:
-            raise _Stop("timeout", self._timeout_reason())
+            raise _RunEnds("timeout", self._timeout_reason())
 
     def _check_budget(self, step: Step) -> None:
         """Stop before a model call that the budget does not allow."""
@@ -952,7 +952,7 @@ class Engine:
         ):
             limit = budget.get(key)
             if limit is not None and not used < int(limit):
-                raise _Stop(
+                raise _RunEnds(
                     "budget_exhausted",
                     f"{unit[:-1]} budget used: {used} of {limit} {unit}; "
                     f"resume with a larger {option} to continue",
@@ -970,7 +970,7 @@ class Engine:
             # Written so that NaN stops the run: every comparison with NaN is false, and a
             # budget a NaN could switch off would be no budget (docs/spec.md 10.5).
             if not usage.cost_usd + estimate <= float(max_cost):
-                raise _Stop(
+                raise _RunEnds(
                     "budget_exhausted",
                     f"cost budget: ${usage.cost_usd:.4f} spent of ${float(max_cost):.2f}, and the "
                     f"next call may cost ${estimate:.4f}; "

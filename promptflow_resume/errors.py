@@ -260,6 +260,18 @@ class ReplayMismatchError(ProviderError):
         super().__init__(message, transient=False, reason="replay_mismatch", hint=hint)
 
 
+class DeadlineError(ProviderError):
+    """A retry was not started because its wait would pass the run's time limit; the engine
+    stops the run as ``timeout``. Decided by the class, never by the ``reason`` words."""
+
+    REASON = "deadline"
+
+    def __init__(self, message: str, *, status_code: int | None, hint: str | None = None) -> None:
+        super().__init__(
+            message, transient=False, status_code=status_code, reason=self.REASON, hint=hint
+        )
+
+
 class ToolServerError(FlowError):
     """An MCP server could not be started, or failed during a call (died, hung, spoke
     nonsense). A call it was running stays recorded as in flight, so resume decides about it."""

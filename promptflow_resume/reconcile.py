@@ -71,7 +71,18 @@ PLACEHOLDER_RESULT = (
     "to run the call again)."
 )
 
-Decision = Literal["continue", "rerun_changed", "keep_completed", "ask"]
+
+class ChangeDecision(enum.Enum):
+    """What a resume does about a workflow change to steps that already ran."""
+
+    #: No such change: the run goes on.
+    CONTINUE = "continue"
+    #: ``--rerun-changed``: re-run from the first changed step.
+    RERUN_CHANGED = "rerun_changed"
+    #: ``--keep-completed``: keep the recorded results, use the new text for what is left.
+    KEEP_COMPLETED = "keep_completed"
+    #: Neither was chosen: a person answers first (the plan is blocked, ``Stop.WORKFLOW_CHANGED``).
+    ASK = "ask"
 
 
 class Stop(enum.Enum):
@@ -88,6 +99,13 @@ class Stop(enum.Enum):
     #: A call without a result that flow on this machine did not record as it reads now: a
     #: person checks it (--trust-calls or --deny-calls).
     UNSEALED_CALLS = "unsealed_calls"
+    #: The run's worktree and branch were discarded (``flow discard``): its files are gone.
+    DISCARDED = "discarded"
+    #: Another process runs it now (``flow status`` only: resume meets the lock instead).
+    LIVE = "live"
+    #: The workflow could not be read, so there is no plan (``flow status`` only; its
+    #: ``workflow_error`` says why).
+    NO_WORKFLOW = "workflow_error"
 
 
 @dataclass(frozen=True)
@@ -134,18 +152,17 @@ class UnsealedCall:
 
 @dataclass
 class ResumePlan:
-    """Everything ``flow resume`` will do, decided before anything is changed."""
+    """Everything ``flow resume`` will do, decided before anything is changed.
 
-    can_resume: bool
-    #: Why the run cannot continue as is (a question to answer, or nothing left to do), in
-    #: words for people; ``stop`` is the same as a value to decide by.
-    blocked: str | None
-    resume_from: str | None
+    ``stop`` alone says whether the run can go on; ``blocked`` says why in words for people.
+    Both are set together, by ``block``."""
+
+    resume_from: str | None = None
     reuse: list[str] = field(default_factory=list)
     rerun: list[str] = field(default_factory=list)
     changes: list[StepChange] = field(default_factory=list)
     workflow_changed: bool = False
-    decision: Decision = "continue"
+    decision: ChangeDecision = ChangeDecision.CONTINUE
     #: Steps whose entries will be archived and that run again, and why.
     reset: list[str] = field(default_factory=list)
     reset_reason: str | None = None
@@ -163,8 +180,11 @@ class ResumePlan:
     #: workflow and inputs (edited inputs and ``--set`` apply to it), unless edited by hand.
     reprompt: str | None = None
     estimated_input_tokens: int = 0
-    #: Why the plan is blocked, as a value (None: it is not).
+    #: Why the plan is blocked, as a value to decide by (None: it is not). Set by ``block``.
     stop: Stop | None = None
+    #: The same in words for people (a question to answer, or nothing left to do); a clause
+    #: without a final full stop. Set by ``block``.
+    blocked: str | None = None
     #: Steps marked ``skipped`` by this resume (``--skip-step`` or a recovery decision).
     skip: list[str] = field(default_factory=list)
     #: In-flight calls gone past without running them again (a recovery decision).
@@ -174,10 +194,22 @@ class ResumePlan:
     #: What the person chose for them: run as written, refuse, or nothing yet (blocked).
     unsealed_choice: Literal["trust", "deny"] | None = None
 
+    @property
+    def can_resume(self) -> bool:
+        """True when nothing stops the plan (``stop`` is None)."""
+        return self.stop is None
+
+    def block(self, stop: Stop, words: str) -> None:
+        """Stop the plan for ``stop``, saying why in ``words`` (for people)."""
+        self.stop = stop
+        self.blocked = words
+
     def to_dict(self) -> dict[str, object]:
-        """A JSON-ready form (``flow status --json``, ``flow resume --plan --json``)."""
-        data = asdict(self)
+        """A JSON-ready form: ``can_resume`` and ``blocked`` first, then the fields."""
+        data: dict[str, object] = {"can_resume": self.can_resume, "blocked": self.blocked}
+        data.update(asdict(self))
         data["changes"] = [asdict(c) for c in self.changes]
+        data["decision"] = self.decision.value
         data["stop"] = self.stop.value if self.stop is not None else None
         return data
 
@@ -228,8 +260,6 @@ def plan_resume(
     order = [s.id for s in workflow.steps]
     changes = workflow_changes(run, workflow)
     plan = ResumePlan(
-        can_resume=True,
-        blocked=None,
         resume_from=None,
         changes=changes,
         workflow_changed=run.workflow.hash != workflow.hash,
@@ -314,7 +344,7 @@ def _decide_workflow_change(
         return
     names = ", ".join(c.step_id for c in hard)
     if choice.rerun_changed:
-        plan.decision = "rerun_changed"
+        plan.decision = ChangeDecision.RERUN_CHANGED
         first = min(
             (order.index(c.step_id) for c in hard if c.step_id in order), default=point.index
         )
@@ -324,16 +354,15 @@ def _decide_workflow_change(
         point.index = min(point.index, first)
         point.reason = f"the workflow changed in started steps ({names}); --rerun-changed"
     elif choice.keep_completed:
-        plan.decision = "keep_completed"
+        plan.decision = ChangeDecision.KEEP_COMPLETED
     else:
-        plan.decision = "ask"
-        plan.can_resume = False
-        plan.stop = Stop.WORKFLOW_CHANGED
-        plan.blocked = (
+        plan.decision = ChangeDecision.ASK
+        plan.block(
+            Stop.WORKFLOW_CHANGED,
             f"the workflow {os.path.normpath(workflow.path)} changed in steps that already "
             f"ran: {names}. Choose "
             "--rerun-changed (re-run from the first changed step) or --keep-completed "
-            "(keep recorded results, use the new text for what is left)"
+            "(keep recorded results, use the new text for what is left)",
         )
 
 
@@ -461,13 +490,12 @@ def _settle_in_flight(
         else:
             plan.review_tools.append(flight)
     if plan.review_tools and plan.can_resume:
-        plan.can_resume = False
-        plan.stop = Stop.NEEDS_REVIEW
         calls = ", ".join(f"{f.tool} ({f.call_id})" for f in plan.review_tools)
-        plan.blocked = (
+        plan.block(
+            Stop.NEEDS_REVIEW,
             f"a tool call that is not idempotent was in flight when the run stopped: {calls}. "
             "Check its side effects, then either write its real result in place of the "
-            "'RESULT NOT RECORDED' text in the progress file, or resume with --rerun-unsafe"
+            "'RESULT NOT RECORDED' text in the progress file, or resume with --rerun-unsafe",
         )
 
 
@@ -504,9 +532,7 @@ def _hold_unsealed_calls(
         plan.unsealed_choice = "trust" if choice.trust_calls else "deny"
     if not plan.unsealed_tools or plan.unsealed_choice is not None or not plan.can_resume:
         return
-    plan.can_resume = False
-    plan.stop = Stop.UNSEALED_CALLS
-    plan.blocked = unsealed_message(plan.unsealed_tools)
+    plan.block(Stop.UNSEALED_CALLS, unsealed_message(plan.unsealed_tools))
 
 
 def unsealed_message(calls: list[UnsealedCall]) -> str:
@@ -574,9 +600,7 @@ def check_servers(plan: ResumePlan, tools: dict[str, Tool]) -> None:
 def _block_when_completed(run: Run, plan: ResumePlan) -> None:
     """A completed run with nothing set back has nothing left to do."""
     if plan.resume_from is None and not plan.reset and run.status == "completed":
-        plan.can_resume = False
-        plan.stop = Stop.COMPLETED
-        plan.blocked = "the run is already completed"
+        plan.block(Stop.COMPLETED, "the run is already completed")
 
 
 def _edit_state(tool: Tool | None, flight: InFlight, workspace: Path | None) -> str | None:
@@ -639,7 +663,7 @@ def apply_plan(
 
 def _refuse_open_question(workflow: Workflow, plan: ResumePlan) -> None:
     """A workflow change still waiting for an answer: nothing is changed."""
-    if plan.decision != "ask":
+    if plan.decision is not ChangeDecision.ASK:
         return
     # ``blocked`` is a clause (status shows it too): end it before the hint's sentence.
     reason = (plan.blocked or f"the workflow {os.path.normpath(workflow.path)} changed").rstrip(".")
@@ -667,7 +691,7 @@ def _change_notes(plan: ResumePlan) -> list[str]:
             notes.append(f"step {change.step_id} was added to the workflow")
         elif change.kind == "removed":
             notes.append(f"step {change.step_id} was removed from the workflow")
-        elif plan.decision == "keep_completed":
+        elif plan.decision is ChangeDecision.KEEP_COMPLETED:
             notes.append(f"step {change.step_id} changed after it ran; kept its recorded result")
     return notes
 

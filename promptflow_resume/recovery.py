@@ -31,10 +31,10 @@ from .chat import Message
 from .clock import now_iso
 from .errors import ProviderError, ReplayMismatchError
 from .progress.model import Attempt, Entry, Run, Usage
-from .providers.base import Provider, Reply, Request
+from .providers.base import Provider, Purpose, Reply, Request
 from .reconcile import Choices, ResumePlan, Stop
 from .redact import Redactor
-from .workflow.model import Workflow
+from .workflow.model import Recovery, Workflow
 
 
 class Choice(enum.Enum):
@@ -179,7 +179,7 @@ class Decision:
 def wants_decision(workflow: Workflow, choices: Choices, *, decide: bool) -> bool:
     """True when this resume lets the model decide: ``--decide`` or ``recovery: model``, and
     no choice of a person's on the command line."""
-    return (decide or workflow.recovery == "model") and decision_asked(choices)
+    return (decide or workflow.recovery is Recovery.MODEL) and decision_asked(choices)
 
 
 def record_decision(run: Run, decision: Decision, redactor: Redactor) -> Entry:
@@ -298,7 +298,7 @@ def request_for(run: Run, situation: Situation) -> Request:
     return Request(
         messages=(Message("system", INSTRUCTIONS), Message("user", state)),
         model=run.config.model,
-        purpose="recovery",
+        purpose=Purpose.RECOVERY,
     )
 
 

@@ -8,12 +8,25 @@ Retrying is not the provider's job: ``providers.retry`` does it for every provid
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..chat import Message, ToolCall, ToolSpec
 from ..errors import ProviderSetupError
+
+
+class Purpose(enum.Enum):
+    """What a model call is for. Providers send the same either way; the scripted provider
+    answers each from its own part of the script."""
+
+    #: The workflow's conversation.
+    STEP = "step"
+    #: Summarise older turns (docs/spec.md 4.9); scripted: its ``summary:``.
+    COMPACTION = "compaction"
+    #: A recovery decision (``flow resume --decide``); scripted: its ``decisions:``.
+    RECOVERY = "recovery"
 
 
 @dataclass(frozen=True)
@@ -26,11 +39,8 @@ class Request:
     model: str | None = None
     #: temperature, max_tokens, top_p, ... as the workflow gives them.
     params: dict[str, Any] = field(default_factory=dict)
-    #: What the call is for: ``step`` (the workflow's conversation), ``compaction`` (summarise
-    #: older turns, docs/spec.md 4.9) or ``recovery`` (a recovery decision, ``flow resume
-    #: --decide``). Providers send the same either way; the scripted provider answers a
-    #: compaction request with its ``summary:`` and a recovery request from ``decisions:``.
-    purpose: str = "step"
+    #: What the call is for (``Purpose``).
+    purpose: Purpose = Purpose.STEP
 
 
 @dataclass(frozen=True)

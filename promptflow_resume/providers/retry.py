@@ -20,7 +20,7 @@ Rules (``docs/spec.md``, section 5):
   longer than the policy allows would stall the run beyond what the workflow agreed to.
 - Out of attempts: ``ProviderError(reason="provider_unavailable")`` naming the last error.
 - A wait that would pass ``deadline`` (a ``time.monotonic()`` value) is not started:
-  ``ProviderError(reason="deadline")`` instead, so the engine can stop the run as ``timeout``.
+  ``DeadlineError`` (a ``ProviderError``) instead, so the engine can stop the run as ``timeout``.
 - Permanent errors are re-raised at once, unchanged.
 
 This module also holds what both SDK providers share about HTTP failures: which status codes
@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timezone
 
-from ..errors import ProviderError
+from ..errors import DeadlineError, ProviderError
 from .base import Provider, Reply, Request
 
 
@@ -55,9 +55,10 @@ class RetryPolicy:
 #: HTTP statuses retried: request timeout, rate limit, server errors, Anthropic's "overloaded".
 TRANSIENT_STATUS: frozenset[int] = frozenset({408, 429, 500, 502, 503, 504, 529})
 
-#: ``ProviderError.reason`` values this module raises.
+#: ``ProviderError.reason`` values this module raises: out of attempts, and a wait past the
+#: deadline (``DeadlineError``; callers decide by its class).
 REASON_UNAVAILABLE = "provider_unavailable"
-REASON_DEADLINE = "deadline"
+REASON_DEADLINE = DeadlineError.REASON
 
 
 @dataclass(frozen=True)
@@ -128,12 +129,10 @@ def call_with_retry(
         else:
             delay = backoff_delay(policy, attempt, rand())
         if deadline is not None and clock() + delay > deadline:
-            raise ProviderError(
+            raise DeadlineError(
                 f"{_describe(last)}; not retried: waiting {delay:.1f} s would pass the run's "
                 "time limit.",
-                transient=False,
                 status_code=last.status_code,
-                reason=REASON_DEADLINE,
                 hint="The run can be resumed with a larger time limit.",
             ) from last
         if on_retry is not None:

@@ -26,8 +26,8 @@ the request alone, so a run stopped and resumed in a new process gets the same r
 that never stopped. Tool calls get the ids ``call_<k>_<i>`` unless the script gives an ``id``.
 Running out of replies is a permanent ``ProviderError``. A compaction summary in the request
 counts as the replies it stands for. A context-compaction request (``Request.purpose`` is
-``compaction``) is answered with ``summary`` (by default a sentence naming how many messages it
-summarised) and takes no reply from ``replies``.
+``Purpose.COMPACTION``) is answered with ``summary`` (by default a sentence naming how many
+messages it summarised) and takes no reply from ``replies``.
 
 Failures: ``failures`` is keyed by the same ``k`` (0 is the first model call of the
 conversation). The call that would get ``replies[k]`` raises a ``ProviderError`` instead, the
@@ -37,8 +37,8 @@ process: a new process fails once more. With ``state: FILE`` (relative to the sc
 count is kept in that file instead, written before the error is raised, so "fail once" holds
 across a crash and a ``flow resume`` — what a permanent failure needs to be resumable.
 
-Decisions: a request whose ``purpose`` is ``recovery`` (``flow resume --decide``) is not part
-of the conversation and does not take a reply: it gets ``decisions[n]``, where ``n`` counts the
+Decisions: a request whose ``purpose`` is ``Purpose.RECOVERY`` (``flow resume --decide``) is not
+part of the conversation and does not take a reply: it gets ``decisions[n]``, where ``n`` counts the
 recovery requests this provider object answered before (a ``flow resume`` asks at most once,
 so each resume gets ``decisions[0]``). Running out of decisions is a permanent ``ProviderError``.
 
@@ -68,7 +68,7 @@ from ..durable import replace_file
 from ..errors import ProviderError, ProviderSetupError
 from ..jsonvalues import BadJson, field_path, loads_json
 from ..safeopen import read_regular
-from .base import ProviderSettings, Reply, ReplyUsage, Request
+from .base import ProviderSettings, Purpose, Reply, ReplyUsage, Request
 
 #: Scripts larger than this are refused unread.
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024
@@ -489,9 +489,9 @@ class ScriptedProvider:
         self.call_count += 1
         if self._keep_calls:
             self.calls.append(request)
-        if request.purpose == "compaction":
+        if request.purpose is Purpose.COMPACTION:
             return self._summary(request)
-        if request.purpose == "recovery":
+        if request.purpose is Purpose.RECOVERY:
             return self._decision()
         k = self.reply_index(request)
         failure = self.script.failures.get(k)

@@ -23,7 +23,7 @@ from .config import WorkflowSettings, build_config, is_ask_mode, resolve_tool, w
 from .diagnostics import Collector, did_you_mean
 from .frontmatter import read_front_matter, validate_front_matter
 from .hashing import digest
-from .model import Diagnostic, InputDecl, Step, StepKind, VariableUse, Workflow
+from .model import Diagnostic, InputDecl, Recovery, Step, StepKind, VariableUse, Workflow
 from .source import (
     MAX_WORKFLOW_BYTES,
     FrontMatterUnclosed,
@@ -262,7 +262,7 @@ def _analyze(
         variables=tuple(variables),
         tool_map=cfg.tool_map,
         compaction=cfg.compaction,
-        recovery="model" if data.get("recovery") == "model" else "person",
+        recovery=Recovery.MODEL if data.get("recovery") == "model" else Recovery.PERSON,
     )
     return workflow, col
 

@@ -7,6 +7,7 @@ the raw front matter.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -147,6 +148,15 @@ class VariableUse:
     placeholder: str | None = None
 
 
+class Recovery(enum.Enum):
+    """Who decides an ambiguous state on resume (the workflow's ``recovery:``)."""
+
+    #: The default: a person, with flags or on a terminal.
+    PERSON = "person"
+    #: The model, as with ``flow resume --decide``.
+    MODEL = "model"
+
+
 @dataclass(frozen=True)
 class Workflow:
     """A loaded, checked workflow file."""
@@ -180,7 +190,7 @@ class Workflow:
     compaction: Compaction = field(default_factory=Compaction)
     #: ``recovery:`` — ``person`` (the default) or ``model``: ``flow resume`` lets the model
     #: decide ambiguous states as with ``--decide``.
-    recovery: str = "person"
+    recovery: Recovery = Recovery.PERSON
 
     def step(self, step_id: str) -> Step | None:
         """The step with ``step_id``, or None."""
