@@ -819,6 +819,9 @@ class Engine:
                 result = self._invoke(tool, arguments)
                 faults.point("engine.tool_ran")
                 run.in_flight = [f for f in run.in_flight if f.call_id != call.call_id]
+                if step.kind != "command":
+                    # Without its start record until the result is saved, as before it started.
+                    seal_calls(run, self._key, [call])
         entry = self._result_entry(step, call, result)
         settle_call(run, call.call_id)
         self._append([entry])

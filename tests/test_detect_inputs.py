@@ -47,6 +47,7 @@ def _candidate(run_id: str, changes: tuple[tuple[str, object, object], ...] = ()
         matched=("insect", "story"),
         exact=False,
         input_changes=changes,
+        written_here=True,  # runs this machine's flow wrote (--yes takes no other)
     )
 
 

@@ -276,13 +276,15 @@ CASES: dict[str, Case] = {
         succeeding=("validate", "status", "show"),
         said=("invalid", "cannot contain its parent"),
     ),
+    # The child's link back leaves its folder: some commands refuse it as such before any
+    # cycle is followed (docs/spec.md 10.4), others as a cycle; the same exit code and field.
     "two-file-cycle": Case(
         _child("other/progress.md", other="other/progress.md"),
         4,
-        ("other/progress.md:26:", "$.steps.draft.child", "a run that contains this one"),
+        ("other/progress.md", "$.steps.draft.child"),
         refusing=("share", "resume"),
         succeeding=("validate", "status", "show"),
-        said=("invalid", "cannot contain its parent"),
+        said=("invalid",),
     ),
 }
 

@@ -47,6 +47,7 @@ LAYERS: list[set[str]] = [
         "printing",
         "redact",
         "runids",
+        "safeopen",
         "supervisor",
         "textnorm",
         "wording",
