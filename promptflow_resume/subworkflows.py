@@ -44,13 +44,12 @@ from .errors import (
 )
 from .events import Reporter
 from .progress import ProgressStore
-from .progress.links import child_cycle_error
+from .progress.links import child_cycle_error, child_file
 from .progress.model import Run, Usage
 from .progress.render import entries_phrase
 from .progress.state import run_state
 from .providers.base import Request
 from .reconcile import Choices, apply_plan, check_servers, plan_resume, resume_note
-from .safeopen import linked_file
 from .tools import build_tools
 from .tools.commands import command_output
 from .tools.consent import Consent
@@ -74,19 +73,6 @@ def child_folder(parent_path: Path) -> str:
     name = parent_path.name
     stem = name[: -len(".md")] if name.endswith(".md") else name
     return f"{stem}.steps"
-
-
-def child_file(parent_path: Path, step_id: str, link: str) -> Path:
-    """The child run file ``steps.<step_id>.child`` of the run in ``parent_path`` names:
-    inside the parent's folder, reached through no link, and a regular file if it exists
-    (``SpecialFileError`` otherwise; docs/spec.md 10.4)."""
-    return linked_file(
-        parent_path.parent,
-        link,
-        what="child run file",
-        source=parent_path,
-        field=f"$.steps.{step_id}.child",
-    )
 
 
 def is_child(run: Run) -> bool:

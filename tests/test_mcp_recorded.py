@@ -20,18 +20,9 @@ import pytest
 from promptflow_resume.progress import load_progress
 from tests.flowproc import flow, flow_env, spawn
 from tests.test_faults_support import assert_clean_error
-from tests.test_mcp_crash import SERVER, _notes
+from tests.test_mcp_crash import SERVER, WORKFLOW, _notes
 
-WORKFLOW = """---
-description: Keep the team notes
-provider: scripted
-tools: ['notes/*']
----
-You keep the team's notes.
-
-## Step 1: Write
-Write the note.
-"""
+#: The crash tests' workflow; this model writes one note and stops.
 REPLIES = [
     {"content": "Writing.", "tool_calls": [{"name": "append_note", "arguments": {"text": "one"}}]},
     "Done.",

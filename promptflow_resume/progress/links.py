@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..errors import ProgressFormatError
 from ..jsonvalues import excerpt, field_path
+from ..safeopen import linked_file
 from .schema import field_position
 
 
@@ -33,4 +34,17 @@ def child_cycle_error(
         column=column,
         field=field_path(parts),
         hint="Point the step at its own child file, or remove the `child:` line.",
+    )
+
+
+def child_file(parent_path: Path, step_id: str, link: str) -> Path:
+    """The child run file ``steps.<step_id>.child`` of the run in ``parent_path`` names:
+    inside the parent's folder, reached through no link, and a regular file if it exists
+    (``SpecialFileError`` otherwise; docs/spec.md 10.4)."""
+    return linked_file(
+        parent_path.parent,
+        link,
+        what="child run file",
+        source=parent_path,
+        field=f"$.steps.{step_id}.child",
     )

@@ -24,12 +24,12 @@ from ..clock import now_iso
 from ..errors import InputError
 from ..flowfolder import make_folder
 from ..progress import ProgressStore, load_progress
+from ..progress.links import child_file
 from ..progress.location import progress_file
 from ..progress.model import Cursor, Run, StepState
 from ..progress.render import entries_phrase
 from ..progress.sidecar import stem_of, write_sidecar
 from ..runids import new_run_id
-from ..safeopen import linked_file
 from .common import (
     first_entry_of,
     output_file,
@@ -196,13 +196,7 @@ def _copy_children(
         state = run.steps.get(step_id)
         if state is None or not state.child:
             continue
-        child_source = linked_file(
-            source.parent,
-            state.child,
-            what="child run file",
-            source=source,
-            field=f"$.steps.{step_id}.child",
-        )
+        child_source = child_file(source, step_id, state.child)
         state.child = f"{stem_of(output)}.steps/{step_id}/progress.md"
         if not child_source.exists():
             continue

@@ -37,12 +37,11 @@ from ..durable import replace_file
 from ..errors import InputError
 from ..flowfolder import ignored_by_flow
 from ..progress import load_progress
-from ..progress.links import child_cycle_error
+from ..progress.links import child_cycle_error, child_file
 from ..progress.location import progress_file
 from ..progress.model import LoadReport, Run
 from ..progress.sidecar import folder_name, is_binary, stem_of, write_sidecar
 from ..redact import Redactor
-from ..safeopen import linked_file
 from .common import git_root, inside, is_live, output_file, rebase, relative_path
 from .files import (
     archive_files,
@@ -367,13 +366,7 @@ def _share_children(
     for step_id, state in run.steps.items():
         if not state.child:
             continue
-        child_source = linked_file(
-            source.parent,
-            state.child,
-            what="child run file",
-            source=source,
-            field=f"$.steps.{step_id}.child",
-        )
+        child_source = child_file(source, step_id, state.child)
         if os.path.realpath(child_source) in seen:
             raise child_cycle_error(source, step_id, state.child, list(options.above))
         # The link always names where the copy's child goes, even for a child not written
