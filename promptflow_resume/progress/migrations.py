@@ -34,8 +34,15 @@ def v1_to_v2(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
     return {**data, "flow_progress": 2}, body
 
 
+def v2_to_v3(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
+    """Version 2 to 3: version 3 adds keys only (``seal``, ``config.permissions``,
+    ``in_flight[].server``); a version 2 file has none of them, which reads as "not written
+    here", "no permissions recorded" and "no MCP server recorded" (docs/spec.md 2.5)."""
+    return {**data, "flow_progress": 3}, body
+
+
 #: Registered upgrades by the version they upgrade *from*.
-MIGRATIONS: dict[int, Migration] = {1: v1_to_v2}
+MIGRATIONS: dict[int, Migration] = {1: v1_to_v2, 2: v2_to_v3}
 
 
 def upgrade_front_matter(data: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 RunStatus = Literal[
     "running",
