@@ -94,10 +94,7 @@ if TYPE_CHECKING:
     from .engine import EngineOptions
     from .recovery import Decision
     from .subworkflows import SubworkflowRunner
-    from .tools.base import Tool
     from .tools.consent import Asker, Consent
-    from .tools.mcp import McpServers
-    from .tools.mcp_config import McpConfig
 
 #: Where runs live unless ``--progress`` says otherwise (relative to the working directory).
 RUNS_DIR = Path(".flow") / "runs"
@@ -470,8 +467,14 @@ def _start_in(
 ) -> Outcome:
     """``start_run`` once the workspace (``root``, a worktree's folder or not) is known."""
     from .detect import keywords_for
+    from .tools.mcp_wiring import (
+        find_mcp_config,
+        mcp_attempt_notes,
+        notice_missing_tools,
+        start_mcp,
+    )
 
-    mcp = _mcp_config(wf, root, mcp_config, mcp_ask)
+    mcp = find_mcp_config(wf, root, mcp_config, mcp_ask)
     redactor = Redactor.from_environment(extra_values=mcp.secrets if mcp else ())
     run = new_run(
         wf,
@@ -494,7 +497,7 @@ def _start_in(
     from .tools import build_tools
 
     tools = build_tools(wf, root)
-    servers = _start_mcp(wf, root, tools, mcp, path, redactor)
+    servers = start_mcp(wf, root, tools, mcp, path, redactor)
     try:
         store = ProgressStore.create(path, run)
         try:
@@ -523,8 +526,8 @@ def _start_in(
             if servers is not None:
                 servers.notice = options.reporter.notice
                 options.extra_tools = servers.offer()
-                engine.attempt_notes(_mcp_notes(run, servers))
-            _notice_missing_tools(wf, servers, options.reporter)
+                engine.attempt_notes(mcp_attempt_notes(run, servers))
+            notice_missing_tools(wf, servers, options.reporter.notice)
             engine.execute()
         except KeyboardInterrupt:
             _checkpoint_early_stop(store, run)
@@ -659,11 +662,12 @@ def resume_run(
 
             root, tree_note = attach_worktree(run.worktree, path)
         from .tools import build_tools
+        from .tools.mcp_wiring import find_mcp_config, mcp_attempt_notes, start_mcp
 
         tools = build_tools(wf, root)
-        mcp = _mcp_config(wf, root, mcp_config, mcp_ask)
+        mcp = find_mcp_config(wf, root, mcp_config, mcp_ask)
         mcp_secrets = mcp.secrets if mcp else ()
-        servers = _start_mcp(
+        servers = start_mcp(
             wf, root, tools, mcp, path, Redactor.from_environment(extra_values=mcp_secrets)
         )
         plan = plan_resume(run, wf, report, tools, choices, workspace=root)
@@ -765,7 +769,7 @@ def resume_run(
         run.config.budget = limits.apply(run.config.budget)
         redactor = Redactor.from_environment(extra_values=mcp_secrets)
         # The first is the tool-list hash, for the record; the rest (a changed list) is news.
-        mcp_notes = _mcp_notes(run, servers) if servers is not None else []
+        mcp_notes = mcp_attempt_notes(run, servers) if servers is not None else []
         provider_obj = make_provider(
             run, path, stream=stream, record=record, redactor=redactor, base_url=base_url
         )
@@ -820,69 +824,3 @@ def _children(
         mcp_config=mcp_config,
         mcp_ask=mcp_ask,
     )
-
-
-def _mcp_config(
-    workflow: Workflow,
-    workspace: Path,
-    config_path: str | Path | None,
-    ask: Callable[[str, str, bool], str] | None,
-) -> McpConfig | None:
-    """The MCP configuration a run of ``workflow`` uses (never one from a progress file)."""
-    if config_path is None and not _names_unresolved_tools(workflow):
-        return None  # what load_servers answers, without importing the MCP client (asyncio)
-    from .tools.mcp import load_servers
-
-    return load_servers(workflow, workspace, config_path=config_path, ask=ask)
-
-
-def _start_mcp(
-    workflow: Workflow,
-    workspace: Path,
-    tools: dict[str, Tool],
-    config: McpConfig | None,
-    progress_path: Path,
-    redactor: Redactor,
-) -> McpServers | None:
-    """Start the MCP servers the workflow names; their stderr logs go beside the run."""
-    if config is None:
-        return None
-    from .tools.mcp import start_servers
-
-    return start_servers(
-        workflow,
-        workspace,
-        tools,  # type: ignore[arg-type]
-        config=config,
-        log_dir=progress_path.parent,
-        redact=lambda text: redactor.redact(text)[0],
-    )
-
-
-def _notice_missing_tools(wf: Workflow, servers: McpServers | None, reporter: Reporter) -> None:
-    """Say once, at the start, which names in ``tools:`` nothing provides, and what the MCP
-    configuration leaves out (broken entries the workflow does not name, task-only tools)."""
-    if not _names_unresolved_tools(wf):
-        return
-    from .tools.mcp import missing_tools_notice
-
-    for line in servers.notices() if servers is not None else []:
-        reporter.notice(line)
-    notice = missing_tools_notice(wf, servers)
-    if notice is not None:
-        reporter.notice(notice)
-
-
-def _names_unresolved_tools(wf: Workflow) -> bool:
-    """True when ``tools:`` names a tool that no built-in or command provides (an MCP tool);
-    ``tools.mcp.mcp_names`` lists them."""
-    from .workflow.toolnames import is_editor_only
-
-    return any(not targets and not is_editor_only(n) for n, targets in wf.tool_map.items())
-
-
-def _mcp_notes(run: Run, servers: McpServers) -> list[str]:
-    """Attempt notes about the MCP tools: their hashes now, and which servers changed."""
-    from .tools.mcp import attempt_notes
-
-    return attempt_notes((note for attempt in run.attempts for note in attempt.notes), servers)
