@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,9 +92,12 @@ from .workflow.model import InputDecl, Workflow
 
 if TYPE_CHECKING:
     from .engine import EngineOptions
+    from .providers.base import Provider
     from .recovery import Decision
     from .subworkflows import SubworkflowRunner
+    from .tools.base import Tool
     from .tools.consent import Asker, Consent
+    from .tools.mcp import McpServers
 
 #: Where runs live unless ``--progress`` says otherwise (relative to the working directory).
 RUNS_DIR = Path(".flow") / "runs"
@@ -467,12 +470,7 @@ def _start_in(
 ) -> Outcome:
     """``start_run`` once the workspace (``root``, a worktree's folder or not) is known."""
     from .detect import keywords_for
-    from .tools.mcp_wiring import (
-        find_mcp_config,
-        mcp_attempt_notes,
-        notice_missing_tools,
-        start_mcp,
-    )
+    from .tools.mcp_wiring import find_mcp_config, start_mcp
 
     mcp = find_mcp_config(wf, root, mcp_config, mcp_ask)
     redactor = Redactor.from_environment(extra_values=mcp.secrets if mcp else ())
@@ -513,22 +511,22 @@ def _start_in(
                 selection=selection,
                 instructions=instructions,
             )
-            _commit_steps(options, run, root)
             if tree is not None:
                 options.reporter.notice(
                     f"working in the worktree {tree.path} on branch {tree.branch} "
                     f"(made from {tree.base[:12]})"
                 )
-            options.children = _children(permissions, Choices(), mcp_config, mcp_ask)
-            from .engine import Engine
-
-            engine = Engine(wf, run, store, provider_obj, tools, options)
-            if servers is not None:
-                servers.notice = options.reporter.notice
-                options.extra_tools = servers.offer()
-                engine.attempt_notes(mcp_attempt_notes(run, servers))
-            notice_missing_tools(wf, servers, options.reporter.notice)
-            engine.execute()
+            _run_attempt(
+                wf,
+                run,
+                store,
+                provider_obj,
+                tools,
+                servers,
+                options,
+                _children(permissions, Choices(), mcp_config, mcp_ask),
+                first=True,
+            )
         except KeyboardInterrupt:
             _checkpoint_early_stop(store, run)
             raise
@@ -538,6 +536,47 @@ def _start_in(
         if servers is not None:
             servers.close()
     return Outcome(run=run, path=path, exit_code=exit_code_for(run))
+
+
+def _run_attempt(
+    wf: Workflow,
+    run: Run,
+    store: ProgressStore,
+    provider: Provider,
+    tools: dict[str, Tool],
+    servers: McpServers | None,
+    options: EngineOptions,
+    children: SubworkflowRunner,
+    *,
+    notes: Sequence[str] = (),
+    decision: Decision | None = None,
+    first: bool = False,
+) -> None:
+    """One attempt of a run, the first or a resumed one: the engine with its sub-workflow
+    runner and the MCP servers' tools, run until the run stops. ``notes`` (what resume
+    decided, hand edits) go into the attempt's history and on screen; ``decision``'s model
+    call is counted in this attempt; a ``first`` attempt also says which ``tools:`` names
+    nothing provides."""
+    from .engine import Engine
+    from .tools.mcp_wiring import mcp_attempt_notes, notice_missing_tools
+
+    options.children = children
+    _commit_steps(options, run, options.workspace)
+    engine = Engine(wf, run, store, provider, tools, options)
+    if decision is not None:
+        # The decision's call belongs to this attempt (the run's total has it already).
+        run.attempts[-1].usage.add(decision.usage)
+    # The first is the tool-list hash, for the record; the rest (a changed list) is news.
+    mcp_notes = mcp_attempt_notes(run, servers) if servers is not None else []
+    engine.attempt_notes([*notes, *mcp_notes])
+    for note in [*notes, *mcp_notes[1:]]:
+        options.reporter.notice(note)
+    if servers is not None:
+        servers.notice = options.reporter.notice
+        options.extra_tools = servers.offer()
+    if first:
+        notice_missing_tools(wf, servers, options.reporter.notice)
+    engine.execute()
 
 
 def _checkpoint_early_stop(store: ProgressStore, run: Run) -> None:
@@ -662,7 +701,7 @@ def resume_run(
 
             root, tree_note = attach_worktree(run.worktree, path)
         from .tools import build_tools
-        from .tools.mcp_wiring import find_mcp_config, mcp_attempt_notes, start_mcp
+        from .tools.mcp_wiring import find_mcp_config, start_mcp
 
         tools = build_tools(wf, root)
         mcp = find_mcp_config(wf, root, mcp_config, mcp_ask)
@@ -768,8 +807,6 @@ def resume_run(
                 run.redactions.where.append("config.base_url")
         run.config.budget = limits.apply(run.config.budget)
         redactor = Redactor.from_environment(extra_values=mcp_secrets)
-        # The first is the tool-list hash, for the record; the rest (a changed list) is news.
-        mcp_notes = mcp_attempt_notes(run, servers) if servers is not None else []
         provider_obj = make_provider(
             run, path, stream=stream, record=record, redactor=redactor, base_url=base_url
         )
@@ -784,23 +821,20 @@ def resume_run(
             selection=selection,
             instructions=instructions,
         )
-        options.children = _children(permissions, choices, mcp_config, mcp_ask)
         note_run = replace(run, status=stopped_status, reason=stopped_reason)
         options.resume_note = resume_note(note_run, plan, wf)
-        _commit_steps(options, run, root)
-        from .engine import Engine
-
-        engine = Engine(wf, run, store, provider_obj, tools, options)
-        if decision is not None:
-            # The decision's call belongs to this attempt (the run's total has it already).
-            run.attempts[-1].usage.add(decision.usage)
-        engine.attempt_notes(notes + mcp_notes)
-        for note in notes + mcp_notes[1:]:
-            options.reporter.notice(note)
-        if servers is not None:
-            servers.notice = options.reporter.notice
-            options.extra_tools = servers.offer()
-        engine.execute()
+        _run_attempt(
+            wf,
+            run,
+            store,
+            provider_obj,
+            tools,
+            servers,
+            options,
+            _children(permissions, choices, mcp_config, mcp_ask),
+            notes=notes,
+            decision=decision,
+        )
     finally:
         store.close()
         if servers is not None:
