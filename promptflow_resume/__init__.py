@@ -23,7 +23,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "start_run": "api",
     "resume_run": "api",
-    "run_status": "api",
+    "run_status": "status",
     "check_workflows": "check",
     "Limits": "api",
     "Outcome": "api",

@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import faults
 from .clock import now_iso
+
+# Re-exported: compacting a run by hand is compaction's, and these names were always here.
+from .compaction import CompactOutcome as CompactOutcome
+from .compaction import compact_run as compact_run
 from .errors import (
     EXIT_AWAITING_INPUT,
     EXIT_INTERRUPTED,
@@ -34,7 +38,6 @@ from .errors import (
     EXIT_PROVIDER,
     EXIT_RUN_INCOMPLETE,
     FileNotFoundFlowError,
-    FlowError,
     InputError,
     NeedsReviewError,
     PermissionsNotConfirmedError,
@@ -43,24 +46,19 @@ from .errors import (
     ReplayMismatchError,
 )
 from .events import Reporter
-from .progress import ProgressStore, load_progress
+from .progress import ProgressStore
 from .progress.location import progress_file
 from .progress.model import (
     AllowLists,
     Cursor,
-    LoadReport,
     Run,
     RunConfig,
     StepState,
-    Usage,
     WorkflowRef,
     WorktreeRef,
 )
 from .progress.render import entries_phrase
-from .progress.seal import Key, mark_written_here, written_here
-from .progress.state import RunState, run_state
-from .providers import create_provider
-from .providers.base import Provider, ProviderSettings
+from .progress.seal import Key, mark_written_here
 from .reconcile import (
     ChangeDecision,
     Choices,
@@ -71,26 +69,35 @@ from .reconcile import (
     plan_resume,
     resume_note,
 )
+from .recorded import (
+    check_endpoint,
+    check_params,
+    make_provider,
+    outside_workspace,
+    workflow_for,
+)
 from .redact import Redactor
 from .runids import id_from_folder, new_run_id
+
+# Re-exported: where a run stands is its own module, and these names were always here.
+from .status import StatusReport as StatusReport
+from .status import run_status as run_status
 from .workflow import (
-    IMPLICIT_STEP_ID,
     editor_variables,
     load_inputs_file,
     load_workflow,
     resolve_inputs,
 )
-from .workflow.model import Compaction, InputDecl, Workflow
+from .workflow.model import InputDecl, Workflow
 
 if TYPE_CHECKING:
-    from .compaction import ContextStatus
     from .engine import EngineOptions
+    from .providers.base import Provider
     from .recovery import Decision
-    from .subworkflows import ChildNode, SubworkflowRunner
+    from .subworkflows import SubworkflowRunner
     from .tools.base import Tool
     from .tools.consent import Asker, Consent
     from .tools.mcp import McpServers
-    from .tools.mcp_config import McpConfig
 
 #: Where runs live unless ``--progress`` says otherwise (relative to the working directory).
 RUNS_DIR = Path(".flow") / "runs"
@@ -175,40 +182,6 @@ def _budget_dict(workflow: Workflow) -> dict[str, Any]:
         )
         if value is not None
     }
-
-
-def _make_provider(
-    run: Run,
-    progress_path: Path,
-    *,
-    stream: bool,
-    record: bool,
-    redactor: Redactor,
-    base_url: str | None = None,
-) -> Provider:
-    """The run's provider; ``base_url`` is the endpoint as given (the file keeps it redacted)."""
-    config = run.config
-    # The last gate before a provider exists: whatever path led here, the endpoint is judged
-    # with the provider as every override left it.
-    check_endpoint(run, progress_path, None, base_url)
-    recording = str(progress_path.parent / config.recording) if config.recording else None
-    redact = lambda text: redactor.redact(text)[0]  # noqa: E731
-    settings = ProviderSettings(
-        name=config.provider,
-        model=config.model,
-        base_url=base_url or config.base_url,
-        stream=stream,
-        recording=recording,
-        # replay compares requests as they were recorded: redacted.
-        extra={"redact": redact} if config.provider == "replay" else {},
-    )
-    provider = create_provider(settings)
-    if record:
-        from .providers.recording import RecordingProvider
-
-        target = progress_path.parent / "session.recording.jsonl"
-        provider = RecordingProvider(provider, target, redact=redact)
-    return provider
 
 
 def _engine_options(
@@ -497,8 +470,9 @@ def _start_in(
 ) -> Outcome:
     """``start_run`` once the workspace (``root``, a worktree's folder or not) is known."""
     from .detect import keywords_for
+    from .tools.mcp_wiring import find_mcp_config, start_mcp
 
-    mcp = _mcp_config(wf, root, mcp_config, mcp_ask)
+    mcp = find_mcp_config(wf, root, mcp_config, mcp_ask)
     redactor = Redactor.from_environment(extra_values=mcp.secrets if mcp else ())
     run = new_run(
         wf,
@@ -515,13 +489,13 @@ def _start_in(
         run_id=run_id,
     )
     run.worktree = tree
-    provider_obj = _make_provider(
+    provider_obj = make_provider(
         run, path, stream=stream, record=record, redactor=redactor, base_url=base_url
     )
     from .tools import build_tools
 
     tools = build_tools(wf, root)
-    servers = _start_mcp(wf, root, tools, mcp, path, redactor)
+    servers = start_mcp(wf, root, tools, mcp, path, redactor)
     try:
         store = ProgressStore.create(path, run)
         try:
@@ -537,22 +511,22 @@ def _start_in(
                 selection=selection,
                 instructions=instructions,
             )
-            _commit_steps(options, run, root)
             if tree is not None:
                 options.reporter.notice(
                     f"working in the worktree {tree.path} on branch {tree.branch} "
                     f"(made from {tree.base[:12]})"
                 )
-            options.children = _children(permissions, Choices(), mcp_config, mcp_ask)
-            from .engine import Engine
-
-            engine = Engine(wf, run, store, provider_obj, tools, options)
-            if servers is not None:
-                servers.notice = options.reporter.notice
-                options.extra_tools = servers.offer()
-                engine.attempt_notes(_mcp_notes(run, servers))
-            _notice_missing_tools(wf, servers, options.reporter)
-            engine.execute()
+            _run_attempt(
+                wf,
+                run,
+                store,
+                provider_obj,
+                tools,
+                servers,
+                options,
+                _children(permissions, Choices(), mcp_config, mcp_ask),
+                first=True,
+            )
         except KeyboardInterrupt:
             _checkpoint_early_stop(store, run)
             raise
@@ -562,6 +536,47 @@ def _start_in(
         if servers is not None:
             servers.close()
     return Outcome(run=run, path=path, exit_code=exit_code_for(run))
+
+
+def _run_attempt(
+    wf: Workflow,
+    run: Run,
+    store: ProgressStore,
+    provider: Provider,
+    tools: dict[str, Tool],
+    servers: McpServers | None,
+    options: EngineOptions,
+    children: SubworkflowRunner,
+    *,
+    notes: Sequence[str] = (),
+    decision: Decision | None = None,
+    first: bool = False,
+) -> None:
+    """One attempt of a run, the first or a resumed one: the engine with its sub-workflow
+    runner and the MCP servers' tools, run until the run stops. ``notes`` (what resume
+    decided, hand edits) go into the attempt's history and on screen; ``decision``'s model
+    call is counted in this attempt; a ``first`` attempt also says which ``tools:`` names
+    nothing provides."""
+    from .engine import Engine
+    from .tools.mcp_wiring import mcp_attempt_notes, notice_missing_tools
+
+    options.children = children
+    _commit_steps(options, run, options.workspace)
+    engine = Engine(wf, run, store, provider, tools, options)
+    if decision is not None:
+        # The decision's call belongs to this attempt (the run's total has it already).
+        run.attempts[-1].usage.add(decision.usage)
+    # The first is the tool-list hash, for the record; the rest (a changed list) is news.
+    mcp_notes = mcp_attempt_notes(run, servers) if servers is not None else []
+    engine.attempt_notes([*notes, *mcp_notes])
+    for note in [*notes, *mcp_notes[1:]]:
+        options.reporter.notice(note)
+    if servers is not None:
+        servers.notice = options.reporter.notice
+        options.extra_tools = servers.offer()
+    if first:
+        notice_missing_tools(wf, servers, options.reporter.notice)
+    engine.execute()
 
 
 def _checkpoint_early_stop(store: ProgressStore, run: Run) -> None:
@@ -586,53 +601,6 @@ def _commit_steps(options: EngineOptions, run: Run, folder: Path) -> None:
         from .worktree import step_committer
 
         options.on_step_completed = step_committer(folder, run.run_id, options.reporter.notice)
-
-
-def _workflow_for(run: Run, progress_path: Path, override: str | Path | None) -> Workflow:
-    if override is not None:
-        return _as_run_loaded(run, load_workflow(override))
-    path = progress_path.parent / run.workflow.path
-    # Anything that exists is loaded, so a pipe or a device there is refused as one (10.4).
-    if not path.exists() or path.is_dir():
-        raise FileNotFoundFlowError(
-            f"the workflow of this run, {run.workflow.path} (relative to the progress file), "
-            "does not exist.",
-            path=progress_path,
-            field="$.workflow.path",
-            hint="Pass the workflow with --workflow PATH, or restore the file.",
-        )
-    return _as_run_loaded(run, load_workflow(path))
-
-
-def _as_run_loaded(run: Run, workflow: Workflow) -> Workflow:
-    """``workflow`` read as one prompt when the run was started that way (``--single-prompt``):
-    the checkpoint has the one step ``main`` and the one-prompt reading has its hash."""
-    if (
-        workflow.hash != run.workflow.hash
-        and list(run.workflow.steps) == [IMPLICIT_STEP_ID]
-        and len(workflow.steps) > 1
-    ):
-        single = load_workflow(workflow.path, single_prompt=True)
-        if single.hash == run.workflow.hash:
-            return single
-    return workflow
-
-
-def outside_workspace(run: Run, progress_path: Path, workspace: Path) -> str | None:
-    """A warning when the workflow a progress file names lies outside the workspace.
-
-    A shared progress file chooses the workflow that runs (and so its commands); one that
-    leads out of the folder being worked on is worth a second look before it runs.
-    """
-    target = (progress_path.parent / run.workflow.path).resolve()
-    root = workspace.resolve()
-    if target == root or root in target.parents:
-        return None
-    return (
-        f"the run's workflow ({run.workflow.path}, from $.workflow.path of {progress_path}) is "
-        f"{target}, outside the working folder {root}; check that it is the workflow you mean "
-        "to run, or pass --workflow PATH."
-    )
 
 
 def check_permissions(
@@ -661,33 +629,6 @@ def check_permissions(
                 "resume with --accept-permissions, or remove it from the workflow.",
             )
     return now, change.line()
-
-
-def check_params(run: Run, workflow: Workflow, progress_path: Path) -> None:
-    """Refuse model parameters from the progress file that flow does not send (spec 10.2)."""
-    from .providers.params import check_recorded_params
-
-    check_recorded_params(run.config.params, workflow.params, source=progress_path)
-
-
-def check_endpoint(
-    run: Run, progress_path: Path, provider: str | None, base_url: str | None
-) -> None:
-    """Refuse to send requests, and so an API key, to an endpoint only the progress file chose.
-
-    ``provider`` and ``base_url`` are this call's overrides (``--provider``, ``--base-url``):
-    the check is made with the provider the requests will really use (``providers.endpoints``
-    has the rules, docs/spec.md 10.2).
-    """
-    from .providers.endpoints import check_recorded
-
-    if (provider is None or provider == run.config.provider) and written_here(run, Key.find()):
-        # Recorded by this machine's flow with this provider, unchanged since (the run's
-        # seal covers both): the person's own earlier choice, as good as --base-url.
-        return
-    check_recorded(
-        provider or run.config.provider, run.config.base_url, given=base_url, source=progress_path
-    )
 
 
 def _apply_set(run: Run, workflow: Workflow, assignments: Mapping[str, str]) -> list[str]:
@@ -749,7 +690,7 @@ def resume_run(
         # Before anything starts or is written: --decide, ``recovery: model`` and the run
         # itself all send to the endpoint this resume ends up with.
         check_endpoint(run, path, provider, base_url)
-        wf = _workflow_for(run, path, workflow_path)
+        wf = workflow_for(run, path, workflow_path)
         check_params(run, wf, path)
         allowed_now, permissions_note = check_permissions(run, wf, path, permissions)
         root = Path(workspace) if workspace is not None else Path.cwd()
@@ -760,20 +701,21 @@ def resume_run(
 
             root, tree_note = attach_worktree(run.worktree, path)
         from .tools import build_tools
+        from .tools.mcp_wiring import find_mcp_config, start_mcp
 
         tools = build_tools(wf, root)
-        mcp = _mcp_config(wf, root, mcp_config, mcp_ask)
+        mcp = find_mcp_config(wf, root, mcp_config, mcp_ask)
         mcp_secrets = mcp.secrets if mcp else ()
-        servers = _start_mcp(
+        servers = start_mcp(
             wf, root, tools, mcp, path, Redactor.from_environment(extra_values=mcp_secrets)
         )
         plan = plan_resume(run, wf, report, tools, choices, workspace=root)
-        from .recovery import decision_attempt, record_decision, wants_decision
+        from .recovery import decision_attempt, model_decision, record_decision, wants_decision
 
         deciding = wants_decision(wf, choices, decide=decide)
         decision: Decision | None = None
         if deciding:
-            decision = _decide(
+            decision = model_decision(
                 run,
                 path,
                 plan,
@@ -865,9 +807,7 @@ def resume_run(
                 run.redactions.where.append("config.base_url")
         run.config.budget = limits.apply(run.config.budget)
         redactor = Redactor.from_environment(extra_values=mcp_secrets)
-        # The first is the tool-list hash, for the record; the rest (a changed list) is news.
-        mcp_notes = _mcp_notes(run, servers) if servers is not None else []
-        provider_obj = _make_provider(
+        provider_obj = make_provider(
             run, path, stream=stream, record=record, redactor=redactor, base_url=base_url
         )
         options = _engine_options(
@@ -881,23 +821,20 @@ def resume_run(
             selection=selection,
             instructions=instructions,
         )
-        options.children = _children(permissions, choices, mcp_config, mcp_ask)
         note_run = replace(run, status=stopped_status, reason=stopped_reason)
         options.resume_note = resume_note(note_run, plan, wf)
-        _commit_steps(options, run, root)
-        from .engine import Engine
-
-        engine = Engine(wf, run, store, provider_obj, tools, options)
-        if decision is not None:
-            # The decision's call belongs to this attempt (the run's total has it already).
-            run.attempts[-1].usage.add(decision.usage)
-        engine.attempt_notes(notes + mcp_notes)
-        for note in notes + mcp_notes[1:]:
-            options.reporter.notice(note)
-        if servers is not None:
-            servers.notice = options.reporter.notice
-            options.extra_tools = servers.offer()
-        engine.execute()
+        _run_attempt(
+            wf,
+            run,
+            store,
+            provider_obj,
+            tools,
+            servers,
+            options,
+            _children(permissions, choices, mcp_config, mcp_ask),
+            notes=notes,
+            decision=decision,
+        )
     finally:
         store.close()
         if servers is not None:
@@ -921,473 +858,3 @@ def _children(
         mcp_config=mcp_config,
         mcp_ask=mcp_ask,
     )
-
-
-def _wants_decision(workflow: Workflow, choices: Choices) -> bool:
-    """Whether ``flow status --decide`` has a decision to ask for (recovery loaded only then)."""
-    from .recovery import wants_decision
-
-    return wants_decision(workflow, choices, decide=True)
-
-
-def _decide(
-    run: Run,
-    progress_path: Path,
-    plan: ResumePlan,
-    workflow: Workflow,
-    *,
-    provider: str | None,
-    model: str | None,
-    base_url: str | None,
-    record: bool = False,
-) -> Decision | None:
-    """Ask the run's model (as this resume would use it) to decide an ambiguous state; its
-    tokens and cost are added to the run's usage. None when the state is not ambiguous.
-    With ``record`` the decision's exchange goes into the session recording (``--record``),
-    so a replay of the session decides the same."""
-    from .recovery import ask_model, failed_call, find_situation
-
-    situation = find_situation(run, plan, workflow)
-    if situation is None:
-        return None
-    config = replace(
-        run.config,
-        provider=provider or run.config.provider,
-        model=model or run.config.model,
-    )
-    try:
-        decider = _make_provider(
-            replace(run, config=config),
-            progress_path,
-            stream=False,
-            record=record,
-            redactor=Redactor.from_environment(),
-            base_url=base_url,
-        )
-    except ProviderError as error:  # a missing key or extra: a person decides
-        return failed_call(situation, error)
-    decision = ask_model(decider, replace(run, config=config), situation)
-    run.usage.add(decision.usage)
-    if situation.step is not None and situation.step in run.steps:
-        run.steps[situation.step].usage.add(decision.usage)
-    return decision
-
-
-def _mcp_config(
-    workflow: Workflow,
-    workspace: Path,
-    config_path: str | Path | None,
-    ask: Callable[[str, str, bool], str] | None,
-) -> McpConfig | None:
-    """The MCP configuration a run of ``workflow`` uses (never one from a progress file)."""
-    if config_path is None and not _names_unresolved_tools(workflow):
-        return None  # what load_servers answers, without importing the MCP client (asyncio)
-    from .tools.mcp import load_servers
-
-    return load_servers(workflow, workspace, config_path=config_path, ask=ask)
-
-
-def _start_mcp(
-    workflow: Workflow,
-    workspace: Path,
-    tools: dict[str, Tool],
-    config: McpConfig | None,
-    progress_path: Path,
-    redactor: Redactor,
-) -> McpServers | None:
-    """Start the MCP servers the workflow names; their stderr logs go beside the run."""
-    if config is None:
-        return None
-    from .tools.mcp import start_servers
-
-    return start_servers(
-        workflow,
-        workspace,
-        tools,  # type: ignore[arg-type]
-        config=config,
-        log_dir=progress_path.parent,
-        redact=lambda text: redactor.redact(text)[0],
-    )
-
-
-def _notice_missing_tools(wf: Workflow, servers: McpServers | None, reporter: Reporter) -> None:
-    """Say once, at the start, which names in ``tools:`` nothing provides, and what the MCP
-    configuration leaves out (broken entries the workflow does not name, task-only tools)."""
-    if not _names_unresolved_tools(wf):
-        return
-    from .tools.mcp import missing_tools_notice
-
-    for line in servers.notices() if servers is not None else []:
-        reporter.notice(line)
-    notice = missing_tools_notice(wf, servers)
-    if notice is not None:
-        reporter.notice(notice)
-
-
-def _names_unresolved_tools(wf: Workflow) -> bool:
-    """True when ``tools:`` names a tool that no built-in or command provides (an MCP tool);
-    ``tools.mcp.mcp_names`` lists them."""
-    from .workflow.toolnames import is_editor_only
-
-    return any(not targets and not is_editor_only(n) for n, targets in wf.tool_map.items())
-
-
-def _mcp_notes(run: Run, servers: McpServers) -> list[str]:
-    """Attempt notes about the MCP tools: their hashes now, and which servers changed."""
-    from .tools.mcp import attempt_notes
-
-    return attempt_notes((note for attempt in run.attempts for note in attempt.notes), servers)
-
-
-@dataclass
-class StatusReport:
-    """Where a run stands: for ``flow status``."""
-
-    path: Path
-    run: Run
-    load: LoadReport
-    plan: ResumePlan | None
-    workflow_error: str | None
-    #: The run's sub-workflow runs, each with its own (docs/spec.md 4.10).
-    children: list[ChildNode] = field(default_factory=list)
-    #: The recovery decision ``flow resume --plan --decide`` asked for (not applied).
-    decision: Decision | None = None
-    #: Compactions and the next request's size against the window (docs/spec.md 4.6).
-    context: ContextStatus | None = None
-
-    @property
-    def stop(self) -> Stop | None:
-        """Why ``flow resume`` would not continue the run now (None: it would)."""
-        plan = self.plan
-        if plan is None:
-            return Stop.NO_WORKFLOW
-        if plan.stop is not None:
-            return plan.stop
-        # A completed run can resume only when a person set a step back (reset steps).
-        if self.run.status == "completed" and not plan.reset:
-            return Stop.COMPLETED
-        return None
-
-    @property
-    def can_resume(self) -> bool:
-        """True when ``flow resume`` would continue the run now (nothing stops it)."""
-        return self.stop is None
-
-    @property
-    def state(self) -> RunState:
-        """The effective state (``progress.state``), resumable as the plan says."""
-        run = self.run
-        return replace(run_state(self.path, run.status, run.reason), resumable=self.can_resume)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The stable ``flow status --json`` document (documented in docs/spec.md)."""
-        run = self.run
-        done = sum(1 for s in run.steps.values() if s.status == "completed")
-        total = run.cursor.total or len(run.steps)
-        plan = self.plan
-        state = self.state
-        return {
-            "path": str(self.path),
-            "run_id": run.run_id,
-            "status": state.status,
-            "reason": state.reason,
-            "recorded_status": run.status,
-            "owner_alive": state.owner_alive,
-            "state": state.text(),
-            "step": run.cursor.step,
-            "step_index": run.cursor.index,
-            "steps_total": total,
-            "steps_done": done,
-            "percent": round(100 * done / total) if total else 100,
-            "can_resume": self.can_resume,
-            "resume_from": plan.resume_from if plan else None,
-            "blocked": plan.blocked if plan else self.workflow_error,
-            "stop": None if self.stop is None else self.stop.value,
-            "retry_tools": [f.call_id for f in plan.retry_tools] if plan else [],
-            "review_tools": [f.call_id for f in plan.review_tools] if plan else [],
-            "unsealed_calls": [asdict(c) for c in plan.unsealed_tools] if plan else [],
-            "rerun_steps": plan.rerun if plan else [],
-            "reset_steps": plan.reset if plan else [],
-            "workflow_changed": bool(plan and plan.workflow_changed),
-            "changed_steps": [
-                {"step": c.step_id, "kind": c.kind, "started": c.started} for c in plan.changes
-            ]
-            if plan
-            else [],
-            "edited_entries": list(self.load.edited_entries),
-            "edited_inputs": list(self.load.edited_inputs),
-            "warnings": list(self.load.warnings),
-            "usage": run.usage.to_dict(),
-            "attempts": len(run.attempts),
-            "last_error": None
-            if run.last_error is None
-            else {
-                "type": run.last_error.type,
-                "message": run.last_error.message,
-                "at": run.last_error.at,
-            },
-            "workflow_error": self.workflow_error,
-            "estimated_input_tokens": plan.estimated_input_tokens if plan else None,
-            "worktree": _worktree_status(run, self.path),
-            **self._tree(),
-            "skip_steps": plan.skip if plan else [],
-            "decision": self.decision.to_dict() if self.decision else None,
-            **(
-                self.context.to_dict()
-                if self.context is not None
-                else {"compactions": None, "context": None}
-            ),
-        }
-
-    def _tree(self) -> dict[str, Any]:
-        """``children``, ``usage_total`` and, for a child run, ``parent`` (spec 4.10)."""
-        if not self.children and self.run.parent is None:
-            # Neither parent nor child: the totals are the run's own, and subworkflows (which
-            # imports the engine) stays unimported.
-            return {"children": [], "usage_total": self.run.usage.to_dict()}
-        from .subworkflows import is_child, usage_with_children
-
-        tree: dict[str, Any] = {
-            "children": [c.to_dict() for c in self.children],
-            "usage_total": usage_with_children(self.run, self.children).to_dict(),
-        }
-        if is_child(self.run):
-            tree["parent"] = dict(self.run.parent or {})
-        return tree
-
-
-def _worktree_status(run: Run, path: Path) -> dict[str, Any] | None:
-    if run.worktree is None:
-        return None
-    from .worktree import worktree_summary
-
-    return worktree_summary(run.worktree, path)
-
-
-def run_status(
-    progress_path: str | Path,
-    *,
-    workflow_path: str | Path | None = None,
-    workspace: str | Path | None = None,
-    choices: Choices = Choices(),
-    mcp_config: str | Path | None = None,
-    decide: bool = False,
-    provider: str | None = None,
-    model: str | None = None,
-    base_url: str | None = None,
-) -> StatusReport:
-    """Load a run without locking it and work out what ``flow resume`` would do.
-
-    Nothing is started: an MCP call in flight is judged by what was recorded when it started
-    (whether it may run again, and on which server), as resume judges it.
-    With ``decide`` an ambiguous state is put to the model (``provider``/``model``/``base_url``
-    as resume would use them) and the plan shows its decision; nothing is written.
-    """
-    path = progress_file(progress_path)
-    if not path.exists():
-        raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
-    run, report = load_progress(path)
-    if decide:
-        # Refused outright, as by resume: a decision would send the run to that endpoint.
-        check_endpoint(run, path, provider, base_url)
-    plan: ResumePlan | None = None
-    problem: str | None = None
-    decision: Decision | None = None
-    settings: Compaction | None = None
-    try:
-        wf = _workflow_for(run, path, workflow_path)
-        settings = wf.compaction
-        root = Path(workspace) if workspace else Path.cwd()
-        outside = None if workflow_path is not None else outside_workspace(run, path, root)
-        if outside:
-            report.warnings.append(outside)
-        if run.worktree is not None:
-            from .worktree import worktree_folder
-
-            root = worktree_folder(run.worktree, path)
-        tools: dict[str, Tool] = {}
-        if run.in_flight:
-            from .tools import build_tools
-
-            # MCP calls in flight are judged by their start records: no server is started.
-            tools = build_tools(wf, root)
-        else:
-            # Only a call in flight needs its tool (is it idempotent?); without one the tool
-            # modules stay unimported and only the check that building them makes is made.
-            from .workflow.commands import check_cwd
-
-            for decl in wf.commands.values():
-                check_cwd(decl, root)
-        plan = plan_resume(run, wf, report, tools, choices, workspace=root)
-        # recovery is imported only to decide: plain `flow status` does without it.
-        if decide and _wants_decision(wf, choices):
-            decision = _decide(
-                run, path, plan, wf, provider=provider, model=model, base_url=base_url
-            )
-            if decision is not None and not decision.stops:
-                plan = plan_resume(
-                    run, wf, report, tools, decision.choices(choices), workspace=root
-                )
-    except FlowError as error:
-        problem = str(error)
-    if plan is not None and run.worktree is not None and run.worktree.state == "discarded":
-        # Resume refuses such a run (its files are gone); status says so the same way.
-        plan.block(Stop.DISCARDED, "the run's worktree and branch were discarded (flow discard)")
-    live = run_state(path, run.status, run.reason)
-    if plan is not None and live.owner_alive:
-        # Resume would fail on the lock (exit 6): status says so before anyone tries.
-        plan.block(Stop.LIVE, f"the run is live ({live.reason}); wait for it to stop, or stop it")
-    from .compaction import context_status
-
-    children: list[ChildNode] = []
-    if any(state.child for state in run.steps.values()):
-        # subworkflows imports the engine; a run without children need not load it.
-        from .subworkflows import child_runs
-
-        children = child_runs(run, path)
-    archived = plan.archive_from if plan is not None else None
-    kept = run.transcript if archived is None else run.transcript[: archived - 1]
-    return StatusReport(
-        path=path,
-        run=run,
-        load=report,
-        plan=plan,
-        workflow_error=problem,
-        children=children,
-        decision=decision,
-        # Without the workflow the model's window from the table is still known.
-        context=context_status(kept, settings or Compaction(), run.config.model),
-    )
-
-
-@dataclass
-class CompactOutcome:
-    """What ``compact_run`` did: the summary entry it added, or why it added none."""
-
-    path: Path
-    compacted: bool
-    #: First and last id of the entries the summary stands for.
-    covers: tuple[int, int] | None = None
-    entry: int | None = None
-    #: Estimated tokens of the next request before and after.
-    tokens_before: int = 0
-    tokens_after: int = 0
-    usage: Usage = field(default_factory=Usage)
-    reason: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``--json`` form."""
-        return {
-            "path": str(self.path),
-            "compacted": self.compacted,
-            "covers": list(self.covers) if self.covers else None,
-            "entry": self.entry,
-            "tokens_before": self.tokens_before,
-            "tokens_after": self.tokens_after,
-            "usage": self.usage.to_dict(),
-            "reason": self.reason,
-        }
-
-
-def compact_run(
-    progress_path: str | Path,
-    *,
-    workflow_path: str | Path | None = None,
-    provider: str | None = None,
-    model: str | None = None,
-    base_url: str | None = None,
-    record: bool = False,
-    reporter: Reporter | None = None,
-) -> CompactOutcome:
-    """Compact a stopped run by hand: summarise its oldest turns into one ``compaction``
-    entry, as a run does before its context would overflow (see ``compaction``).
-
-    The window is the workflow's ``context_window:`` or the model's; when neither is known,
-    the run's current size stands for it, so the recent turns kept are ``keep_recent`` of
-    what the next request would send now. A live run is refused with the lock error.
-    """
-    from .compaction import summarise, view_tokens, window_for
-    from .conversation import RequestView
-    from .providers.pricing import cost_usd
-    from .providers.retry import call_with_retry
-
-    path = progress_file(progress_path)
-    if not path.exists():
-        raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
-    store, run, _ = ProgressStore.open(path)
-    try:
-        wf = _workflow_for(run, path, workflow_path)
-        check_params(run, wf, path)
-        if provider is not None:
-            run.config.provider = provider
-        if model is not None:
-            run.config.model = model
-        check_endpoint(run, path, None, base_url)
-        redactor = Redactor.from_environment()
-        provider_obj = _make_provider(
-            run, path, stream=False, record=record, redactor=redactor, base_url=base_url
-        )
-        view = RequestView()
-        view.update(run.transcript)
-        before = view_tokens(view, run.config.model)
-        window = window_for(wf.compaction, run.config.model) or max(before, 1)
-        step = run.cursor.step
-        done = summarise(
-            view,
-            wf.compaction,
-            window,
-            call=lambda request: call_with_retry(provider_obj, request, wf.retry),
-            cost=lambda reply: cost_usd(reply.model or run.config.model, reply.usage) or 0.0,
-            model=run.config.model,
-            params=run.config.params,
-            step=step,
-            redact=lambda text: redactor.redact(text)[0],
-            announce=(
-                (
-                    lambda plan: reporter.notice(
-                        f"compacting entries {plan.covers[0]}-{plan.covers[1]} "
-                        f"(about {plan.tokens:,} tokens) into a summary."
-                    )
-                )
-                if reporter is not None
-                else None
-            ),
-        )
-        if done is None:
-            return CompactOutcome(
-                path=path,
-                compacted=False,
-                tokens_before=before,
-                tokens_after=before,
-                reason="nothing to compact: only the step prompts and the most recent turns "
-                "are left, and those are kept verbatim",
-            )
-        done.entry.id = run.next_entry_id()
-        run.transcript.append(done.entry)
-        run.usage.add(done.usage)
-        if step is not None and step in run.steps:
-            run.steps[step].usage.add(done.usage)
-        if run.attempts:
-            # No attempt of its own: the last one carries the call, with a note saying so, so
-            # that `flow log` accounts for every model call.
-            last = run.attempts[-1]
-            last.usage.add(done.usage)
-            first, final = done.plan.covers
-            last.notes.append(
-                f"flow compact: entries {first}-{final} summarised in entry {done.entry.id}"
-            )
-        run.updated = now_iso()
-        store.save(run, [done.entry])
-        store.checkpoint(run)
-        view.update(run.transcript)
-        return CompactOutcome(
-            path=path,
-            compacted=True,
-            covers=done.plan.covers,
-            entry=done.entry.id,
-            tokens_before=before,
-            tokens_after=view_tokens(view, run.config.model),
-            usage=done.usage,
-        )
-    finally:
-        store.close()

@@ -15,21 +15,33 @@ on resume and compacts again::
     plan = plan_compaction(view, keep_tokens=30_000, max_tokens=60_000)
     request = summary_request(plan, model="gpt-4o", params={})
     entry = compaction_entry(plan, reply.content, step="main")
+
+``compact_run`` does the same by hand for a stopped run (``flow compact``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from . import faults
 from .chat import Message
+from .clock import now_iso
 from .conversation import RequestView
+from .errors import FileNotFoundFlowError
+from .progress import ProgressStore
+from .progress.location import progress_file
 from .progress.model import Entry, Usage
 from .providers.base import Purpose, Reply, Request
 from .providers.context import context_window, estimate_tokens, text_tokens
+from .recorded import check_endpoint, check_params, make_provider, workflow_for
+from .redact import Redactor
 from .workflow.model import Compaction
+
+if TYPE_CHECKING:
+    from .events import Reporter
 
 #: What the model is asked to do with the turns it summarises.
 INSTRUCTIONS = (
@@ -334,3 +346,134 @@ def context_status(
         tokens=view_tokens(view, model),
         window=window_for(settings, model),
     )
+
+
+@dataclass
+class CompactOutcome:
+    """What ``compact_run`` did: the summary entry it added, or why it added none."""
+
+    path: Path
+    compacted: bool
+    #: First and last id of the entries the summary stands for.
+    covers: tuple[int, int] | None = None
+    entry: int | None = None
+    #: Estimated tokens of the next request before and after.
+    tokens_before: int = 0
+    tokens_after: int = 0
+    usage: Usage = field(default_factory=Usage)
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` form."""
+        return {
+            "path": str(self.path),
+            "compacted": self.compacted,
+            "covers": list(self.covers) if self.covers else None,
+            "entry": self.entry,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "usage": self.usage.to_dict(),
+            "reason": self.reason,
+        }
+
+
+def compact_run(
+    progress_path: str | Path,
+    *,
+    workflow_path: str | Path | None = None,
+    provider: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    record: bool = False,
+    reporter: Reporter | None = None,
+) -> CompactOutcome:
+    """Compact a stopped run by hand: summarise its oldest turns into one ``compaction``
+    entry, as a run does before its context would overflow (the rules are above).
+
+    The window is the workflow's ``context_window:`` or the model's; when neither is known,
+    the run's current size stands for it, so the recent turns kept are ``keep_recent`` of
+    what the next request would send now. A live run is refused with the lock error.
+    """
+    from .providers.pricing import cost_usd
+    from .providers.retry import call_with_retry
+
+    path = progress_file(progress_path)
+    if not path.exists():
+        raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
+    store, run, _ = ProgressStore.open(path)
+    try:
+        wf = workflow_for(run, path, workflow_path)
+        check_params(run, wf, path)
+        if provider is not None:
+            run.config.provider = provider
+        if model is not None:
+            run.config.model = model
+        check_endpoint(run, path, None, base_url)
+        redactor = Redactor.from_environment()
+        provider_obj = make_provider(
+            run, path, stream=False, record=record, redactor=redactor, base_url=base_url
+        )
+        view = RequestView()
+        view.update(run.transcript)
+        before = view_tokens(view, run.config.model)
+        window = window_for(wf.compaction, run.config.model) or max(before, 1)
+        step = run.cursor.step
+        done = summarise(
+            view,
+            wf.compaction,
+            window,
+            call=lambda request: call_with_retry(provider_obj, request, wf.retry),
+            cost=lambda reply: cost_usd(reply.model or run.config.model, reply.usage) or 0.0,
+            model=run.config.model,
+            params=run.config.params,
+            step=step,
+            redact=lambda text: redactor.redact(text)[0],
+            announce=(
+                (
+                    lambda plan: reporter.notice(
+                        f"compacting entries {plan.covers[0]}-{plan.covers[1]} "
+                        f"(about {plan.tokens:,} tokens) into a summary."
+                    )
+                )
+                if reporter is not None
+                else None
+            ),
+        )
+        if done is None:
+            return CompactOutcome(
+                path=path,
+                compacted=False,
+                tokens_before=before,
+                tokens_after=before,
+                reason="nothing to compact: only the step prompts and the most recent turns "
+                "are left, and those are kept verbatim",
+            )
+        done.entry.id = run.next_entry_id()
+        run.transcript.append(done.entry)
+        run.usage.add(done.usage)
+        if step is not None and step in run.steps:
+            run.steps[step].usage.add(done.usage)
+        if run.attempts:
+            # No attempt of its own: the last one carries the call, with a note saying so, so
+            # that `flow log` accounts for every model call.
+            last = run.attempts[-1]
+            last.usage.add(done.usage)
+            first, final = done.plan.covers
+            last.notes.append(
+                f"flow compact: entries {first}-{final} summarised in entry {done.entry.id}"
+            )
+        run.updated = now_iso()
+        store.save(run, [done.entry])
+        store.checkpoint(run)
+        view.update(run.transcript)
+        return CompactOutcome(
+            path=path,
+            compacted=True,
+            covers=done.plan.covers,
+            entry=done.entry.id,
+            tokens_before=before,
+            tokens_after=view_tokens(view, run.config.model),
+            usage=done.usage,
+        )
+    finally:
+        store.close()

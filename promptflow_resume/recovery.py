@@ -26,6 +26,7 @@ from __future__ import annotations
 import enum
 import json
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from .chat import Message
 from .clock import now_iso
@@ -33,6 +34,7 @@ from .errors import ProviderError, ReplayMismatchError
 from .progress.model import Attempt, Entry, Run, Usage
 from .providers.base import Provider, Purpose, Reply, Request
 from .reconcile import Choices, ResumePlan, Stop
+from .recorded import make_provider
 from .redact import Redactor
 from .workflow.model import Recovery, Workflow
 
@@ -314,6 +316,48 @@ def ask_model(provider: Provider, run: Run, situation: Situation) -> Decision:
     except ProviderError as error:
         return failed_call(situation, error)
     return read_answer(reply, situation, usage_of(reply, run.config.model))
+
+
+def model_decision(
+    run: Run,
+    progress_path: Path,
+    plan: ResumePlan,
+    workflow: Workflow,
+    *,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    record: bool = False,
+) -> Decision | None:
+    """Ask the run's model (as this resume or ``flow status --decide`` would use it) to decide
+    an ambiguous state; its tokens and cost are added to the run's usage. None when the state
+    is not ambiguous.
+    With ``record`` the decision's exchange goes into the session recording (``--record``),
+    so a replay of the session decides the same."""
+    situation = find_situation(run, plan, workflow)
+    if situation is None:
+        return None
+    config = replace(
+        run.config,
+        provider=provider or run.config.provider,
+        model=model or run.config.model,
+    )
+    try:
+        decider = make_provider(
+            replace(run, config=config),
+            progress_path,
+            stream=False,
+            record=record,
+            redactor=Redactor.from_environment(),
+            base_url=base_url,
+        )
+    except ProviderError as error:  # a missing key or extra: a person decides
+        return failed_call(situation, error)
+    decision = ask_model(decider, replace(run, config=config), situation)
+    run.usage.add(decision.usage)
+    if situation.step is not None and situation.step in run.steps:
+        run.steps[situation.step].usage.add(decision.usage)
+    return decision
 
 
 def failed_call(situation: Situation, error: ProviderError) -> Decision:

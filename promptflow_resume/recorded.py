@@ -1,0 +1,132 @@
+"""What a progress file chose for its run, checked before it is used.
+
+A progress file may come from someone else (docs/spec.md 10): the workflow it names, the model
+parameters and the endpoint it records are used only through these checks. Every command that
+goes on with a recorded run (resume, status, compact) opens it the same way::
+
+    workflow = workflow_for(run, path, override=None)
+    check_params(run, workflow, path)
+    provider = make_provider(run, path, stream=False, record=False, redactor=redactor)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import FileNotFoundFlowError
+from .progress.model import Run
+from .progress.seal import Key, written_here
+from .providers import create_provider
+from .providers.base import Provider, ProviderSettings
+from .redact import Redactor
+from .workflow import IMPLICIT_STEP_ID, load_workflow
+from .workflow.model import Workflow
+
+
+def workflow_for(run: Run, progress_path: Path, override: str | Path | None) -> Workflow:
+    """The workflow a run goes on with: ``override`` (``--workflow``) or the one its file names."""
+    if override is not None:
+        return _as_run_loaded(run, load_workflow(override))
+    path = progress_path.parent / run.workflow.path
+    # Anything that exists is loaded, so a pipe or a device there is refused as one (10.4).
+    if not path.exists() or path.is_dir():
+        raise FileNotFoundFlowError(
+            f"the workflow of this run, {run.workflow.path} (relative to the progress file), "
+            "does not exist.",
+            path=progress_path,
+            field="$.workflow.path",
+            hint="Pass the workflow with --workflow PATH, or restore the file.",
+        )
+    return _as_run_loaded(run, load_workflow(path))
+
+
+def _as_run_loaded(run: Run, workflow: Workflow) -> Workflow:
+    """``workflow`` read as one prompt when the run was started that way (``--single-prompt``):
+    the checkpoint has the one step ``main`` and the one-prompt reading has its hash."""
+    if (
+        workflow.hash != run.workflow.hash
+        and list(run.workflow.steps) == [IMPLICIT_STEP_ID]
+        and len(workflow.steps) > 1
+    ):
+        single = load_workflow(workflow.path, single_prompt=True)
+        if single.hash == run.workflow.hash:
+            return single
+    return workflow
+
+
+def outside_workspace(run: Run, progress_path: Path, workspace: Path) -> str | None:
+    """A warning when the workflow a progress file names lies outside the workspace.
+
+    A shared progress file chooses the workflow that runs (and so its commands); one that
+    leads out of the folder being worked on is worth a second look before it runs.
+    """
+    target = (progress_path.parent / run.workflow.path).resolve()
+    root = workspace.resolve()
+    if target == root or root in target.parents:
+        return None
+    return (
+        f"the run's workflow ({run.workflow.path}, from $.workflow.path of {progress_path}) is "
+        f"{target}, outside the working folder {root}; check that it is the workflow you mean "
+        "to run, or pass --workflow PATH."
+    )
+
+
+def check_params(run: Run, workflow: Workflow, progress_path: Path) -> None:
+    """Refuse model parameters from the progress file that flow does not send (spec 10.2)."""
+    from .providers.params import check_recorded_params
+
+    check_recorded_params(run.config.params, workflow.params, source=progress_path)
+
+
+def check_endpoint(
+    run: Run, progress_path: Path, provider: str | None, base_url: str | None
+) -> None:
+    """Refuse to send requests, and so an API key, to an endpoint only the progress file chose.
+
+    ``provider`` and ``base_url`` are this call's overrides (``--provider``, ``--base-url``):
+    the check is made with the provider the requests will really use (``providers.endpoints``
+    has the rules, docs/spec.md 10.2).
+    """
+    from .providers.endpoints import check_recorded
+
+    if (provider is None or provider == run.config.provider) and written_here(run, Key.find()):
+        # Recorded by this machine's flow with this provider, unchanged since (the run's
+        # seal covers both): the person's own earlier choice, as good as --base-url.
+        return
+    check_recorded(
+        provider or run.config.provider, run.config.base_url, given=base_url, source=progress_path
+    )
+
+
+def make_provider(
+    run: Run,
+    progress_path: Path,
+    *,
+    stream: bool,
+    record: bool,
+    redactor: Redactor,
+    base_url: str | None = None,
+) -> Provider:
+    """The run's provider; ``base_url`` is the endpoint as given (the file keeps it redacted)."""
+    config = run.config
+    # The last gate before a provider exists: whatever path led here, the endpoint is judged
+    # with the provider as every override left it.
+    check_endpoint(run, progress_path, None, base_url)
+    recording = str(progress_path.parent / config.recording) if config.recording else None
+    redact = lambda text: redactor.redact(text)[0]  # noqa: E731
+    settings = ProviderSettings(
+        name=config.provider,
+        model=config.model,
+        base_url=base_url or config.base_url,
+        stream=stream,
+        recording=recording,
+        # replay compares requests as they were recorded: redacted.
+        extra={"redact": redact} if config.provider == "replay" else {},
+    )
+    provider = create_provider(settings)
+    if record:
+        from .providers.recording import RecordingProvider
+
+        target = progress_path.parent / "session.recording.jsonl"
+        provider = RecordingProvider(provider, target, redact=redact)
+    return provider

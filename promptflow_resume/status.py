@@ -1,0 +1,262 @@
+"""Where a run stands: ``flow status`` and ``flow resume --plan``.
+
+Nothing is started and nothing is written: the run is loaded without its lock, and the plan is
+the one ``flow resume`` would make now (docs/spec.md 4.6)::
+
+    report = run_status(".flow/runs/<run-id>/progress.md")
+    print(report.state.text(), report.can_resume, report.to_dict()["steps_done"])
+
+Only what a question needs is imported: the tools when a call is in flight, the sub-workflows
+when the run has children, ``recovery`` only with ``decide``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import FileNotFoundFlowError, FlowError
+from .progress import load_progress
+from .progress.location import progress_file
+from .progress.model import LoadReport, Run
+from .progress.state import RunState, run_state
+from .reconcile import Choices, ResumePlan, Stop, plan_resume
+from .recorded import check_endpoint, outside_workspace, workflow_for
+from .workflow.model import Compaction, Workflow
+
+if TYPE_CHECKING:
+    from .compaction import ContextStatus
+    from .recovery import Decision
+    from .subworkflows import ChildNode
+    from .tools.base import Tool
+
+
+@dataclass
+class StatusReport:
+    """Where a run stands: for ``flow status``."""
+
+    path: Path
+    run: Run
+    load: LoadReport
+    plan: ResumePlan | None
+    workflow_error: str | None
+    #: The run's sub-workflow runs, each with its own (docs/spec.md 4.10).
+    children: list[ChildNode] = field(default_factory=list)
+    #: The recovery decision ``flow resume --plan --decide`` asked for (not applied).
+    decision: Decision | None = None
+    #: Compactions and the next request's size against the window (docs/spec.md 4.6).
+    context: ContextStatus | None = None
+
+    @property
+    def stop(self) -> Stop | None:
+        """Why ``flow resume`` would not continue the run now (None: it would)."""
+        plan = self.plan
+        if plan is None:
+            return Stop.NO_WORKFLOW
+        if plan.stop is not None:
+            return plan.stop
+        # A completed run can resume only when a person set a step back (reset steps).
+        if self.run.status == "completed" and not plan.reset:
+            return Stop.COMPLETED
+        return None
+
+    @property
+    def can_resume(self) -> bool:
+        """True when ``flow resume`` would continue the run now (nothing stops it)."""
+        return self.stop is None
+
+    @property
+    def state(self) -> RunState:
+        """The effective state (``progress.state``), resumable as the plan says."""
+        run = self.run
+        return replace(run_state(self.path, run.status, run.reason), resumable=self.can_resume)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable ``flow status --json`` document (documented in docs/spec.md)."""
+        run = self.run
+        done = sum(1 for s in run.steps.values() if s.status == "completed")
+        total = run.cursor.total or len(run.steps)
+        plan = self.plan
+        state = self.state
+        return {
+            "path": str(self.path),
+            "run_id": run.run_id,
+            "status": state.status,
+            "reason": state.reason,
+            "recorded_status": run.status,
+            "owner_alive": state.owner_alive,
+            "state": state.text(),
+            "step": run.cursor.step,
+            "step_index": run.cursor.index,
+            "steps_total": total,
+            "steps_done": done,
+            "percent": round(100 * done / total) if total else 100,
+            "can_resume": self.can_resume,
+            "resume_from": plan.resume_from if plan else None,
+            "blocked": plan.blocked if plan else self.workflow_error,
+            "stop": None if self.stop is None else self.stop.value,
+            "retry_tools": [f.call_id for f in plan.retry_tools] if plan else [],
+            "review_tools": [f.call_id for f in plan.review_tools] if plan else [],
+            "unsealed_calls": [asdict(c) for c in plan.unsealed_tools] if plan else [],
+            "rerun_steps": plan.rerun if plan else [],
+            "reset_steps": plan.reset if plan else [],
+            "workflow_changed": bool(plan and plan.workflow_changed),
+            "changed_steps": [
+                {"step": c.step_id, "kind": c.kind, "started": c.started} for c in plan.changes
+            ]
+            if plan
+            else [],
+            "edited_entries": list(self.load.edited_entries),
+            "edited_inputs": list(self.load.edited_inputs),
+            "warnings": list(self.load.warnings),
+            "usage": run.usage.to_dict(),
+            "attempts": len(run.attempts),
+            "last_error": None
+            if run.last_error is None
+            else {
+                "type": run.last_error.type,
+                "message": run.last_error.message,
+                "at": run.last_error.at,
+            },
+            "workflow_error": self.workflow_error,
+            "estimated_input_tokens": plan.estimated_input_tokens if plan else None,
+            "worktree": _worktree_status(run, self.path),
+            **self._tree(),
+            "skip_steps": plan.skip if plan else [],
+            "decision": self.decision.to_dict() if self.decision else None,
+            **(
+                self.context.to_dict()
+                if self.context is not None
+                else {"compactions": None, "context": None}
+            ),
+        }
+
+    def _tree(self) -> dict[str, Any]:
+        """``children``, ``usage_total`` and, for a child run, ``parent`` (spec 4.10)."""
+        if not self.children and self.run.parent is None:
+            # Neither parent nor child: the totals are the run's own, and subworkflows (which
+            # imports the engine) stays unimported.
+            return {"children": [], "usage_total": self.run.usage.to_dict()}
+        from .subworkflows import is_child, usage_with_children
+
+        tree: dict[str, Any] = {
+            "children": [c.to_dict() for c in self.children],
+            "usage_total": usage_with_children(self.run, self.children).to_dict(),
+        }
+        if is_child(self.run):
+            tree["parent"] = dict(self.run.parent or {})
+        return tree
+
+
+def _worktree_status(run: Run, path: Path) -> dict[str, Any] | None:
+    if run.worktree is None:
+        return None
+    from .worktree import worktree_summary
+
+    return worktree_summary(run.worktree, path)
+
+
+def run_status(
+    progress_path: str | Path,
+    *,
+    workflow_path: str | Path | None = None,
+    workspace: str | Path | None = None,
+    choices: Choices = Choices(),
+    mcp_config: str | Path | None = None,
+    decide: bool = False,
+    provider: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+) -> StatusReport:
+    """Load a run without locking it and work out what ``flow resume`` would do.
+
+    Nothing is started: an MCP call in flight is judged by what was recorded when it started
+    (whether it may run again, and on which server), as resume judges it.
+    With ``decide`` an ambiguous state is put to the model (``provider``/``model``/``base_url``
+    as resume would use them) and the plan shows its decision; nothing is written.
+    """
+    path = progress_file(progress_path)
+    if not path.exists():
+        raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
+    run, report = load_progress(path)
+    if decide:
+        # Refused outright, as by resume: a decision would send the run to that endpoint.
+        check_endpoint(run, path, provider, base_url)
+    plan: ResumePlan | None = None
+    problem: str | None = None
+    decision: Decision | None = None
+    settings: Compaction | None = None
+    try:
+        wf = workflow_for(run, path, workflow_path)
+        settings = wf.compaction
+        root = Path(workspace) if workspace else Path.cwd()
+        outside = None if workflow_path is not None else outside_workspace(run, path, root)
+        if outside:
+            report.warnings.append(outside)
+        if run.worktree is not None:
+            from .worktree import worktree_folder
+
+            root = worktree_folder(run.worktree, path)
+        tools: dict[str, Tool] = {}
+        if run.in_flight:
+            from .tools import build_tools
+
+            # MCP calls in flight are judged by their start records: no server is started.
+            tools = build_tools(wf, root)
+        else:
+            # Only a call in flight needs its tool (is it idempotent?); without one the tool
+            # modules stay unimported and only the check that building them makes is made.
+            from .workflow.commands import check_cwd
+
+            for decl in wf.commands.values():
+                check_cwd(decl, root)
+        plan = plan_resume(run, wf, report, tools, choices, workspace=root)
+        # recovery is imported only to decide: plain `flow status` does without it.
+        if decide and _wants_decision(wf, choices):
+            from .recovery import model_decision
+
+            decision = model_decision(
+                run, path, plan, wf, provider=provider, model=model, base_url=base_url
+            )
+            if decision is not None and not decision.stops:
+                plan = plan_resume(
+                    run, wf, report, tools, decision.choices(choices), workspace=root
+                )
+    except FlowError as error:
+        problem = str(error)
+    if plan is not None and run.worktree is not None and run.worktree.state == "discarded":
+        # Resume refuses such a run (its files are gone); status says so the same way.
+        plan.block(Stop.DISCARDED, "the run's worktree and branch were discarded (flow discard)")
+    live = run_state(path, run.status, run.reason)
+    if plan is not None and live.owner_alive:
+        # Resume would fail on the lock (exit 6): status says so before anyone tries.
+        plan.block(Stop.LIVE, f"the run is live ({live.reason}); wait for it to stop, or stop it")
+    from .compaction import context_status
+
+    children: list[ChildNode] = []
+    if any(state.child for state in run.steps.values()):
+        # subworkflows imports the engine; a run without children need not load it.
+        from .subworkflows import child_runs
+
+        children = child_runs(run, path)
+    archived = plan.archive_from if plan is not None else None
+    kept = run.transcript if archived is None else run.transcript[: archived - 1]
+    return StatusReport(
+        path=path,
+        run=run,
+        load=report,
+        plan=plan,
+        workflow_error=problem,
+        children=children,
+        decision=decision,
+        # Without the workflow the model's window from the table is still known.
+        context=context_status(kept, settings or Compaction(), run.config.model),
+    )
+
+
+def _wants_decision(workflow: Workflow, choices: Choices) -> bool:
+    """Whether ``flow status --decide`` has a decision to ask for (recovery loaded only then)."""
+    from .recovery import wants_decision
+
+    return wants_decision(workflow, choices, decide=True)

@@ -1,0 +1,99 @@
+"""How a run sets up its MCP servers: which configuration it reads, starting the servers,
+and the notes and notices about their tools.
+
+The MCP client (``tools.mcp``, which loads asyncio) is imported only when the workflow names a
+tool that no built-in or command provides, or ``--mcp-config`` is given: a run without MCP
+tools never loads it::
+
+    config = find_mcp_config(workflow, workspace, config_path=None, ask=None)
+    servers = start_mcp(workflow, workspace, tools, config, progress_path, redactor)
+    try:
+        notes = mcp_attempt_notes(run, servers) if servers is not None else []
+        notice_missing_tools(workflow, servers, print)
+    finally:
+        if servers is not None:
+            servers.close()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..progress.model import Run
+from ..redact import Redactor
+from ..workflow.model import Workflow
+
+if TYPE_CHECKING:
+    from .base import Tool
+    from .mcp import McpServers
+    from .mcp_config import McpConfig
+
+
+def find_mcp_config(
+    workflow: Workflow,
+    workspace: Path,
+    config_path: str | Path | None,
+    ask: Callable[[str, str, bool], str] | None,
+) -> McpConfig | None:
+    """The MCP configuration a run of ``workflow`` uses (never one from a progress file)."""
+    if config_path is None and not _names_unresolved_tools(workflow):
+        return None  # what load_servers answers, without importing the MCP client (asyncio)
+    from .mcp import load_servers
+
+    return load_servers(workflow, workspace, config_path=config_path, ask=ask)
+
+
+def start_mcp(
+    workflow: Workflow,
+    workspace: Path,
+    tools: dict[str, Tool],
+    config: McpConfig | None,
+    progress_path: Path,
+    redactor: Redactor,
+) -> McpServers | None:
+    """Start the MCP servers the workflow names; their stderr logs go beside the run."""
+    if config is None:
+        return None
+    from .mcp import start_servers
+
+    return start_servers(
+        workflow,
+        workspace,
+        tools,  # type: ignore[arg-type]
+        config=config,
+        log_dir=progress_path.parent,
+        redact=lambda text: redactor.redact(text)[0],
+    )
+
+
+def notice_missing_tools(
+    wf: Workflow, servers: McpServers | None, notice: Callable[[str], None]
+) -> None:
+    """Say once, at the start, which names in ``tools:`` nothing provides, and what the MCP
+    configuration leaves out (broken entries the workflow does not name, task-only tools)."""
+    if not _names_unresolved_tools(wf):
+        return
+    from .mcp import missing_tools_notice
+
+    for line in servers.notices() if servers is not None else []:
+        notice(line)
+    missing = missing_tools_notice(wf, servers)
+    if missing is not None:
+        notice(missing)
+
+
+def _names_unresolved_tools(wf: Workflow) -> bool:
+    """True when ``tools:`` names a tool that no built-in or command provides (an MCP tool);
+    ``tools.mcp.mcp_names`` lists them."""
+    from ..workflow.toolnames import is_editor_only
+
+    return any(not targets and not is_editor_only(n) for n, targets in wf.tool_map.items())
+
+
+def mcp_attempt_notes(run: Run, servers: McpServers) -> list[str]:
+    """Attempt notes about the MCP tools: their hashes now, and which servers changed."""
+    from .mcp import attempt_notes
+
+    return attempt_notes((note for attempt in run.attempts for note in attempt.notes), servers)
