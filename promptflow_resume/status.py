@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .compaction import ContextStatus
     from .recovery import Decision
     from .subworkflows import ChildNode
+    from .tools.allowlists import PermissionsChange
     from .tools.base import Tool
 
 
@@ -47,6 +48,10 @@ class StatusReport:
     decision: Decision | None = None
     #: Compactions and the next request's size against the window (docs/spec.md 4.6).
     context: ContextStatus | None = None
+    #: How the workflow's allow-lists changed since the run last went on, in words, and
+    #: whether they grew (then resume needs --accept-permissions or a yes; docs/spec.md 10.7).
+    permissions_change: str | None = None
+    permissions_widened: bool = False
 
     @property
     def stop(self) -> Stop | None:
@@ -125,6 +130,9 @@ class StatusReport:
             **self._tree(),
             "skip_steps": plan.skip if plan else [],
             "decision": self.decision.to_dict() if self.decision else None,
+            "permissions_change": None
+            if self.permissions_change is None
+            else {"change": self.permissions_change, "widened": self.permissions_widened},
             **(
                 self.context.to_dict()
                 if self.context is not None
@@ -157,6 +165,19 @@ def _worktree_status(run: Run, path: Path) -> dict[str, Any] | None:
     return worktree_summary(run.worktree, path)
 
 
+def _permissions_change(run: Run, workflow: Workflow) -> PermissionsChange | None:
+    """How the allow-lists changed since the run last went on, as resume will say it."""
+    recorded = run.config.permissions
+    front = workflow.front_matter
+    if not (
+        recorded.commands or recorded.hosts or "allow-commands" in front or "allow-fetch" in front
+    ):
+        return None  # nothing allowed then or now: the tools package need not load
+    from .tools.allowlists import allow_lists, permissions_change
+
+    return permissions_change(recorded, allow_lists(workflow))
+
+
 def run_status(
     progress_path: str | Path,
     *,
@@ -187,9 +208,11 @@ def run_status(
     problem: str | None = None
     decision: Decision | None = None
     settings: Compaction | None = None
+    change: PermissionsChange | None = None
     try:
         wf = workflow_for(run, path, workflow_path)
         settings = wf.compaction
+        change = _permissions_change(run, wf)
         root = Path(workspace) if workspace else Path.cwd()
         outside = None if workflow_path is not None else outside_workspace(run, path, root)
         if outside:
@@ -252,6 +275,8 @@ def run_status(
         decision=decision,
         # Without the workflow the model's window from the table is still known.
         context=context_status(kept, settings or Compaction(), run.config.model),
+        permissions_change=change.line() if change is not None else None,
+        permissions_widened=change is not None and change.widened,
     )
 
 

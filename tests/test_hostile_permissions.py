@@ -178,6 +178,20 @@ def test_a_widened_allow_list_stops_a_resume_without_a_terminal(stopped: Path) -
     assert not (stopped / "pwned").exists()
 
 
+def test_status_says_what_resume_will_ask_about_a_widened_allow_list(stopped: Path) -> None:
+    _allow(stopped, ["*"])
+    before = snapshot(stopped)
+    text = flow("status", PROGRESS, cwd=stopped)
+    assert text.returncode == EXIT_OK, text.stderr
+    assert "perms    the workflow's permissions changed since the run last went on: " in text.stdout
+    assert "allow-commands added `*`" in text.stdout and "--accept-permissions" in text.stdout
+    data = json.loads(flow("status", "--json", PROGRESS, cwd=stopped).stdout)
+    assert data["permissions_change"]["widened"] is True
+    assert "allow-commands added `*`" in data["permissions_change"]["change"]
+    assert snapshot(stopped) == before  # status writes nothing and runs nothing
+    assert not (stopped / "pwned").exists()
+
+
 def test_accepting_a_widened_allow_list_records_it_and_notes_the_change(stopped: Path) -> None:
     _allow(stopped, ["echo hi", "touch *"])
     result = _resume(stopped, "--accept-permissions")

@@ -733,6 +733,10 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
             out("         not applied (--plan); `flow resume --decide` asks again and applies")
     if data.get("skip_steps"):
         out(f"skip     steps skipped: {', '.join(data['skip_steps'])}")
+    perms = data.get("permissions_change")
+    if perms:
+        needs = "; resume asks, or takes --accept-permissions" if perms["widened"] else ""
+        out(f"perms    {perms['change']}{needs}")
     if run.status == "completed" and not data["reset_steps"]:
         out("resume   nothing to do: the run is completed")
     elif data["can_resume"]:
