@@ -11,6 +11,7 @@ counter file counts bumps), what flow said, and what the file holds.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -186,3 +187,24 @@ def test_a_shared_copy_carries_no_seal(tmp_path: Path) -> None:
     # Resumed on the machine that shared it, the copy still holds its pending call for a person.
     held = flow("resume", "shared.md", cwd=where, env=_env(home))
     assert_clean_error(held, 8, "not recorded by flow on this machine", "peek")
+
+
+def test_a_key_file_that_is_not_flow_s_own_is_refused(tmp_path: Path) -> None:
+    """A planted key (a link to another file, a FIFO, the wrong size) is never read or used:
+    the run stops before it starts, naming the file (exit 12)."""
+    where = _project(tmp_path / "p")
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"x" * 32)
+    cases = {
+        "link": lambda key: key.symlink_to(secret),
+        "fifo": lambda key: os.mkfifo(key),
+        "short": lambda key: key.write_bytes(b"short"),
+    }
+    for name, plant in cases.items():
+        home = tmp_path / name
+        home.mkdir()
+        plant(home / "key")
+        result = flow(*RUN, "--progress", f"{name}/progress.md", cwd=where, env=_env(home))
+        message = assert_clean_error(result, 12, str(home / "key"), "FLOW_HOME")
+        assert "cannot be used" in message, name
+        assert not (where / name).exists()
