@@ -33,6 +33,7 @@ from tests.test_faults_support import (
     flow,
     flow_env,
     flow_here,
+    guarded_run_stopped,
     snapshot,
 )
 
@@ -45,24 +46,9 @@ MARKERS = ("pwned", "notes.txt", "marker-touch.txt")
 @pytest.fixture(scope="module")
 def stopped(tmp_path_factory: pytest.TempPathFactory) -> Run:
     """A real run of the guarded workflow, stopped by its turn budget after one note."""
-    where = copy_fixtures(tmp_path_factory.mktemp("cut"), *WORKFLOW, source=HOSTILE)
-    result = flow(
-        "run",
-        "guarded.prompt.md",
-        "--recording",
-        "guarded.script.yaml",
-        "--progress",
-        PROGRESS,
-        "--max-turns",
-        "1",
-        "--new",
-        cwd=where,
-    )
-    assert result.returncode == 1, result.stderr
-    run, _ = load_progress(where / PROGRESS)
+    run = guarded_run_stopped(tmp_path_factory.mktemp("cut"), PROGRESS)
     run.workflow.path = "../guarded.prompt.md"
     run.config.recording = "../guarded.script.yaml"
-    run.config.budget = {}
     return run
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from promptflow_resume.progress import load_progress
+from promptflow_resume.progress.model import Run
 from promptflow_resume.reconcile import PLACEHOLDER_RESULT
 from tests import flowproc
 from tests.flowproc import REPO as REPO
@@ -71,6 +72,28 @@ def copy_fixtures(where: Path, *names: str, source: Path = ENGINE) -> Path:
     for name in names:
         shutil.copy(source / name, where / name)
     return where
+
+
+def guarded_run_stopped(where: Path, progress: str) -> Run:
+    """A real run of ``fixtures/hostile/guarded.prompt.md`` in ``where``, stopped by its turn
+    budget after one note, loaded from ``progress`` with its budget cleared."""
+    copy_fixtures(where, "guarded.prompt.md", "guarded.script.yaml", source=HOSTILE)
+    result = flow(
+        "run",
+        "guarded.prompt.md",
+        "--recording",
+        "guarded.script.yaml",
+        "--progress",
+        progress,
+        "--max-turns",
+        "1",
+        "--new",
+        cwd=where,
+    )
+    assert result.returncode == 1, result.stderr
+    run, _ = load_progress(where / progress)
+    run.config.budget = {}
+    return run
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
