@@ -184,7 +184,6 @@ def run_status(
     workflow_path: str | Path | None = None,
     workspace: str | Path | None = None,
     choices: Choices = Choices(),
-    mcp_config: str | Path | None = None,
     decide: bool = False,
     provider: str | None = None,
     model: str | None = None,

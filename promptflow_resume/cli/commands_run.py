@@ -595,7 +595,6 @@ def resume_command(
             progress,
             workflow_path=workflow,
             choices=choices,
-            mcp_config=mcp_config,
             decide=decide,
             provider=provider,
             model=model,
@@ -761,7 +760,9 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
 def status_command(
     progress: ProgressArg,
     workflow: WorkflowMovedOpt = None,
-    mcp_config: McpConfigOpt = None,
+    # Status starts no MCP server (docs/spec.md 10.3), so it reads no configuration; the
+    # option is still accepted, unlisted, so scripts that pass it keep working.
+    mcp_config: Path | None = typer.Option(None, "--mcp-config", metavar="FILE", hidden=True),
     as_json: bool = typer.Option(False, "--json", help="Print the stable JSON status document."),
 ) -> int:
     """Where a run stands: status, step i of n, what resume would do, usage, edits, last error."""
@@ -772,5 +773,5 @@ def status_command(
 
         return batch_status_command(progress, as_json)
 
-    status = run_status(progress, workflow_path=workflow, mcp_config=mcp_config)
+    status = run_status(progress, workflow_path=workflow)
     return _print_status(status, as_json)
