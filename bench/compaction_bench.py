@@ -26,12 +26,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from promptflow_resume.api import new_run  # noqa: E402
+from promptflow_resume.base.redact import Redactor  # noqa: E402
 from promptflow_resume.chat import ToolCall, ToolSpec  # noqa: E402
 from promptflow_resume.engine import Engine, EngineOptions  # noqa: E402
 from promptflow_resume.events import Reporter  # noqa: E402
 from promptflow_resume.progress import ProgressStore, load_progress  # noqa: E402
 from promptflow_resume.providers.base import Purpose, Reply, ReplyUsage, Request  # noqa: E402
-from promptflow_resume.redact import Redactor  # noqa: E402
 from promptflow_resume.tools.base import ToolContext, ToolResult  # noqa: E402
 from promptflow_resume.workflow import load_workflow  # noqa: E402
 

@@ -23,10 +23,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from promptflow_resume import yamlio
+from promptflow_resume.base import yamlio
+from promptflow_resume.base.retrypolicy import RetryPolicy
 from promptflow_resume.detect import detect, keywords_for, list_runs
 from promptflow_resume.detect.index import INDEX_NAME
-from promptflow_resume.providers.retry import RetryPolicy
 from promptflow_resume.workflow.model import Budget, Step, Workflow
 
 COLD_GOAL_MS = 2000.0  # at 10,000 files

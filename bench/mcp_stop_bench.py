@@ -165,7 +165,7 @@ def _supervisor_start(rounds: int) -> tuple[float, float] | None:
     """Median start of ``true``, directly and under the supervisor (None: no supervisor)."""
     sys.path.insert(0, str(REPO))  # this checkout's package, not an installed one
     try:
-        from promptflow_resume.supervisor import supervised
+        from promptflow_resume.base.supervisor import supervised
     except ImportError:  # a checkout from before the supervisor
         return None
 

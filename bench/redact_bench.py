@@ -22,8 +22,8 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from promptflow_resume import redact
-from promptflow_resume.redact import Redactor
+from promptflow_resume.base import redact
+from promptflow_resume.base.redact import Redactor
 
 SIZE = 1_000_000
 REPEATS = 5

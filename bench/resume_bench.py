@@ -57,12 +57,12 @@ from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 from promptflow_resume.api import new_run  # noqa: E402
+from promptflow_resume.base.redact import Redactor  # noqa: E402
 from promptflow_resume.chat import ToolCall, ToolSpec  # noqa: E402
 from promptflow_resume.engine import Engine, EngineOptions  # noqa: E402
 from promptflow_resume.events import Reporter  # noqa: E402
 from promptflow_resume.progress import ProgressStore, journal_path  # noqa: E402
 from promptflow_resume.providers.base import Reply, ReplyUsage  # noqa: E402
-from promptflow_resume.redact import Redactor  # noqa: E402
 from promptflow_resume.tools.base import ToolContext, ToolResult  # noqa: E402
 from promptflow_resume.workflow import load_workflow  # noqa: E402
 
@@ -336,7 +336,7 @@ STRESS_DELAY = 0.002
 def readers(count: int) -> None:
     """Poll ``load_progress`` up to ``count`` times while a writer runs ``STRESS_TURNS`` turns,
     appending and folding; print the errors (there must be none)."""
-    from promptflow_resume.errors import FlowError
+    from promptflow_resume.base.errors import FlowError
     from promptflow_resume.progress import load_progress
 
     writer_code = (

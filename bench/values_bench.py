@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from promptflow_resume import yamlio
+from promptflow_resume.base import yamlio
 from promptflow_resume.progress.digest import transcript_digest
 from promptflow_resume.progress.examples import example_run
 from promptflow_resume.progress.frontmatter import front_matter

@@ -28,7 +28,7 @@ from pathlib import Path
 import atheris
 
 with atheris.instrument_imports():
-    from promptflow_resume.errors import FlowError
+    from promptflow_resume.base.errors import FlowError
     from promptflow_resume.progress import journal_path, load_progress
     from promptflow_resume.workflow import check_workflow, load_workflow
 

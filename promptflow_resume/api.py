@@ -24,13 +24,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import faults
-from .clock import now_iso
-
-# Re-exported: compacting a run by hand is compaction's, and these names were always here.
-from .compaction import CompactOutcome as CompactOutcome
-from .compaction import compact_run as compact_run
-from .errors import (
+from .base import faults
+from .base.clock import now_iso
+from .base.errors import (
     EXIT_AWAITING_INPUT,
     EXIT_INTERRUPTED,
     EXIT_NEEDS_REVIEW,
@@ -45,6 +41,12 @@ from .errors import (
     ProviderSetupError,
     ReplayMismatchError,
 )
+from .base.redact import Redactor
+from .base.runids import id_from_folder, new_run_id
+
+# Re-exported: compacting a run by hand is compaction's, and these names were always here.
+from .compaction import CompactOutcome as CompactOutcome
+from .compaction import compact_run as compact_run
 from .events import Reporter
 from .progress import ProgressStore
 from .progress.location import progress_file
@@ -76,8 +78,6 @@ from .recorded import (
     outside_workspace,
     workflow_for,
 )
-from .redact import Redactor
-from .runids import id_from_folder, new_run_id
 
 # Re-exported: where a run stands is its own module, and these names were always here.
 from .status import StatusReport as StatusReport

@@ -26,18 +26,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import faults
+from .base import faults
+from .base.clock import now_iso
+from .base.errors import FileNotFoundFlowError
+from .base.redact import Redactor
 from .chat import Message
-from .clock import now_iso
 from .conversation import RequestView
-from .errors import FileNotFoundFlowError
 from .progress import ProgressStore
 from .progress.location import progress_file
 from .progress.model import Entry, Usage
 from .providers.base import Purpose, Reply, Request
 from .providers.context import context_window, estimate_tokens, text_tokens
 from .recorded import check_endpoint, check_params, make_provider, workflow_for
-from .redact import Redactor
 from .workflow.model import Compaction
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
 from typing import overload
 
-from . import collector
+from .base import collector
 from .chat import Message, ToolCall
 from .progress.model import Entry
 

@@ -28,9 +28,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from . import collector, faults
+from .base import collector, faults
+from .base.clock import now_iso
+from .base.errors import DeadlineError, FlowError, NeedsReviewError, ProviderError, ToolServerError
+from .base.redact import Redactor
 from .chat import ToolSpec
-from .clock import now_iso
 from .compaction import CompactionTally
 from .conversation import (
     MessageLog,
@@ -39,7 +41,6 @@ from .conversation import (
     step_entries,
     unanswered_calls,
 )
-from .errors import DeadlineError, FlowError, NeedsReviewError, ProviderError, ToolServerError
 from .events import Reporter
 from .progress import ProgressStore
 from .progress.model import Attempt, Entry, ErrorInfo, InFlight, Run, StepState, Usage
@@ -47,7 +48,6 @@ from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unse
 from .progress.sidecar import sidecar_extension
 from .progress.store import read_text
 from .providers.base import Provider, Reply, ReplyUsage, Request
-from .redact import Redactor
 from .tools import offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
 from .tools.commands import command_output, stop_running_commands

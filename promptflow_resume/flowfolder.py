@@ -16,8 +16,8 @@ import contextlib
 import os
 from pathlib import Path
 
-from .errors import SpecialFileError
-from .safeopen import read_regular
+from .base.errors import SpecialFileError
+from .base.safeopen import read_regular
 
 #: The name of flow's folder in a workspace.
 FLOW_FOLDER = ".flow"

@@ -44,12 +44,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .clock import now_iso
+from .base.clock import now_iso
+from .base.errors import InputError, NeedsReviewError, ToolServerError, WorkflowChangedError
+from .base.wording import count
 from .conversation import skipped_output, unanswered_calls
-from .errors import InputError, NeedsReviewError, ToolServerError, WorkflowChangedError
 from .progress.model import Entry, InFlight, LoadReport, Run, StepState
 from .progress.seal import Key, seal_calls, settle_call, unsealed_calls
-from .wording import count
 from .workflow.model import Workflow
 
 if TYPE_CHECKING:

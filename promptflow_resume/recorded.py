@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import FileNotFoundFlowError
+from .base.errors import FileNotFoundFlowError
+from .base.redact import Redactor
 from .progress.model import Run
 from .progress.seal import Key, written_here
 from .providers import create_provider
 from .providers.base import Provider, ProviderSettings
-from .redact import Redactor
 from .workflow import IMPLICIT_STEP_ID, load_workflow
 from .workflow.model import Workflow
 

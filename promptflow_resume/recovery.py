@@ -28,14 +28,14 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .base.clock import now_iso
+from .base.errors import ProviderError, ReplayMismatchError
+from .base.redact import Redactor
 from .chat import Message
-from .clock import now_iso
-from .errors import ProviderError, ReplayMismatchError
 from .progress.model import Attempt, Entry, Run, Usage
 from .providers.base import Provider, Purpose, Reply, Request
 from .reconcile import Choices, ResumePlan, Stop
 from .recorded import make_provider
-from .redact import Redactor
 from .workflow.model import Recovery, Workflow
 
 

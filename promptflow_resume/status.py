@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import FileNotFoundFlowError, FlowError
+from .base.errors import FileNotFoundFlowError, FlowError
 from .progress import load_progress
 from .progress.location import progress_file
 from .progress.model import LoadReport, Run

@@ -34,14 +34,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .engine import ChildCall, ChildResult, Engine, EngineOptions, answer_line
-from .errors import (
+from .base.errors import (
     FileNotFoundFlowError,
     FlowError,
     InputError,
     NeedsReviewError,
     StorageError,
 )
+from .engine import ChildCall, ChildResult, Engine, EngineOptions, answer_line
 from .events import Reporter
 from .progress import ProgressStore
 from .progress.links import child_cycle_error, child_file

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .clock import now_iso
-from .errors import FlowError, GitError, InputError
+from .base.clock import now_iso
+from .base.errors import FlowError, GitError, InputError
 from .flowfolder import make_folder
 from .progress import ProgressStore, load_progress
 from .progress.location import progress_file

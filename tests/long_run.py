@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from promptflow_resume.api import new_run
+from promptflow_resume.base.redact import Redactor
 from promptflow_resume.chat import ToolCall, ToolSpec
 from promptflow_resume.engine import Engine, EngineOptions
 from promptflow_resume.events import Reporter
 from promptflow_resume.progress import ProgressStore
 from promptflow_resume.providers.base import Reply, ReplyUsage, Request
-from promptflow_resume.redact import Redactor
 from promptflow_resume.tools.base import ToolContext, ToolResult
 from promptflow_resume.workflow import load_workflow
 

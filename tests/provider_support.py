@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from promptflow_resume.base.retrypolicy import RetryPolicy
 from promptflow_resume.chat import Message
 from promptflow_resume.providers.base import Request
-from promptflow_resume.providers.retry import RetryPolicy
 
 #: Proxy variables the SDKs' HTTP client would obey; cleared so requests reach the local server.
 PROXY_ENV_VARS = (

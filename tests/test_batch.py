@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from promptflow_resume.base.errors import InputError
 from promptflow_resume.batch import load_batch
 from promptflow_resume.batch.data import check_rows, load_rows
-from promptflow_resume.errors import InputError
 from promptflow_resume.progress import load_progress
 from promptflow_resume.workflow import load_workflow
 from tests.batch_support import RowServer, write_case

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from promptflow_resume import check_workflows
-from promptflow_resume.errors import EXIT_INVALID_FILE, EXIT_NOT_FOUND, EXIT_OK
+from promptflow_resume.base.errors import EXIT_INVALID_FILE, EXIT_NOT_FOUND, EXIT_OK
 from promptflow_resume.workflow import workflow_files
 
 FIXTURES = Path(__file__).parent / "fixtures" / "workflows"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.durations import parse_age
-from promptflow_resume.errors import FileNotFoundFlowError, InputError
+from promptflow_resume.base.durations import parse_age
+from promptflow_resume.base.errors import FileNotFoundFlowError, InputError
 from promptflow_resume.progress import ProgressStore
 from promptflow_resume.progress.model import Run
 from promptflow_resume.sharing import clean_runs

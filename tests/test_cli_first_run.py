@@ -12,9 +12,9 @@ import typer
 import typer.core
 import typer.main
 
+from promptflow_resume.base.errors import EXIT_INVALID_FILE, EXIT_PROVIDER
 from promptflow_resume.cli import main, register_commands
 from promptflow_resume.cli.app import app
-from promptflow_resume.errors import EXIT_INVALID_FILE, EXIT_PROVIDER
 from promptflow_resume.progress import load_progress
 from tests import flowproc
 

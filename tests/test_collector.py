@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume import collector
+from promptflow_resume.base import collector
 from promptflow_resume.progress import ProgressStore, load_progress, render
 from promptflow_resume.progress.examples import synthetic_run
 

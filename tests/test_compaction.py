@@ -22,15 +22,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from promptflow_resume.api import compact_run, start_run
-from promptflow_resume.compaction import plan_compaction
-from promptflow_resume.conversation import RequestView, request_view, to_messages
-from promptflow_resume.errors import (
+from promptflow_resume.base.errors import (
     EXIT_LOCKED,
     EXIT_NOT_FOUND,
     EXIT_PROVIDER,
     ProgressFormatError,
     WorkflowError,
 )
+from promptflow_resume.compaction import plan_compaction
+from promptflow_resume.conversation import RequestView, request_view, to_messages
 from promptflow_resume.progress import ProgressStore, load_progress
 from promptflow_resume.progress.digest import entry_digest
 from promptflow_resume.progress.model import Entry, Run

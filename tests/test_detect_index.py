@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume import yamlio
+from promptflow_resume.base import yamlio
+from promptflow_resume.base.errors import FileNotFoundFlowError, InputError
 from promptflow_resume.detect import list_runs, owner_alive
 from promptflow_resume.detect.index import INDEX_NAME, SCHEMA_VERSION
 from promptflow_resume.detect.summary import (
@@ -22,7 +23,6 @@ from promptflow_resume.detect.summary import (
     read_front_matter,
     read_summary,
 )
-from promptflow_resume.errors import FileNotFoundFlowError, InputError
 from tests.flowproc import flow_env
 from tests.test_detect_support import NOW, front_matter, write_run, write_text_progress
 

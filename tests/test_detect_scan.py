@@ -9,7 +9,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from promptflow_resume import yamlio
+from promptflow_resume.base import yamlio
 from promptflow_resume.detect.scan import Unsupported, scalar, scan
 from promptflow_resume.detect.summary import WANTED
 from tests.test_detect_support import front_matter

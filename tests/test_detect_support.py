@@ -11,9 +11,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from promptflow_resume import yamlio
+from promptflow_resume.base import yamlio
+from promptflow_resume.base.retrypolicy import RetryPolicy
 from promptflow_resume.progress.seal import Key
-from promptflow_resume.providers.retry import RetryPolicy
 from promptflow_resume.workflow.model import Budget, Step, Workflow
 
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=timezone.utc)

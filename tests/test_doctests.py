@@ -31,7 +31,7 @@ MODULES = _modules_with_examples()
 
 
 def test_the_modules_newcomers_open_first_have_examples() -> None:
-    assert {"promptflow_resume.api", "promptflow_resume.textnorm"} <= set(MODULES)
+    assert {"promptflow_resume.api", "promptflow_resume.base.textnorm"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

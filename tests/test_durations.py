@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from promptflow_resume.durations import option_seconds, parse_age, parse_duration
-from promptflow_resume.errors import InputError
+from promptflow_resume.base.durations import option_seconds, parse_age, parse_duration
+from promptflow_resume.base.errors import InputError
 from promptflow_resume.workflow import parse_workflow
 
 

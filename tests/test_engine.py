@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from promptflow_resume.api import Limits, resume_run, run_status, start_run
-from promptflow_resume.errors import (
+from promptflow_resume.base.errors import (
     NeedsReviewError,
     RunLockedError,
     WorkflowChangedError,

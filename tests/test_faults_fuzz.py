@@ -31,8 +31,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from promptflow_resume.base.errors import FlowError
 from promptflow_resume.detect import list_runs
-from promptflow_resume.errors import FlowError
 from promptflow_resume.progress import journal_path, load_progress
 from promptflow_resume.progress.model import RUN_STATUSES
 from promptflow_resume.workflow import check_workflow, load_workflow

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.errors import EXIT_PROVIDER
+from promptflow_resume.base.errors import EXIT_PROVIDER
 from promptflow_resume.progress import FORMAT_VERSION, journal_path, load_progress, render
 from promptflow_resume.progress.model import Entry, InFlight, Run
 from tests.test_faults_support import (

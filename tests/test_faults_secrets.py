@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.errors import EXIT_PROVIDER
+from promptflow_resume.base.errors import EXIT_PROVIDER
 from promptflow_resume.progress import load_progress
 from tests.test_faults_support import HOSTILE, copy_fixtures, flow, flow_env
 

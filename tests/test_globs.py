@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from promptflow_resume.globs import glob_regex
+from promptflow_resume.base.globs import glob_regex
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from promptflow_resume.errors import EXIT_INPUT, EXIT_INVALID_FILE, EXIT_OK
+from promptflow_resume.base.errors import EXIT_INPUT, EXIT_INVALID_FILE, EXIT_OK
 from promptflow_resume.progress import load_progress, render
 from promptflow_resume.progress.seal import Key, mark_written_here
 from tests.providers_server import Canned, ModelServer, anthropic_message, openai_completion

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.durable import append_synced, replace_file, temp_name
-from promptflow_resume.errors import EXIT_INVALID_FILE, SpecialFileError
+from promptflow_resume.base.durable import append_synced, replace_file, temp_name
+from promptflow_resume.base.errors import EXIT_INVALID_FILE, SpecialFileError
 from tests.flowproc import FLOW, flow, flow_env
 from tests.test_faults_support import HOSTILE, copy_fixtures, snapshot
 from tests.test_mcp_e2e import RUN as MCP_RUN

@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
+from promptflow_resume.base.schemacheck import compile_schema
 from promptflow_resume.progress import journal_path, load_progress, render
 from promptflow_resume.progress.frontmatter import to_front_matter
 from promptflow_resume.progress.journal import diff, event_line, header_line
 from promptflow_resume.progress.model import Entry, Run
 from promptflow_resume.progress.schema import load_schema, validate_front_matter, validator_class
-from promptflow_resume.progress.schemacheck import compile_schema
 from promptflow_resume.progress.store import entry_to_dict
 from tests.test_faults_support import (
     HOSTILE,

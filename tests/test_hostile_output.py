@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.errors import EXIT_PROVIDER
+from promptflow_resume.base.errors import EXIT_PROVIDER
 from promptflow_resume.progress.examples import example_run
 from promptflow_resume.progress.model import Entry, Run
 from promptflow_resume.progress.render import render

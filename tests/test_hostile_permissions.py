@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from promptflow_resume.errors import EXIT_INPUT, EXIT_OK
+from promptflow_resume.base.errors import EXIT_INPUT, EXIT_OK
 from promptflow_resume.progress import load_progress, render
 from promptflow_resume.progress.frontmatter import from_front_matter, to_front_matter
 from tests.test_faults_support import assert_clean_error, flow, flow_env, snapshot
@@ -242,7 +242,7 @@ def test_a_record_in_the_file_allows_nothing(stopped: Path) -> None:
 @pytest.mark.parametrize(("answer", "goes_on"), [("yes", True), ("no", False)])
 def test_on_a_terminal_the_person_is_asked(stopped: Path, answer: Any, goes_on: bool) -> None:
     from promptflow_resume.api import Permissions, resume_run
-    from promptflow_resume.errors import PermissionsNotConfirmedError
+    from promptflow_resume.base.errors import PermissionsNotConfirmedError
 
     _allow(stopped, ["*"])
     asked: list[str] = []

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from promptflow_resume.errors import ProgressFormatError
+from promptflow_resume.base.errors import ProgressFormatError
 from promptflow_resume.progress import (
     MAX_FILE_BYTES,
     MAX_JOURNAL_BYTES,

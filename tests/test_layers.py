@@ -30,30 +30,9 @@ LAYERS: list[set[str]] = [
     {"workflow"},
     {"providers"},
     {"progress"},
-    # The base layer: records and helpers with no knowledge of runs or workflows.
-    {
-        "__init__",
-        "chat",
-        "clock",
-        "collector",
-        "durable",
-        "durations",
-        "errors",
-        "faults",
-        "flowfolder",
-        "globs",
-        "jsonvalues",
-        "lazyexports",
-        "packagedata",
-        "printing",
-        "redact",
-        "runids",
-        "safeopen",
-        "supervisor",
-        "textnorm",
-        "wording",
-        "yamlio",
-    },
+    {"chat", "flowfolder"},
+    # The ground: records and helpers with no knowledge of runs or workflows.
+    {"__init__", "base"},
 ]
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.errors import EXIT_INPUT, EXIT_INVALID_FILE, InputError
+from promptflow_resume.base.errors import EXIT_INPUT, EXIT_INVALID_FILE, InputError
 from promptflow_resume.tools.mcp_config import (
     McpConfigError,
     find_config,

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from promptflow_resume.errors import EXIT_INVALID_FILE
+from promptflow_resume.base.errors import EXIT_INVALID_FILE
 from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.mcp import McpServers
 from promptflow_resume.tools.mcp_config import (

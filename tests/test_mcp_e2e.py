@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.errors import (
+from promptflow_resume.base.errors import (
     EXIT_INVALID_FILE,
     EXIT_NEEDS_REVIEW,
     EXIT_TOOL_SERVER,

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from promptflow_resume.errors import EXIT_TOOL_SERVER
+from promptflow_resume.base.errors import EXIT_TOOL_SERVER
 from tests.flowproc import flow, flow_env, spawn
 
 SLOW_SERVER = Path(__file__).parent / "mcp_slow_server.py"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from promptflow_resume.errors import EXIT_TOOL_SERVER, ToolServerError
+from promptflow_resume.base.errors import EXIT_TOOL_SERVER, ToolServerError
 from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.mcp import McpServers, changed_servers, tool_list_note
 from promptflow_resume.tools.mcp_config import load_config

@@ -12,13 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from promptflow_resume.chat import Message, ToolSpec
-from promptflow_resume.errors import (
+from promptflow_resume.base.errors import (
     EXIT_PROVIDER,
     ProviderError,
     ProviderSetupError,
     ReplayMismatchError,
 )
+from promptflow_resume.chat import Message, ToolSpec
 from promptflow_resume.providers import create_provider
 from promptflow_resume.providers.base import Provider, ProviderSettings, Reply, Request
 from promptflow_resume.providers.recording import RecordingProvider, read_recording

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from promptflow_resume.base.errors import FlowError
 from promptflow_resume.cli import main
-from promptflow_resume.errors import FlowError
 from promptflow_resume.progress import load_progress, validate_file
 
 FIXTURES = Path(__file__).parent / "fixtures" / "progress"

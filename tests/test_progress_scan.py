@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from promptflow_resume.errors import FlowError, ProgressFormatError
+from promptflow_resume.base.errors import FlowError, ProgressFormatError
 from promptflow_resume.progress import load_progress, render
 from promptflow_resume.progress.digest import Chain, entry_digest, transcript_digest
 from promptflow_resume.progress.examples import example_run, synthetic_run

@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from promptflow_resume import yamlio
+from promptflow_resume.base import yamlio
+from promptflow_resume.base.schemacheck import compile_schema
 from promptflow_resume.progress.digest import transcript_digest
 from promptflow_resume.progress.examples import example_run, synthetic_run
 from promptflow_resume.progress.frontmatter import front_matter
 from promptflow_resume.progress.schema import SCHEMA_NAMES, load_schema
-from promptflow_resume.progress.schemacheck import compile_schema
 
 CHECK = compile_schema(load_schema("progress"))
 VALIDATOR = Draft202012Validator(load_schema("progress"))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.errors import (
+from promptflow_resume.base.errors import (
     DigestError,
     InputError,
     ProgressFormatError,

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from promptflow_resume.base.errors import ProviderError, ProviderSetupError
 from promptflow_resume.chat import Message, ToolCall, ToolSpec
-from promptflow_resume.errors import ProviderError, ProviderSetupError
 from promptflow_resume.providers import create_provider
 from promptflow_resume.providers.base import ProviderSettings, Request
 from promptflow_resume.providers.openai import (

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from promptflow_resume.base.errors import ProviderError
+from promptflow_resume.base.retrypolicy import RetryPolicy
 from promptflow_resume.chat import Message
-from promptflow_resume.errors import ProviderError
 from promptflow_resume.providers.base import Reply, Request
 from promptflow_resume.providers.retry import (
     REASON_DEADLINE,
     REASON_UNAVAILABLE,
     RetryEvent,
-    RetryPolicy,
     backoff_delay,
     call_with_retry,
     http_failure,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.errors import FlowError
+from promptflow_resume.base.errors import FlowError
 from promptflow_resume.progress import journal_path, load_progress
 from tests.flowproc import flow, flow_env
 

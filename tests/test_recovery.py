@@ -431,7 +431,7 @@ def test_library_run_status_and_resume_run_with_decide(tmp_path: Path) -> None:
 
 
 def test_scripted_decisions_are_checked() -> None:
-    from promptflow_resume.errors import ProviderSetupError
+    from promptflow_resume.base.errors import ProviderSetupError
     from promptflow_resume.providers.scripted import parse_script
 
     script = parse_script({"replies": ["hi"], "decisions": [_decision("skip"), {"content": "x"}]})

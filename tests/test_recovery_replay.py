@@ -12,7 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
-from promptflow_resume.errors import EXIT_PROVIDER
+from promptflow_resume.base.errors import EXIT_PROVIDER
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.model import Run
 from tests.flowproc import flow, flow_env

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptflow_resume.redact import REDACTED, Redactor, is_secret_name
+from promptflow_resume.base.redact import REDACTED, Redactor, is_secret_name
 
 # Token-shaped test values are assembled at run time so that no complete token literal sits
 # in the repository (secret scanners would flag it, and rightly so).

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.errors import InputError, RunLockedError
+from promptflow_resume.base.errors import InputError, RunLockedError
 from promptflow_resume.progress import ProgressStore, load_progress
 from promptflow_resume.progress.model import StepState
 from promptflow_resume.sharing import rewind, rewind_run

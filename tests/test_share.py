@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from promptflow_resume import yamlio
-from promptflow_resume.errors import InputError
+from promptflow_resume.base import yamlio
+from promptflow_resume.base.errors import InputError
 from promptflow_resume.progress import ProgressStore, journal_path, load_progress, validate_file
 from promptflow_resume.progress.model import Entry
 from promptflow_resume.sharing import share

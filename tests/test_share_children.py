@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from promptflow_resume.api import Limits, resume_run, run_status
-from promptflow_resume.errors import InputError
+from promptflow_resume.base.errors import InputError
+from promptflow_resume.base.redact import Redactor
 from promptflow_resume.progress import load_progress
-from promptflow_resume.redact import Redactor
 from promptflow_resume.sharing import share
 from tests.flowproc import flow
 from tests.test_subworkflows import CHILD, PARENT, SCRIPT, _child_path, _start
@@ -160,7 +160,7 @@ def test_the_cli_shares_the_tree_and_status_shows_it(project: Path) -> None:
 
 
 def test_a_child_that_cannot_be_read_leaves_no_partial_copy(project: Path) -> None:
-    from promptflow_resume.errors import FlowError
+    from promptflow_resume.base.errors import FlowError
 
     path = _start(project, Limits(max_turns=2))
     child = _child_path(path)

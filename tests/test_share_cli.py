@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from promptflow_resume.base.errors import EXIT_INPUT, EXIT_LOCKED, EXIT_NOT_FOUND
 from promptflow_resume.cli import main
-from promptflow_resume.errors import EXIT_INPUT, EXIT_LOCKED, EXIT_NOT_FOUND
 from promptflow_resume.progress import ProgressStore, load_progress
 from tests.flowproc import FLOW, flow_env
 from tests.test_share_support import clone, make_project, start

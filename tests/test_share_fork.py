@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.errors import InputError
+from promptflow_resume.base.errors import InputError
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.model import StepState
 from promptflow_resume.sharing import fork

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume import yamlio
+from promptflow_resume.base import yamlio
 from promptflow_resume.progress import ProgressStore, parse, render
 from promptflow_resume.sharing import share
 from tests.test_share_support import make_project, resume, start

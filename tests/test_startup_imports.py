@@ -12,7 +12,7 @@ from pathlib import Path
 from flowproc import flow_env
 
 from promptflow_resume.api import start_run
-from promptflow_resume.collector import RUN_GEN2_THRESHOLD
+from promptflow_resume.base.collector import RUN_GEN2_THRESHOLD
 from promptflow_resume.events import Reporter
 
 WORKFLOW = """---

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from promptflow_resume.api import Limits, resume_run, run_status, start_run
-from promptflow_resume.errors import InputError, WorkflowChangedError, WorkflowError
+from promptflow_resume.base.errors import InputError, WorkflowChangedError, WorkflowError
 from promptflow_resume.progress import load_progress
 from promptflow_resume.reconcile import Choices
 from promptflow_resume.workflow import check_workflow, load_workflow

@@ -12,7 +12,7 @@ import signal
 import time
 from pathlib import Path
 
-from promptflow_resume.errors import EXIT_NEEDS_REVIEW, EXIT_TOOL_SERVER
+from promptflow_resume.base.errors import EXIT_NEEDS_REVIEW, EXIT_TOOL_SERVER
 from promptflow_resume.progress import load_progress
 from tests.flowproc import flow, spawn
 from tests.test_mcp_e2e import SECRET, _calls, _env, _gone

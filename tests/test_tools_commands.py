@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from promptflow_resume.errors import WorkflowError
+from promptflow_resume.base.errors import WorkflowError
 from promptflow_resume.tools import commands
 from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.commands import CommandTool, command_tool

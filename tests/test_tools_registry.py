@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from promptflow_resume.providers.retry import RetryPolicy
+from promptflow_resume.base.retrypolicy import RetryPolicy
 from promptflow_resume.tools import (
     build_tools,
     call_tool,

@@ -8,8 +8,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from promptflow_resume.durations import parse_duration
-from promptflow_resume.errors import InputError
+from promptflow_resume.base.durations import parse_duration
+from promptflow_resume.base.errors import InputError
 from promptflow_resume.providers import REGISTRY
 from promptflow_resume.workflow import (
     check_arguments,

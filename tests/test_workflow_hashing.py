@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptflow_resume.textnorm import normalize_text
+from promptflow_resume.base.textnorm import normalize_text
 from promptflow_resume.workflow import Workflow, parse_workflow, short_hash
 
 HASH = re.compile(r"^sha256:v1:[0-9a-f]{64}$")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.errors import EXIT_INPUT, FileNotFoundFlowError, InputError
+from promptflow_resume.base.errors import EXIT_INPUT, FileNotFoundFlowError, InputError
 from promptflow_resume.workflow import (
     InputDecl,
     context_prompt,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptflow_resume.errors import EXIT_INVALID_FILE, WorkflowError
+from promptflow_resume.base.errors import EXIT_INVALID_FILE, WorkflowError
 from promptflow_resume.workflow import check_workflow, load_workflow, parse_workflow
 
 INVALID = Path(__file__).resolve().parent / "fixtures" / "workflows" / "invalid"

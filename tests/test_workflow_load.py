@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.errors import FileNotFoundFlowError, WorkflowError
+from promptflow_resume.base.errors import FileNotFoundFlowError, WorkflowError
 from promptflow_resume.workflow import (
     check_workflow,
     editor_variables,

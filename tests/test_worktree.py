@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.errors import EXIT_GIT
+from promptflow_resume.base.errors import EXIT_GIT
 from promptflow_resume.progress import load_progress
 from tests.flowproc import flow, flow_env
 

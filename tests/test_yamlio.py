@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from promptflow_resume import yamlio
+from promptflow_resume.base import yamlio
 
 
 def test_many_harmless_aliases_are_read() -> None:

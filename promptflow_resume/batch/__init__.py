@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazyexports import lazy_exports
+from ..base.lazyexports import lazy_exports
 
 #: Where each public name lives: imported on first use, so reading one module (``flow status``
 #: asks ``checkpoint.is_batch_file``) does not load the runner and its engines.

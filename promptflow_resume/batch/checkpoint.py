@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import faults, yamlio
-from ..durable import replace_file
-from ..errors import FileNotFoundFlowError, ProgressFormatError, SpecialFileError
+from ..base import faults, yamlio
+from ..base.durable import replace_file
+from ..base.errors import FileNotFoundFlowError, ProgressFormatError, SpecialFileError
+from ..base.safeopen import read_regular
 from ..progress.schema import validate_front_matter
 from ..progress.store import read_text
-from ..safeopen import read_regular
 
 #: The batch format version written into ``flow_batch``.
 BATCH_FORMAT = 1

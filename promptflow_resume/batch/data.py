@@ -23,9 +23,9 @@ from typing import Any
 
 import yaml
 
-from .. import yamlio
-from ..errors import FileNotFoundFlowError, InputError
-from ..jsonvalues import BadJson, field_path, loads_json
+from ..base import yamlio
+from ..base.errors import FileNotFoundFlowError, InputError
+from ..base.jsonvalues import BadJson, field_path, loads_json
 from ..workflow import resolve_inputs
 from ..workflow.model import Workflow
 

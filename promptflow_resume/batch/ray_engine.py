@@ -21,7 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..errors import FlowError, InputError
+from ..base.errors import FlowError, InputError
 from .events import Done, EngineEvent, Started
 from .worker import RowResult, RowTask, run_row
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .. import faults
-from ..clock import now_iso
-from ..errors import (
+from ..base import faults
+from ..base.clock import now_iso
+from ..base.errors import (
     EXIT_OK,
     EXIT_RUN_INCOMPLETE,
     FileNotFoundFlowError,
@@ -33,8 +33,8 @@ from ..errors import (
     InputError,
     RunLockedError,
 )
+from ..base.runids import new_run_id
 from ..flowfolder import make_folder
-from ..runids import new_run_id
 from ..workflow import load_workflow
 from ..workflow.model import Workflow
 from .checkpoint import BATCH_FILE, DONE, Batch, RowState, load_batch, save_batch

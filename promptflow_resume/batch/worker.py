@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import FlowError
+from ..base.errors import FlowError
 from ..events import Reporter
 from ..flowfolder import make_folder
 from ..progress.model import Usage

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
         sys.stdout.write(f"flow {__version__}\n")
         return 0
-    from ..printing import people_streams
+    from ..base.printing import people_streams
 
     # Everything any command prints, and the boundary's messages, pass one filter: secrets
     # redacted, terminal controls made visible (spec 10.6).
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(args: list[str]) -> int:
     import typer
 
-    from ..errors import EXIT_BUG, EXIT_INTERRUPTED, FlowError
+    from ..base.errors import EXIT_BUG, EXIT_INTERRUPTED, FlowError
     from .app import app, err, print_json
 
     register_commands(args)

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from ..printing import json_text
+from ..base.printing import json_text
 
 app = typer.Typer(
     name="flow",

@@ -8,8 +8,8 @@ from typing import Any
 
 import typer
 
-from ..errors import EXIT_INTERRUPTED
-from ..wording import count
+from ..base.errors import EXIT_INTERRUPTED
+from ..base.wording import count
 from .app import app, err, out, print_json, shown
 from .options import BaseUrlOpt, MaxCostOpt, ModelOpt, ProviderOpt, SummaryJson, WorkflowArg
 
@@ -33,7 +33,7 @@ class _Progress:
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-        from ..printing import console
+        from ..base.printing import console
 
         self._bar = Progress(
             TextColumn("batch"),

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def _console() -> Console:
     """A rich console on stdout; lines are never folded when output goes to a file or pipe."""
-    from ..printing import console as people_console
+    from ..base.printing import console as people_console
 
     console = people_console(highlight=False, soft_wrap=False)
     if not console.is_terminal:

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from ..errors import EXIT_OK, FlowError
+from ..base.errors import EXIT_OK, FlowError
 from .app import app, err, out, print_json
 from .options import ProgressArgs
 

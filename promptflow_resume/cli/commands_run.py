@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..durations import option_seconds
-from ..errors import InputError
+from ..base.durations import option_seconds
+from ..base.errors import InputError
+from ..base.wording import count
 from ..events import Reporter
 from ..progress.model import Run, Usage
 from ..providers.base import Request
-from ..wording import count
 from .app import app, err, out, print_json, shown
 from .options import (
     AcceptPermissionsOpt,
@@ -89,7 +89,7 @@ class ConsoleReporter(Reporter):
         self._usage = Usage()
         self._step_began = (0.0, Usage())
         if live:
-            from ..printing import console
+            from ..base.printing import console
 
             self._console = console(stderr=True)
 

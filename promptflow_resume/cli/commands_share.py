@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from ..wording import count
+from ..base.wording import count
 from .app import app, err, out, print_json
 from .options import ProgressArg, SummaryJson
 

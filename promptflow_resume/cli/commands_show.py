@@ -67,10 +67,10 @@ def show(
         )
         return
     if html is not None:
-        from ..durable import replace_file
+        from ..base.durable import replace_file
+        from ..base.textnorm import without_surrogates
         from ..progress.store import storage_error
         from ..show.html import html_page
-        from ..textnorm import without_surrogates
 
         # A lone surrogate in the transcript (kept exactly there) cannot be UTF-8 in a page.
         page = without_surrogates(
@@ -85,7 +85,7 @@ def show(
             raise storage_error(error, html, "write the page", resumable=False) from None
         out(f"wrote {html}")
         return
-    from ..printing import console as people_console
+    from ..base.printing import console as people_console
     from ..show.terminal import terminal_view
 
     console = people_console(file=sys.stdout, width=width, highlight=False, emoji=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ..wording import count
+from ..base.wording import count
 from .app import app, out, print_json
 from .options import ProgressArg, SummaryJson
 

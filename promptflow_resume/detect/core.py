@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..errors import FileNotFoundFlowError, InputError
+from ..base.errors import FileNotFoundFlowError, InputError
 from ..progress.model import RESUMABLE_STATUSES, RUN_STATUSES
 from ..workflow.model import Workflow
 from .index import Budget, Gathered, gather, light_row, sources_for

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import FlowError
+from ..base.errors import FlowError
 from ..progress.model import RESUMABLE_STATUSES
 from .keywords import Vocabulary, keywords_for, vocabulary
 from .summary import Reader, RunSummary, owner_alive, read_summary

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .. import yamlio
-from ..packagedata import read_text
+from ..base import yamlio
+from ..base.packagedata import read_text
 from ..workflow.model import Workflow
 
 #: Keywords stored per run, at most. The most telling words are kept (see ``keywords_for``).

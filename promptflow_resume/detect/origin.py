@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import yamlio
-from ..errors import FlowError
+from ..base import yamlio
+from ..base.errors import FlowError
 from ..progress.frontmatter import normalize_yaml_values
 from ..progress.model import Seal
 from ..progress.seal import Key, run_sealed_here

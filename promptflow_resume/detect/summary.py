@@ -17,12 +17,12 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import yamlio
-from ..errors import FlowError, SpecialFileError
+from ..base import yamlio
+from ..base.errors import FlowError, SpecialFileError
+from ..base.safeopen import open_regular
 from ..progress.model import RESUMABLE_STATUSES, RUN_STATUSES
 from ..progress.owner import owner_alive as _owner_alive
 from ..progress.state import RunState, run_state
-from ..safeopen import open_regular
 from .keywords import Vocabulary, normalize_words
 from .scan import Spec, Unsupported, scan
 

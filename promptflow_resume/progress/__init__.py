@@ -18,7 +18,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from ..lazyexports import lazy_exports
+from ..base.lazyexports import lazy_exports
 
 #: Public name -> the module of this package that defines it. Imported on first use, so a
 #: module that needs only the records (``progress.model``) does not load the parser, the

@@ -17,7 +17,7 @@ import datetime as _dt
 from pathlib import Path
 from typing import Any, cast
 
-from ..yamlio import OneLine, OneLineList
+from ..base.yamlio import OneLine, OneLineList
 from .digest import transcript_digest
 from .model import (
     FORMAT_VERSION,

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import yamlio
-from ..errors import ProgressFormatError
-from ..jsonvalues import BadJson, field_path, loads_json
-from ..safeopen import read_regular
+from ..base import yamlio
+from ..base.errors import ProgressFormatError
+from ..base.jsonvalues import BadJson, field_path, loads_json
+from ..base.safeopen import read_regular
 from .model import LoadReport
 
 JOURNAL_VERSION = 2

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ProgressFormatError
-from ..jsonvalues import excerpt, field_path
-from ..safeopen import linked_file
+from ..base.errors import ProgressFormatError
+from ..base.jsonvalues import excerpt, field_path
+from ..base.safeopen import linked_file
 from .schema import field_position
 
 

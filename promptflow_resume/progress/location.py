@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import FileNotFoundFlowError
+from ..base.errors import FileNotFoundFlowError
 
 #: The files a run's or a batch's folder is named for, tried in this order.
 FOLDER_FILES = ("progress.md", "batch.md")

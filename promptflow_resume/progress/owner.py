@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..durable import replace_file
-from ..safeopen import read_regular
+from ..base.durable import replace_file
+from ..base.safeopen import read_regular
 
 #: An owner record is a few dozen bytes; a larger file is not one flow wrote.
 MAX_OWNER_BYTES = 64 * 1024

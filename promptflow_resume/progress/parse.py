@@ -24,9 +24,9 @@ from sys import intern
 from typing import Any, NamedTuple, cast
 from urllib.parse import unquote
 
-from .. import yamlio
-from ..errors import DigestError, FlowError, ProgressFormatError, UnsupportedVersionError
-from ..textnorm import undo_checkout_newlines
+from ..base import yamlio
+from ..base.errors import DigestError, FlowError, ProgressFormatError, UnsupportedVersionError
+from ..base.textnorm import undo_checkout_newlines
 from .digest import ENTRY_DIGEST_HEX, Chain, entry_digest, head_parts
 from .frontmatter import normalize_yaml_values, run_from_valid
 from .migrations import MIGRATIONS, Migration
@@ -956,7 +956,7 @@ def _verify(
         if entry.sidecar is not None:
             problem = check_link(entry.sidecar, stem)
             if problem is not None:
-                from ..errors import SidecarError
+                from ..base.errors import SidecarError
 
                 line = _locate_entries(sc, [entry.id]).get(entry.id)
                 raise SidecarError(

@@ -28,8 +28,8 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from .. import yamlio
-from ..textnorm import without_surrogates
+from ..base import yamlio
+from ..base.textnorm import without_surrogates
 from .digest import Chain, entry_digest
 from .frontmatter import front_matter
 from .model import Entry, Run, Usage

@@ -19,10 +19,10 @@ from typing import Any
 
 import yaml
 
-from .. import yamlio
-from ..errors import FileNotFoundFlowError, FlowError, ProgressSchemaError
-from ..jsonvalues import excerpt, field_path
-from .schemacheck import compile_schema
+from ..base import yamlio
+from ..base.errors import FileNotFoundFlowError, FlowError, ProgressSchemaError
+from ..base.jsonvalues import excerpt, field_path
+from ..base.schemacheck import compile_schema
 
 SCHEMA_NAMES = ("progress", "workflow", "batch")
 

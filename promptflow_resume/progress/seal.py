@@ -39,8 +39,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import SpecialFileError, StorageError
-from ..safeopen import open_regular, read_fd
+from ..base.errors import SpecialFileError, StorageError
+from ..base.safeopen import open_regular, read_fd
 from .model import Entry, InFlight, Run, Seal
 
 #: Bytes of a new key.

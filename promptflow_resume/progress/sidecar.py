@@ -18,10 +18,10 @@ import re
 import stat
 from pathlib import Path
 
-from .. import faults
-from ..durable import fsync_dir, replace_file
-from ..errors import SpecialFileError
-from ..safeopen import kind_of, open_regular, read_fd, read_regular
+from ..base import faults
+from ..base.durable import fsync_dir, replace_file
+from ..base.errors import SpecialFileError
+from ..base.safeopen import kind_of, open_regular, read_fd, read_regular
 from .model import Entry
 
 #: Tool outputs larger than this (bytes) belong in a sidecar file, not in the transcript.

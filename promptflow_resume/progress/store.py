@@ -32,9 +32,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .. import collector, faults
-from ..durable import fsync_dir, replace_file, write_all
-from ..errors import (
+from ..base import collector, faults
+from ..base.durable import fsync_dir, replace_file, write_all
+from ..base.errors import (
     DigestError,
     FileNotFoundFlowError,
     InputError,
@@ -44,8 +44,8 @@ from ..errors import (
     SpecialFileError,
     StorageError,
 )
+from ..base.safeopen import open_append, open_regular, read_fd, refuse_special
 from ..flowfolder import make_folder
-from ..safeopen import open_append, open_regular, read_fd, refuse_special
 from . import journal
 from .digest import Chain, entry_digest
 from .frontmatter import front_matter, run_from_valid

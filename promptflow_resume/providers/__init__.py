@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import cast
 
-from ..errors import ProviderSetupError
+from ..base.errors import ProviderSetupError
 from .base import Provider, ProviderSettings
 
 REGISTRY: dict[str, str] = {

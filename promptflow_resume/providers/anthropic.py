@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..base.errors import ProviderError, ProviderSetupError
 from ..chat import Message, ToolCall, ToolSpec
-from ..errors import ProviderError, ProviderSetupError
 from .base import ProviderSettings, Reply, ReplyUsage, Request, require_model
 from .endpoints import ANTHROPIC_URL
 from .pricing import DEFAULT_MAX_OUTPUT_TOKENS

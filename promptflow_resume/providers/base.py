@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..base.errors import ProviderSetupError
 from ..chat import Message, ToolCall, ToolSpec
-from ..errors import ProviderSetupError
 
 
 class Purpose(enum.Enum):

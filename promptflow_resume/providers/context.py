@@ -18,7 +18,7 @@ import math
 from functools import lru_cache
 from typing import Any
 
-from ..packagedata import read_text
+from ..base.packagedata import read_text
 from .base import Request
 from .pricing import MESSAGE_OVERHEAD_TOKENS, estimate_input_tokens, lookup_names
 

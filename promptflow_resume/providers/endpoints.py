@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..errors import EndpointNotConfirmedError
+from ..base.errors import EndpointNotConfirmedError
 
 OPENAI_URL = "https://api.openai.com/v1"
 GITHUB_MODELS_URL = "https://models.github.ai/inference"

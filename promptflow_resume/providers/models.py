@@ -15,7 +15,7 @@ import json
 import re
 from functools import lru_cache
 
-from ..packagedata import read_text
+from ..base.packagedata import read_text
 
 _SUFFIX = re.compile(r"(?:\s*\((?:copilot|preview)\))+\s*$", re.I)
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..base.errors import ProviderError, ProviderSetupError
 from ..chat import Message, ToolCall, ToolSpec
-from ..errors import ProviderError, ProviderSetupError
 from .base import ProviderSettings, Reply, ReplyUsage, Request, require_model
 from .endpoints import GITHUB_MODELS_URL, OLLAMA_URL, OPENAI_URL, PRESETS, preset_for_host
 from .retry import connection_failure, guard_callback, http_failure

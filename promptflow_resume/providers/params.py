@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import UntrustedParamError
+from ..base.errors import UntrustedParamError
 
 #: The largest reply a progress file may ask for: above every current model's output limit.
 MAX_OUTPUT_TOKENS = 200_000

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..packagedata import read_text
+from ..base.packagedata import read_text
 from .base import ReplyUsage, Request
 
 #: Output tokens assumed for a call whose parameters set no limit (and the ``max_tokens``

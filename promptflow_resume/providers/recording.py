@@ -59,11 +59,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast, get_args
 
+from ..base.durable import append_synced
+from ..base.errors import ProviderSetupError
+from ..base.jsonvalues import BadJson, field_path, loads_json
+from ..base.safeopen import open_regular, read_regular
 from ..chat import Message, MessageRole, ToolCall
-from ..durable import append_synced
-from ..errors import ProviderSetupError
-from ..jsonvalues import BadJson, field_path, loads_json
-from ..safeopen import open_regular, read_regular
 from .base import Provider, Reply, ReplyUsage, Request
 
 RECORDING_VERSION = 1

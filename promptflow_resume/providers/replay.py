@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ProviderSetupError, ReplayMismatchError
+from ..base.errors import ProviderSetupError, ReplayMismatchError
 from .base import ProviderSettings, Reply, Request
 from .recording import (
     Recording,

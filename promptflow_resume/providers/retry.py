@@ -36,21 +36,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timezone
 
-from ..errors import DeadlineError, ProviderError
+from ..base.errors import DeadlineError, ProviderError
+from ..base.retrypolicy import RetryPolicy
 from .base import Provider, Reply, Request
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How transient provider errors are retried (the workflow's ``retry:``): exponential backoff
-    with jitter."""
-
-    max_attempts: int = 5
-    initial_delay: float = 1.0
-    max_delay: float = 60.0
-    multiplier: float = 2.0
-    jitter: float = 0.25
-
 
 #: HTTP statuses retried: request timeout, rate limit, server errors, Anthropic's "overloaded".
 TRANSIENT_STATUS: frozenset[int] = frozenset({408, 429, 500, 502, 503, 504, 529})

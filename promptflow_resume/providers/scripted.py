@@ -62,12 +62,12 @@ from typing import Any
 
 import yaml
 
-from .. import yamlio
+from ..base import yamlio
+from ..base.durable import replace_file
+from ..base.errors import ProviderError, ProviderSetupError
+from ..base.jsonvalues import BadJson, field_path, loads_json
+from ..base.safeopen import read_regular
 from ..chat import Message, ToolCall
-from ..durable import replace_file
-from ..errors import ProviderError, ProviderSetupError
-from ..jsonvalues import BadJson, field_path, loads_json
-from ..safeopen import read_regular
 from .base import ProviderSettings, Purpose, Reply, ReplyUsage, Request
 
 #: Scripts larger than this are refused unread.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
-from ..errors import ProviderError
+from ..base.errors import ProviderError
 from .base import Reply
 from .retry import CallbackFailed, connection_failure, is_transport_error
 

@@ -22,13 +22,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import yamlio
-from ..clock import parse_iso
-from ..errors import FileNotFoundFlowError, FlowError, InputError, SpecialFileError
+from ..base import yamlio
+from ..base.clock import parse_iso
+from ..base.errors import FileNotFoundFlowError, FlowError, InputError, SpecialFileError
+from ..base.safeopen import open_regular
 from ..progress import journal_path, load_progress, lock_path, owner_path
 from ..progress.frontmatter import normalize_yaml_values
 from ..progress.model import RUN_STATUSES
-from ..safeopen import open_regular
 from .files import sidecar_folder
 
 #: Where ``flow clean`` looks when no folder is given (relative to the working directory).
@@ -306,7 +306,7 @@ def clean_runs(
     now: datetime | None = None,
 ) -> CleanReport:
     """Delete runs under ``root`` in ``statuses`` (None = any) not updated for ``older_than``."""
-    from ..durations import parse_age
+    from ..base.durations import parse_age
 
     folder = Path(root) if root is not None else DEFAULT_ROOT
     if not folder.is_dir():

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..errors import InputError
+from ..base.errors import InputError
 from ..progress import lock_path, owner_path
 from ..progress.model import Entry, Run, StepState, Usage
 

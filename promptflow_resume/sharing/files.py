@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..errors import SidecarError
+from ..base.errors import SidecarError
+from ..base.safeopen import read_regular
 from ..progress.digest import Chain, entry_digest
 from ..progress.frontmatter import front_matter
 from ..progress.model import Entry, LoadReport, Run
@@ -20,7 +21,6 @@ from ..progress.render import render_document
 from ..progress.schema import validate_front_matter
 from ..progress.sidecar import folder_name, read_checked
 from ..progress.store import MAX_FILE_BYTES, read_text
-from ..safeopen import read_regular
 
 
 def edited_digests(path: Path, report: LoadReport) -> dict[int, str]:

@@ -20,8 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..clock import now_iso
-from ..errors import InputError
+from ..base.clock import now_iso
+from ..base.errors import InputError
+from ..base.runids import new_run_id
 from ..flowfolder import make_folder
 from ..progress import ProgressStore, load_progress
 from ..progress.links import child_file
@@ -29,7 +30,6 @@ from ..progress.location import progress_file
 from ..progress.model import Cursor, Run, StepState
 from ..progress.render import entries_phrase
 from ..progress.sidecar import stem_of, write_sidecar
-from ..runids import new_run_id
 from .common import (
     first_entry_of,
     output_file,

@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import GitError, InputError
+from ..base.errors import GitError, InputError
 from ..progress.model import Run, WorktreeRef
 from ..worktree import (
     WORKTREES_DIR,

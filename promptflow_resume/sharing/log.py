@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..clock import parse_iso
+from ..base.clock import parse_iso
 from ..progress import load_progress
 from ..progress.location import progress_file
 from ..progress.model import Attempt, Usage

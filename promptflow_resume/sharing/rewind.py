@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..clock import now_iso
-from ..durable import replace_file
+from ..base.clock import now_iso
+from ..base.durable import replace_file
 from ..progress import ProgressStore
 from ..progress.location import progress_file
 from ..progress.model import Attempt, Cursor, StepState

@@ -32,16 +32,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..clock import now_iso
-from ..durable import replace_file
-from ..errors import InputError
+from ..base.clock import now_iso
+from ..base.durable import replace_file
+from ..base.errors import InputError
+from ..base.redact import Redactor
 from ..flowfolder import ignored_by_flow
 from ..progress import load_progress
 from ..progress.links import child_cycle_error, child_file
 from ..progress.location import progress_file
 from ..progress.model import LoadReport, Run
 from ..progress.sidecar import folder_name, is_binary, stem_of, write_sidecar
-from ..redact import Redactor
 from .common import git_root, inside, is_live, output_file, rebase, relative_path
 from .files import (
     archive_files,

@@ -14,7 +14,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from ..printing import visible
+from ..base.printing import visible
 from ..progress.model import Entry, Run
 from ..progress.render import ROLE_LABELS, one_line
 from ..progress.state import RunState

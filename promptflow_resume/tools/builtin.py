@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..base.durable import replace_file
+from ..base.globs import glob_regex
 from ..chat import ToolSpec
-from ..durable import replace_file
-from ..globs import glob_regex
 from .base import Tool, ToolContext, ToolResult
 from .scan import SNIFF_BYTES, TOO_LARGE, read_text, required_literal, walk
 

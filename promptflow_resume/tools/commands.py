@@ -19,7 +19,7 @@ How one call runs:
 - timeout: ``decl.timeout`` seconds; then the command's whole process group gets SIGTERM,
   and SIGKILL a second later. The command runs in its own session, so a Ctrl-C meant for
   ``flow`` does not reach it, and if ``flow`` is interrupted while waiting the group is
-  stopped too. It runs under the supervisor (``promptflow_resume.supervisor``), so when
+  stopped too. It runs under the supervisor (``promptflow_resume.base.supervisor``), so when
   ``flow`` dies, however it dies, the command's whole process tree is ended as well.
 
 The result's ``content`` reads::
@@ -57,9 +57,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from ..base.errors import InputError
+from ..base.supervisor import check_program, supervised
 from ..chat import ToolSpec
-from ..errors import InputError
-from ..supervisor import check_program, supervised
 from ..workflow.commands import check_arguments, check_cwd, fill_argv
 from ..workflow.model import CommandDecl
 from .base import ToolContext, ToolResult

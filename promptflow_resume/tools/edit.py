@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import faults
+from ..base import faults
+from ..base.durable import replace_file
 from ..chat import ToolSpec
-from ..durable import replace_file
 from .base import ToolContext, ToolResult
 from .builtin import (
     MAX_WRITE_BYTES,

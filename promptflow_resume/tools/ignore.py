@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..globs import glob_regex
+from ..base.globs import glob_regex
 
 
 @dataclass(frozen=True)

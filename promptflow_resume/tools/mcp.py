@@ -52,9 +52,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..base.errors import ToolServerError
+from ..base.safeopen import refuse_special
 from ..chat import ToolSpec
-from ..errors import ToolServerError
-from ..safeopen import refuse_special
 from ..workflow.model import Workflow
 from ..workflow.toolnames import BUILTIN_TOOLS, is_editor_only
 from .base import ToolContext, ToolResult

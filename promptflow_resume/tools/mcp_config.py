@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import InputError, InvalidFileError
-from ..safeopen import read_regular
+from ..base.errors import InputError, InvalidFileError
+from ..base.safeopen import read_regular
 from ..workflow.values import parse_size
 
 #: Where VS Code keeps a workspace's MCP servers, relative to the workspace root.
@@ -661,7 +661,7 @@ class _Reader:
 
     def _secret_values(self, values: Mapping[str, str]) -> None:
         """Values of secret-looking names (``TOKEN``, ``Authorization``) become secrets."""
-        from ..redact import is_secret_name
+        from ..base.redact import is_secret_name
 
         if not self.resolve_inputs:  # not started: its values are neither needed nor secret
             return

@@ -1,6 +1,6 @@
 """The process of a stdio MCP server: how it is started, what its stderr says, how it stops.
 
-A stdio server runs under the supervisor (``promptflow_resume.supervisor``), so that the
+A stdio server runs under the supervisor (``promptflow_resume.base.supervisor``), so that the
 server's whole process tree — ``npx`` → ``sh -c`` → ``node``, ``uvx`` → ``python``, ``docker
 run`` — dies with ``flow``, however ``flow`` dies::
 
@@ -24,9 +24,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import SpecialFileError
-from ..safeopen import open_append
-from ..supervisor import announced_pid, check_program, supervised
+from ..base.errors import SpecialFileError
+from ..base.safeopen import open_append
+from ..base.supervisor import announced_pid, check_program, supervised
 from .mcp_config import McpServerConfig
 
 #: How many of a server's last stderr lines an error message shows, and how much of each.

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..base.redact import Redactor
 from ..progress.model import Run
-from ..redact import Redactor
 from ..workflow.model import Workflow
 
 if TYPE_CHECKING:

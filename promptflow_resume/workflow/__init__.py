@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..lazyexports import lazy_exports
+from ..base.lazyexports import lazy_exports
 
 #: Public name -> the module of this package that defines it. Imported on first use, so a
 #: module that needs only the records (``workflow.model``) does not load the Markdown parser.

@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..base.durations import parse_duration
+from ..base.errors import InputError, WorkflowError
 from ..chat import ToolSpec
-from ..durations import parse_duration
-from ..errors import InputError, WorkflowError
 from .diagnostics import Collector
 from .model import CommandDecl
 from .source import YamlPositions, field_path

@@ -6,9 +6,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from ..durations import parse_duration
+from ..base.durations import parse_duration
+from ..base.retrypolicy import RetryPolicy
 from ..providers.models import model_id
-from ..providers.retry import RetryPolicy
 from .commands import build_commands
 from .diagnostics import Collector, did_you_mean
 from .frontmatter import PARAM_KEYS

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from .. import yamlio
-from ..packagedata import read_text
-from ..progress.schemacheck import compile_schema
+from ..base import yamlio
+from ..base.packagedata import read_text
+from ..base.schemacheck import compile_schema
 from .diagnostics import Collector, did_you_mean
 from .source import (
     MAX_DEPTH,

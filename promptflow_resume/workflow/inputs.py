@@ -16,8 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import yamlio
-from ..errors import FileNotFoundFlowError, InputError
+from ..base import yamlio
+from ..base.errors import FileNotFoundFlowError, InputError
 from .diagnostics import did_you_mean
 from .model import InputDecl, Workflow
 from .values import coerce_value, type_name, value_text

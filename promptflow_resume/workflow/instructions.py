@@ -23,11 +23,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import yamlio
-from ..errors import FlowError, SpecialFileError
-from ..globs import glob_regex
-from ..safeopen import read_regular
-from ..textnorm import normalize_newlines
+from ..base import yamlio
+from ..base.errors import FlowError, SpecialFileError
+from ..base.globs import glob_regex
+from ..base.safeopen import read_regular
+from ..base.textnorm import normalize_newlines
 from .source import split_source
 
 HEADING = "## Custom instructions"

@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
-from ..errors import FileNotFoundFlowError, InputError, SpecialFileError, WorkflowError
-from ..safeopen import read_regular
-from ..textnorm import normalize_newlines, normalize_text
+from ..base.errors import FileNotFoundFlowError, InputError, SpecialFileError, WorkflowError
+from ..base.safeopen import read_regular
+from ..base.textnorm import normalize_newlines, normalize_text
 from .body import ID_PATTERN, ParsedBody, RawStep, parse_body, slugify
 from .commands import check_argument, command_definition
 from .config import WorkflowSettings, build_config, is_ask_mode, resolve_tool, without_editing

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..providers.retry import RetryPolicy
+from ..base.retrypolicy import RetryPolicy
 
 InputType = Literal["string", "integer", "number", "boolean", "list"]
 StepKind = Literal["prompt", "command", "human", "workflow"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..wording import count
+from ..base.wording import count
 from .hashing import short_hash
 from .model import Diagnostic, InputDecl, Workflow
 from .prompts import step_tools

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InputError
+from ..base.errors import InputError
 from .commands import check_arguments, fill_argv
 from .loader import step_template
 from .model import Step, Workflow

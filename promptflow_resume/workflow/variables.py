@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..base.errors import InputError
 from .values import value_text
 
 VARIABLE = re.compile(r"\$\{([^{}\n]*)\}")
