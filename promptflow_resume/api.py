@@ -18,7 +18,6 @@ them directly (``tests/test_doctests.py`` runs this example from a folder holdin
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -41,6 +40,7 @@ from .base.errors import (
     ProviderSetupError,
     ReplayMismatchError,
 )
+from .base.paths import relative_path
 from .base.redact import Redactor
 from .base.runids import id_from_folder, new_run_id
 
@@ -163,11 +163,6 @@ def exit_code_for(run: Run) -> int:
 def _run_id_for(progress_path: Path, workflow: Workflow) -> str:
     """The folder's name in the default layout (``.flow/runs/<run-id>/``), else a new id."""
     return id_from_folder(progress_path) or new_run_id(workflow.name)
-
-
-def _relative(target: Path, start: Path) -> str:
-    """``target`` relative to folder ``start``, with forward slashes (portable across machines)."""
-    return Path(os.path.relpath(target.resolve(), start.resolve())).as_posix()
 
 
 def _budget_dict(workflow: Workflow) -> dict[str, Any]:
@@ -313,7 +308,7 @@ def new_run(
     run = Run(
         run_id=run_id or _run_id_for(progress_path, workflow),
         workflow=WorkflowRef(
-            path=_relative(workflow.path, progress_path.parent),
+            path=relative_path(workflow.path, progress_path.parent),
             hash=workflow.hash,
             steps={s.id: s.hash for s in workflow.steps},
             name=workflow.name,
@@ -328,7 +323,7 @@ def new_run(
             params=dict(workflow.params),
             budget=limits.apply(_budget_dict(workflow)),
             base_url=clean_url,
-            recording=_relative(Path(recording), progress_path.parent) if recording else None,
+            recording=relative_path(Path(recording), progress_path.parent) if recording else None,
         ),
         cursor=Cursor(
             step=workflow.steps[0].id if workflow.steps else None,

@@ -41,6 +41,7 @@ from .base.errors import (
     NeedsReviewError,
     StorageError,
 )
+from .base.paths import rebase, relative_path
 from .engine import ChildCall, ChildResult, Engine, EngineOptions, answer_line
 from .events import Reporter
 from .progress import ProgressStore
@@ -313,9 +314,7 @@ class SubworkflowRunner:
 
     def _link(self, call: ChildCall, path: Path) -> dict[str, str]:
         return {
-            "path": Path(
-                os.path.relpath(call.parent_path.resolve(), path.parent.resolve())
-            ).as_posix(),
+            "path": relative_path(call.parent_path, path.parent),
             "run_id": call.parent.run_id,
             "step": call.step.id,
             "kind": CHILD_KIND,
@@ -336,7 +335,7 @@ class SubworkflowRunner:
         run.config.recording = (
             None
             if config.recording is None
-            else _rebase(config.recording, call.parent_path.parent, path.parent)
+            else rebase(config.recording, call.parent_path.parent, path.parent)
         )
         run.config.budget = _tighter(_own_budget(workflow), call.budget)
         run.parent = self._link(call, path)
@@ -425,12 +424,6 @@ class SubworkflowRunner:
         if missing is not None:
             options.reporter.notice(missing)
         engine.execute()
-
-
-def _rebase(relative: str, old_folder: Path, new_folder: Path) -> str:
-    """A path written relative to ``old_folder``, rewritten relative to ``new_folder``."""
-    target = (old_folder / relative).resolve()
-    return Path(os.path.relpath(target, new_folder.resolve())).as_posix()
 
 
 # --- the tree of runs: status and list ---------------------------------------------------------

@@ -17,7 +17,6 @@ rewritten atomically as rows change, at most every ``WRITE_INTERVAL`` seconds, a
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from ..base.errors import (
     InputError,
     RunLockedError,
 )
+from ..base.paths import relative_path
 from ..base.runids import new_run_id
 from ..flowfolder import make_folder
 from ..workflow import load_workflow
@@ -130,10 +130,6 @@ def _lock(path: Path) -> Any:
     return lock
 
 
-def _relative(target: Path, start: Path) -> str:
-    return Path(os.path.relpath(target.resolve(), start.resolve())).as_posix()
-
-
 def make_engine(name: str, workers: int, folder: Path, address: str | None = None) -> Engine:
     """The engine called ``name`` (``local`` or ``ray``) with ``workers`` parallel rows."""
     if name == "local":
@@ -190,9 +186,9 @@ def start_batch(
     batch = Batch(
         batch_id=batch_id,
         status="running",
-        workflow_path=_relative(wf.path, folder),
+        workflow_path=relative_path(wf.path, folder),
         workflow_hash=wf.hash,
-        data_path=_relative(data, folder),
+        data_path=relative_path(data, folder),
         data_sha256=data_digest(data),
         created=created,
         updated=created,

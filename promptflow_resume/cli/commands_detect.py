@@ -88,7 +88,8 @@ def _print_runs(runs: list[RunSummary], children: dict[str, list[ChildNode]]) ->
     from rich.table import Table
     from rich.text import Text
 
-    from ..detect.prompt import display_path, format_age, format_cost, progress_bar
+    from ..base.paths import display_path
+    from ..detect.prompt import format_age, format_cost, progress_bar
 
     console = _console()
     unicode = _unicode_ok(console)
@@ -138,7 +139,8 @@ def _child_rows(table: Any, nodes: list[ChildNode], indent: str, unicode: bool) 
     """Child runs indented under their parent's row: step, workflow run id, status, cost."""
     from rich.text import Text
 
-    from ..detect.prompt import display_path, format_cost, progress_bar, status_text
+    from ..base.paths import display_path
+    from ..detect.prompt import format_cost, progress_bar, status_text
 
     for node in nodes:
         steps = f"{node.steps_done}/{node.steps_total} " + progress_bar(
@@ -221,7 +223,8 @@ def _print_detection(detection: Detection) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..detect.prompt import display_path, format_age, format_cost, progress_bar, would_do
+    from ..base.paths import display_path
+    from ..detect.prompt import format_age, format_cost, progress_bar, would_do
 
     console = _console()
     console.print(Text("keywords: " + (", ".join(detection.keywords) or "(none)")))

@@ -17,7 +17,6 @@ identical run, otherwise ``choose``.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -25,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..base.paths import display_path
 from ..workflow.model import Workflow
 from .core import Candidate, Detection, detect
 from .score import parse_time
@@ -77,15 +77,6 @@ def format_cost(usd: float) -> str:
     if 0 < usd < 0.005:
         return "<$0.01"
     return f"${usd:,.2f}"
-
-
-def display_path(path: Path) -> str:
-    """``path`` relative to the working directory when it is below it."""
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:  # another drive on Windows
-        return str(path)
-    return str(path) if relative.startswith("..") else relative
 
 
 def status_text(status: str, reason: str | None) -> str:

@@ -15,16 +15,6 @@ from ..progress.model import Entry, Run, StepState, Usage
 DONE_STATUSES = frozenset({"completed", "skipped"})
 
 
-def relative_path(target: Path, folder: Path) -> str:
-    """``target`` relative to ``folder`` with forward slashes: how progress files name paths."""
-    return Path(os.path.relpath(target.resolve(), folder.resolve())).as_posix()
-
-
-def rebase(rel: str, old_folder: Path, new_folder: Path) -> str:
-    """A path written relative to ``old_folder``, rewritten relative to ``new_folder``."""
-    return relative_path(old_folder / rel, new_folder)
-
-
 def step_order(run: Run) -> list[str]:
     """The run's step ids in workflow order (as recorded at the checkpoint)."""
     order = list(run.workflow.steps) or list(run.steps)

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..base.clock import now_iso
 from ..base.errors import InputError
+from ..base.paths import rebase, relative_path
 from ..base.runids import new_run_id
 from ..flowfolder import make_folder
 from ..progress import ProgressStore, load_progress
@@ -33,8 +34,6 @@ from ..progress.sidecar import stem_of, write_sidecar
 from .common import (
     first_entry_of,
     output_file,
-    rebase,
-    relative_path,
     require_checkpoint_at,
     resolve_step,
     step_order,

@@ -35,6 +35,7 @@ from typing import Any
 from ..base.clock import now_iso
 from ..base.durable import replace_file
 from ..base.errors import InputError
+from ..base.paths import rebase, relative_path
 from ..base.redact import Redactor
 from ..flowfolder import ignored_by_flow
 from ..progress import load_progress
@@ -42,7 +43,7 @@ from ..progress.links import child_cycle_error, child_file
 from ..progress.location import progress_file
 from ..progress.model import LoadReport, Run
 from ..progress.sidecar import folder_name, is_binary, stem_of, write_sidecar
-from .common import git_root, inside, is_live, output_file, rebase, relative_path
+from .common import git_root, inside, is_live, output_file
 from .files import (
     archive_files,
     edited_digests,

@@ -9,12 +9,12 @@ for ``flow check`` (every problem comes back as a diagnostic, loading goes as fa
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
 from ..base.errors import FileNotFoundFlowError, InputError, SpecialFileError, WorkflowError
+from ..base.paths import display_path
 from ..base.safeopen import read_regular
 from ..base.textnorm import normalize_newlines, normalize_text
 from .body import ID_PATTERN, ParsedBody, RawStep, parse_body, slugify
@@ -449,15 +449,6 @@ def _directive_error(col: Collector, raw: RawStep, key: str, message: str) -> No
     col.error(message, line=line, column=column, code="directive")
 
 
-def _display(path: Path) -> str:
-    """A workflow path as a person reads it in a message: relative to here when inside."""
-    try:
-        shown = os.path.relpath(path)
-    except ValueError:  # another drive (Windows)
-        return str(path)
-    return str(path) if shown.startswith("..") else shown
-
-
 def _load_child(raw: RawStep, analysis: _Analysis, col: Collector) -> Workflow | None:
     """The sub-workflow a step runs, loaded and checked, or None after reporting why not.
 
@@ -470,7 +461,7 @@ def _load_child(raw: RawStep, analysis: _Analysis, col: Collector) -> Workflow |
     resolved = target.resolve()
     chain = analysis.chain
     if resolved in chain:
-        names = [_display(p) for p in (*chain[chain.index(resolved) :], resolved)]
+        names = [display_path(p) for p in (*chain[chain.index(resolved) :], resolved)]
         col.error(
             f"workflow cycle: {' → '.join(names)}; a workflow cannot run itself, directly or "
             "through the workflows it runs.",
@@ -481,8 +472,8 @@ def _load_child(raw: RawStep, analysis: _Analysis, col: Collector) -> Workflow |
         return None
     if not target.is_file():
         col.error(
-            f"the sub-workflow `{written}` does not exist (looked for {_display(resolved)}; the "
-            "path is relative to this workflow's folder).",
+            f"the sub-workflow `{written}` does not exist (looked for "
+            f"{display_path(resolved)}; the path is relative to this workflow's folder).",
             line=line,
             column=column,
             code="sub-workflow",
