@@ -14,8 +14,7 @@ cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .base.lazyexports import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -35,14 +34,9 @@ _EXPORTS: dict[str, str] = {
     "share_run": "sharing",
     "fork_run": "sharing",
     "rewind_run": "sharing",
-    "FlowError": "errors",
+    "FlowError": "base.errors",
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'promptflow_resume' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

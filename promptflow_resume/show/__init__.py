@@ -10,7 +10,9 @@ Both views read a loaded ``Run`` and never write the progress file::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..base.lazyexports import lazy_exports
 
 if TYPE_CHECKING:
     from .html import html_page
@@ -19,18 +21,11 @@ if TYPE_CHECKING:
 
 __all__ = ["StepRow", "html_page", "terminal_view", "timeline"]
 
-_HOMES = {
-    "html_page": ".html",
-    "terminal_view": ".terminal",
-    "StepRow": ".timeline",
-    "timeline": ".timeline",
+# Lazy: the terminal view imports rich's Markdown renderer, the page markdown-it.
+_EXPORTS = {
+    "html_page": "html",
+    "terminal_view": "terminal",
+    "StepRow": "timeline",
+    "timeline": "timeline",
 }
-
-
-def __getattr__(name: str) -> Any:
-    # Lazy: the terminal view imports rich's Markdown renderer, the page markdown-it.
-    if name in _HOMES:
-        import importlib
-
-        return getattr(importlib.import_module(_HOMES[name], __name__), name)
-    raise AttributeError(name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
