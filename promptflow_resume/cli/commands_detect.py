@@ -15,8 +15,8 @@ from .options import InputOpt, InputsFileOpt, WorkflowArg
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..detect import Detection, RunSummary
-    from ..subworkflows import ChildNode
+    from ..detect import Detection, RunSummary, RunTree
+    from ..progress import ChildNode
 
 
 def _console() -> Console:
@@ -49,20 +49,11 @@ def list_command(
     as_json: bool = typer.Option(False, "--json", help="Print the runs as JSON."),
 ) -> int:
     """List runs, unfinished ones first: id, workflow, status, steps, cost, last update, path."""
-    from ..detect import list_runs
-    from ..subworkflows import children_of_file, is_child_path
+    from ..detect import list_run_trees
 
-    runs = list_runs(dirs or (), include_completed=all_, status=status)
-    # A sub-workflow's run is shown under its parent, not as a run of its own (spec 4.10).
-    runs = [r for r in runs if not is_child_path(Path(r.path))]
-    children = {str(r.path): children_of_file(Path(r.path)) for r in runs}
+    runs = list_run_trees(dirs or (), include_completed=all_, status=status)
     if as_json:
-        print_json(
-            [
-                {**s.to_dict(), "children": [c.to_dict() for c in children[str(s.path)]]}
-                for s in runs
-            ]
-        )
+        print_json([listed.to_dict() for listed in runs])
         return 0
     if not runs:
         where = ", ".join(str(d) for d in dirs) if dirs else ".flow/runs"
@@ -70,7 +61,7 @@ def list_command(
         hint = "" if all_ or status else " (--all includes completed runs)"
         out(f"No{more} runs in {where}{hint}.")
         return 0
-    _print_runs(runs, children)
+    _print_runs(runs)
     return 0
 
 
@@ -84,7 +75,7 @@ def _status_cell(summary: RunSummary) -> str:
     return summary.state.text(width=_REASON_WIDTH)
 
 
-def _print_runs(runs: list[RunSummary], children: dict[str, list[ChildNode]]) -> None:
+def _print_runs(listed: list[RunTree]) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -104,10 +95,11 @@ def _print_runs(runs: list[RunSummary], children: dict[str, list[ChildNode]]) ->
         ("path", "left"),
     ):
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    trees = any(s.worktree_json for s in runs)
+    trees = any(run.summary.worktree_json for run in listed)
     if trees:
         table.add_column("worktree", overflow="fold")
-    for s in runs:
+    for run in listed:
+        s = run.summary
         steps = f"{s.steps_done}/{s.steps_total} " + progress_bar(
             s.steps_done, s.steps_total, unicode=unicode
         )
@@ -123,7 +115,7 @@ def _print_runs(runs: list[RunSummary], children: dict[str, list[ChildNode]]) ->
             *([Text(_worktree_cell(s))] if trees else []),
             style=style,
         )
-        _child_rows(table, children.get(str(s.path), []), "  ", unicode)
+        _child_rows(table, run.children, "  ", unicode)
     console.print(table)
 
 

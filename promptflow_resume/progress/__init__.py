@@ -24,6 +24,7 @@ from ..base.lazyexports import lazy_exports
 #: module that needs only the records (``progress.model``) does not load the parser, the
 #: schema checker and the store with them.
 _EXPORTS: dict[str, str] = {
+    "ChildNode": "children",
     "entry_digest": "digest",
     "transcript_digest": "digest",
     "from_front_matter": "frontmatter",
@@ -56,6 +57,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from .children import ChildNode
     from .digest import entry_digest, transcript_digest
     from .frontmatter import from_front_matter, to_front_matter
     from .location import progress_file
@@ -100,6 +102,7 @@ __all__ = [
     "MIGRATIONS",
     "SCHEMA_NAMES",
     "SIDECAR_THRESHOLD",
+    "ChildNode",
     "Entry",
     "FileCheck",
     "LoadReport",
