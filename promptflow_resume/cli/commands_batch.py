@@ -9,8 +9,9 @@ from typing import Any
 import typer
 
 from ..base.errors import EXIT_INTERRUPTED
+from ..base.paths import display_path
 from ..base.wording import count
-from .app import app, err, out, print_json, shown
+from .app import app, err, out, print_json
 from .options import BaseUrlOpt, MaxCostOpt, ModelOpt, ProviderOpt, SummaryJson, WorkflowArg
 
 
@@ -93,12 +94,12 @@ def _reporter(live: bool) -> Any:
 
 
 def _report(outcome: Any, as_json: bool) -> int:
-    batch, path = outcome.batch, shown(outcome.path)
+    batch, path = outcome.batch, display_path(outcome.path)
     t = batch.totals()
     if as_json:
         print_json(
             {
-                "path": str(path),
+                "path": path,
                 "batch_id": batch.batch_id,
                 "status": batch.status,
                 "reason": batch.reason,
@@ -128,7 +129,7 @@ def _report(outcome: Any, as_json: bool) -> int:
 
 def _interrupted(path: Path) -> int:
     err("interrupted: every running row saved its progress.")
-    err(f"Resume with: flow resume {shown(path)}")
+    err(f"Resume with: flow resume {display_path(path)}")
     return EXIT_INTERRUPTED
 
 
