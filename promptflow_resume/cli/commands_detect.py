@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -121,9 +120,9 @@ def _print_runs(listed: list[RunTree]) -> None:
 
 def _worktree_cell(summary: RunSummary) -> str:
     """``.flow/worktrees/<id> (active)`` for a run made with ``--worktree``, else empty."""
-    if not summary.worktree_json:
+    tree = summary.worktree
+    if tree is None:
         return ""
-    tree = json.loads(summary.worktree_json)
     return f"{tree.get('path', '?')} ({tree.get('state', 'active')})"
 
 
