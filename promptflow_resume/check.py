@@ -35,6 +35,13 @@ class CheckReport:
     empty_folders: list[str] = field(default_factory=list)
     exit_code: int = EXIT_OK
 
+    @property
+    def names_unknown_tools(self) -> bool:
+        """True when a checked file names a tool flow does not know (``unknown-tool``)."""
+        return any(
+            d.get("code") == "unknown-tool" for plan in self.checked for d in plan["diagnostics"]
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """The ``flow check --json`` document: ``ok``, ``workflows`` and the ``tools`` tally."""
         from .workflow.plan import tool_tally

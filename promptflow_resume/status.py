@@ -27,8 +27,8 @@ from .workflow.model import Compaction, Workflow
 
 if TYPE_CHECKING:
     from .compaction import ContextStatus
+    from .progress.children import ChildNode
     from .recovery import Decision
-    from .subworkflows import ChildNode
     from .tools.allowlists import PermissionsChange
     from .tools.base import Tool
 
@@ -146,7 +146,8 @@ class StatusReport:
             # Neither parent nor child: the totals are the run's own, and subworkflows (which
             # imports the engine) stays unimported.
             return {"children": [], "usage_total": self.run.usage.to_dict()}
-        from .subworkflows import is_child, usage_with_children
+        from .progress.children import usage_with_children
+        from .subworkflows import is_child
 
         tree: dict[str, Any] = {
             "children": [c.to_dict() for c in self.children],
@@ -258,8 +259,8 @@ def run_status(
 
     children: list[ChildNode] = []
     if any(state.child for state in run.steps.values()):
-        # subworkflows imports the engine; a run without children need not load it.
-        from .subworkflows import child_runs
+        # Reading the children loads each child's file; a run without children need not.
+        from .progress.children import child_runs
 
         children = child_runs(run, path)
     archived = plan.archive_from if plan is not None else None

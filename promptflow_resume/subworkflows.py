@@ -45,10 +45,15 @@ from .base.paths import rebase, relative_path
 from .engine import ChildCall, ChildResult, Engine, EngineOptions, answer_line
 from .events import Reporter
 from .progress import ProgressStore
+from .progress.children import (
+    MAX_DEPTH,
+    child_folder,
+    children_of_file,
+    usage_difference,
+)
 from .progress.links import child_cycle_error, child_file
 from .progress.model import Run, Usage
 from .progress.render import entries_phrase
-from .progress.state import run_state
 from .providers.base import Request
 from .reconcile import Choices, apply_plan, check_servers, plan_resume, resume_note
 from .tools import build_tools
@@ -62,18 +67,9 @@ from .workflow.model import Workflow
 
 #: ``parent.kind`` of a child run (a fork's ``parent`` has no ``kind``).
 CHILD_KIND = "workflow"
-#: The largest depth of workflows running workflows (a guard; cycles are refused at load).
-MAX_DEPTH = 16
 
 #: ``make_run(workflow, inputs, progress_path, provider=, model=, limits_budget=)`` → new Run.
 MakeRun = Callable[..., Run]
-
-
-def child_folder(parent_path: Path) -> str:
-    """The folder, relative to the parent's, that holds its children: ``<stem>.steps``."""
-    name = parent_path.name
-    stem = name[: -len(".md")] if name.endswith(".md") else name
-    return f"{stem}.steps"
 
 
 def is_child(run: Run) -> bool:
@@ -153,7 +149,7 @@ class _ChildReporter(Reporter):
     def _with_parent(self, child_total: Usage) -> Usage:
         state = self.run.steps.get(self.step_id)
         total = Usage(**vars(self.run.usage))
-        total.add(_difference(child_total, state.usage if state is not None else Usage()))
+        total.add(usage_difference(child_total, state.usage if state is not None else Usage()))
         return total
 
     def notice(self, text: str) -> None:
@@ -193,17 +189,6 @@ class _ChildReporter(Reporter):
         self.parent.retry(attempt, delay, message)
 
     # run_started and close stay no-ops: the parent's display lives on after the child.
-
-
-def _difference(a: Usage, b: Usage) -> Usage:
-    """``a - b``, field by field."""
-    return Usage(
-        input_tokens=a.input_tokens - b.input_tokens,
-        output_tokens=a.output_tokens - b.output_tokens,
-        cached_tokens=a.cached_tokens - b.cached_tokens,
-        cost_usd=round(a.cost_usd - b.cost_usd, 6),
-        turns=a.turns - b.turns,
-    )
 
 
 @dataclass
@@ -426,110 +411,6 @@ class SubworkflowRunner:
         engine.execute()
 
 
-# --- the tree of runs: status and list ---------------------------------------------------------
-
-
-@dataclass
-class ChildNode:
-    """One child run under its parent, for ``flow status`` and ``flow list``."""
-
-    step: str
-    path: Path
-    run_id: str | None
-    status: str
-    reason: str | None
-    steps_done: int
-    steps_total: int
-    usage: Usage
-    children: list[ChildNode] = field(default_factory=list)
-    #: Why the child's file could not be read (then the other fields are defaults).
-    error: str | None = None
-
-    def total_usage(self) -> Usage:
-        """The child's usage (its own children's usage is rolled up into it already, or is
-        counted here when a grandchild is still running)."""
-        total = Usage(**vars(self.usage))
-        for child in self.children:
-            total.add(_unrolled(child, self.usage_of_step(child.step)))
-        return total
-
-    #: The child's own step usages, to tell what of a grandchild is not rolled up yet.
-    step_usage: dict[str, Usage] = field(default_factory=dict)
-
-    def usage_of_step(self, step_id: str) -> Usage:
-        """The usage recorded for one of this child's steps."""
-        return self.step_usage.get(step_id, Usage())
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form: ``step``, ``path``, ``run_id``, ``status`` … ``children``."""
-        return {
-            "step": self.step,
-            "path": str(self.path),
-            "run_id": self.run_id,
-            "status": self.status,
-            "reason": self.reason,
-            "steps_done": self.steps_done,
-            "steps_total": self.steps_total,
-            "usage": self.total_usage().to_dict(),
-            "error": self.error,
-            "children": [c.to_dict() for c in self.children],
-        }
-
-
-def _unrolled(child: ChildNode, recorded: Usage) -> Usage:
-    """What a child used beyond what its parent step records (a child still running)."""
-    return _difference(child.total_usage(), recorded)
-
-
-def child_runs(
-    run: Run, path: Path, *, depth: int = 0, _above: tuple[Path, ...] = ()
-) -> list[ChildNode]:
-    """The child runs of ``run`` (stored at ``path``), each with its own children, in step order.
-
-    A child that leads back to a run above it is listed as invalid, not followed."""
-    from .progress import load_progress
-
-    nodes: list[ChildNode] = []
-    if depth >= MAX_DEPTH:
-        return nodes
-    above = (*_above, path)
-    seen = {os.path.realpath(p) for p in above}
-    for step_id, state in run.steps.items():
-        if not state.child:
-            continue
-        where = path.parent / state.child
-        node = ChildNode(
-            step=step_id,
-            path=where,
-            run_id=None,
-            status="not started",
-            reason=None,
-            steps_done=0,
-            steps_total=0,
-            usage=Usage(),
-        )
-        if os.path.realpath(where) in seen:
-            node.status = "invalid"
-            node.error = str(child_cycle_error(path, step_id, state.child, list(above)))
-        elif os.path.lexists(where):
-            try:
-                child, _report = load_progress(child_file(path, step_id, state.child))
-            except FlowError as error:
-                node.status, node.error = "invalid", str(error)
-            else:
-                node.run_id = child.run_id
-                # As every reader says it: a dead owner's "running" child is interrupted.
-                effective = run_state(where, child.status, child.reason)
-                node.status, node.reason = effective.status, effective.reason
-                node.steps_done = sum(1 for s in child.steps.values() if s.status == "completed")
-                node.steps_total = child.cursor.total or len(child.steps)
-                node.usage = child.usage
-                node.step_usage = {sid: s.usage for sid, s in child.steps.items()}
-                node.children = child_runs(child, where, depth=depth + 1, _above=above)
-        nodes.append(node)
-    return nodes
-
-
 def refuse_child_cycles(run: Run, path: Path) -> None:
     """Raise the positioned error for a ``child`` link, in this run or a run below it, that
     leads back to a run above it; before a resume writes anything (docs/spec.md 10.5)."""
@@ -555,36 +436,6 @@ def refuse_child_cycles(run: Run, path: Path) -> None:
             except FlowError:
                 continue  # the resume that reaches this child reports it
             stack.append((child, child_path, chain))
-
-
-def usage_with_children(run: Run, children: list[ChildNode]) -> Usage:
-    """The run's usage plus what its children used that is not rolled up into it yet."""
-    total = Usage(**vars(run.usage))
-    for child in children:
-        state = run.steps.get(child.step)
-        total.add(_unrolled(child, state.usage if state is not None else Usage()))
-    return total
-
-
-def children_of_file(path: Path) -> list[ChildNode]:
-    """The child runs of the run stored at ``path`` ([] when it has none or cannot be read).
-
-    Only a run whose ``<stem>.steps`` folder exists is read in full, so listing thousands of
-    runs without sub-workflows reads no more than before."""
-    from .progress import load_progress
-
-    if not (path.parent / child_folder(path)).is_dir():
-        return []
-    try:
-        run, _report = load_progress(path)
-    except FlowError:
-        return []
-    return child_runs(run, path)
-
-
-def is_child_path(path: Path) -> bool:
-    """True for a progress file stored as a child: ``…/<stem>.steps/<step-id>/<file>``."""
-    return path.parent.parent.name.endswith(".steps")
 
 
 def question_at(path: Path) -> tuple[Path, int] | None:

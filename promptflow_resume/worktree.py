@@ -687,7 +687,21 @@ def _merge_squash(root: Path, run_id: str, branch: str, into: str, tree_path: st
     git([*_identity(root), "commit", "--quiet", "--no-verify", "-m", message], root)
 
 
-def discard_run(progress_path: str | Path) -> WorktreeRef:
+@dataclass(frozen=True)
+class DiscardResult:
+    """What ``flow discard`` removed: the run's worktree and its branch."""
+
+    #: The run's progress file, which stays (marked discarded).
+    path: Path
+    worktree: str
+    branch: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``flow discard --json`` document: ``path``, ``worktree``, ``branch``."""
+        return {"path": str(self.path), "worktree": self.worktree, "branch": self.branch}
+
+
+def discard_run(progress_path: str | Path) -> DiscardResult:
     """Remove the run's worktree (uncommitted changes with it) and its branch; mark it
     ``discarded``. The progress file stays, as the record of what the run did."""
     path = progress_file(progress_path)
@@ -699,7 +713,7 @@ def discard_run(progress_path: str | Path) -> WorktreeRef:
         root = repository_root(path.resolve().parent)
         remove_worktree(tree, root)
         _set_state(store, run, "discarded")
-        return tree
+        return DiscardResult(path=path, worktree=tree.path, branch=tree.branch)
     finally:
         store.close()
 

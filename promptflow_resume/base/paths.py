@@ -28,4 +28,11 @@ def display_path(path: Path) -> str:
         relative = os.path.relpath(path)
     except ValueError:  # another drive on Windows
         return str(path)
-    return str(path) if relative.startswith("..") else relative
+    if not relative.startswith(".."):
+        return relative
+    # Below it through a symbolic link (macOS's /tmp is /private/tmp, the working directory
+    # is always the real path), or in a folder whose name starts with "..".
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (OSError, ValueError):
+        return str(path)

@@ -32,7 +32,7 @@ from ..base.errors import (
     InputError,
     RunLockedError,
 )
-from ..base.paths import relative_path
+from ..base.paths import display_path, relative_path
 from ..base.runids import new_run_id
 from ..flowfolder import make_folder
 from ..workflow import load_workflow
@@ -110,6 +110,23 @@ class BatchOutcome:
     exit_code: int
     #: Rows run (started or resumed) by this call.
     ran: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``flow batch --json`` document; ``path`` as messages show it (relative to the
+        working directory when below it)."""
+        return {
+            "path": display_path(self.path),
+            "batch_id": self.batch.batch_id,
+            "status": self.batch.status,
+            "reason": self.batch.reason,
+            "totals": self.batch.totals(),
+            "ran": self.ran,
+            "exit_code": self.exit_code,
+        }
+
+    def unfinished_rows(self) -> list[RowState]:
+        """Rows that were started and did not complete: failed, stopped or still running."""
+        return [row for row in self.batch.rows if row.status not in ("completed", "pending")]
 
 
 def _lock(path: Path) -> Any:

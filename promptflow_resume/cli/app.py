@@ -13,6 +13,7 @@ from typing import Any
 
 import typer
 
+from ..base.paths import display_path
 from ..base.printing import json_text
 
 app = typer.Typer(
@@ -47,11 +48,8 @@ def out(text: str = "") -> None:
 
 
 def shown(path: Path) -> Path:
-    """``path`` relative to the working directory when it is inside it (shorter to read)."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve())
-    except ValueError:
-        return path
+    """``base.paths.display_path`` as a Path; still imported by ``commands_run``."""
+    return Path(display_path(path))
 
 
 def _version(value: bool) -> None:

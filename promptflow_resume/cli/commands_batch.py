@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ..base.errors import EXIT_INTERRUPTED
+from ..base.paths import display_path
 from ..base.wording import count
-from .app import app, err, out, print_json, shown
+from .app import app, err, out, print_json
 from .options import BaseUrlOpt, MaxCostOpt, ModelOpt, ProviderOpt, SummaryJson, WorkflowArg
+
+if TYPE_CHECKING:
+    from ..batch import BatchOutcome
 
 
 class _Progress:
@@ -92,22 +96,11 @@ def _reporter(live: bool) -> Any:
     return Reporter()
 
 
-def _report(outcome: Any, as_json: bool) -> int:
-    batch, path = outcome.batch, shown(outcome.path)
-    t = batch.totals()
+def _report(outcome: BatchOutcome, as_json: bool) -> int:
     if as_json:
-        print_json(
-            {
-                "path": str(path),
-                "batch_id": batch.batch_id,
-                "status": batch.status,
-                "reason": batch.reason,
-                "totals": t,
-                "ran": outcome.ran,
-                "exit_code": outcome.exit_code,
-            }
-        )
-        return int(outcome.exit_code)
+        print_json(outcome.to_dict())
+        return outcome.exit_code
+    batch, path, t = outcome.batch, display_path(outcome.path), outcome.batch.totals()
     tokens = t["input_tokens"] + t["output_tokens"]
     line = (
         f"{t['completed']}/{t['rows']} rows completed, {t['failed']} failed, "
@@ -118,17 +111,16 @@ def _report(outcome: Any, as_json: bool) -> int:
     else:
         reason = f" ({batch.reason})" if batch.reason else ""
         err(f"{batch.status}{reason}: {line}")
-        for row in batch.rows:
-            if row.status not in ("completed", "pending"):
-                tail = f": {row.error}" if row.error else ""
-                err(f"  row {row.row} {row.status}{tail}")
+        for row in outcome.unfinished_rows():
+            tail = f": {row.error}" if row.error else ""
+            err(f"  row {row.row} {row.status}{tail}")
         err(f"Resume with: flow resume {path}")
-    return int(outcome.exit_code)
+    return outcome.exit_code
 
 
 def _interrupted(path: Path) -> int:
     err("interrupted: every running row saved its progress.")
-    err(f"Resume with: flow resume {shown(path)}")
+    err(f"Resume with: flow resume {display_path(path)}")
     return EXIT_INTERRUPTED
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,8 +14,8 @@ from .options import InputOpt, InputsFileOpt, WorkflowArg
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..detect import Detection, RunSummary
-    from ..subworkflows import ChildNode
+    from ..detect import Detection, RunSummary, RunTree
+    from ..progress import ChildNode
 
 
 def _console() -> Console:
@@ -49,20 +48,11 @@ def list_command(
     as_json: bool = typer.Option(False, "--json", help="Print the runs as JSON."),
 ) -> int:
     """List runs, unfinished ones first: id, workflow, status, steps, cost, last update, path."""
-    from ..detect import list_runs
-    from ..subworkflows import children_of_file, is_child_path
+    from ..detect import list_run_trees
 
-    runs = list_runs(dirs or (), include_completed=all_, status=status)
-    # A sub-workflow's run is shown under its parent, not as a run of its own (spec 4.10).
-    runs = [r for r in runs if not is_child_path(Path(r.path))]
-    children = {str(r.path): children_of_file(Path(r.path)) for r in runs}
+    runs = list_run_trees(dirs or (), include_completed=all_, status=status)
     if as_json:
-        print_json(
-            [
-                {**s.to_dict(), "children": [c.to_dict() for c in children[str(s.path)]]}
-                for s in runs
-            ]
-        )
+        print_json([listed.to_dict() for listed in runs])
         return 0
     if not runs:
         where = ", ".join(str(d) for d in dirs) if dirs else ".flow/runs"
@@ -70,7 +60,7 @@ def list_command(
         hint = "" if all_ or status else " (--all includes completed runs)"
         out(f"No{more} runs in {where}{hint}.")
         return 0
-    _print_runs(runs, children)
+    _print_runs(runs)
     return 0
 
 
@@ -84,7 +74,7 @@ def _status_cell(summary: RunSummary) -> str:
     return summary.state.text(width=_REASON_WIDTH)
 
 
-def _print_runs(runs: list[RunSummary], children: dict[str, list[ChildNode]]) -> None:
+def _print_runs(listed: list[RunTree]) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -104,10 +94,11 @@ def _print_runs(runs: list[RunSummary], children: dict[str, list[ChildNode]]) ->
         ("path", "left"),
     ):
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    trees = any(s.worktree_json for s in runs)
+    trees = any(run.summary.worktree_json for run in listed)
     if trees:
         table.add_column("worktree", overflow="fold")
-    for s in runs:
+    for run in listed:
+        s = run.summary
         steps = f"{s.steps_done}/{s.steps_total} " + progress_bar(
             s.steps_done, s.steps_total, unicode=unicode
         )
@@ -123,15 +114,15 @@ def _print_runs(runs: list[RunSummary], children: dict[str, list[ChildNode]]) ->
             *([Text(_worktree_cell(s))] if trees else []),
             style=style,
         )
-        _child_rows(table, children.get(str(s.path), []), "  ", unicode)
+        _child_rows(table, run.children, "  ", unicode)
     console.print(table)
 
 
 def _worktree_cell(summary: RunSummary) -> str:
     """``.flow/worktrees/<id> (active)`` for a run made with ``--worktree``, else empty."""
-    if not summary.worktree_json:
+    tree = summary.worktree
+    if tree is None:
         return ""
-    tree = json.loads(summary.worktree_json)
     return f"{tree.get('path', '?')} ({tree.get('state', 'active')})"
 
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
-from ..base.errors import EXIT_OK, FlowError
+from ..base.errors import FlowError
 from .app import app, err, out, print_json
 from .options import ProgressArgs
+
+if TYPE_CHECKING:
+    from ..progress import FileCheck
 
 
 @app.command("validate")
@@ -19,42 +22,31 @@ def validate(
 ) -> None:
     """Check progress files completely: front matter, schema, transcript digests, journal and
     sidecars. Exit 0 when all are valid; otherwise the first failing file's exit code."""
-    from ..progress import load_progress
+    from ..progress import validate_files
 
-    results: list[dict[str, Any]] = []
-    code = EXIT_OK
-    for path in paths:
-        try:
-            run, report = load_progress(path)
-        except FlowError as error:
-            code = code or error.exit_code
-            results.append({"path": str(path), "valid": False, "error": error.to_dict()})
-            if not json_output:
-                _print_error(path, error)
-            continue
-        results.append(
-            {
-                "path": str(path),
-                "valid": True,
-                "run_id": run.run_id,
-                "status": run.status,
-                "entries": len(run.transcript),
-                "edited_entries": report.edited_entries,
-                "replayed_events": report.replayed_events,
-                "warnings": report.warnings,
-            }
-        )
-        if not json_output:
-            extra = ""
-            if report.replayed_events:
-                extra = f", {report.replayed_events} journal events not yet folded"
-            out(f"{path}: valid ({run.status}, {len(run.transcript)} entries{extra})")
-            for warning in report.warnings:
-                out(f"  warning: {warning}")
+    validation = validate_files(paths)
     if json_output:
-        print_json(results)
-    if code:
-        raise typer.Exit(code)
+        print_json(validation.to_dict())
+    else:
+        for check in validation.files:
+            _print_check(check)
+    if validation.exit_code:
+        raise typer.Exit(validation.exit_code)
+
+
+def _print_check(check: FileCheck) -> None:
+    """``PATH: valid (status, N entries)`` and its warnings, or the error."""
+    if check.error is not None:
+        _print_error(check.path, check.error)
+        return
+    assert check.run is not None and check.report is not None  # a valid file has both
+    run, report = check.run, check.report
+    extra = ""
+    if report.replayed_events:
+        extra = f", {report.replayed_events} journal events not yet folded"
+    out(f"{check.path}: valid ({run.status}, {len(run.transcript)} entries{extra})")
+    for warning in report.warnings:
+        out(f"  warning: {warning}")
 
 
 def _print_error(path: Path, error: FlowError) -> None:
@@ -77,10 +69,8 @@ def schema(
     ),
 ) -> None:
     """Print a JSON schema (JSON Schema 2020-12) of flow's files."""
-    from ..progress.schema import SCHEMA_NAMES, schema_file
+    from ..progress import SCHEMA_NAMES, schema_text
 
     if name not in SCHEMA_NAMES:
         raise typer.BadParameter(f"expected one of {', '.join(SCHEMA_NAMES)}; got {name!r}.")
-    with open(schema_file(name), encoding="utf-8", newline="") as handle:
-        text = handle.read()
-    out(text.rstrip("\n"))
+    out(schema_text(name).rstrip("\n"))

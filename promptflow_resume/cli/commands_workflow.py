@@ -62,14 +62,6 @@ def check(
         out("\n".join([*lines, "", format_tally(checked)]))
     if len(checked) > 1:
         out(format_tool_tally(checked))
-    if _names_unknown_tools(checked):
+    if report.names_unknown_tools:
         out(f"Built-in tools: {', '.join(BUILTIN_TOOLS)}.")
     raise typer.Exit(code)
-
-
-def _names_unknown_tools(plans: list[dict[str, object]]) -> bool:
-    return any(
-        d.get("code") == "unknown-tool"
-        for plan in plans
-        for d in plan["diagnostics"]  # type: ignore[attr-defined]
-    )

@@ -90,9 +90,9 @@ def discard_command(progress: ProgressArg, as_json: SummaryJson = False) -> int:
     """
     from ..worktree import discard_run
 
-    tree = discard_run(progress)
+    result = discard_run(progress)
     if as_json:
-        print_json({"path": str(progress), "worktree": tree.path, "branch": tree.branch})
+        print_json(result.to_dict())
         return 0
-    out(f"discarded: worktree {tree.path} and branch {tree.branch} removed")
+    out(f"discarded: worktree {result.worktree} and branch {result.branch} removed")
     return 0

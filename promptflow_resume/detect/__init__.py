@@ -15,13 +15,15 @@ workflow hash and inputs), and stays within a hard time limit; ``choose`` asks t
 
 Modules: ``keywords`` (vocabulary, ``keywords_for``), ``summary`` (front matter -> RunSummary),
 ``index`` (finding files, the SQLite cache), ``score`` (the formula), ``core`` (``detect``,
-``list_runs``), ``prompt`` (``choose`` and line formats).
+``list_runs``), ``listing`` (``flow list``: runs with their child runs), ``prompt``
+(``choose`` and line formats).
 """
 
 from __future__ import annotations
 
 from .core import DEFAULT_TIME_LIMIT, Candidate, Detection, detect, list_runs, rank
 from .keywords import MAX_KEYWORDS, keywords_for, normalize_words
+from .listing import RunTree, list_run_trees
 from .prompt import choose, exact_line, run_to_resume
 from .score import MAX_CANDIDATES, THRESHOLD, jaccard, recency_factor
 from .summary import RunSummary, owner_alive
@@ -34,11 +36,13 @@ __all__ = [
     "Candidate",
     "Detection",
     "RunSummary",
+    "RunTree",
     "choose",
     "detect",
     "exact_line",
     "jaccard",
     "keywords_for",
+    "list_run_trees",
     "list_runs",
     "normalize_words",
     "owner_alive",

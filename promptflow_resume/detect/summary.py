@@ -87,6 +87,11 @@ class RunSummary:
             return self.owner_alive is False
         return self.status in RESUMABLE_STATUSES
 
+    @property
+    def worktree(self) -> dict[str, Any] | None:
+        """The run's worktree record (``path``, ``branch``, ``state``…), None without one."""
+        return json.loads(self.worktree_json) if self.worktree_json else None
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form for ``--json`` output."""
         state = self.state
@@ -113,7 +118,7 @@ class RunSummary:
             "keywords": list(self.keywords),
             "inputs": json.loads(self.inputs_json),
             "error": self.error,
-            "worktree": json.loads(self.worktree_json) if self.worktree_json else None,
+            "worktree": self.worktree,
         }
 
 

@@ -24,6 +24,7 @@ from ..base.lazyexports import lazy_exports
 #: module that needs only the records (``progress.model``) does not load the parser, the
 #: schema checker and the store with them.
 _EXPORTS: dict[str, str] = {
+    "ChildNode": "children",
     "entry_digest": "digest",
     "transcript_digest": "digest",
     "from_front_matter": "frontmatter",
@@ -39,6 +40,9 @@ _EXPORTS: dict[str, str] = {
     "SIDECAR_THRESHOLD": "sidecar",
     "is_binary": "sidecar",
     "needs_sidecar": "sidecar",
+    "progress_file": "location",
+    "SCHEMA_NAMES": "schema",
+    "schema_text": "schema",
     "MAX_FILE_BYTES": "store",
     "MAX_JOURNAL_BYTES": "store",
     "ProgressStore": "store",
@@ -47,15 +51,21 @@ _EXPORTS: dict[str, str] = {
     "lock_path": "store",
     "owner_path": "owner",
     "validate_file": "store",
+    "FileCheck": "validate",
+    "Validation": "validate",
+    "validate_files": "validate",
 }
 
 if TYPE_CHECKING:
+    from .children import ChildNode
     from .digest import entry_digest, transcript_digest
     from .frontmatter import from_front_matter, to_front_matter
+    from .location import progress_file
     from .model import FORMAT_VERSION, Entry, LoadReport, Run
     from .owner import owner_path
     from .parse import MIGRATIONS, Migration, parse
     from .render import render
+    from .schema import SCHEMA_NAMES, schema_text
     from .sidecar import SIDECAR_THRESHOLD, is_binary, needs_sidecar
     from .store import (
         MAX_FILE_BYTES,
@@ -66,6 +76,7 @@ if TYPE_CHECKING:
         lock_path,
         validate_file,
     )
+    from .validate import FileCheck, Validation, validate_files
 
 
 class _Package(types.ModuleType):
@@ -89,12 +100,16 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_JOURNAL_BYTES",
     "MIGRATIONS",
+    "SCHEMA_NAMES",
     "SIDECAR_THRESHOLD",
+    "ChildNode",
     "Entry",
+    "FileCheck",
     "LoadReport",
     "Migration",
     "ProgressStore",
     "Run",
+    "Validation",
     "entry_digest",
     "from_front_matter",
     "is_binary",
@@ -104,8 +119,11 @@ __all__ = [
     "needs_sidecar",
     "owner_path",
     "parse",
+    "progress_file",
     "render",
+    "schema_text",
     "to_front_matter",
     "transcript_digest",
     "validate_file",
+    "validate_files",
 ]

@@ -42,6 +42,12 @@ def schema_file(name: str = "progress") -> Path:
     )
 
 
+def schema_text(name: str = "progress") -> str:
+    """The text of ``<name>.schema.json`` as shipped (``flow schema NAME``)."""
+    with open(schema_file(name), encoding="utf-8", newline="") as handle:
+        return handle.read()
+
+
 @functools.lru_cache(maxsize=4)
 def load_schema(name: str = "progress") -> dict[str, Any]:
     """The parsed JSON schema ``name`` (cached)."""

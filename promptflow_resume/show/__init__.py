@@ -6,6 +6,9 @@ Both views read a loaded ``Run`` and never write the progress file::
     run, _ = load_progress("progress.md")
     console.print(terminal_view(run))
     Path("run.html").write_text(html_page(run), encoding="utf-8")
+
+``report`` gives ``flow show``'s outputs straight from a progress file's path: ``run_json``,
+``write_html``, ``terminal_report``.
 """
 
 from __future__ import annotations
@@ -16,14 +19,26 @@ from ..base.lazyexports import lazy_exports
 
 if TYPE_CHECKING:
     from .html import html_page
+    from .report import run_json, terminal_report, write_html
     from .terminal import terminal_view
     from .timeline import StepRow, timeline
 
-__all__ = ["StepRow", "html_page", "terminal_view", "timeline"]
+__all__ = [
+    "StepRow",
+    "html_page",
+    "run_json",
+    "terminal_report",
+    "terminal_view",
+    "timeline",
+    "write_html",
+]
 
 # Lazy: the terminal view imports rich's Markdown renderer, the page markdown-it.
 _EXPORTS = {
     "html_page": "html",
+    "run_json": "report",
+    "terminal_report": "report",
+    "write_html": "report",
     "terminal_view": "terminal",
     "StepRow": "timeline",
     "timeline": "timeline",

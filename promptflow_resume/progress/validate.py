@@ -1,0 +1,86 @@
+"""``flow validate``: check progress files completely and decide the exit code.
+
+Each file is loaded as a resume would load it (front matter, schema, transcript digests,
+journal, sidecars); nothing is written. The exit code is 0 when every file is valid,
+otherwise the code of the first file that failed (docs/spec.md §7)::
+
+    checks = validate_files([Path("a/progress.md"), Path("b/progress.md")])
+    for check in checks.files:
+        print(check.path, "valid" if check.error is None else check.error)
+    sys.exit(checks.exit_code)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..base.errors import EXIT_OK, FlowError
+from .model import LoadReport, Run
+from .store import load_progress
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """One file's result: its run and load report when valid, else the error."""
+
+    path: Path
+    run: Run | None = None
+    report: LoadReport | None = None
+    error: FlowError | None = None
+
+    @property
+    def valid(self) -> bool:
+        """True when the file loaded without an error (warnings allowed)."""
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` form of one file."""
+        if self.error is not None:
+            return {"path": str(self.path), "valid": False, "error": self.error.to_dict()}
+        assert self.run is not None and self.report is not None  # a valid file has both
+        return {
+            "path": str(self.path),
+            "valid": True,
+            "run_id": self.run.run_id,
+            "status": self.run.status,
+            "entries": len(self.run.transcript),
+            "edited_entries": self.report.edited_entries,
+            "replayed_events": self.report.replayed_events,
+            "warnings": self.report.warnings,
+        }
+
+
+@dataclass(frozen=True)
+class Validation:
+    """Every file's result, in the order given."""
+
+    files: tuple[FileCheck, ...]
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every file is valid, else the first failing file's exit code."""
+        for check in self.files:
+            if check.error is not None:
+                return check.error.exit_code
+        return EXIT_OK
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        """The ``--json`` form: one object per file."""
+        return [check.to_dict() for check in self.files]
+
+
+def check_file(path: Path) -> FileCheck:
+    """Load ``path`` completely; a problem a user can cause is returned, not raised."""
+    try:
+        run, report = load_progress(path)
+    except FlowError as error:
+        return FileCheck(path, error=error)
+    return FileCheck(path, run=run, report=report)
+
+
+def validate_files(paths: Iterable[Path]) -> Validation:
+    """Check each progress file completely; one file's failure does not stop the others."""
+    return Validation(tuple(check_file(path) for path in paths))
