@@ -4,12 +4,15 @@ A registry maps a name to ``"module:attribute"``, the object that implements the
 Protocol: a provider class, a tool class, a ``flow`` command. Nothing is imported until an
 entry is used, so ``flow --help`` loads no provider SDK. flow registers its own entries with
 the call a third party uses for theirs, and the layer test (``tests/test_layers.py``) reads
-each ``"module:attribute"`` string as an import of the module that holds the registry::
+each ``"module:attribute"`` string as an import of the module that holds the registry:
 
-    PROVIDERS: Registry[ProviderFactory] = Registry("provider")
-    PROVIDERS.register("echo", "promptflow_resume.providers.echo:EchoProvider")
-    "echo" in PROVIDERS                  # True; nothing imported yet
-    make = PROVIDERS.load("echo")       # imports promptflow_resume.providers.echo
+>>> from promptflow_resume.base.registry import Registry
+>>> encoders: Registry[object] = Registry("encoder")
+>>> encoders.register("json", "json:dumps")
+>>> "json" in encoders, encoders["json"]
+(True, 'json:dumps')
+>>> encoders.load("json")([1, 2])
+'[1, 2]'
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@ def count(n: int, singular: str, plural: str | None = None) -> str:
 
 
 def either(names: Iterable[str]) -> str:
-    """``a, b or c``: the choices as a sentence lists them (``a`` alone, ``a or b``)."""
+    """``a, b or c``: the choices as a sentence lists them.
+
+    >>> either(["a"]), either(["a", "b"]), either(["a", "b", "c"])
+    ('a', 'a or b', 'a, b or c')
+    """
     items = list(names)
     return " or ".join(items) if len(items) < 3 else f"{', '.join(items[:-1])} or {items[-1]}"
