@@ -18,14 +18,10 @@ each ``"module:attribute"`` string as an import of the module that holds the reg
 from __future__ import annotations
 
 import importlib
-import re
 from collections.abc import Iterator, Mapping
 from typing import Generic, TypeVar, cast
 
 T = TypeVar("T")
-
-#: ``package.module:attribute``: dotted Python names on both sides of one colon.
-_TARGET = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 
 
 class Registry(Mapping[str, str], Generic[T]):
@@ -46,7 +42,7 @@ class Registry(Mapping[str, str], Generic[T]):
         ValueError for a target not in that form, or a name already registered (a second
         registration would silently replace the first one's implementation).
         """
-        if not _TARGET.fullmatch(target):
+        if not _is_target(target):
             raise ValueError(
                 f"the {self.kind} {name!r} names {target!r}; a target is 'package.module:attribute'"
             )
@@ -72,3 +68,11 @@ class Registry(Mapping[str, str], Generic[T]):
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {self._targets!r})"
+
+
+def _is_target(target: str) -> bool:
+    """``package.module:attribute``: dotted Python names, one colon, one attribute name."""
+    module, colon, attribute = target.partition(":")
+    return (
+        bool(colon) and attribute.isidentifier() and all(map(str.isidentifier, module.split(".")))
+    )
