@@ -66,13 +66,13 @@ def _per_call(fn: object, n: int) -> list[float]:
 
 def tool_rows(folder: Path) -> tuple[dict[str, float], float]:
     from promptflow_resume.tools.base import ToolContext
-    from promptflow_resume.tools.builtin import BUILTINS
+    from promptflow_resume.tools.builtin import ReadFile
     from promptflow_resume.tools.mcp import McpServers
     from promptflow_resume.tools.mcp_config import load_config
 
     (folder / "notes.txt").write_text(NOTES, encoding="utf-8")
     ctx = ToolContext(folder)
-    builtin = BUILTINS["read_file"]()
+    builtin = ReadFile()
     rows = {
         "built-in read_file": statistics.median(
             _per_call(lambda: builtin.run({"path": "notes.txt"}, ctx), CALLS)

@@ -9,9 +9,14 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from promptflow_resume.tools import builtin
+from promptflow_resume.tools import TOOLS, builtin
 from promptflow_resume.tools.base import ToolContext, ToolResult
-from promptflow_resume.tools.builtin import BUILTINS, glob_matcher
+from promptflow_resume.tools.builtin import glob_matcher
+
+#: The file tools of ``builtin.py``, as the tool registry names them.
+BUILTINS = {
+    name: TOOLS.load(name) for name in ("read_file", "write_file", "list_files", "search_files")
+}
 
 
 @pytest.fixture

@@ -10,53 +10,59 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib
 import os
 import signal
 import sys
 import threading
-from typing import NoReturn
+from typing import Any, NoReturn, Protocol
+
+from ..base.registry import Registry
 
 # The typer app lives in ``cli.app`` (``from promptflow_resume.cli.app import app``); it is
 # not re-exported here, so that `flow --version` never loads typer.
-__all__ = ["COMMAND_MODULES", "main", "register_commands"]
+__all__ = ["COMMANDS", "CliCommand", "main", "register_commands"]
 
 
-#: Which module registers each command. Importing a command module registers its commands on
-#: ``app``; ``main`` imports only the one a command line needs, so ``flow resume`` does not pay
-#: for the imports of ``flow list`` or ``flow share``.
-COMMAND_MODULES: dict[str, str] = {
-    "run": "commands_run",
-    "resume": "commands_run",
-    "status": "commands_run",
-    "batch": "commands_batch",
-    "check": "commands_workflow",
-    "validate": "commands_progress",
-    "show": "commands_show",
-    "schema": "commands_progress",
-    "list": "commands_detect",
-    "detect": "commands_detect",
-    "share": "commands_share",
-    "fork": "commands_share",
-    "rewind": "commands_share",
-    "log": "commands_share",
-    "clean": "commands_share",
-    "review": "commands_worktree",
-    "merge": "commands_worktree",
-    "discard": "commands_worktree",
-    "compact": "commands_compact",
-}
+class CliCommand(Protocol):
+    """What an entry of ``COMMANDS`` names: a typer command function. The module that defines
+    it registers it on ``cli.app.app`` (``@app.command(name)``), so loading the entry is what
+    registers the command; it returns the exit code (None for 0)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> int | None:
+        """Run the command with the options typer parsed."""
+        ...
+
+
+#: ``flow`` command name → its function, in the order `flow --help` lists them. ``main``
+#: loads only the one a command line names, so ``flow resume`` does not pay for the imports
+#: of ``flow list`` or ``flow share``; another package adds a command the same way.
+COMMANDS: Registry[CliCommand] = Registry("command")
+COMMANDS.register("run", "promptflow_resume.cli.commands_run:run_command")
+COMMANDS.register("resume", "promptflow_resume.cli.commands_run:resume_command")
+COMMANDS.register("status", "promptflow_resume.cli.commands_run:status_command")
+COMMANDS.register("batch", "promptflow_resume.cli.commands_batch:batch_command")
+COMMANDS.register("check", "promptflow_resume.cli.commands_workflow:check")
+COMMANDS.register("validate", "promptflow_resume.cli.commands_progress:validate")
+COMMANDS.register("show", "promptflow_resume.cli.commands_show:show")
+COMMANDS.register("schema", "promptflow_resume.cli.commands_progress:schema")
+COMMANDS.register("list", "promptflow_resume.cli.commands_detect:list_command")
+COMMANDS.register("detect", "promptflow_resume.cli.commands_detect:detect_command")
+COMMANDS.register("share", "promptflow_resume.cli.commands_share:share_command")
+COMMANDS.register("fork", "promptflow_resume.cli.commands_share:fork_command")
+COMMANDS.register("rewind", "promptflow_resume.cli.commands_share:rewind_command")
+COMMANDS.register("log", "promptflow_resume.cli.commands_share:log_command")
+COMMANDS.register("clean", "promptflow_resume.cli.commands_share:clean_command")
+COMMANDS.register("review", "promptflow_resume.cli.commands_worktree:review_command")
+COMMANDS.register("merge", "promptflow_resume.cli.commands_worktree:merge_command")
+COMMANDS.register("discard", "promptflow_resume.cli.commands_worktree:discard_command")
+COMMANDS.register("compact", "promptflow_resume.cli.commands_compact:compact_command")
 
 
 def register_commands(args: list[str] | None = None) -> None:
     """Register the command ``args`` names, or every command (for help and unknown names)."""
-    name = next((a for a in args or () if not a.startswith("-")), None)
-    if name in COMMAND_MODULES:
-        wanted = [COMMAND_MODULES[name]]
-    else:  # in the order `flow --help` lists them
-        wanted = list(dict.fromkeys(COMMAND_MODULES.values()))
-    for module in wanted:
-        importlib.import_module(f"{__name__}.{module}")
+    name = next((a for a in args or () if not a.startswith("-")), "")
+    for wanted in [name] if name in COMMANDS else COMMANDS:
+        COMMANDS.load(wanted)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,9 @@ from typing import Annotated
 
 import typer
 
+from ..base.wording import either
+from ..providers import REGISTRY as PROVIDERS
+
 #: The WORKFLOW argument of ``run`` and ``detect``.
 WorkflowArg = Annotated[
     Path, typer.Argument(metavar="WORKFLOW", help="The workflow file (*.prompt.md).")
@@ -73,7 +76,7 @@ ProviderOpt = Annotated[
         "--provider",
         "-p",
         metavar="PROVIDER",
-        help="Model provider: openai, anthropic, replay, echo or scripted.",
+        help=f"Model provider: {either(PROVIDERS)}.",
     ),
 ]
 ModelOpt = Annotated[

@@ -1,8 +1,11 @@
 """Model providers, registered by name.
 
-The registry maps a name to ``module:Class`` so that a provider's SDK is imported only when
-that provider is used (``flow --help`` never imports ``openai``). The workflow schema's
-``provider`` enum is checked against ``REGISTRY`` by a test, so they cannot drift::
+``REGISTRY`` maps a name to the ``module:Class`` that implements it, so a provider's SDK is
+imported only when that provider is used (``flow --help`` never imports ``openai``). flow's
+own providers are registered below with the call another package would use for its own
+(``REGISTRY.register("mine", "my_package.provider:MyProvider")``, a class that takes
+``ProviderSettings`` and implements ``Provider``). The workflow schema's ``provider`` enum is
+checked against ``REGISTRY`` by a test, so they cannot drift::
 
     provider = create_provider(ProviderSettings(name="echo"))
     reply = provider.complete(Request(messages=(Message("user", "hi"),)))
@@ -10,30 +13,25 @@ that provider is used (``flow --help`` never imports ``openai``). The workflow s
 
 from __future__ import annotations
 
-import importlib
-from typing import cast
-
 from ..base.errors import ProviderSetupError
-from .base import Provider, ProviderSettings
+from ..base.registry import Registry
+from .base import Provider, ProviderFactory, ProviderSettings
 
-REGISTRY: dict[str, str] = {
-    "echo": "promptflow_resume.providers.echo:EchoProvider",
-    "replay": "promptflow_resume.providers.replay:ReplayProvider",
-    "scripted": "promptflow_resume.providers.scripted:ScriptedProvider",
-    "openai": "promptflow_resume.providers.openai:OpenAIProvider",
-    "anthropic": "promptflow_resume.providers.anthropic:AnthropicProvider",
-}
+#: Provider name → the class that implements it; in the order ``flow run --help`` lists them.
+REGISTRY: Registry[ProviderFactory] = Registry("provider")
+REGISTRY.register("openai", "promptflow_resume.providers.openai:OpenAIProvider")
+REGISTRY.register("anthropic", "promptflow_resume.providers.anthropic:AnthropicProvider")
+REGISTRY.register("replay", "promptflow_resume.providers.replay:ReplayProvider")
+REGISTRY.register("echo", "promptflow_resume.providers.echo:EchoProvider")
+REGISTRY.register("scripted", "promptflow_resume.providers.scripted:ScriptedProvider")
 
 
 def create_provider(settings: ProviderSettings) -> Provider:
     """Build the provider named in ``settings``; unknown names get a clear error."""
-    target = REGISTRY.get(settings.name)
-    if target is None:
+    if settings.name not in REGISTRY:
         known = ", ".join(sorted(REGISTRY))
         raise ProviderSetupError(
             f"unknown provider {settings.name!r}.",
             hint=f"Use one of: {known} (set `provider:` in the workflow or pass --provider).",
         )
-    module_name, _, class_name = target.partition(":")
-    module = importlib.import_module(module_name)
-    return cast(Provider, getattr(module, class_name)(settings))
+    return REGISTRY.load(settings.name)(settings)

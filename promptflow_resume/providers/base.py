@@ -81,12 +81,21 @@ class ProviderSettings:
 
 
 class Provider(Protocol):
-    """The provider interface every entry in ``providers.REGISTRY`` implements."""
+    """The provider interface: what every provider ``providers.REGISTRY`` makes implements."""
 
     name: str
 
     def complete(self, request: Request, on_text: Callable[[str], None] | None = None) -> Reply:
         """Send one request and return the whole assistant reply."""
+        ...
+
+
+class ProviderFactory(Protocol):
+    """What an entry of ``providers.REGISTRY`` names: makes a provider from its settings (a
+    provider class is one). A missing SDK, key or model raises ``ProviderSetupError``."""
+
+    def __call__(self, settings: ProviderSettings, /) -> Provider:
+        """The provider for ``settings``."""
         ...
 
 

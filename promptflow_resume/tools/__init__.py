@@ -14,24 +14,25 @@ A name in ``tools:`` resolves to a declared command of that name first, else to 
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..base.registry import Registry
 from ..workflow.model import CommandDecl, Step, Workflow
 from ..workflow.toolnames import BUILTIN_TOOLS, map_tool_name
-from .base import Tool, ToolContext, ToolResult
-from .builtin import BUILTINS, error_result
+from .base import Tool, ToolContext, ToolFactory, ToolResult
+from .builtin import error_result
 from .commands import CommandTool, command_tool
 
 __all__ = [
-    "BUILTINS",
     "BUILTIN_TOOLS",
+    "TOOLS",
     "CommandTool",
     "Tool",
     "ToolContext",
+    "ToolFactory",
     "ToolResult",
     "build_tools",
     "call_tool",
@@ -78,35 +79,33 @@ def build_tools(
     return tools
 
 
-#: The built-ins defined outside ``builtin.py``: the module and class of each. A module is
-#: imported when a workflow names one of its tools, so a run that uses none does not load it.
-_OTHER_BUILTINS: dict[str, tuple[str, str]] = {
-    "run_in_terminal": ("terminal", "RunInTerminal"),
-    "runTests": ("terminal", "RunTests"),
-    "testFailure": ("terminal", "FailingTests"),
-    "get_changed_files": ("changes", "GetChangedFiles"),
-    "fetch_webpage": ("fetch", "FetchWebpage"),
-    "manage_todo_list": ("notes", "ManageTodoList"),
-    "think": ("notes", "Think"),
-    "codebase_search": ("codebase", "CodebaseSearch"),
-}
-#: The built-ins whose constructor takes the workflow (for its test command) and workspace.
-_NEEDS_WORKFLOW = frozenset({"runTests", "testFailure"})
+#: Built-in tool name → the class that implements it (a ``ToolFactory``). A tool's module is
+#: imported when a workflow names the tool, so a run that uses none does not load it. Another
+#: package adds its own with the same call (``TOOLS.register("mine", "my_package.tools:Mine")``);
+#: ``workflow.toolnames.BUILTIN_TOOLS`` lists the same names for the loader, which a test
+#: keeps equal.
+TOOLS: Registry[ToolFactory] = Registry("tool")
+TOOLS.register("read_file", "promptflow_resume.tools.builtin:ReadFile")
+TOOLS.register("write_file", "promptflow_resume.tools.builtin:WriteFile")
+TOOLS.register("list_files", "promptflow_resume.tools.builtin:ListFiles")
+TOOLS.register("search_files", "promptflow_resume.tools.builtin:SearchFiles")
+TOOLS.register("codebase_search", "promptflow_resume.tools.codebase:CodebaseSearch")
+TOOLS.register("create_file", "promptflow_resume.tools.edit:CreateFile")
+TOOLS.register("replace_string_in_file", "promptflow_resume.tools.edit:ReplaceString")
+TOOLS.register("insert_text", "promptflow_resume.tools.edit:InsertText")
+TOOLS.register("delete_file", "promptflow_resume.tools.edit:DeleteFile")
+TOOLS.register("run_in_terminal", "promptflow_resume.tools.terminal:RunInTerminal")
+TOOLS.register("get_changed_files", "promptflow_resume.tools.changes:GetChangedFiles")
+TOOLS.register("fetch_webpage", "promptflow_resume.tools.fetch:FetchWebpage")
+TOOLS.register("manage_todo_list", "promptflow_resume.tools.notes:ManageTodoList")
+TOOLS.register("think", "promptflow_resume.tools.notes:Think")
+TOOLS.register("runTests", "promptflow_resume.tools.terminal:RunTests")
+TOOLS.register("testFailure", "promptflow_resume.tools.terminal:FailingTests")
 
 
 def _builtin(name: str, workflow: Workflow, workspace: Path) -> Tool:
-    """A fresh built-in tool; the test tools need the workflow's declared test command."""
-    if name in BUILTINS:
-        return BUILTINS[name]()
-    other = _OTHER_BUILTINS.get(name)
-    if other is None:  # what else map_tool_name resolves to: the edit tools
-        from .edit import EDIT_TOOLS
-
-        return EDIT_TOOLS[name]()
-    module, cls = other
-    factory = getattr(importlib.import_module(f"{__name__}.{module}"), cls)
-    tool: Tool = factory(workflow, workspace) if name in _NEEDS_WORKFLOW else factory()
-    return tool
+    """A fresh built-in tool for a run of ``workflow`` in ``workspace``."""
+    return TOOLS.load(name)(workflow, workspace)
 
 
 def offered_tool_names(workflow: Workflow, step: Step | None = None) -> tuple[str, ...]:

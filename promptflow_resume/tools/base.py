@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..chat import ToolSpec
+from ..workflow.model import Workflow
 from .consent import Consent
 
 
@@ -48,3 +49,21 @@ class Tool(Protocol):
     def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Run with the model's arguments; errors the model should see are results, not raises."""
         ...
+
+
+class ToolFactory(Protocol):
+    """What an entry of ``tools.TOOLS`` names: makes the tool a run of ``workflow`` in
+    ``workspace`` offers (a tool class is one). Most tools need neither; the test tools take
+    the workflow's declared test command."""
+
+    def __call__(self, workflow: Workflow, workspace: Path, /) -> Tool:
+        """A fresh tool for one run."""
+        ...
+
+
+class Standalone:
+    """Base of the tools made alike for every run: as a ``ToolFactory`` it is given the
+    workflow and workspace and keeps neither (each call's ``ToolContext`` says where it runs)."""
+
+    def __init__(self, workflow: Workflow | None = None, workspace: Path | None = None) -> None:
+        """Nothing to keep from the run."""

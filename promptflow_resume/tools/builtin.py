@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from ..base.durable import replace_file
 from ..base.globs import glob_regex
 from ..chat import ToolSpec
-from .base import Tool, ToolContext, ToolResult
+from .base import Standalone, ToolContext, ToolResult
 from .scan import SNIFF_BYTES, TOO_LARGE, read_text, required_literal, walk
 
 T = TypeVar("T")
@@ -128,7 +128,7 @@ def _object_schema(properties: dict[str, Any], required: list[str]) -> dict[str,
     }
 
 
-class BuiltinTool:
+class BuiltinTool(Standalone):
     """Shared behaviour of the file tools: argument check, workspace, errors as results."""
 
     spec: ToolSpec
@@ -594,12 +594,3 @@ class SearchFiles(BuiltinTool):
         if notes:
             text += "\n" + "\n".join(f"[{note}]" for note in notes)
         return ToolResult(text)
-
-
-#: The built-in tools by name. Each value builds a fresh tool object.
-BUILTINS: dict[str, Callable[[], Tool]] = {
-    "read_file": ReadFile,
-    "write_file": WriteFile,
-    "list_files": ListFiles,
-    "search_files": SearchFiles,
-}

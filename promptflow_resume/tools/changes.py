@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..chat import ToolSpec
-from .base import ToolContext, ToolResult
+from .base import Standalone, ToolContext, ToolResult
 from .builtin import _object_schema, error_result
 from .commands import run_process
 
@@ -37,7 +37,7 @@ def _git(root: Path, *args: str) -> tuple[int, str]:
     return outcome.returncode, text
 
 
-class GetChangedFiles:
+class GetChangedFiles(Standalone):
     """``get_changed_files {}``: git status and diff of the workspace."""
 
     idempotent = True

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..chat import ToolSpec
-from .base import ToolContext, ToolResult
+from .base import Standalone, ToolContext, ToolResult
 from .builtin import _object_schema, confine, error_result, signature, validate_arguments
 from .scan import TOO_LARGE, read_text, walk
 
@@ -77,7 +77,7 @@ def _file_counts(path: str) -> tuple[Counter[str], int] | None:
     return counts, len(found)
 
 
-class CodebaseSearch:
+class CodebaseSearch(Standalone):
     """``codebase_search {query, path?}``: files ranked for a natural-language query."""
 
     idempotent = True

@@ -37,7 +37,7 @@ from typing import Any, Literal
 from ..base import faults
 from ..base.durable import replace_file
 from ..chat import ToolSpec
-from .base import ToolContext, ToolResult
+from .base import Standalone, ToolContext, ToolResult
 from .builtin import (
     MAX_WRITE_BYTES,
     PROTECTED_DIRS,
@@ -113,7 +113,7 @@ class Planned:
     summary: str
 
 
-class EditTool:
+class EditTool(Standalone):
     """Shared behaviour of the edit tools: plan the change, check it, apply it, show the diff."""
 
     spec: ToolSpec
@@ -456,12 +456,3 @@ class DeleteFile(EditTool):
             return found
         path, rel, text = found
         return Planned(path, rel, text, None, f"deleted '{rel}'")
-
-
-#: The edit tools by name.
-EDIT_TOOLS: dict[str, type[EditTool]] = {
-    "create_file": CreateFile,
-    "replace_string_in_file": ReplaceString,
-    "insert_text": InsertText,
-    "delete_file": DeleteFile,
-}

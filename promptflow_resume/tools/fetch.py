@@ -16,7 +16,7 @@ import urllib.parse
 from typing import Any
 
 from ..chat import ToolSpec
-from .base import ToolContext, ToolResult
+from .base import Standalone, ToolContext, ToolResult
 from .builtin import _object_schema, error_result, signature, validate_arguments
 
 MAX_FETCH_BYTES = 2 * 1024 * 1024
@@ -77,7 +77,7 @@ def _opener() -> Any:
     return urllib.request.build_opener(NoRedirect)
 
 
-class FetchWebpage:
+class FetchWebpage(Standalone):
     """``fetch_webpage {url}``: a web page as text, from an allowed host."""
 
     idempotent = True

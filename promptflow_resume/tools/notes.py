@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..chat import ToolSpec
-from .base import ToolContext, ToolResult
+from .base import Standalone, ToolContext, ToolResult
 from .builtin import _object_schema, error_result, signature, validate_arguments
 
 _MARKS = {"not-started": "[ ]", "in-progress": "[ ]", "completed": "[x]"}
@@ -29,7 +29,7 @@ def checklist(todos: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-class ManageTodoList:
+class ManageTodoList(Standalone):
     """``manage_todo_list {todos}``: replace the todo list; the result is the checklist."""
 
     idempotent = True
@@ -73,7 +73,7 @@ class ManageTodoList:
         return ToolResult(f"Todo list ({done} of {len(todos)} done):\n\n{checklist(todos)}")
 
 
-class Think:
+class Think(Standalone):
     """``think {thought}``: a recorded scratchpad; nothing changes."""
 
     idempotent = True

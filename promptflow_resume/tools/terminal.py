@@ -22,7 +22,7 @@ from typing import Any
 
 from ..chat import ToolSpec
 from ..workflow.model import CommandDecl, Workflow
-from .base import ToolContext, ToolResult
+from .base import Standalone, ToolContext, ToolResult
 from .builtin import _object_schema, error_result, signature, validate_arguments
 from .commands import CommandTool, format_result, run_process
 
@@ -35,7 +35,7 @@ TERMINAL_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR")
 TEST_COMMAND_NAMES = ("test", "tests", "run_tests")
 
 
-class RunInTerminal:
+class RunInTerminal(Standalone):
     """``run_in_terminal {command, explanation?}``: a shell command, with consent."""
 
     idempotent = False
