@@ -48,7 +48,7 @@ from .base.clock import now_iso
 from .base.errors import InputError, NeedsReviewError, ToolServerError, WorkflowChangedError
 from .base.wording import count
 from .conversation import skipped_output, unanswered_calls
-from .progress.model import Entry, InFlight, LoadReport, Run, StepState
+from .progress.model import EditNote, Entry, InFlight, LoadReport, Run, StepState
 from .progress.seal import Key, seal_calls, settle_call, unsealed_calls
 from .workflow.model import Workflow
 
@@ -748,7 +748,9 @@ def _settle_answered_and_applied(run: Run, plan: ResumePlan) -> list[str]:
         result = _result_for(run, flight.call_id)
         if result is not None:
             result.is_error = False
-        notes.append(f"tool call {flight.call_id} ({flight.tool}): result written by hand, used")
+        notes.append(
+            EditNote(f"tool call {flight.call_id} ({flight.tool}): result written by hand, used")
+        )
     for flight in plan.applied_tools:
         placeholder = _result_for(run, flight.call_id)
         if placeholder is not None and placeholder is run.transcript[-1]:

@@ -46,7 +46,7 @@ from .engine import ChildCall, ChildResult, Engine, EngineOptions, answer_line
 from .events import Reporter
 from .progress import ProgressStore
 from .progress.links import child_cycle_error, child_file
-from .progress.model import Run, Usage
+from .progress.model import EditNote, Run, Usage
 from .progress.render import entries_phrase
 from .progress.state import run_state
 from .providers.base import Request
@@ -380,7 +380,7 @@ class SubworkflowRunner:
             if plan.answered_tools or plan.applied_tools or plan.unsealed_choice:
                 store.checkpoint(run)
             if report.edited_entries:
-                notes.append(f"{entries_phrase(report.edited_entries)} edited by hand")
+                notes.append(EditNote(f"{entries_phrase(report.edited_entries)} edited by hand"))
             run.config.budget = _tighter(_own_budget(workflow), call.budget)
             stopped = replace(run, status=stopped_status, reason=stopped_reason)
             note = resume_note(stopped, plan, workflow)
