@@ -180,11 +180,12 @@ class ResumePlan:
     #: workflow and inputs (edited inputs and ``--set`` apply to it), unless edited by hand.
     reprompt: str | None = None
     estimated_input_tokens: int = 0
-    #: Why the plan is blocked, as a value to decide by (None: it is not). Set by ``block``.
-    stop: Stop | None = None
+    #: Why the plan is blocked, as a value to decide by (None: it is not). Set by ``block``
+    #: only (not an argument of the constructor), with the words.
+    stop: Stop | None = field(default=None, init=False)
     #: The same in words for people (a question to answer, or nothing left to do); a clause
     #: without a final full stop. Set by ``block``.
-    blocked: str | None = None
+    blocked: str | None = field(default=None, init=False)
     #: Steps marked ``skipped`` by this resume (``--skip-step`` or a recovery decision).
     skip: list[str] = field(default_factory=list)
     #: In-flight calls gone past without running them again (a recovery decision).
