@@ -146,3 +146,36 @@ def test_a_rewind_that_keeps_edits_records_them(project: Path) -> None:
     attempt = _front(path)["attempts"][-1]
     assert len(attempt["edits"]) == 1 and attempt["edits"][0] == attempt["notes"][-1]
     assert "entry 11 edited by hand" in attempt["edits"][0]
+
+
+def _journal(path: Path, header: dict[str, Any], attempt: dict[str, Any]) -> None:
+    """A journal beside ``path`` whose one event (after the file's fold) adds ``attempt``."""
+    event = {"seq": 1, "set": [[["attempts", 1], attempt]], "entries": []}
+    text = json.dumps(header) + "\n" + json.dumps(event) + "\n"
+    path.with_name(path.name + ".journal").write_text(text, encoding="utf-8")
+
+
+def test_a_journal_left_by_a_v3_flow_is_upgraded_once_replayed(tmp_path: Path) -> None:
+    # A version 3 flow crashed after starting attempt 2: its journal adds the attempt with the
+    # notes that version wrote, under a header that names no progress format.
+    path = _v3_file(tmp_path, ["entry 3 edited by hand"])
+    attempt = {"n": 2, "started": "2026-11-22T09:14:10Z", "notes": V3_NOTES}
+    _journal(path, {"flow_journal": 2, "run_id": "20261121-232529-release-a1b2"}, attempt)
+    run, report = load_progress(path)
+    assert report.replayed_events == 1
+    assert run.attempts[0].edits == ["entry 3 edited by hand"]
+    assert run.attempts[1].edits == [V3_NOTES[1], V3_NOTES[3]]
+    assert run.attempts[1].mcp_tools == {"notes": HASH}
+
+
+def test_a_v4_journal_is_replayed_as_written(tmp_path: Path) -> None:
+    run = _example()
+    run.attempts = [Attempt(n=1, started=run.created)]
+    path = tmp_path / "progress.md"
+    path.write_text(render(run), encoding="utf-8")
+    attempt = {"n": 2, "started": "2026-11-22T09:14:10Z", "notes": ["raised by hand"]}
+    header = {"flow_journal": 2, "run_id": run.run_id, "flow_progress": 4}
+    _journal(path, header, attempt)
+    again, report = load_progress(path)
+    assert report.replayed_events == 1
+    assert again.attempts[1].notes == ["raised by hand"] and again.attempts[1].edits == []

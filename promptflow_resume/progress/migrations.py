@@ -86,12 +86,14 @@ def v3_to_v4(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
             if not isinstance(notes, list):
                 upgraded.append(attempt)
                 continue
-            attempt = dict(attempt)
+            # Derived again from the notes even where present (a version 3 journal replayed on
+            # an upgraded file): in version 3 the notes were the only record.
+            attempt = {k: v for k, v in attempt.items() if k not in ("edits", "mcp_tools")}
             edits = _v3_edits(notes)
-            if edits and "edits" not in attempt:
+            if edits:
                 attempt["edits"] = edits
             hashes = _v3_mcp_tools(notes)
-            if hashes and "mcp_tools" not in attempt:
+            if hashes:
                 attempt["mcp_tools"] = hashes
             upgraded.append(attempt)
         data = {**data, "attempts": upgraded}
