@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from promptflow_resume.progress import FORMAT_VERSION, load_progress, render
+from promptflow_resume.progress import FORMAT_VERSION, load_progress, parse, render
 from promptflow_resume.progress.examples import example_run
 from promptflow_resume.progress.model import Attempt, Run
 from promptflow_resume.progress.store import ProgressStore
@@ -179,3 +181,24 @@ def test_a_v4_journal_is_replayed_as_written(tmp_path: Path) -> None:
     again, report = load_progress(path)
     assert report.replayed_events == 1
     assert again.attempts[1].notes == ["raised by hand"] and again.attempts[1].edits == []
+
+
+_NOTE = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=40)
+_HASHES = st.dictionaries(
+    st.from_regex(r"[a-z][a-z0-9_-]{0,11}", fullmatch=True),
+    st.from_regex(r"sha256:[0-9a-f]{16}", fullmatch=True),
+    max_size=3,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(notes=st.lists(_NOTE, max_size=3), picks=st.lists(st.booleans(), max_size=3), hashes=_HASHES)
+def test_edits_and_tool_hashes_round_trip(
+    notes: list[str], picks: list[bool], hashes: dict[str, str]
+) -> None:
+    run = _example()
+    edits = [note for note, pick in zip(notes, picks, strict=False) if pick]
+    run.attempts = [Attempt(n=1, started=run.created, notes=notes, edits=edits, mcp_tools=hashes)]
+    again, _ = parse(render(run), path="progress.md")
+    assert again == run
+    assert (again.attempts[0].edits, again.attempts[0].mcp_tools) == (edits, hashes)
