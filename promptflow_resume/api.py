@@ -53,6 +53,7 @@ from .progress.location import progress_file
 from .progress.model import (
     AllowLists,
     Cursor,
+    EditNote,
     Run,
     RunConfig,
     StepState,
@@ -783,11 +784,11 @@ def resume_run(
         if tree_note:
             notes.append(tree_note)
         if report.edited_entries:
-            notes.append(f"{entries_phrase(report.edited_entries)} edited by hand")
+            notes.append(EditNote(f"{entries_phrase(report.edited_entries)} edited by hand"))
         if instructions:
             notes += _instructions_changed(run, root, file)
         notes.extend(
-            f"input edited by hand: {change} (used by every prompt not answered yet)"
+            EditNote(f"input edited by hand: {change} (used by every prompt not answered yet)")
             for change in report.edited_inputs
         )
         if provider is not None:

@@ -223,8 +223,9 @@ class Engine:
         self._compactions = CompactionTally()
 
     def attempt_notes(self, notes: list[str]) -> None:
-        """Record notes (resume decisions, hand edits) in this attempt's history."""
-        self._attempt.notes.extend(notes)
+        """Record notes (resume decisions, hand edits) in this attempt's history; an
+        ``EditNote`` is recorded among the attempt's ``edits`` too."""
+        self._attempt.add_notes(notes)
 
     # --- the whole run ---------------------------------------------------------------------
 

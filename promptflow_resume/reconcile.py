@@ -48,7 +48,7 @@ from .base.clock import now_iso
 from .base.errors import InputError, NeedsReviewError, ToolServerError, WorkflowChangedError
 from .base.wording import count
 from .conversation import skipped_output, unanswered_calls
-from .progress.model import Entry, InFlight, LoadReport, Run, StepState
+from .progress.model import EditNote, Entry, InFlight, LoadReport, Run, StepState
 from .progress.seal import Key, seal_calls, settle_call, unsealed_calls
 from .workflow.model import Workflow
 
@@ -180,11 +180,12 @@ class ResumePlan:
     #: workflow and inputs (edited inputs and ``--set`` apply to it), unless edited by hand.
     reprompt: str | None = None
     estimated_input_tokens: int = 0
-    #: Why the plan is blocked, as a value to decide by (None: it is not). Set by ``block``.
-    stop: Stop | None = None
+    #: Why the plan is blocked, as a value to decide by (None: it is not). Set by ``block``
+    #: only (not an argument of the constructor), with the words.
+    stop: Stop | None = field(default=None, init=False)
     #: The same in words for people (a question to answer, or nothing left to do); a clause
     #: without a final full stop. Set by ``block``.
-    blocked: str | None = None
+    blocked: str | None = field(default=None, init=False)
     #: Steps marked ``skipped`` by this resume (``--skip-step`` or a recovery decision).
     skip: list[str] = field(default_factory=list)
     #: In-flight calls gone past without running them again (a recovery decision).
@@ -748,7 +749,9 @@ def _settle_answered_and_applied(run: Run, plan: ResumePlan) -> list[str]:
         result = _result_for(run, flight.call_id)
         if result is not None:
             result.is_error = False
-        notes.append(f"tool call {flight.call_id} ({flight.tool}): result written by hand, used")
+        notes.append(
+            EditNote(f"tool call {flight.call_id} ({flight.tool}): result written by hand, used")
+        )
     for flight in plan.applied_tools:
         placeholder = _result_for(run, flight.call_id)
         if placeholder is not None and placeholder is run.transcript[-1]:

@@ -55,16 +55,9 @@ class StatusReport:
 
     @property
     def stop(self) -> Stop | None:
-        """Why ``flow resume`` would not continue the run now (None: it would)."""
-        plan = self.plan
-        if plan is None:
-            return Stop.NO_WORKFLOW
-        if plan.stop is not None:
-            return plan.stop
-        # A completed run can resume only when a person set a step back (reset steps).
-        if self.run.status == "completed" and not plan.reset:
-            return Stop.COMPLETED
-        return None
+        """Why ``flow resume`` would not continue the run now (None: it would): the plan's
+        ``stop``, the one value resume decides by, or ``NO_WORKFLOW`` without a plan."""
+        return Stop.NO_WORKFLOW if self.plan is None else self.plan.stop
 
     @property
     def can_resume(self) -> bool:

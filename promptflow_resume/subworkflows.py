@@ -52,7 +52,7 @@ from .progress.children import (
     usage_difference,
 )
 from .progress.links import child_cycle_error, child_file
-from .progress.model import Run, Usage
+from .progress.model import EditNote, Run, Usage
 from .progress.render import entries_phrase
 from .providers.base import Request
 from .reconcile import Choices, apply_plan, check_servers, plan_resume, resume_note
@@ -280,22 +280,16 @@ class SubworkflowRunner:
     def _servers(
         self, call: ChildCall, workflow: Workflow, path: Path, tools: dict[str, Any]
     ) -> McpServers | None:
-        """Start the MCP servers the child's workflow names, adding their tools to ``tools``."""
-        from .tools.mcp import load_servers, start_servers
+        """Start the MCP servers the child's workflow names, adding their tools to ``tools``;
+        their logs go beside the child's file, and their secrets join the parent's redactor."""
+        from .tools.mcp_wiring import find_mcp_config, start_mcp
 
         workspace = call.options.workspace
-        config = load_servers(workflow, workspace, config_path=self.mcp_config, ask=self.mcp_ask)
+        config = find_mcp_config(workflow, workspace, self.mcp_config, self.mcp_ask)
         if config is None:
             return None
         redactor = call.options.redactor.with_values(config.secrets)
-        return start_servers(
-            workflow,
-            workspace,
-            tools,
-            config=config,
-            log_dir=path.parent,
-            redact=lambda text: redactor.redact(text)[0],
-        )
+        return start_mcp(workflow, workspace, tools, config, path, redactor)
 
     def _link(self, call: ChildCall, path: Path) -> dict[str, str]:
         return {
@@ -365,7 +359,7 @@ class SubworkflowRunner:
             if plan.answered_tools or plan.applied_tools or plan.unsealed_choice:
                 store.checkpoint(run)
             if report.edited_entries:
-                notes.append(f"{entries_phrase(report.edited_entries)} edited by hand")
+                notes.append(EditNote(f"{entries_phrase(report.edited_entries)} edited by hand"))
             run.config.budget = _tighter(_own_budget(workflow), call.budget)
             stopped = replace(run, status=stopped_status, reason=stopped_reason)
             note = resume_note(stopped, plan, workflow)
@@ -390,24 +384,19 @@ class SubworkflowRunner:
         tools: dict[str, Any] | None = None,
         servers: McpServers | None = None,
     ) -> None:
-        from .tools.mcp import attempt_notes, missing_tools_notice
+        from .tools.mcp_wiring import mcp_attempt_notes, notice_missing_tools
 
         options = self._child_options(call, workflow, servers)
         options.resume_note = note
         tools = tools if tools is not None else build_tools(workflow, call.options.workspace)
         engine = Engine(workflow, run, store, call.provider, tools, options)
-        mcp_notes = (
-            []
-            if servers is None
-            else attempt_notes((n for a in run.attempts for n in a.notes), servers)
-        )
+        # After the engine began the attempt: the tool-list hashes are recorded in it.
+        mcp_notes = mcp_attempt_notes(run, servers) if servers is not None else []
         if notes or mcp_notes:
             engine.attempt_notes([*(notes or []), *mcp_notes])
         for news in mcp_notes[1:]:
             options.reporter.notice(news)
-        missing = missing_tools_notice(workflow, servers)
-        if missing is not None:
-            options.reporter.notice(missing)
+        notice_missing_tools(workflow, servers, options.reporter.notice)
         engine.execute()
 
 

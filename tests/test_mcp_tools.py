@@ -230,9 +230,9 @@ def test_stderr_goes_to_a_redacted_log(tmp_path: Path) -> None:
 def test_tool_list_hash_changes_with_the_tools(notes: tuple[McpServers, Path]) -> None:
     servers, _ = notes
     prints = servers.fingerprints()
-    note = tool_list_note(prints)
-    assert changed_servers(note, prints) == []
-    assert changed_servers(note, {"notes": "sha256:other"}) == ["notes"]
+    assert tool_list_note(prints).startswith("mcp tools: notes=sha256:")
+    assert changed_servers(prints, prints) == []
+    assert changed_servers(prints, {"notes": "sha256:other"}) == ["notes"]
     assert changed_servers(None, prints) == []
 
 

@@ -111,6 +111,9 @@ def _attempt(a: Attempt) -> dict[str, Any]:
     if not _is_zero(a.usage):
         out["usage"] = _usage(a.usage)
     _put(out, "notes", list(a.notes))
+    _put(out, "edits", list(a.edits))
+    if a.mcp_tools:
+        out["mcp_tools"] = OneLine(dict(a.mcp_tools))
     return out
 
 
@@ -293,6 +296,8 @@ def run_from_valid(data: dict[str, Any]) -> Run:
                 reason=a.get("reason"),
                 usage=_usage_from(a.get("usage")),
                 notes=list(a.get("notes") or []),
+                edits=list(a.get("edits") or []),
+                mcp_tools=dict(a.get("mcp_tools") or {}),
             )
             for a in data.get("attempts") or []
         ],

@@ -3,7 +3,7 @@
 ``<progress>.journal`` holds the events written since the last fold of ``progress.md``. Its
 first line is a header; each following line is one event::
 
-    {"flow_journal": 2, "run_id": "r1"}
+    {"flow_journal": 2, "run_id": "r1", "flow_progress": 4}
     {"seq": 8, "set": [[["updated"], "2026-..."], [["usage"], {...}]], "entries": [{...}]}
     {"seq": 9, "set": [[["steps", "s1", "turns"], 4]], "del": [["reason"]], "entries": []}
 
@@ -14,7 +14,9 @@ appends. So the journal grows with the payload of a run, never with its front ma
 first event after a fold is a delta against the front matter of the file just written.
 
 Version 1 journals (each event repeating the whole front matter under ``fm``) are still read,
-so a run a previous version left behind resumes.
+so a run a previous version left behind resumes. The header's ``flow_progress`` is the progress
+format the events are written in (a header without it is from a flow of format 3 or older):
+the store upgrades what older events patch, as it upgrades an older file.
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from ..base import yamlio
 from ..base.errors import ProgressFormatError
 from ..base.jsonvalues import BadJson, field_path, loads_json
 from ..base.safeopen import read_regular
-from .model import LoadReport
+from .model import FORMAT_VERSION, LoadReport
 
 JOURNAL_VERSION = 2
 #: Versions this module reads.
 READABLE_VERSIONS = (1, 2)
+#: The progress format of events whose header does not name one (written before it did).
+UNNAMED_FORMAT = 3
 
 Path_ = list[str | int]
 
@@ -50,11 +54,14 @@ class Event:
     deletes: list[Path_] = field(default_factory=list)
     #: A version 1 event's whole front matter (replaces the state instead of patching it).
     whole: dict[str, Any] | None = None
+    #: The progress format the event is written in (the journal header's ``flow_progress``).
+    format: int = FORMAT_VERSION
 
 
 def header_line(run_id: str) -> bytes:
     """The first line of a new journal."""
-    return (json.dumps({"flow_journal": JOURNAL_VERSION, "run_id": run_id}) + "\n").encode()
+    header = {"flow_journal": JOURNAL_VERSION, "run_id": run_id, "flow_progress": FORMAT_VERSION}
+    return (json.dumps(header) + "\n").encode()
 
 
 def event_line(
@@ -302,6 +309,9 @@ def parse_events(
         header = None
     if not isinstance(header, dict) or header.get("flow_journal") not in READABLE_VERSIONS:
         raise journal_error(path, 1, "this is not a flow journal of a known version.", live=live)
+    written_in = header.get("flow_progress", UNNAMED_FORMAT)
+    if isinstance(written_in, bool) or not isinstance(written_in, int):
+        raise journal_error(path, 1, "this is not a flow journal of a known version.", live=live)
     if header.get("run_id") != run_id:
         raise journal_error(
             path,
@@ -329,6 +339,7 @@ def parse_events(
             data_ = None
         try:
             event = _event(data_, number)
+            event.format = written_in
         except (KeyError, TypeError):
             raise journal_error(
                 path, number, "this journal line is damaged (not a complete event).", live=live

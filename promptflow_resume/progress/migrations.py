@@ -2,13 +2,15 @@
 
 A file is parsed with the upgrades registered from its version up to ``FORMAT_VERSION``; the
 next write saves it in the current format. Version 2 changed how the file is written (message
-content as Markdown, one-line records in the front matter) and one default::
+content as Markdown, one-line records in the front matter) and one default; version 3 added
+keys; version 4 made two kinds of attempt note fields (``edits``, ``mcp_tools``)::
 
     data, body = MIGRATIONS[1](data, body)     # a version 1 front matter and body
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -41,8 +43,65 @@ def v2_to_v3(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
     return {**data, "flow_progress": 3}, body
 
 
+#: Words by which a version 3 note reported a hand edit (resume, reconcile and rewind wrote
+#: them). Read here only: from version 4 on, ``attempts[].edits`` says which notes they are.
+_V3_EDIT_MARKERS = ("by hand", "hand edit", "hand-edit")
+#: How a version 3 note recorded the MCP servers' tool-list hashes.
+_V3_MCP_PREFIX = "mcp tools: "
+_MCP_HASH = re.compile(r"sha256:[0-9a-f]{16}")
+
+
+def _v3_edits(notes: list[Any]) -> list[str]:
+    """The version 3 notes that reported hand edits (what ``flow log`` matched by words)."""
+    return [
+        n for n in notes if isinstance(n, str) and any(m in n.lower() for m in _V3_EDIT_MARKERS)
+    ]
+
+
+def _v3_mcp_tools(notes: list[Any]) -> dict[str, str]:
+    """The tool-list hashes of the last ``mcp tools: a=sha256:…, b=…`` note (empty: none)."""
+    found: dict[str, str] = {}
+    for note in notes:
+        if not isinstance(note, str) or not note.startswith(_V3_MCP_PREFIX):
+            continue
+        found = {}
+        for item in note[len(_V3_MCP_PREFIX) :].split(", "):
+            server, sep, digest = item.rpartition("=")
+            if sep and server and _MCP_HASH.fullmatch(digest):
+                found[server] = digest
+    return found
+
+
+def v3_to_v4(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
+    """Version 3 to 4: two things a version 3 file kept only in attempt notes become fields of
+    the attempt. ``edits`` lists the notes that report hand edits (version 3 readers matched
+    "by hand", "hand edit" or "hand-edit" in them; this upgrade is the only place that still
+    does), and ``mcp_tools`` the servers' tool-list hashes of an ``mcp tools: …`` note. The
+    notes stay as they are; the body reads the same."""
+    attempts = data.get("attempts")
+    if isinstance(attempts, list):
+        upgraded: list[Any] = []
+        for attempt in attempts:
+            notes = attempt.get("notes") if isinstance(attempt, dict) else None
+            if not isinstance(notes, list):
+                upgraded.append(attempt)
+                continue
+            # Derived again from the notes even where present (a version 3 journal replayed on
+            # an upgraded file): in version 3 the notes were the only record.
+            attempt = {k: v for k, v in attempt.items() if k not in ("edits", "mcp_tools")}
+            edits = _v3_edits(notes)
+            if edits:
+                attempt["edits"] = edits
+            hashes = _v3_mcp_tools(notes)
+            if hashes:
+                attempt["mcp_tools"] = hashes
+            upgraded.append(attempt)
+        data = {**data, "attempts": upgraded}
+    return {**data, "flow_progress": 4}, body
+
+
 #: Registered upgrades by the version they upgrade *from*.
-MIGRATIONS: dict[int, Migration] = {1: v1_to_v2, 2: v2_to_v3}
+MIGRATIONS: dict[int, Migration] = {1: v1_to_v2, 2: v2_to_v3, 3: v3_to_v4}
 
 
 def upgrade_front_matter(data: dict[str, Any]) -> dict[str, Any]:

@@ -9,10 +9,11 @@ Invariant (tested): ``parse(render(run)) == run`` for every run.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 RunStatus = Literal[
     "running",
@@ -181,8 +182,30 @@ class Attempt:
     status: str | None = None
     reason: str | None = None
     usage: Usage = field(default_factory=Usage)
-    #: Free-form notes: ``--set`` overrides, hand edits detected, workflow changes accepted.
+    #: Free-form notes for people: ``--set`` overrides, hand edits detected, workflow changes
+    #: accepted. Nothing reads them back: what a program needs is a field below.
     notes: list[str] = field(default_factory=list)
+    #: The notes that report hand edits flow found and used before this attempt went on (or
+    #: that ``flow rewind`` kept), each also in ``notes``; written by ``EditNote``.
+    edits: list[str] = field(default_factory=list)
+    #: The hash of each MCP server's tool list when this attempt started (server name ->
+    #: ``sha256:<16 hex>``), so the next resume notices a changed list.
+    mcp_tools: dict[str, str] = field(default_factory=dict)
+
+    def add_notes(self, notes: Iterable[str]) -> None:
+        """Record ``notes``; those that are ``EditNote`` go into ``edits`` too (as plain text)."""
+        for note in notes:
+            self.notes.append(str(note))
+            if isinstance(note, EditNote):
+                self.edits.append(str(note))
+
+
+class EditNote(str):
+    """An attempt note that reports a hand edit of the file (an entry, an input, the result of
+    a call in flight): ``Attempt.add_notes`` records it in ``edits`` as well as in ``notes``,
+    so readers find hand edits by this type and that field, never by the words."""
+
+    __slots__ = ()
 
 
 @dataclass

@@ -51,7 +51,7 @@ from .digest import Chain, entry_digest
 from .frontmatter import front_matter, run_from_valid
 from .location import progress_file
 from .migrations import upgrade_front_matter
-from .model import Entry, LoadReport, Run
+from .model import FORMAT_VERSION, Entry, LoadReport, Run
 from .owner import owner_alive, owner_path, read_owner, write_owner
 from .parse import parse_bytes
 from .render import document_head, document_tail, entry_block
@@ -316,6 +316,10 @@ def replay(
                 live=live,
             ) from None
     last = pending[-1]
+    if last.format < FORMAT_VERSION:
+        # An older flow's events patched the state as its format writes it: upgrade the
+        # result as that flow's file would be (the upgrades are safe to run again).
+        state = upgrade_front_matter({**state, "flow_progress": last.format})
     validate_front_matter(state, path=path, context=f"journal event {last.seq}: ")
     recorded = state["transcript"]
     if recorded["entries"] != len(transcript) or recorded["digest"] != chain.root():

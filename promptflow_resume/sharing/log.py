@@ -18,15 +18,6 @@ from ..progress.location import progress_file
 from ..progress.model import Attempt, Usage
 from ..progress.state import RunState, run_state
 
-#: Words by which a note reports a hand edit (written by resume, reconcile and rewind).
-_EDIT_MARKERS = ("by hand", "hand edit", "hand-edit")
-
-
-def is_edit_note(note: str) -> bool:
-    """True when an attempt note reports a hand edit of the file."""
-    lowered = note.lower()
-    return any(marker in lowered for marker in _EDIT_MARKERS)
-
 
 @dataclass
 class AttemptView:
@@ -39,7 +30,8 @@ class AttemptView:
     reason: str | None
     usage: Usage
     notes: list[str] = field(default_factory=list)
-    #: The notes that report hand edits detected before this attempt continued the run.
+    #: The notes that report hand edits detected before this attempt continued the run (the
+    #: attempt's ``edits`` field; docs/spec.md 2.5).
     edits: list[str] = field(default_factory=list)
 
     @property
@@ -60,7 +52,7 @@ class AttemptView:
             reason=attempt.reason,
             usage=attempt.usage,
             notes=list(attempt.notes),
-            edits=[note for note in attempt.notes if is_edit_note(note)],
+            edits=list(attempt.edits),
         )
 
     def to_dict(self) -> dict[str, Any]:

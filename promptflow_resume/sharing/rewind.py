@@ -23,7 +23,7 @@ from ..base.clock import now_iso
 from ..base.durable import replace_file
 from ..progress import ProgressStore
 from ..progress.location import progress_file
-from ..progress.model import Attempt, Cursor, StepState
+from ..progress.model import Attempt, Cursor, EditNote, StepState
 from ..progress.render import entries_phrase
 from ..progress.store import read_bytes
 from .common import (
@@ -123,15 +123,13 @@ def rewind(path: str | Path, to_step: str) -> RewindResult:
         run.reason = f"rewound to step {step} by flow rewind; resume to continue"
         run.last_error = None
         run.updated = now_iso()
-        if run.attempts:
-            run.attempts[-1].notes.append(note)
-        else:
+        if not run.attempts:
             now = now_iso()
             run.attempts.append(
-                Attempt(
-                    n=1, started=now, ended=now, status="paused", reason=run.reason, notes=[note]
-                )
+                Attempt(n=1, started=now, ended=now, status="paused", reason=run.reason)
             )
+        # Edits it keeps are recorded as such: the rewrite gives them new digests.
+        run.attempts[-1].add_notes([EditNote(note) if kept_edits else note])
         store.checkpoint(run)
         return result
     finally:

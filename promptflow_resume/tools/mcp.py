@@ -723,20 +723,19 @@ def load_servers(
 
 
 def tool_list_note(fingerprints: Mapping[str, str]) -> str:
-    """The attempt note that records the servers' tool-list hashes."""
+    """The attempt note that shows people the servers' tool-list hashes (programs read the
+    attempt's ``mcp_tools`` field, never this note)."""
     return "mcp tools: " + ", ".join(f"{s}={h}" for s, h in sorted(fingerprints.items()))
 
 
-def changed_servers(previous_note: str | None, fingerprints: Mapping[str, str]) -> list[str]:
-    """Servers whose tool list differs from the one recorded in ``previous_note``."""
-    if not previous_note or not previous_note.startswith("mcp tools: "):
+def changed_servers(
+    previous: Mapping[str, str] | None, fingerprints: Mapping[str, str]
+) -> list[str]:
+    """Servers whose tool-list hash differs from the one recorded in ``previous`` (an earlier
+    attempt's ``mcp_tools``); a server not recorded there is new, not changed."""
+    if not previous:
         return []
-    old: dict[str, str] = {}
-    for item in previous_note[len("mcp tools: ") :].split(", "):
-        server, sep, digest = item.rpartition("=")
-        if sep:
-            old[server] = digest
-    return sorted(s for s, h in fingerprints.items() if s in old and old[s] != h)
+    return sorted(s for s, h in fingerprints.items() if s in previous and previous[s] != h)
 
 
 def start_servers(
@@ -775,15 +774,6 @@ def start_servers(
     return servers
 
 
-def previous_tool_note(notes: Iterable[str]) -> str | None:
-    """The last recorded tool-list note among ``notes`` (oldest first)."""
-    found = None
-    for note in notes:
-        if note.startswith("mcp tools: "):
-            found = note
-    return found
-
-
 def missing_tools_notice(workflow: Workflow, servers: McpServers | None) -> str | None:
     """One line about tool names in ``tools:`` that nothing provides, or None."""
     names = mcp_names(workflow)
@@ -804,12 +794,12 @@ def missing_tools_notice(workflow: Workflow, servers: McpServers | None) -> str 
     )
 
 
-def attempt_notes(notes: Iterable[str], servers: McpServers) -> list[str]:
-    """Attempt notes about the MCP tools of a run whose earlier attempts noted ``notes``
-    (oldest first): the tool-list hashes now, then which servers' lists changed since."""
-    fingerprints = servers.fingerprints()
+def attempt_notes(previous: Mapping[str, str] | None, fingerprints: Mapping[str, str]) -> list[str]:
+    """Attempt notes about the MCP tools whose tool-list hashes are ``fingerprints`` now, of a
+    run whose last attempt with MCP servers recorded ``previous``: the hashes, then which
+    servers' lists changed since."""
     result = [tool_list_note(fingerprints)]
-    changed = changed_servers(previous_tool_note(notes), fingerprints)
+    changed = changed_servers(previous, fingerprints)
     if changed:
         result.append(
             "the tool list of MCP server(s) "

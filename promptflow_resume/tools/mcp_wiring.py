@@ -93,7 +93,14 @@ def _names_unresolved_tools(wf: Workflow) -> bool:
 
 
 def mcp_attempt_notes(run: Run, servers: McpServers) -> list[str]:
-    """Attempt notes about the MCP tools: their hashes now, and which servers changed."""
+    """Record the servers' tool-list hashes in the attempt the engine has just begun (the
+    last of ``run.attempts``, its ``mcp_tools``) and return the notes about them: the hashes
+    (for people), then which servers' lists changed since the last attempt that recorded
+    any (news: say it)."""
     from .mcp import attempt_notes
 
-    return attempt_notes((note for attempt in run.attempts for note in attempt.notes), servers)
+    previous = next((a.mcp_tools for a in reversed(run.attempts) if a.mcp_tools), None)
+    fingerprints = servers.fingerprints()
+    if run.attempts:
+        run.attempts[-1].mcp_tools = dict(fingerprints)
+    return attempt_notes(previous, fingerprints)
