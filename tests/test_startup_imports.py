@@ -136,3 +136,41 @@ def test_a_run_collects_the_oldest_generation_less_often_then_restores_the_thres
     _completed_run(tmp_path, reporter)
     assert reporter.seen == [(before[0], before[1], max(before[2], RUN_GEN2_THRESHOLD))] * 2
     assert gc.get_threshold() == before
+
+
+#: Builds the openai provider in a fresh process (the SDK not yet imported) and prints the
+#: collector's passes per generation made meanwhile, whether it is on afterwards, and whether
+#: its thresholds are as before.
+SDK_PROBE = """
+import gc, json, sys
+from promptflow_resume.providers.base import ProviderSettings
+from promptflow_resume.providers.openai import OpenAIProvider
+assert "openai" not in sys.modules
+before, thresholds = [g["collections"] for g in gc.get_stats()], gc.get_threshold()
+OpenAIProvider(ProviderSettings("openai", model="gpt-4.1", base_url="http://127.0.0.1:9/v1"))
+after = [g["collections"] for g in gc.get_stats()]
+print(json.dumps([[b - a for a, b in zip(before, after)], gc.isenabled(),
+                  gc.get_threshold() == thresholds]))
+"""
+
+
+def test_the_openai_sdk_is_imported_without_collector_passes_and_the_collector_is_restored(
+    tmp_path: Path,
+) -> None:
+    # The SDK makes thousands of classes that live as long as the process: passes of the
+    # cycle collector over them (a full one among them) find nothing and cost a seventh of
+    # the import, which is most of the time to a resumed run's first request.
+    env = flow_env()
+    env["OPENAI_API_KEY"] = "sk-test-startup"
+    done = subprocess.run(
+        [sys.executable, "-c", SDK_PROBE],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    passes, enabled, same_thresholds = json.loads(done.stdout.strip().splitlines()[-1])
+    assert passes == [0, 0, 0]
+    assert enabled and same_thresholds
