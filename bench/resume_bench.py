@@ -224,7 +224,7 @@ def resume_ms(progress: Path, repeat: int) -> float:
 OPENAI_MODEL = "gpt-4.1"
 #: flow's part of ``flow resume`` to its first request with the openai provider (issue 27).
 OPENAI_FLOW_TARGET_MS = 150.0
-#: The SDK alone: import it, build a client, send one request (as ``flow`` would).
+#: The SDK alone: import it, build a client, send one short request (flow sends the run's).
 SDK_ALONE = (
     "import sys, openai\n"
     "client = openai.OpenAI(api_key='sk-bench', base_url=sys.argv[1], max_retries=0)\n"
