@@ -3,10 +3,12 @@
     python bench/resume_bench.py                      # the table, this checkout
     python bench/resume_bench.py --root ../other      # the same table for another checkout
     python bench/resume_bench.py --importtime         # + the top `-X importtime` entries
+    python bench/resume_bench.py --openai             # only the openai resume rows
     python bench/resume_bench.py --readers 1000       # readers-during-writes stress mode
     python bench/resume_bench.py --compare ../base --rounds 3
                                    # before (../base) and after (this checkout), run
                                    # alternately round by round: medians and after/before
+    python bench/resume_bench.py --compare ../base --openai --rounds 5   # those rows only
     python bench/resume_bench.py --compare ../base --before-python ../venv-base/bin/python
                                    # the same, the before side with its own installed
                                    # dependencies (e.g. another typer)
@@ -19,7 +21,18 @@ Rows:
 - ``flow --version`` / ``--help``: process start to exit.
 - ``status --json`` at 1,000 turns.
 - resume, start to first model request: ``flow resume`` with ``echo`` on a run stopped after a
-  tool result, killed at its first model reply; then its phases measured in one process:
+  tool result, killed at its first model reply;
+- the same with the ``openai`` provider against the local OpenAI-protocol server
+  (``tests/providers_server.py``), timed until the server receives the request, and split:
+  the interpreter's start (``python -c pass``), the ``openai`` SDK's import (``python -c
+  "import openai"`` less that; both end with ``os._exit``: flow's row ends before any
+  shutdown too), and flow's part (the rest), against its target of 150 ms; also
+  the SDK alone reaching the same server (import, client, one request), so flow's part beyond
+  all the SDK's own work shows too; and the same split in CPU time (each process's user +
+  system time, flow's to its end just after the reply), which a loaded machine moves far
+  less than the wall time. The model is ``gpt-4.1``, whose window holds the 1,000 turns, so
+  the first request is the step's next turn, not a compaction;
+- then the echo resume's phases measured in one process:
   interpreter, imports (the CLI and what resume loads), ``ProgressStore.open``, building the
   request, the final fold after one more turn.
 - per-turn overhead over a 10,000-turn run, and its last 1,000 turns ÷ its first 1,000; the
@@ -34,6 +47,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -65,6 +79,7 @@ from promptflow_resume.progress import ProgressStore, journal_path  # noqa: E402
 from promptflow_resume.providers.base import Reply, ReplyUsage  # noqa: E402
 from promptflow_resume.tools.base import ToolContext, ToolResult  # noqa: E402
 from promptflow_resume.workflow import load_workflow  # noqa: E402
+from tests.providers_server import Canned, ModelServer, Received, openai_completion  # noqa: E402
 
 REPLY = "The next step is to look at the build output once more, " * 5  # ~300 bytes
 RESULT = "line of tool output with some detail in it .....\n" * 21  # ~1 KiB
@@ -204,6 +219,111 @@ def resume_ms(progress: Path, repeat: int) -> float:
         return seconds
 
     return median_ms(once, repeat)
+
+
+#: The model of the openai rows: its context window holds a 1,000-turn benchmark run.
+OPENAI_MODEL = "gpt-4.1"
+#: flow's part of ``flow resume`` to its first request with the openai provider (issue 27).
+OPENAI_FLOW_TARGET_MS = 150.0
+#: The SDK alone: import it, build a client, send one short request (flow sends the run's).
+SDK_ALONE = (
+    "import sys, openai\n"
+    "client = openai.OpenAI(api_key='sk-bench', base_url=sys.argv[1], max_retries=0)\n"
+    "messages = [{'role': 'user', 'content': 'hi'}]\n"
+    "client.chat.completions.create(model=sys.argv[2], messages=messages)\n"
+)
+
+
+def _openai_env(**extra: str) -> dict[str, str]:
+    # No proxy, key or endpoint from the caller's shell: requests go to the local server only.
+    env = {
+        k: v
+        for k, v in _env(**extra).items()
+        if not k.upper().startswith(("OPENAI_", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"))
+    }
+    env["OPENAI_API_KEY"] = "sk-bench"
+    env["NO_PROXY"] = "127.0.0.1,localhost"
+    return env
+
+
+def _to_first_request(server: ModelServer, argv: list[str], env: dict[str, str]) -> float:
+    """Seconds from starting ``argv`` to the server's receiving its first request."""
+    seen: list[float] = []
+
+    def answer(received: Received) -> Canned:
+        seen.append(time.perf_counter())
+        return Canned(body=openai_completion("All done."))
+
+    server.responder = answer
+    start = time.perf_counter()
+    subprocess.run(
+        argv, env=env, cwd=NEUTRAL, stdin=subprocess.DEVNULL, capture_output=True, timeout=120
+    )
+    if not seen:
+        raise SystemExit(f"no request reached the local server from: {' '.join(argv)}")
+    return seen[0] - start
+
+
+#: Ends a timed ``python -c`` before the interpreter's shutdown, which frees the SDK's objects
+#: one by one (tens of ms): flow's row ends at the server's first request, and its process is
+#: killed at the reply, before any shutdown.
+_NO_EXIT = "%s\nimport os\nos._exit(0)"
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user and system) of the child processes waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def openai_resume_ms(progress: Path, repeat: int) -> dict[str, float]:
+    """``flow resume --provider openai`` to its first request at the local server (killed at
+    its reply), with the interpreter's start, the SDK's import and the SDK alone; medians,
+    each measured in turn round by round so the machine's load touches all alike. The CPU
+    time of each process (flow's to its end, just after the reply) is measured too: on a
+    shared machine it moves far less with the load than the wall time."""
+    backup = progress.read_bytes()
+    present = set(progress.parent.iterdir())
+    env = _openai_env(FLOW_CRASH_AT="engine.model_replied:1")
+    samples: dict[str, list[float]] = {}
+    with ModelServer() as server:
+        url = server.url + "/v1"
+        resume = [sys.executable, "-m", "promptflow_resume", "resume", str(progress)]
+        resume += ["--provider", "openai", "--model", OPENAI_MODEL, "--base-url", url]
+        alone = [sys.executable, "-c", SDK_ALONE, url, OPENAI_MODEL]
+
+        def flow_once() -> float:
+            seconds = _to_first_request(server, resume, env)
+            progress.write_bytes(backup)
+            for leftover in set(progress.parent.iterdir()) - present:
+                leftover.unlink()
+            return seconds
+
+        runs: dict[str, Callable[[], float]] = {
+            "total": flow_once,
+            "interpreter": lambda: _python(_NO_EXIT % "pass"),
+            "import": lambda: _python(_NO_EXIT % "import openai"),
+            "alone": lambda: _to_first_request(server, alone, _openai_env()),
+        }
+        for number in range(repeat + 1):  # the first round warms the caches up, uncounted
+            for name, run in runs.items():
+                cpu = _children_cpu()
+                seconds = run()
+                if number:
+                    samples.setdefault(name, []).append(seconds * 1000)
+                    samples.setdefault(f"{name} cpu", []).append((_children_cpu() - cpu) * 1000)
+    ms = {name: statistics.median(values) for name, values in samples.items()}
+    return {
+        "total": ms["total"],
+        "interpreter": ms["interpreter"],
+        "sdk import": ms["import"] - ms["interpreter"],
+        "flow": ms["total"] - ms["import"],
+        "sdk alone": ms["alone"],
+        "flow beyond sdk": ms["total"] - ms["alone"],
+        "total cpu": ms["total cpu"],
+        "sdk import cpu": ms["import cpu"] - ms["interpreter cpu"],
+        "flow cpu": ms["total cpu"] - ms["import cpu"],
+    }
 
 
 PHASES = """
@@ -373,17 +493,24 @@ def readers(count: int) -> None:
         print(f"  {message}")
 
 
-def compare(before: Path, rounds: int, repeat: int, before_python: str | None = None) -> None:
+def compare(
+    before: Path,
+    rounds: int,
+    repeat: int,
+    before_python: str | None = None,
+    extra: tuple[str, ...] = (),
+) -> None:
     """The table for ``before`` and for this checkout, run alternately round by round (on a
     shared machine the load changes by the minute): each row's medians and after ÷ before.
-    ``before_python`` runs the before side (a virtualenv with its own dependencies)."""
+    ``before_python`` runs the before side (a virtualenv with its own dependencies); ``extra``
+    are options for both sides (``--openai``)."""
     values: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
     order: list[str] = []
     sides = (("before", before, before_python or sys.executable), ("after", ROOT, sys.executable))
     for number in range(1, rounds + 1):
         for side, root, python in sides:
             table = subprocess.run(
-                [python, __file__, "--root", str(root), "--repeat", str(repeat)],
+                [python, __file__, "--root", str(root), "--repeat", str(repeat), *extra],
                 cwd=NEUTRAL,
                 capture_output=True,
                 text=True,
@@ -406,12 +533,40 @@ def compare(before: Path, rounds: int, repeat: int, before_python: str | None = 
         print(f"{name:<{width}} | {old:>8.3g} | {new:>8.3g} | {ratio:>11.2f}x")
 
 
+def openai_rows(progress: Path, repeat: int) -> list[tuple[str, str]]:
+    """The table's rows for ``flow resume`` with the openai provider on ``progress``."""
+    ms = openai_resume_ms(progress, repeat)
+    return [
+        ("resume openai to 1st request, 1,000 turns ms", f"{ms['total']:.0f}"),
+        ("  interpreter start ms", f"{ms['interpreter']:.0f}"),
+        ("  openai SDK import ms", f"{ms['sdk import']:.0f}"),
+        ("  flow's part ms", f"{ms['flow']:.0f}"),
+        (
+            f"  flow's part / {OPENAI_FLOW_TARGET_MS:.0f} ms target",
+            f"{ms['flow'] / OPENAI_FLOW_TARGET_MS:.2f}x",
+        ),
+        ("  SDK alone: start to 1st request ms", f"{ms['sdk alone']:.0f}"),
+        ("  flow beyond the SDK alone ms", f"{ms['flow beyond sdk']:.0f}"),
+        ("  CPU: flow resume, whole process ms", f"{ms['total cpu']:.0f}"),
+        ("  CPU: openai SDK import ms", f"{ms['sdk import cpu']:.0f}"),
+        ("  CPU: flow's part ms", f"{ms['flow cpu']:.0f}"),
+    ]
+
+
+def print_rows(rows: list[tuple[str, str]]) -> None:
+    """The table: one ``name | value`` line a row (the form ``--compare`` reads back)."""
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name:<{width}} | {value:>8}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=str(HERE), help="The checkout to measure.")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--importtime", action="store_true")
     parser.add_argument("--readers", type=int, default=0, metavar="N")
+    parser.add_argument("--openai", action="store_true", help="Only the openai resume rows.")
     parser.add_argument("--compare", metavar="BEFORE", help="A checkout to compare with.")
     parser.add_argument("--rounds", type=int, default=3, help="Alternating rounds to compare.")
     parser.add_argument(
@@ -419,12 +574,19 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.compare:
-        compare(Path(args.compare).resolve(), args.rounds, args.repeat, args.before_python)
+        extra = ("--openai",) if args.openai else ()
+        compare(Path(args.compare).resolve(), args.rounds, args.repeat, args.before_python, extra)
         return
     if args.readers:
         readers(args.readers)
         return
     print(f"checkout: {ROOT}")
+    if args.openai:
+        with tempfile.TemporaryDirectory() as tmp:
+            small, _, _ = build_run(Path(tmp), 1000)
+            interrupt_after_tool_result(small)
+            print_rows(openai_rows(small, args.repeat))
+        return
     rows: list[tuple[str, str]] = []
     rows.append(("flow --version ms", f"{median_ms(lambda: _flow('--version'), args.repeat):.0f}"))
     rows.append(("flow --help ms", f"{median_ms(lambda: _flow('--help'), args.repeat):.0f}"))
@@ -436,6 +598,7 @@ def main() -> None:
         rows.append(
             ("resume to 1st request, 1,000 turns ms", f"{resume_ms(small, args.repeat):.0f}")
         )
+        rows.extend(openai_rows(small, args.repeat))
     with tempfile.TemporaryDirectory() as tmp:
         large, times, cpu = build_run(Path(tmp), 10_000)
         mean, growth = per_turn(times)
@@ -450,9 +613,7 @@ def main() -> None:
         rows.append(("  CPU last 1,000 / first 1,000 turns", f"{cpu_growth:.2f}x"))
         rows.append(("peak RSS, resume at 10,000 turns MiB", f"{peak_rss_mib(large):.0f}"))
     rows.append(("progress.md + journal mid-step / payload", f"{size_ratio(2000):.2f}x"))
-    width = max(len(name) for name, _ in rows)
-    for name, value in rows:
-        print(f"{name:<{width}} | {value:>8}")
+    print_rows(rows)
     if args.importtime:
         for command in (("--version",), ("--help",)):
             print(f"\n-X importtime, flow {' '.join(command)}: top cumulative (ms)")

@@ -1,5 +1,6 @@
 """What a command imports: the paths that do not need a part never load it (start-up time),
-and the one process-wide setting a run changes, the collector's thresholds, is restored."""
+a model SDK is imported without passes of the cycle collector, and the one process-wide
+setting a run changes, the collector's thresholds, is restored."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from flowproc import flow_env
 
 from promptflow_resume.api import start_run
@@ -136,3 +138,49 @@ def test_a_run_collects_the_oldest_generation_less_often_then_restores_the_thres
     _completed_run(tmp_path, reporter)
     assert reporter.seen == [(before[0], before[1], max(before[2], RUN_GEN2_THRESHOLD))] * 2
     assert gc.get_threshold() == before
+
+
+#: Builds a provider in a fresh process (its SDK not yet imported) and prints the collector's
+#: passes per generation made meanwhile, whether it is on afterwards, and whether its
+#: thresholds are as before.
+SDK_PROBE = """
+import gc, importlib, json, sys
+from promptflow_resume.providers.base import ProviderSettings
+name, cls, model = sys.argv[1:4]
+provider = getattr(importlib.import_module(f"promptflow_resume.providers.{name}"), cls)
+assert name not in sys.modules
+before, thresholds = [g["collections"] for g in gc.get_stats()], gc.get_threshold()
+provider(ProviderSettings(name, model=model, base_url="http://127.0.0.1:9/v1"))
+after = [g["collections"] for g in gc.get_stats()]
+print(json.dumps([[b - a for a, b in zip(before, after)], gc.isenabled(),
+                  gc.get_threshold() == thresholds]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "cls", "model", "key"),
+    [
+        ("openai", "OpenAIProvider", "gpt-4.1", "OPENAI_API_KEY"),
+        ("anthropic", "AnthropicProvider", "claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+    ],
+)
+def test_an_sdk_is_imported_without_collector_passes_and_the_collector_is_restored(
+    tmp_path: Path, name: str, cls: str, model: str, key: str
+) -> None:
+    # An SDK makes thousands of classes that live as long as the process: passes of the
+    # cycle collector over them (a full one among them) find nothing and cost a seventh of
+    # the import, which is most of the time to a resumed run's first request.
+    env = flow_env()
+    env[key] = "sk-test-startup"
+    done = subprocess.run(
+        [sys.executable, "-c", SDK_PROBE, name, cls, model],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    passes, enabled, same_thresholds = json.loads(done.stdout.strip().splitlines()[-1])
+    assert passes == [0, 0, 0]
+    assert enabled and same_thresholds

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..base import collector
 from ..base.errors import ProviderError, ProviderSetupError
 from ..chat import Message, ToolCall, ToolSpec
 from .base import ProviderSettings, Reply, ReplyUsage, Request, require_model
@@ -80,9 +81,11 @@ def _missing_key(var: str) -> ProviderSetupError:
 
 
 def import_sdk() -> Any:
-    """The ``anthropic`` module, or a setup error naming the extra to install."""
+    """The ``anthropic`` module, or a setup error naming the extra to install; imported with
+    the cycle collector paused, as the ``openai`` one is (``providers/openai.py``)."""
     try:
-        return importlib.import_module("anthropic")
+        with collector.long_lived():
+            return importlib.import_module("anthropic")
     except ImportError as exc:
         raise ProviderSetupError(
             "the `anthropic` provider needs the anthropic package, which is not installed.",
@@ -341,13 +344,16 @@ class AnthropicProvider:
         self.credentials = resolve_credentials(settings)
         self._sdk = import_sdk()
         creds = self.credentials
-        self._client = self._sdk.Anthropic(
-            api_key=creds.api_key,
-            auth_token=creds.auth_token,
-            base_url=creds.base_url,
-            timeout=settings.timeout,
-            max_retries=0,
-        )
+        with collector.long_lived():
+            self._client = self._sdk.Anthropic(
+                api_key=creds.api_key,
+                auth_token=creds.auth_token,
+                base_url=creds.base_url,
+                timeout=settings.timeout,
+                max_retries=0,
+            )
+            # The SDK imports the messages resource on its first use: here, paused too.
+            self._client.messages  # noqa: B018
 
     def _model(self, request: Request) -> str:
         return require_model("anthropic", request.model or self.settings.model)
