@@ -19,12 +19,13 @@ PACKAGE = Path(__file__).resolve().parent.parent / "promptflow_resume"
 #: even inside one layer.
 LAYERS: list[set[str]] = [
     {"__main__", "cli"},
-    {"batch"},
+    {"batch", "front"},
     {"api"},
+    {"starting", "resuming", "attempt"},
     {"status"},
-    {"subworkflows"},
+    {"subworkflows", "runrequests"},
     {"check", "engine", "reconcile", "recovery", "sharing", "detect", "show", "compaction"},
-    {"conversation", "events", "recorded"},
+    {"conversation", "events", "recorded", "runoptions"},
     {"worktree"},
     {"tools"},
     {"workflow"},
