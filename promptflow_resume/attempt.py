@@ -77,13 +77,12 @@ class Outcome:
 
 def run_summary(run: Run, path: Path) -> dict[str, Any]:
     """The ``--json`` summary of how ``flow run`` / ``flow resume`` left a run."""
-    done = sum(1 for s in run.steps.values() if s.status == "completed")
     return {
         "run_id": run.run_id,
         "path": str(path),
         "status": run.status,
         "reason": run.reason,
-        "steps_done": done,
+        "steps_done": run.steps_done(),
         "steps_total": len(run.steps),
         "step": run.cursor.step,
         "usage": run.usage.to_dict(),

@@ -68,6 +68,11 @@ class StatusReport:
             return Stop.COMPLETED
         return None
 
+    @property
+    def nothing_to_do(self) -> bool:
+        """The run is completed and no step was set back: ``flow resume`` has nothing to do."""
+        return self.run.status == "completed" and not (self.plan.reset if self.plan else [])
+
     def edited_entries_text(self) -> str:
         """The entries edited by hand, in words (``entries 3 and 5 edited by hand``)."""
         from .progress.render import entries_phrase
@@ -88,7 +93,7 @@ class StatusReport:
     def to_dict(self) -> dict[str, Any]:
         """The stable ``flow status --json`` document (documented in docs/spec.md)."""
         run = self.run
-        done = sum(1 for s in run.steps.values() if s.status == "completed")
+        done = run.steps_done()
         total = run.cursor.total or len(run.steps)
         plan = self.plan
         state = self.state

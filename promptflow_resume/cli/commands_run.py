@@ -635,7 +635,7 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
     if perms:
         needs = "; resume asks, or takes --accept-permissions" if perms["widened"] else ""
         out(f"perms    {perms['change']}{needs}")
-    if run.status == "completed" and not data["reset_steps"]:
+    if status.nothing_to_do:
         out("resume   nothing to do: the run is completed")
     elif data["can_resume"]:
         out(f"resume   can resume from step {data['resume_from']}")
