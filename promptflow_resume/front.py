@@ -12,20 +12,21 @@
 
 The CLI parses its options, calls one of these, and prints what it returns::
 
-    outcome = run_workflow(RunCommand(Path("triage.prompt.md")), RunOptions(provider="echo"))
+    command = RunCommand(Path("triage.prompt.md"), input_items=("topic=bees",), new=True)
+    outcome = run_workflow(command, RunOptions(provider="echo"))
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .api import Outcome, ResolvedInputs, ResumeRequest, StartRequest, resume_run, start_run
 from .base.errors import InputError
 from .runoptions import RunOptions
-from .runrequests import GivenInputs
+from .runrequests import AskInput, GivenInputs
 from .workflow import load_workflow
 from .workflow.model import Workflow
 
@@ -69,7 +70,13 @@ class RunCommand:
     """What ``flow run`` was given beyond the run options."""
 
     workflow: Path
-    inputs: GivenInputs = field(default_factory=GivenInputs)
+    #: ``--input name=value`` items and ``--inputs FILE``, read once the workflow is loaded
+    #: (its errors come first); ``ask`` asks on a terminal for a missing value.
+    input_items: tuple[str, ...] = ()
+    inputs_file: Path | None = None
+    ask: AskInput | None = None
+    #: ``--selection`` as given (the text, or ``@FILE``), read when the run starts or resumes.
+    selection: str | None = None
     #: ``--single-prompt``: the whole file is one prompt (no steps).
     single_prompt: bool = False
     progress: Path | None = None
@@ -92,7 +99,10 @@ def run_workflow(command: RunCommand, options: RunOptions) -> Outcome:
     from .detect import run_to_resume
 
     wf = load_workflow(command.workflow, single_prompt=command.single_prompt)
-    values = command.inputs.resolve(wf)
+    given = GivenInputs(
+        parse_assignments(list(command.input_items), "--input"), command.inputs_file, command.ask
+    )
+    values = given.resolve(wf)
     if is_dry_run(options.provider, wf) and options.reporter is not None:
         options.reporter.dry_run()
     # A run in a worktree is new by definition: a similar run found would not be isolated.
@@ -108,7 +118,8 @@ def run_workflow(command: RunCommand, options: RunOptions) -> Outcome:
         )
         if chosen is not None:
             # ``--record`` is for a new session: a resumed one keeps what it recorded.
-            return resume_run(chosen, replace(options, record=False))
+            resumed = replace(options, record=False, selection=read_selection(command.selection))
+            return resume_run(chosen, resumed)
     request = StartRequest(
         wf,
         ResolvedInputs(values),
@@ -116,7 +127,7 @@ def run_workflow(command: RunCommand, options: RunOptions) -> Outcome:
         recording=command.recording,
         worktree=command.worktree,
     )
-    return start_run(request, options)
+    return start_run(request, replace(options, selection=read_selection(command.selection)))
 
 
 class Target(enum.Enum):

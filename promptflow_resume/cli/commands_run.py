@@ -272,19 +272,18 @@ def run_command(
     Exit codes: 0 completed, 1 failed/budget/timeout, 8 needs review, 14 git problem
     (--worktree), 130 interrupted (see docs/spec.md for all).
     """
-    from ..api import GivenInputs, Limits, RunOptions
-    from ..front import RunCommand, parse_assignments, read_selection, run_workflow
+    from ..api import Limits, RunOptions
+    from ..front import RunCommand, run_workflow
 
     interactive = _stdin_is_terminal() and not as_json
     live = sys.stderr.isatty() and not as_json
     reporter = ConsoleReporter(live=live, verbose=verbose, quiet_dry_run=as_json)
     command = RunCommand(
         workflow,
-        GivenInputs(
-            parse_assignments(input_, "--input"),
-            inputs_file,
-            _ask_input if interactive else None,
-        ),
+        input_items=tuple(input_),
+        inputs_file=inputs_file,
+        ask=_ask_input if interactive else None,
+        selection=selection,
         single_prompt=single_prompt,
         progress=progress,
         recording=recording,
@@ -304,7 +303,6 @@ def run_command(
         stream=live,
         limits=Limits(max_cost, max_tokens, max_turns, option_seconds("--timeout", timeout)),
         file=file,
-        selection=read_selection(selection),
         instructions=not no_instructions,
         permissions=_permissions(
             allow_commands, allow_fetch, interactive, reporter, accept=accept_permissions
