@@ -42,7 +42,7 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    # reconcile pulls in every tool; `flow --help` registers this module without needing it.
+    # The API pulls in reconcile and every tool; `flow --help` registers this module without it.
     from ..api import Choices, ResumePlan
 
 
