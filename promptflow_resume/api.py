@@ -24,17 +24,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# Re-exported: the records every call takes, and the outcome of a run.
+# Re-exported from their homes: what callers of the API name (the outcome of a run, the
+# options record and the requests, the choices of a resume, status and compaction).
 from .attempt import Outcome as Outcome
 from .attempt import answer_location as answer_location
-from .attempt import exit_code_for as exit_code_for
 from .attempt import run_summary as run_summary
-
-# Re-exported: compacting a run by hand is compaction's.
 from .compaction import CompactOutcome as CompactOutcome
 from .compaction import compact_run as compact_run
-
-# Re-exported: the decisions a resume is given, and the plan a question is asked about.
 from .reconcile import Choices as Choices
 from .reconcile import ResumePlan as ResumePlan
 from .runoptions import Limits as Limits
@@ -45,8 +41,6 @@ from .runrequests import ResolvedInputs as ResolvedInputs
 from .runrequests import ResumeRequest as ResumeRequest
 from .runrequests import StartRequest as StartRequest
 from .runrequests import prepare_inputs as prepare_inputs
-
-# Re-exported: where a run stands is its own module.
 from .status import StatusReport as StatusReport
 from .status import run_status as run_status
 
