@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from promptflow_resume.api import new_run  # noqa: E402
+from promptflow_resume.attempt import new_run  # noqa: E402
 from promptflow_resume.base.redact import Redactor  # noqa: E402
 from promptflow_resume.chat import ToolCall, ToolSpec  # noqa: E402
 from promptflow_resume.engine import Engine, EngineOptions  # noqa: E402

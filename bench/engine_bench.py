@@ -106,7 +106,7 @@ def fsync_floor(folder: Path, count: int = 300) -> float:
 
 def flow_turns(turns: int, folder: Path) -> tuple[float, Path]:
     """Seconds for ``turns`` turns through the real engine and store; and the progress path."""
-    from promptflow_resume.api import new_run
+    from promptflow_resume.attempt import new_run
     from promptflow_resume.base.redact import Redactor
     from promptflow_resume.events import Reporter
 

@@ -110,7 +110,7 @@ async def _sdk_direct(folder: Path) -> float:
 
 
 def run_rows(folder: Path) -> dict[str, float]:
-    from promptflow_resume.api import start_run
+    from promptflow_resume.api import RunOptions, StartRequest, start_run
     from promptflow_resume.events import Reporter
 
     class Clock(Reporter):
@@ -143,12 +143,16 @@ def run_rows(folder: Path) -> dict[str, float]:
         (where / "s.json").write_text(json.dumps({"replies": [*replies, "done"]}), "utf-8")
         clock = Clock()
         outcome = start_run(
-            where / "w.prompt.md",
-            recording=where / "s.json",
-            progress=where / "run" / "progress.md",
-            workspace=where,
-            mcp_config=_config(where) if "MCP" in label else None,
-            reporter=clock,
+            StartRequest(
+                where / "w.prompt.md",
+                recording=where / "s.json",
+                progress=where / "run" / "progress.md",
+            ),
+            RunOptions(
+                workspace=where,
+                mcp_config=_config(where) if "MCP" in label else None,
+                reporter=clock,
+            ),
         )
         assert outcome.run.status == "completed", outcome.run.reason
         rows[label] = (clock.ended - clock.began) / TURNS

@@ -70,7 +70,7 @@ sys.path.insert(0, str(ROOT))
 from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
-from promptflow_resume.api import new_run  # noqa: E402
+from promptflow_resume.attempt import new_run  # noqa: E402
 from promptflow_resume.base.redact import Redactor  # noqa: E402
 from promptflow_resume.chat import ToolCall, ToolSpec  # noqa: E402
 from promptflow_resume.engine import Engine, EngineOptions  # noqa: E402

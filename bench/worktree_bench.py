@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from promptflow_resume.api import start_run
+from promptflow_resume.api import RunOptions, StartRequest, start_run
 from promptflow_resume.worktree import discard_run, merge_run, review_run
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "worktree"
@@ -78,11 +78,13 @@ def _round(root: Path, files: int) -> dict[str, float]:
 
         def run(progress: str, worktree: bool) -> None:
             outcome = start_run(
-                "change.prompt.md",
-                recording="change.script.yaml",
-                progress=progress,
-                worktree=worktree,
-                instructions=False,
+                StartRequest(
+                    "change.prompt.md",
+                    recording="change.script.yaml",
+                    progress=progress,
+                    worktree=worktree,
+                ),
+                RunOptions(instructions=False),
             )
             assert outcome.exit_code == 0, outcome.run.reason
 

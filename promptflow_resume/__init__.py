@@ -2,9 +2,9 @@
 
 The library API (the ``flow`` command is a thin layer over it)::
 
-    from promptflow_resume import start_run, resume_run, run_status, load_progress
+    from promptflow_resume import RunOptions, start_run, resume_run, run_status, load_progress
 
-    outcome = start_run("workflows/triage-todos.prompt.md", provider="echo")
+    outcome = start_run("workflows/triage-todos.prompt.md", RunOptions(provider="echo"))
     run, report = load_progress(outcome.path)
     print(run.status, report.edited_entries)
 
@@ -24,8 +24,14 @@ _EXPORTS: dict[str, str] = {
     "resume_run": "api",
     "run_status": "status",
     "check_workflows": "check",
-    "Limits": "api",
-    "Outcome": "api",
+    "RunOptions": "runoptions",
+    "Limits": "runoptions",
+    "Permissions": "runoptions",
+    "StartRequest": "runrequests",
+    "ResumeRequest": "runrequests",
+    "GivenInputs": "runrequests",
+    "ResolvedInputs": "runrequests",
+    "Outcome": "attempt",
     "Choices": "reconcile",
     "load_progress": "progress",
     "ProgressStore": "progress",

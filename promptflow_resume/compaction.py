@@ -38,10 +38,11 @@ from .progress.model import Entry, Usage
 from .providers.base import Purpose, Reply, Request
 from .providers.context import context_window, estimate_tokens, text_tokens
 from .recorded import check_endpoint, check_params, make_provider, workflow_for
+from .runoptions import RunOptions
 from .workflow.model import Compaction
 
 if TYPE_CHECKING:
-    from .events import Reporter
+    pass
 
 #: What the model is asked to do with the turns it summarises.
 INSTRUCTIONS = (
@@ -379,16 +380,15 @@ class CompactOutcome:
 
 def compact_run(
     progress_path: str | Path,
+    options: RunOptions = RunOptions(),
     *,
     workflow_path: str | Path | None = None,
-    provider: str | None = None,
-    model: str | None = None,
-    base_url: str | None = None,
-    record: bool = False,
-    reporter: Reporter | None = None,
 ) -> CompactOutcome:
     """Compact a stopped run by hand: summarise its oldest turns into one ``compaction``
     entry, as a run does before its context would overflow (the rules are above).
+
+    Of ``options``, the connection (provider, model, base URL), ``record`` and ``reporter``
+    apply; ``workflow_path`` is ``--workflow`` (the workflow moved).
 
     The window is the workflow's ``context_window:`` or the model's; when neither is known,
     the run's current size stands for it, so the recent turns kept are ``keep_recent`` of
@@ -400,6 +400,8 @@ def compact_run(
     path = progress_file(progress_path)
     if not path.exists():
         raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
+    provider, model, base_url = options.provider, options.model, options.base_url
+    reporter, record = options.reporter, options.record
     store, run, _ = ProgressStore.open(path)
     try:
         wf = workflow_for(run, path, workflow_path)

@@ -16,6 +16,9 @@ class Reporter:
     def run_started(self, run_usage: Usage) -> None:
         """The run starts or resumes; ``run_usage`` is what earlier attempts already used."""
 
+    def dry_run(self) -> None:
+        """The run sends nothing (the ``echo`` provider): its requests are only shown."""
+
     def notice(self, text: str) -> None:
         """A one-line message for the user (resume decisions, workflow changes, warnings)."""
 

@@ -23,6 +23,8 @@ from .progress.model import LoadReport, Run
 from .progress.state import RunState, run_state
 from .reconcile import Choices, ResumePlan, Stop, plan_resume
 from .recorded import check_endpoint, outside_workspace, workflow_for
+from .runoptions import RunOptions
+from .runrequests import ResumeRequest
 from .workflow.model import Compaction, Workflow
 
 if TYPE_CHECKING:
@@ -60,6 +62,17 @@ class StatusReport:
         return Stop.NO_WORKFLOW if self.plan is None else self.plan.stop
 
     @property
+    def nothing_to_do(self) -> bool:
+        """The run is completed and no step was set back: ``flow resume`` has nothing to do."""
+        return self.run.status == "completed" and not (self.plan.reset if self.plan else [])
+
+    def edited_entries_text(self) -> str:
+        """The entries edited by hand, in words (``entries 3 and 5 edited by hand``)."""
+        from .progress.render import entries_phrase
+
+        return f"{entries_phrase(self.load.edited_entries)} edited by hand"
+
+    @property
     def can_resume(self) -> bool:
         """True when ``flow resume`` would continue the run now (nothing stops it)."""
         return self.stop is None
@@ -73,7 +86,7 @@ class StatusReport:
     def to_dict(self) -> dict[str, Any]:
         """The stable ``flow status --json`` document (documented in docs/spec.md)."""
         run = self.run
-        done = sum(1 for s in run.steps.values() if s.status == "completed")
+        done = run.steps_done()
         total = run.cursor.total or len(run.steps)
         plan = self.plan
         state = self.state
@@ -174,29 +187,26 @@ def _permissions_change(run: Run, workflow: Workflow) -> PermissionsChange | Non
 
 def run_status(
     progress_path: str | Path,
-    *,
-    workflow_path: str | Path | None = None,
-    workspace: str | Path | None = None,
-    choices: Choices = Choices(),
-    decide: bool = False,
-    provider: str | None = None,
-    model: str | None = None,
-    base_url: str | None = None,
+    options: RunOptions = RunOptions(),
+    request: ResumeRequest = ResumeRequest(),
 ) -> StatusReport:
-    """Load a run without locking it and work out what ``flow resume`` would do.
+    """Load a run without locking it and work out what ``flow resume`` would do with
+    ``options`` and ``request`` (its choices, a moved workflow, ``decide``).
 
     Nothing is started: an MCP call in flight is judged by what was recorded when it started
     (whether it may run again, and on which server), as resume judges it.
-    With ``decide`` an ambiguous state is put to the model (``provider``/``model``/``base_url``
-    as resume would use them) and the plan shows its decision; nothing is written.
+    With ``request.decide`` an ambiguous state is put to the model (the options' provider,
+    model and base URL, as resume would use them) and the plan shows its decision; nothing is
+    written.
     """
     path = progress_file(progress_path)
     if not path.exists():
         raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
     run, report = load_progress(path)
+    workflow_path, choices, decide = request.workflow_path, request.choices, request.decide
     if decide:
         # Refused outright, as by resume: a decision would send the run to that endpoint.
-        check_endpoint(run, path, provider, base_url)
+        check_endpoint(run, path, options.provider, options.base_url)
     plan: ResumePlan | None = None
     problem: str | None = None
     decision: Decision | None = None
@@ -206,7 +216,7 @@ def run_status(
         wf = workflow_for(run, path, workflow_path)
         settings = wf.compaction
         change = _permissions_change(run, wf)
-        root = Path(workspace) if workspace else Path.cwd()
+        root = Path(options.workspace) if options.workspace else Path.cwd()
         outside = None if workflow_path is not None else outside_workspace(run, path, root)
         if outside:
             report.warnings.append(outside)
@@ -233,7 +243,13 @@ def run_status(
             from .recovery import model_decision
 
             decision = model_decision(
-                run, path, plan, wf, provider=provider, model=model, base_url=base_url
+                run,
+                path,
+                plan,
+                wf,
+                provider=options.provider,
+                model=options.model,
+                base_url=options.base_url,
             )
             if decision is not None and not decision.stops:
                 plan = plan_resume(

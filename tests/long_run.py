@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from promptflow_resume.api import new_run
+from promptflow_resume.attempt import new_run
 from promptflow_resume.base.redact import Redactor
 from promptflow_resume.chat import ToolCall, ToolSpec
 from promptflow_resume.engine import Engine, EngineOptions

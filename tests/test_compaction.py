@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from promptflow_resume.api import compact_run, start_run
+from promptflow_resume.api import RunOptions, StartRequest, compact_run, start_run
 from promptflow_resume.base.errors import (
     EXIT_LOCKED,
     EXIT_NOT_FOUND,
@@ -299,10 +299,8 @@ def test_a_run_far_longer_than_the_window_completes_within_it(
     model = ProbeModel(turns=100)
     server.responder = model
     outcome = start_run(
-        write_workflow(tmp_path),
-        base_url=server.url + "/v1",
-        progress=tmp_path / "run" / "progress.md",
-        workspace=tmp_path,
+        StartRequest(write_workflow(tmp_path), progress=tmp_path / "run" / "progress.md"),
+        RunOptions(base_url=server.url + "/v1", workspace=tmp_path),
     )
     run = outcome.run
     assert outcome.exit_code == 0, run.last_error
@@ -331,10 +329,8 @@ def test_a_context_length_error_compacts_and_retries_once(
     server.responder = model
     # No context_window and a model the table does not know: only the error tells.
     outcome = start_run(
-        write_workflow(tmp_path, ""),
-        base_url=server.url + "/v1",
-        progress=tmp_path / "run" / "progress.md",
-        workspace=tmp_path,
+        StartRequest(write_workflow(tmp_path, ""), progress=tmp_path / "run" / "progress.md"),
+        RunOptions(base_url=server.url + "/v1", workspace=tmp_path),
     )
     assert outcome.exit_code == 0, outcome.run.last_error
     assert model.rejected, "the run never reached the server's limit"
@@ -351,10 +347,10 @@ def test_compaction_off_fails_with_the_provider_error_and_flow_compact_rescues_t
     model = ProbeModel(turns=26)
     server.responder = model
     outcome = start_run(
-        write_workflow(tmp_path, "compaction: off\n"),
-        base_url=server.url + "/v1",
-        progress=tmp_path / "run" / "progress.md",
-        workspace=tmp_path,
+        StartRequest(
+            write_workflow(tmp_path, "compaction: off\n"), progress=tmp_path / "run" / "progress.md"
+        ),
+        RunOptions(base_url=server.url + "/v1", workspace=tmp_path),
     )
     run = outcome.run
     assert outcome.exit_code == EXIT_PROVIDER
@@ -384,10 +380,8 @@ def test_flow_compact_words_and_exit_codes(tmp_path: Path, server: ModelServer) 
     server.responder = model
     progress = tmp_path / "run" / "progress.md"
     outcome = start_run(
-        write_workflow(tmp_path),
-        base_url=server.url + "/v1",
-        progress=progress,
-        workspace=tmp_path,
+        StartRequest(write_workflow(tmp_path), progress=progress),
+        RunOptions(base_url=server.url + "/v1", workspace=tmp_path),
     )
     assert outcome.exit_code == 0
     url = server.url + "/v1"
@@ -401,7 +395,7 @@ def test_flow_compact_words_and_exit_codes(tmp_path: Path, server: ModelServer) 
     # The library compacts it when told the run is larger than its window allows.
     wf = tmp_path / "probe.prompt.md"
     wf.write_text(wf.read_text().replace(f"context_window: {LIMIT}", "context_window: 300"))
-    done = compact_run(progress, base_url=url)
+    done = compact_run(progress, RunOptions(base_url=url))
     assert done.compacted and done.covers is not None and done.covers[0] == 3
     assert done.tokens_after < done.tokens_before
     assert done.usage.turns == 1
@@ -516,11 +510,12 @@ def test_the_scripted_provider_answers_compactions_and_keeps_its_reply_order(
     script = {"replies": replies, "summary": "Earlier probes all printed their lines."}
     (tmp_path / "script.json").write_text(json.dumps(script), encoding="utf-8")
     outcome = start_run(
-        tmp_path / "probe.prompt.md",
-        provider="scripted",
-        recording=tmp_path / "script.json",
-        progress=tmp_path / "run" / "progress.md",
-        workspace=tmp_path,
+        StartRequest(
+            tmp_path / "probe.prompt.md",
+            recording=tmp_path / "script.json",
+            progress=tmp_path / "run" / "progress.md",
+        ),
+        RunOptions(provider="scripted", workspace=tmp_path),
     )
     assert outcome.exit_code == 0, outcome.run.last_error
     run = outcome.run
@@ -559,7 +554,8 @@ def test_anthropics_prompt_is_too_long_compacts_and_retries_once(
         Canned(body=anthropic_message("Every probe printed its line.")),
     )
     outcome = start_run(
-        wf, base_url=server.url, progress=tmp_path / "run" / "progress.md", workspace=tmp_path
+        StartRequest(wf, progress=tmp_path / "run" / "progress.md"),
+        RunOptions(base_url=server.url, workspace=tmp_path),
     )
     assert outcome.exit_code == 0, outcome.run.last_error
     assert server.pending == 0
@@ -659,7 +655,10 @@ def test_large_tool_results_keep_their_sidecars_and_send_only_previews(
         encoding="utf-8",
     )
     progress = tmp_path / "run" / "progress.md"
-    outcome = start_run(wf, base_url=server.url + "/v1", progress=progress, workspace=tmp_path)
+    outcome = start_run(
+        StartRequest(wf, progress=progress),
+        RunOptions(base_url=server.url + "/v1", workspace=tmp_path),
+    )
     assert outcome.exit_code == 0, outcome.run.last_error
     run, _ = load_progress(progress)  # verifies every sidecar's hash
     results = [e for e in run.transcript if e.role == "tool_result"]

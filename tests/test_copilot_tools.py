@@ -10,10 +10,11 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from promptflow_resume.api import Permissions, start_run
+from promptflow_resume.api import Permissions, RunOptions, StartRequest, start_run
 from promptflow_resume.events import Reporter
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.model import Run
@@ -46,14 +47,13 @@ def project(where: Path, name: str) -> Path:
     return where
 
 
-def start(where: Path, name: str, **kwargs: object) -> tuple[Run, Path]:
-    outcome = start_run(
+def start(where: Path, name: str, **options: Any) -> tuple[Run, Path]:
+    request = StartRequest(
         where / f"{name}.prompt.md",
         recording=where / f"{name}.script.yaml",
         progress=where / "run" / "progress.md",
-        workspace=where,
-        **kwargs,  # type: ignore[arg-type]
     )
+    outcome = start_run(request, RunOptions(workspace=where, **options))
     return outcome.run, outcome.path
 
 

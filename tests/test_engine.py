@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from promptflow_resume.api import Limits, resume_run, run_status, start_run
+from promptflow_resume.api import (
+    GivenInputs,
+    Limits,
+    ResumeRequest,
+    RunOptions,
+    StartRequest,
+    resume_run,
+    run_status,
+    start_run,
+)
 from promptflow_resume.base.errors import (
     NeedsReviewError,
     RunLockedError,
@@ -28,13 +38,14 @@ def project(workdir: Path) -> Path:
     return workdir
 
 
-def start(project: Path, **kwargs: object) -> tuple[Run, Path]:
-    outcome = start_run(
+def start(project: Path, inputs: dict[str, str] | None = None, **options: Any) -> tuple[Run, Path]:
+    request = StartRequest(
         project / "counter.prompt.md",
+        GivenInputs(inputs or {}),
         recording=project / "counter.script.yaml",
         progress=project / "run" / "progress.md",
-        **kwargs,  # type: ignore[arg-type]
     )
+    outcome = start_run(request, RunOptions(**options))
     return outcome.run, outcome.path
 
 
@@ -86,7 +97,7 @@ def test_the_budget_stops_a_run_and_a_raised_limit_resumes_it(project: Path) -> 
     assert run.status == "budget_exhausted"
     assert "2 of 2 turns" in (run.reason or "")
     assert counter_lines(project) == 2  # the second turn's tool calls did run
-    outcome = resume_run(path, limits=Limits(max_turns=10))
+    outcome = resume_run(path, RunOptions(limits=Limits(max_turns=10)))
     assert outcome.run.status == "completed"
     assert counter_lines(project) == 2  # nothing ran twice
     note = [e for e in outcome.run.transcript if e.role == "note"]
@@ -142,7 +153,7 @@ def test_a_result_written_by_hand_is_used(project: Path) -> None:
     text = path.read_text(encoding="utf-8")
     assert text.count(PLACEHOLDER_RESULT) == 1
     path.write_text(text.replace(PLACEHOLDER_RESULT, "2"), encoding="utf-8")
-    outcome = resume_run(path, limits=Limits(max_turns=10))
+    outcome = resume_run(path, RunOptions(limits=Limits(max_turns=10)))
     assert outcome.run.status == "completed"
     assert counter_lines(project) == 2
     results = [e for e in outcome.run.transcript if e.role == "tool_result" and e.tool == "bump"]
@@ -151,14 +162,18 @@ def test_a_result_written_by_hand_is_used(project: Path) -> None:
 
 def test_rerun_unsafe_runs_the_call_again(project: Path) -> None:
     path = _stop_with_call_in_flight(project)
-    outcome = resume_run(path, choices=Choices(rerun_unsafe=True), limits=Limits(max_turns=10))
+    outcome = resume_run(
+        path,
+        RunOptions(limits=Limits(max_turns=10)),
+        ResumeRequest(choices=Choices(rerun_unsafe=True)),
+    )
     assert outcome.run.status == "completed"
     assert counter_lines(project) == 3  # asked for explicitly
 
 
 def test_an_idempotent_call_in_flight_is_run_again(project: Path) -> None:
     path = _stop_with_call_in_flight(project, "peek")
-    outcome = resume_run(path, limits=Limits(max_turns=10))
+    outcome = resume_run(path, RunOptions(limits=Limits(max_turns=10)))
     assert outcome.run.status == "completed"
     assert counter_lines(project) == 2  # bump's result was recorded: it did not run again
     peeks = [e for e in outcome.run.transcript if e.role == "tool_result" and e.tool == "peek"]
@@ -175,7 +190,7 @@ def test_an_edited_message_is_what_the_model_sees_next(project: Path) -> None:
     path.write_text(text.replace(old, "The counter holds exactly two lines."), encoding="utf-8")
     status = run_status(path)
     assert status.load.edited_entries
-    outcome = resume_run(path, limits=Limits(max_turns=10))
+    outcome = resume_run(path, RunOptions(limits=Limits(max_turns=10)))
     assert outcome.run.status == "completed"
     edited = outcome.run.entry(outcome.run.steps["inspect"].output_entry or 0)
     assert edited is not None and edited.content == "The counter holds exactly two lines."
@@ -188,7 +203,7 @@ def test_a_change_to_a_step_not_started_is_taken(project: Path) -> None:
         workflow.read_text().replace("Write a short report", "Write a one-line report"),
         encoding="utf-8",
     )
-    outcome = resume_run(path, limits=Limits(max_turns=10))
+    outcome = resume_run(path, RunOptions(limits=Limits(max_turns=10)))
     assert outcome.run.status == "completed"
     prompt = next(e for e in outcome.run.transcript if e.role == "user" and e.step == "report")
     assert "one-line report" in prompt.content
@@ -209,7 +224,11 @@ def test_a_change_to_a_completed_step_needs_a_decision(project: Path) -> None:
     # The message names the workflow file, and its sentences are separate.
     assert f"the workflow {workflow} changed in steps that already ran" in str(info.value)
     assert "what is left). Nothing was changed in the progress file." in str(info.value)
-    kept = resume_run(path, choices=Choices(keep_completed=True), limits=Limits(max_turns=10))
+    kept = resume_run(
+        path,
+        RunOptions(limits=Limits(max_turns=10)),
+        ResumeRequest(choices=Choices(keep_completed=True)),
+    )
     assert kept.run.status == "completed"
     assert counter_lines(project) == 2
 
@@ -221,7 +240,11 @@ def test_rerun_changed_reruns_from_the_first_changed_step(project: Path) -> None
         workflow.read_text().replace("Bump the counter twice", "Bump the counter twice, carefully"),
         encoding="utf-8",
     )
-    outcome = resume_run(path, choices=Choices(rerun_changed=True), limits=Limits(max_turns=10))
+    outcome = resume_run(
+        path,
+        RunOptions(limits=Limits(max_turns=10)),
+        ResumeRequest(choices=Choices(rerun_changed=True)),
+    )
     assert outcome.run.status == "completed"
     assert counter_lines(project) == 4  # the step ran again, as asked
     assert any("archived" in n for n in outcome.notes)
@@ -299,9 +322,11 @@ def test_a_human_step_waits_for_an_answer_written_in_the_file(workdir: Path) -> 
     # Reply 0 stands for the command step: the conversation shows its call as an assistant turn.
     (workdir / "h.yaml").write_text('replies: ["-", "Announced 1.4.2."]\n', encoding="utf-8")
     outcome = start_run(
-        workdir / "h.prompt.md",
-        recording=workdir / "h.yaml",
-        progress=workdir / "r" / "progress.md",
+        StartRequest(
+            workdir / "h.prompt.md",
+            recording=workdir / "h.yaml",
+            progress=workdir / "r" / "progress.md",
+        )
     )
     assert outcome.run.status == "awaiting_input" and outcome.exit_code == 11
     question = outcome.run.transcript[-1]
@@ -367,14 +392,18 @@ def _edit_front_matter(path: Path, old: str, new: str) -> None:
 def test_an_input_edited_in_the_front_matter_is_used_by_later_steps(project: Path) -> None:
     _, path = start(project, limits=Limits(max_turns=3))
     _edit_front_matter(path, "audience: the team", "audience: the release board")
-    outcome = resume_run(path, limits=Limits(max_turns=10))
+    outcome = resume_run(path, RunOptions(limits=Limits(max_turns=10)))
     prompt = next(e for e in outcome.run.transcript if e.role == "user" and e.step == "report")
     assert "for the release board" in prompt.content
 
 
 def test_set_overrides_an_input_and_is_recorded(project: Path) -> None:
     _, path = start(project, limits=Limits(max_turns=3))
-    outcome = resume_run(path, set_values={"audience": "auditors"}, limits=Limits(max_turns=10))
+    outcome = resume_run(
+        path,
+        RunOptions(limits=Limits(max_turns=10)),
+        ResumeRequest(set_values={"audience": "auditors"}),
+    )
     prompt = next(e for e in outcome.run.transcript if e.role == "user" and e.step == "report")
     assert "for auditors" in prompt.content
     assert "--set audience" in outcome.run.attempts[-1].notes
@@ -385,7 +414,7 @@ def test_a_cursor_moved_back_by_hand_reruns_from_there(project: Path) -> None:
     _edit_front_matter(path, "cursor: {index: 2,", "cursor: {step: inspect, index: 1,")
     status = run_status(path)
     assert status.plan is not None and status.plan.reset == ["inspect", "report"]
-    outcome = resume_run(path, choices=Choices(rerun_unsafe=True))
+    outcome = resume_run(path, request=ResumeRequest(choices=Choices(rerun_unsafe=True)))
     assert outcome.run.status == "completed"
     assert counter_lines(project) == 4  # the bumps of the re-run step ran again, as asked for
     assert sum(e.role == "user" and e.step == "inspect" for e in outcome.run.transcript) == 1
@@ -396,10 +425,12 @@ def test_the_time_limit_stops_a_run_as_timeout(workdir: Path) -> None:
     for name in ("slow.prompt.md", "slow.script.yaml"):
         shutil.copy(FIXTURES / name, workdir / name)
     outcome = start_run(
-        workdir / "slow.prompt.md",
-        recording=workdir / "slow.script.yaml",
-        progress=workdir / "t" / "progress.md",
-        limits=Limits(timeout=0.5),
+        StartRequest(
+            workdir / "slow.prompt.md",
+            recording=workdir / "slow.script.yaml",
+            progress=workdir / "t" / "progress.md",
+        ),
+        RunOptions(limits=Limits(timeout=0.5)),
     )
     assert outcome.run.status == "timeout" and outcome.exit_code == 1
     resumed = resume_run(outcome.path)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.api import Limits, resume_run, run_status
+from promptflow_resume.api import Limits, RunOptions, resume_run, run_status
 from promptflow_resume.progress import load_progress
 from promptflow_resume.sharing import fork
 from tests.flowproc import flow
@@ -66,7 +66,9 @@ def test_a_fork_after_a_workflow_step_copies_its_child(project: Path) -> None:
 
     # Resumed, the fork reads its completed child back and runs only the last step.
     child_bytes = child_copy.read_bytes()
-    finished = resume_run(result.output, limits=Limits(max_turns=10), workspace=project).run
+    finished = resume_run(
+        result.output, RunOptions(limits=Limits(max_turns=10), workspace=project)
+    ).run
     assert finished.status == "completed"
     assert child_copy.read_bytes() == child_bytes
     assert finished.usage.turns == original.usage.turns
@@ -85,7 +87,9 @@ def test_a_fork_at_a_workflow_step_drops_its_link_and_runs_a_new_child(project: 
     assert forked.steps["review"].child is None
     assert not (project / "forks" / "again.steps").exists()
     assert [c.status for c in run_status(result.output).children] == []
-    finished = resume_run(result.output, limits=Limits(max_turns=10), workspace=project).run
+    finished = resume_run(
+        result.output, RunOptions(limits=Limits(max_turns=10), workspace=project)
+    ).run
     assert finished.status == "completed"
     assert finished.steps["review"].child == "again.steps/review/progress.md"
     new_child, _ = load_progress(project / "forks" / "again.steps" / "review" / "progress.md")

@@ -241,7 +241,7 @@ def test_a_record_in_the_file_allows_nothing(stopped: Path) -> None:
 
 @pytest.mark.parametrize(("answer", "goes_on"), [("yes", True), ("no", False)])
 def test_on_a_terminal_the_person_is_asked(stopped: Path, answer: Any, goes_on: bool) -> None:
-    from promptflow_resume.api import Permissions, resume_run
+    from promptflow_resume.api import Permissions, RunOptions, resume_run
     from promptflow_resume.base.errors import PermissionsNotConfirmedError
 
     _allow(stopped, ["*"])
@@ -253,11 +253,13 @@ def test_on_a_terminal_the_person_is_asked(stopped: Path, answer: Any, goes_on: 
 
     permissions = Permissions(ask=ask)
     if goes_on:
-        outcome = resume_run(stopped / PROGRESS, workspace=stopped, permissions=permissions)
+        outcome = resume_run(
+            stopped / PROGRESS, RunOptions(workspace=stopped, permissions=permissions)
+        )
         assert outcome.run.status in ("completed", "budget_exhausted")
     else:
         with pytest.raises(PermissionsNotConfirmedError):
-            resume_run(stopped / PROGRESS, workspace=stopped, permissions=permissions)
+            resume_run(stopped / PROGRESS, RunOptions(workspace=stopped, permissions=permissions))
     assert "allow-commands added `*`" in asked[0]
 
 

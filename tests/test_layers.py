@@ -44,13 +44,14 @@ LAYERS: list[set[str]] = [
     # The front: the command line, and the package's public names (``__init__`` exports the
     # API's functions lazily, and the command line reads its version).
     {"__main__", "cli", "__init__"},
-    {"batch"},
+    {"batch", "front"},
     {"api"},
     # The run machinery.
+    {"starting", "resuming", "attempt"},
     {"status"},
-    {"subworkflows"},
+    {"subworkflows", "runrequests"},
     {"check", "engine", "reconcile", "recovery", "sharing", "detect", "show", "compaction"},
-    {"conversation", "events", "recorded"},
+    {"conversation", "events", "recorded", "runoptions"},
     {"worktree"},
     # What a run is made of: tools, the workflow file, the model providers.
     {"tools"},

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.api import start_run
+from promptflow_resume.api import RunOptions, StartRequest, start_run
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.sidecar import sidecar_extension
 from promptflow_resume.tools.base import ToolContext
@@ -77,10 +77,8 @@ def _run(where: Path, model: ModelServer, tool: str, arguments: dict[str, object
     )
     progress = where / "run" / "progress.md"
     outcome = start_run(
-        where / "fetch.prompt.md",
-        base_url=model.url + "/v1",
-        progress=progress,
-        workspace=where,
+        StartRequest(where / "fetch.prompt.md", progress=progress),
+        RunOptions(base_url=model.url + "/v1", workspace=where),
     )
     assert outcome.exit_code == 0, outcome.run.last_error
     return progress
@@ -200,10 +198,8 @@ def test_the_html_report_shows_images_inline_and_links_other_sidecars(
         Canned(body=openai_completion("Done.")),
     )
     other = start_run(
-        where / "fetch.prompt.md",
-        base_url=model.url + "/v1",
-        progress=progress.parent / "other.md",
-        workspace=where,
+        StartRequest(where / "fetch.prompt.md", progress=progress.parent / "other.md"),
+        RunOptions(base_url=model.url + "/v1", workspace=where),
     )
     assert other.exit_code == 0
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from promptflow_resume.api import run_status
+from promptflow_resume.api import RunOptions, run_status
 from promptflow_resume.reconcile import ResumePlan, Stop
 from tests.flowproc import flow, flow_env
 from tests.test_worktree import PROGRESS, RUN, _repo
@@ -49,7 +49,7 @@ def test_a_discarded_worktree_stops_the_plan_by_one_value(tmp_path: Path, killed
     _one_stop(after)
     assert after["stop"] == "discarded" and after["can_resume"] is False
     assert "discarded (flow discard)" in after["blocked"]
-    report = run_status(repo / PROGRESS, workspace=repo)
+    report = run_status(repo / PROGRESS, RunOptions(workspace=repo))
     assert report.plan is not None and report.plan.stop is Stop.DISCARDED
     assert not report.plan.can_resume and not report.can_resume
     assert report.state.resumable is False

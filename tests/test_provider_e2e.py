@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.api import resume_run, start_run
+from promptflow_resume.api import RunOptions, StartRequest, resume_run, start_run
 from promptflow_resume.providers.base import ReplyUsage
 from promptflow_resume.providers.pricing import cost_usd
 from tests.providers_server import (
@@ -99,11 +99,10 @@ def test_openai_workflow_end_to_end(workdir: Path, server: ModelServer) -> None:
         ),
     )
     outcome = start_run(
-        workflow(workdir, "openai", "gpt-4o"),
-        base_url=server.url + "/v1",
-        progress=workdir / "run" / "progress.md",
-        workspace=workdir,
-        stream=True,
+        StartRequest(
+            workflow(workdir, "openai", "gpt-4o"), progress=workdir / "run" / "progress.md"
+        ),
+        RunOptions(base_url=server.url + "/v1", workspace=workdir, stream=True),
     )
     run = outcome.run
     assert outcome.exit_code == 0, run.last_error
@@ -141,10 +140,8 @@ def test_anthropic_auth_failure_then_resume_after_the_fix(
     )
     progress = workdir / "run" / "progress.md"
     first = start_run(
-        workflow(workdir, "anthropic", "claude-sonnet-4-6"),
-        base_url=server.url,
-        progress=progress,
-        workspace=workdir,
+        StartRequest(workflow(workdir, "anthropic", "claude-sonnet-4-6"), progress=progress),
+        RunOptions(base_url=server.url, workspace=workdir),
     )
     assert first.run.status == "failed"
     assert first.exit_code != 0
@@ -167,7 +164,7 @@ def test_anthropic_auth_failure_then_resume_after_the_fix(
         Canned(body=anthropic_message("It is about release 2.0.")),
         Canned(body=anthropic_message("Release 2.0 adds resumable runs.")),
     )
-    second = resume_run(progress, base_url=server.url, workspace=workdir)
+    second = resume_run(progress, RunOptions(base_url=server.url, workspace=workdir))
     run = second.run
     assert second.exit_code == 0, run.last_error
     assert run.status == "completed"

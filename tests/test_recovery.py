@@ -414,17 +414,18 @@ def test_skip_is_impossible_for_a_changed_workflow(tmp_path: Path) -> None:
 
 def test_library_run_status_and_resume_run_with_decide(tmp_path: Path) -> None:
     from promptflow_resume import resume_run, run_status
+    from promptflow_resume.api import ResumeRequest, RunOptions
 
     where = _crashed(tmp_path / "w", _decision("retry", "bumping is safe"))
     progress = where / PROGRESS
-    status = run_status(progress, workspace=where, decide=True)
+    status = run_status(progress, RunOptions(workspace=where), ResumeRequest(decide=True))
     assert status.decision is not None
     assert (status.decision.situation.kind, status.decision.choice) == (
         Ambiguity.IN_FLIGHT,
         Choice.RETRY,
     )
     assert status.plan is not None and status.plan.reset == ["inspect"]
-    outcome = resume_run(progress, workspace=where, decide=True)
+    outcome = resume_run(progress, RunOptions(workspace=where), ResumeRequest(decide=True))
     assert outcome.exit_code == 0
     assert "recovery decision: retry — bumping is safe" in outcome.notes
     assert outcome.run.status == "completed"

@@ -257,25 +257,27 @@ Does the summary match what you expected? Answer yes or no, with a reason.
 def test_a_question_is_answered_in_the_shared_copy_and_the_clone_resumes_with_it(
     workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from promptflow_resume.api import resume_run, start_run
+    from promptflow_resume.api import RunOptions, StartRequest, resume_run, start_run
     from promptflow_resume.engine import ANSWER_PLACEHOLDER
 
     project = workdir / "repo"
     project.mkdir()
     (project / "approve.prompt.md").write_text(HUMAN_WORKFLOW, encoding="utf-8")
-    stopped = start_run(project / "approve.prompt.md", progress=project / "run" / "progress.md")
+    stopped = start_run(
+        StartRequest(project / "approve.prompt.md", progress=project / "run" / "progress.md")
+    )
     assert stopped.run.status == "awaiting_input"
     copy = share(stopped.path, project / "review" / "approval.md").output
 
     # The reviewer answers in the pull request; a fresh clone resumes the shared copy.
     elsewhere = clone(project, tmp_path / "clone")
     answered = elsewhere / "review" / "approval.md"
-    again = resume_run(answered, workspace=elsewhere)
+    again = resume_run(answered, RunOptions(workspace=elsewhere))
     assert again.run.status == "awaiting_input"  # no answer yet: it stops at the same place
     text = answered.read_text(encoding="utf-8")
     answered.write_text(text.replace(ANSWER_PLACEHOLDER, "Yes, it matches."), encoding="utf-8")
     monkeypatch.chdir(elsewhere)
-    done = resume_run(answered, workspace=elsewhere).run
+    done = resume_run(answered, RunOptions(workspace=elsewhere)).run
 
     assert done.status == "completed"
     output = done.entry(done.steps["approve"].output_entry or 0)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.api import Limits, resume_run, run_status
+from promptflow_resume.api import Limits, RunOptions, resume_run, run_status
 from promptflow_resume.base.errors import InputError
 from promptflow_resume.base.redact import Redactor
 from promptflow_resume.progress import load_progress
@@ -73,7 +73,7 @@ def test_a_shared_parent_carries_its_child_and_resumes_it(project: Path, tmp_pat
     shutil.copytree(project / "shared", elsewhere / "shared")
     shutil.rmtree(project / "run")
     moved = elsewhere / "shared" / "review-run.md"
-    finished = resume_run(moved, limits=Limits(max_turns=10), workspace=elsewhere).run
+    finished = resume_run(moved, RunOptions(limits=Limits(max_turns=10), workspace=elsewhere)).run
     assert finished.status == "completed"
     done_child, _ = load_progress(elsewhere / "shared" / "review-run.steps/review/progress.md")
     assert done_child.status == "completed"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.api import resume_run
+from promptflow_resume.api import RunOptions, resume_run
 from promptflow_resume.progress import ProgressStore, load_progress
 from promptflow_resume.sharing import fork
 from promptflow_resume.workflow import load_workflow
@@ -56,6 +56,6 @@ def test_a_fork_of_the_example_replays_its_last_step_to_the_same_answer(
     monkeypatch.chdir(ROOT)  # the workspace the example ran in
     original, _ = load_progress(EXAMPLE)
     result = fork(EXAMPLE, "prioritise", tmp_path / "fork.md")
-    finished = resume_run(result.output, workspace=ROOT).run
+    finished = resume_run(result.output, RunOptions(workspace=ROOT)).run
     assert finished.status == "completed"
     assert finished.transcript[-1].content == original.transcript[-1].content

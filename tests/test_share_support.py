@@ -11,7 +11,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from promptflow_resume.api import Limits, resume_run, start_run
+from promptflow_resume.api import (
+    GivenInputs,
+    Limits,
+    RunOptions,
+    StartRequest,
+    resume_run,
+    start_run,
+)
 from promptflow_resume.progress.model import Run
 
 WORKFLOW = """\
@@ -86,19 +93,20 @@ def start(
 ) -> tuple[Run, Path]:
     """Run the workflow in ``project`` (the working directory) until it completes or stops."""
     outcome = start_run(
-        project / "release.prompt.md",
-        recording=project / "release.script.yaml",
-        progress=progress or project / ".flow" / "runs" / "r1" / "progress.md",
-        limits=Limits(max_turns=max_turns),
-        inputs=inputs,
-        workspace=project,
+        StartRequest(
+            project / "release.prompt.md",
+            GivenInputs(inputs or {}),
+            recording=project / "release.script.yaml",
+            progress=progress or project / ".flow" / "runs" / "r1" / "progress.md",
+        ),
+        RunOptions(limits=Limits(max_turns=max_turns), workspace=project),
     )
     return outcome.run, outcome.path
 
 
 def resume(path: Path, workspace: Path, *, max_turns: int | None = 50) -> Run:
     """Resume the run at ``path`` with its tools working in ``workspace``."""
-    return resume_run(path, limits=Limits(max_turns=max_turns), workspace=workspace).run
+    return resume_run(path, RunOptions(limits=Limits(max_turns=max_turns), workspace=workspace)).run
 
 
 def conversation(run: Run) -> list[tuple[str, str | None, str]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from flowproc import flow_env
 
-from promptflow_resume.api import start_run
+from promptflow_resume.api import RunOptions, StartRequest, start_run
 from promptflow_resume.base.collector import RUN_GEN2_THRESHOLD
 from promptflow_resume.events import Reporter
 
@@ -78,7 +78,8 @@ def _completed_run(tmp_path: Path, reporter: Reporter | None = None) -> Path:
     wf.write_text(WORKFLOW, encoding="utf-8")
     progress = tmp_path / "run" / "progress.md"
     outcome = start_run(
-        wf, provider="echo", workspace=tmp_path, progress=progress, reporter=reporter
+        StartRequest(wf, progress=progress),
+        RunOptions(provider="echo", workspace=tmp_path, reporter=reporter),
     )
     assert outcome.run.status == "completed"
     return outcome.path

@@ -14,7 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.api import Limits, resume_run, run_status, start_run
+from promptflow_resume.api import (
+    GivenInputs,
+    Limits,
+    ResumeRequest,
+    RunOptions,
+    StartRequest,
+    resume_run,
+    run_status,
+    start_run,
+)
 from promptflow_resume.base.errors import InputError, WorkflowChangedError, WorkflowError
 from promptflow_resume.progress import load_progress
 from promptflow_resume.reconcile import Choices
@@ -79,13 +88,13 @@ def project(workdir: Path) -> Path:
 
 def _start(where: Path, limits: Limits = Limits(), name: str = "run") -> Path:
     outcome = start_run(
-        where / "parent.prompt.md",
-        inputs={"topic": "bees"},
-        provider="scripted",
-        recording=where / "script.yaml",
-        progress=where / name / "progress.md",
-        workspace=where,
-        limits=limits,
+        StartRequest(
+            where / "parent.prompt.md",
+            GivenInputs({"topic": "bees"}),
+            recording=where / "script.yaml",
+            progress=where / name / "progress.md",
+        ),
+        RunOptions(provider="scripted", workspace=where, limits=limits),
     )
     return outcome.path
 
@@ -243,7 +252,7 @@ def test_the_childs_budget_is_capped_by_the_parents(project: Path) -> None:
     )
     assert parent.usage.turns == 2 and parent.steps["review"].usage.turns == 1
 
-    outcome = resume_run(path, limits=Limits(max_turns=10), workspace=project)
+    outcome = resume_run(path, RunOptions(limits=Limits(max_turns=10), workspace=project))
     assert outcome.exit_code == 0
     assert transcript(path) == transcript(reference)
     assert transcript(_child_path(path)) == transcript(_child_path(reference))
@@ -255,14 +264,14 @@ def test_the_childs_budget_is_capped_by_the_parents(project: Path) -> None:
 
 def test_status_and_list_show_the_tree(project: Path) -> None:
     path = _start(project, Limits(max_turns=2))
-    data = run_status(path, workspace=project).to_dict()
+    data = run_status(path, RunOptions(workspace=project)).to_dict()
     [child] = data["children"]
     assert child["step"] == "review" and child["status"] == "budget_exhausted"
     assert (child["steps_done"], child["steps_total"]) == (1, 2)
     assert child["usage"]["turns"] == 1 and child["children"] == []
     assert data["usage_total"] == data["usage"]  # a stopped child is rolled up
     assert "parent" not in data
-    child_data = run_status(_child_path(path), workspace=project).to_dict()
+    child_data = run_status(_child_path(path), RunOptions(workspace=project)).to_dict()
     assert child_data["parent"]["step"] == "review"
 
     result = flow("status", str(path), cwd=project)
@@ -281,7 +290,7 @@ def test_a_childs_file_is_resumed_through_its_parent(project: Path) -> None:
     child = _child_path(path)
     before = child.read_bytes()
     with pytest.raises(InputError, match="resumed through that run") as info:
-        resume_run(child, workspace=project)
+        resume_run(child, RunOptions(workspace=project))
     assert info.value.hint == f"Run `flow resume {path}`."
     result = flow("resume", str(child), cwd=project)
     assert result.returncode == 9 and "is the run of a sub-workflow" in result.stderr
@@ -299,7 +308,7 @@ def test_a_child_not_started_is_taken_as_it_is_now(project: Path) -> None:
     assert stopped.steps["review"].child is None and not _child_path(path).exists()
     child_file = project / "review.prompt.md"
     child_file.write_text(CHILD.replace("one line", "two lines"), encoding="utf-8")
-    outcome = resume_run(path, limits=Limits(max_turns=10), workspace=project)
+    outcome = resume_run(path, RunOptions(limits=Limits(max_turns=10), workspace=project))
     assert outcome.exit_code == 0
     assert "step review changed before it started; using the new text" in outcome.notes
     child, _ = load_progress(_child_path(path))
@@ -316,7 +325,7 @@ def test_a_completed_child_follows_the_changed_workflow_rules(project: Path) -> 
 
     # Without a decision: exit 7 naming the step, nothing changed.
     with pytest.raises(WorkflowChangedError, match="review"):
-        resume_run(path, limits=Limits(max_turns=10), workspace=project)
+        resume_run(path, RunOptions(limits=Limits(max_turns=10), workspace=project))
     assert _child_path(path).read_bytes() == old_child
 
     # Keep what was recorded: the child is only read back, the parent goes on.
@@ -328,16 +337,17 @@ def test_a_completed_child_follows_the_changed_workflow_rules(project: Path) -> 
     _child_path(kept / "progress.md").write_bytes(old_child)
     outcome = resume_run(
         kept / "progress.md",
-        choices=Choices(keep_completed=True),
-        limits=Limits(max_turns=10),
-        workspace=project,
+        RunOptions(limits=Limits(max_turns=10), workspace=project),
+        ResumeRequest(choices=Choices(keep_completed=True)),
     )
     assert outcome.exit_code == 0
     assert _child_path(kept / "progress.md").read_bytes() == old_child
 
     # Re-run it: the old child is set aside (nothing deleted), a new one runs the new text.
     outcome = resume_run(
-        path, choices=Choices(rerun_changed=True), limits=Limits(max_turns=10), workspace=project
+        path,
+        RunOptions(limits=Limits(max_turns=10), workspace=project),
+        ResumeRequest(choices=Choices(rerun_changed=True)),
     )
     assert outcome.exit_code == 0
     archived = path.parent / "progress.steps" / "review.archive-1" / "progress.md"
@@ -352,9 +362,11 @@ def test_a_child_changed_while_it_runs_continues_with_keep_completed(project: Pa
     child_file = project / "review.prompt.md"
     child_file.write_text(CHILD.replace("one line", "two lines"), encoding="utf-8")
     with pytest.raises(WorkflowChangedError):
-        resume_run(path, limits=Limits(max_turns=10), workspace=project)
+        resume_run(path, RunOptions(limits=Limits(max_turns=10), workspace=project))
     outcome = resume_run(
-        path, choices=Choices(keep_completed=True), limits=Limits(max_turns=10), workspace=project
+        path,
+        RunOptions(limits=Limits(max_turns=10), workspace=project),
+        ResumeRequest(choices=Choices(keep_completed=True)),
     )
     assert outcome.exit_code == 0
     child, _ = load_progress(_child_path(path))

@@ -24,12 +24,15 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..base.errors import FlowError
 from ..events import Reporter
 from ..flowfolder import make_folder
 from ..progress.model import Usage
+
+if TYPE_CHECKING:
+    from ..runoptions import RunOptions
 
 #: Seconds between checks that the batch process is still alive.
 _ORPHAN_CHECK = 0.5
@@ -53,6 +56,18 @@ class RowTask:
     recording: str | None = None
     rerun_changed: bool = False
     keep_completed: bool = False
+
+    def options(self, reporter: Reporter | None = None) -> RunOptions:
+        """The row's run options: the batch's connection, in the batch's workspace."""
+        from ..runoptions import RunOptions
+
+        return RunOptions(
+            provider=self.provider,
+            model=self.model,
+            base_url=self.base_url,
+            workspace=self.workspace,
+            reporter=reporter,
+        )
 
 
 @dataclass
@@ -88,36 +103,24 @@ def worker_name() -> str:
 
 def run_row(task: RowTask, reporter: Reporter | None = None) -> RowResult:
     """Start or resume the row's run until it stops; never raises for a user-caused failure."""
-    from ..api import resume_run, start_run
+    from ..api import ResolvedInputs, ResumeRequest, StartRequest, resume_run, start_run
     from ..reconcile import Choices
 
     progress = Path(task.progress)
+    options = task.options(reporter)
     try:
         if progress.exists():
-            outcome = resume_run(
-                progress,
-                choices=Choices(
-                    rerun_changed=task.rerun_changed, keep_completed=task.keep_completed
-                ),
-                provider=task.provider,
-                model=task.model,
-                base_url=task.base_url,
-                workspace=task.workspace,
-                reporter=reporter,
-            )
+            choices = Choices(rerun_changed=task.rerun_changed, keep_completed=task.keep_completed)
+            outcome = resume_run(progress, options, ResumeRequest(choices=choices))
         else:
             make_folder(progress.parent)
-            outcome = start_run(
+            request = StartRequest(
                 task.workflow,
-                resolved_inputs=task.inputs,
-                provider=task.provider,
-                model=task.model,
-                base_url=task.base_url,
-                recording=task.recording,
+                ResolvedInputs(task.inputs),
                 progress=progress,
-                workspace=task.workspace,
-                reporter=reporter,
+                recording=task.recording,
             )
+            outcome = start_run(request, options)
     except FlowError as error:
         usage = Usage()
         status = "failed"

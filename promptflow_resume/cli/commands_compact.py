@@ -27,19 +27,18 @@ def compact_command(
     transcript itself stays whole). The step prompts and the most recent turns are kept
     verbatim. Exit 0 when compacted or when nothing is left to compact; a live run is refused
     (exit 6)."""
-    from ..api import compact_run
+    from ..api import RunOptions, compact_run
     from .commands_run import ConsoleReporter
 
     reporter = ConsoleReporter(live=sys.stderr.isatty() and not as_json)
-    outcome = compact_run(
-        progress,
-        workflow_path=workflow,
+    options = RunOptions(
         provider=provider,
         model=model,
         base_url=base_url,
         record=record,
         reporter=None if as_json else reporter,
     )
+    outcome = compact_run(progress, options, workflow_path=workflow)
     if as_json:
         print_json(outcome.to_dict())
     elif outcome.compacted and outcome.covers is not None:

@@ -182,8 +182,8 @@ def detect_command(
     from ..api import prepare_inputs
     from ..detect import detect
     from ..detect.prompt import would_do
+    from ..front import parse_assignments
     from ..workflow import load_workflow
-    from .commands_run import parse_assignments
 
     wf = load_workflow(workflow)
     values = prepare_inputs(wf, parse_assignments(input_, "--input"), inputs_file, None)

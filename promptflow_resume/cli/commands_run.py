@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ..base.durations import option_seconds
-from ..base.errors import InputError
 from ..base.wording import count
 from ..events import Reporter
 from ..progress.model import Run, Usage
@@ -43,19 +42,8 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    # reconcile pulls in every tool; `flow --help` registers this module without needing it.
-    from ..reconcile import Choices, ResumePlan
-
-
-def parse_assignments(items: list[str], option: str) -> dict[str, str]:
-    """``["a=1", "b=x y"]`` → ``{"a": "1", "b": "x y"}``; a malformed item is an InputError."""
-    values: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise InputError(f"{option} {item!r} is not of the form name=value.")
-        values[name.strip()] = value
-    return values
+    # The API pulls in reconcile and every tool; `flow --help` registers this module without it.
+    from ..api import Choices, ResumePlan
 
 
 def _stdin_is_terminal() -> bool:
@@ -79,11 +67,13 @@ class ConsoleReporter(Reporter):
     cost) and a line per step and tool; without one (CI logs), a plain line as each step
     starts and ends, so a log shows where a run is without ``-v``."""
 
-    def __init__(self, *, live: bool, verbose: bool = False, show_requests: bool = False) -> None:
+    def __init__(self, *, live: bool, verbose: bool = False, quiet_dry_run: bool = False) -> None:
         self.live = live
         self.verbose = verbose
-        #: Print every request in full (the ``echo`` dry run shows what would be sent).
-        self.show_requests = show_requests
+        #: Print every request in full (the ``echo`` dry run shows what would be sent) unless
+        #: ``quiet_dry_run`` (``--json`` keeps stdout and stderr for the document).
+        self.show_requests = False
+        self._quiet_dry_run = quiet_dry_run
         self._status: Any = None
         self._step = ""
         self._usage = Usage()
@@ -122,6 +112,9 @@ class ConsoleReporter(Reporter):
             return text
         width = max(20, self._console.width - indent)
         return textwrap.shorten(text, width=width, placeholder=" …") if len(text) > width else text
+
+    def dry_run(self) -> None:
+        self.show_requests = not self._quiet_dry_run
 
     def run_started(self, run_usage: Usage) -> None:
         # A resumed run's totals carry on from its earlier attempts.
@@ -188,30 +181,16 @@ class ConsoleReporter(Reporter):
             self._status = None
 
 
-def _summary(run: Run, path: Path) -> dict[str, Any]:
-    done = sum(1 for s in run.steps.values() if s.status == "completed")
-    return {
-        "run_id": run.run_id,
-        "path": str(path),
-        "status": run.status,
-        "reason": run.reason,
-        "steps_done": done,
-        "steps_total": len(run.steps),
-        "step": run.cursor.step,
-        "usage": run.usage.to_dict(),
-        "last_error": run.last_error.message if run.last_error else None,
-        **({"worktree": run.worktree.path} if run.worktree else {}),
-    }
-
-
 def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
+    from ..api import answer_location, run_summary
+
     path = shown(path)
     if as_json:
-        data = _summary(run, path)
+        data = run_summary(run, path)
         data["exit_code"] = exit_code
         print_json(data)
         return exit_code
-    s = _summary(run, path)
+    s = run_summary(run, path)
     cost = f", ${run.usage.cost_usd:.4f}" if run.usage.cost_usd else ""
     counts = f"{s['steps_done']}/{s['steps_total']} steps, {run.usage.total_tokens:,} tokens{cost}"
     if run.status == "completed":
@@ -224,7 +203,7 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
         if run.status == "interrupted":
             err("Progress saved.")
         if run.status == "awaiting_input":
-            err(f"Write the answer at {_placeholder_location(path)}, then resume.")
+            err(f"Write the answer at {answer_location(path)}, then resume.")
         err(f"Resume with: flow resume {path}")
     if run.worktree is not None:
         err(
@@ -232,19 +211,6 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
             f"See the changes with: flow review {path}"
         )
     return exit_code
-
-
-def _placeholder_location(path: Path) -> str:
-    """``path:line`` of the answer placeholder of a run waiting for a person (in a child's
-    file when the question was asked in a sub-workflow)."""
-    from ..engine import ANSWER_PLACEHOLDER
-    from ..subworkflows import question_at
-
-    found = question_at(path)
-    if found is None:
-        return str(path)
-    where, line = found
-    return f"{where}:{line} (replace {ANSWER_PLACEHOLDER!r})"
 
 
 @app.command("run")
@@ -306,73 +272,46 @@ def run_command(
     Exit codes: 0 completed, 1 failed/budget/timeout, 8 needs review, 14 git problem
     (--worktree), 130 interrupted (see docs/spec.md for all).
     """
-    from ..api import Limits, prepare_inputs, resume_run, start_run
-    from ..workflow import load_workflow
+    from ..api import Limits, RunOptions
+    from ..front import RunCommand, run_workflow
 
-    wf = load_workflow(workflow, single_prompt=single_prompt)
     interactive = _stdin_is_terminal() and not as_json
-    ask = _ask_input if interactive else None
-    values = prepare_inputs(wf, parse_assignments(input_, "--input"), inputs_file, ask)
-    limits = Limits(max_cost, max_tokens, max_turns, option_seconds("--timeout", timeout))
     live = sys.stderr.isatty() and not as_json
-    dry_run = (provider or wf.provider) == "echo"
-    reporter = ConsoleReporter(live=live, verbose=verbose, show_requests=dry_run and not as_json)
-    permissions = _permissions(
-        allow_commands, allow_fetch, interactive, reporter, accept=accept_permissions
-    )
-
-    # A run in a worktree is new by definition: a similar run found would not be isolated.
-    if not new and progress is None and not worktree:
-        from ..detect import run_to_resume
-
-        chosen = run_to_resume(
-            wf,
-            values,
-            interactive=interactive,
-            assume_yes=yes,
-            read=_ask_on_stderr,
-            write=err,
-            verbose=verbose,
-        )
-        if chosen is not None:
-            outcome = resume_run(
-                chosen,
-                provider=provider,
-                model=model,
-                base_url=base_url,
-                limits=limits,
-                file=file,
-                reporter=reporter,
-                stream=live,
-                permissions=permissions,
-                selection=_selection(selection),
-                instructions=not no_instructions,
-                mcp_config=mcp_config,
-                mcp_ask=_ask_mcp_input if interactive else None,
-            )
-            return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
-
-    outcome = start_run(
+    reporter = ConsoleReporter(live=live, verbose=verbose, quiet_dry_run=as_json)
+    command = RunCommand(
         workflow,
-        workflow=wf,
-        resolved_inputs=values,
+        input_items=tuple(input_),
+        inputs_file=inputs_file,
+        ask=_ask_input if interactive else None,
+        selection=selection,
+        single_prompt=single_prompt,
+        progress=progress,
+        recording=recording,
+        worktree=worktree,
+        new=new,
+        yes=yes,
+        interactive=interactive,
+        read=_ask_on_stderr,
+        write=err,
+        verbose=verbose,
+    )
+    options = RunOptions(
         provider=provider,
         model=model,
         base_url=base_url,
-        recording=recording,
         record=record,
-        progress=progress,
-        limits=limits,
-        file=file,
-        reporter=reporter,
         stream=live,
-        permissions=permissions,
-        selection=_selection(selection),
+        limits=Limits(max_cost, max_tokens, max_turns, option_seconds("--timeout", timeout)),
+        file=file,
         instructions=not no_instructions,
+        permissions=_permissions(
+            allow_commands, allow_fetch, interactive, reporter, accept=accept_permissions
+        ),
         mcp_config=mcp_config,
         mcp_ask=_ask_mcp_input if interactive else None,
-        worktree=worktree,
+        reporter=reporter,
     )
+    outcome = run_workflow(command, options)
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
 
 
@@ -401,21 +340,6 @@ def _permissions(
     )
 
 
-def _selection(value: str | None) -> str | None:
-    """``--selection``: the text itself, or ``@FILE`` for a file's text (``@@`` for a leading @)."""
-    if value is None or not value.startswith("@") or value.startswith("@@"):
-        return value[1:] if value is not None and value.startswith("@@") else value
-    path = Path(value[1:])
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise InputError(
-            f"--selection {value}: cannot read {path}: {reason}.",
-            hint="Name a readable UTF-8 text file after @, or pass the text itself.",
-        ) from None
-
-
 def _ask_mcp_input(input_id: str, description: str, password: bool) -> str:
     """Ask on the terminal for an input of the MCP configuration (hidden when a password)."""
     label = f"MCP input {input_id}" + (f" ({description})" if description else "")
@@ -436,7 +360,7 @@ def _ask_on_stderr(prompt: str) -> str:
 
 
 def _confirm_change(plan: ResumePlan) -> Choices | None:
-    from ..reconcile import Choices
+    from ..api import Choices
 
     changed = ", ".join(c.step_id for c in plan.changes if c.started)
     err(f"flow: the workflow changed in steps that already ran: {changed}.")
@@ -453,13 +377,6 @@ def _confirm_change(plan: ResumePlan) -> Choices | None:
     if answer.startswith("k"):
         return Choices(keep_completed=True)
     return None
-
-
-def _is_batch(path: Path) -> bool:
-    """A batch file (``flow batch``'s ``batch.md``) is resumed and shown by the batch module."""
-    from ..batch.checkpoint import is_batch_file
-
-    return is_batch_file(path)
 
 
 @app.command("resume")
@@ -551,8 +468,8 @@ def resume_command(
     After a failure or a call left in flight, --retry-step or --skip-step chooses for one
     step, or --decide lets the run's model choose (recorded in the file with its reason).
     """
-    from ..api import Limits, resume_run, run_status
-    from ..reconcile import Choices
+    from ..api import Choices, Limits, ResumeRequest, RunOptions, resume_run, run_status
+    from ..front import Target, parse_assignments, read_selection, resume_target
 
     choices = Choices(
         rerun_changed,
@@ -563,22 +480,12 @@ def resume_command(
         trust_calls=trust_calls,
         deny_calls=deny_calls,
     )
-    if rerun_changed and keep_completed:
-        raise InputError("--rerun-changed and --keep-completed exclude each other; choose one.")
-    if retry_step is not None and skip_step is not None:
-        raise InputError("--retry-step and --skip-step exclude each other; choose one.")
-    if _is_batch(progress) and (decide or retry_step or skip_step):
-        raise InputError(
-            f"{progress} is a batch; --decide, --retry-step and --skip-step apply to one run.",
-            hint="Resume the row's own progress.md (its path is in the batch file) with them.",
-        )
-    if _is_batch(progress) and plan_only:
-        from .commands_batch import batch_status_command
+    request = ResumeRequest(choices=choices, workflow_path=workflow, decide=decide)
+    if resume_target(progress, request) is Target.BATCH:
+        from .commands_batch import batch_status_command, resume_batch_command
 
-        return batch_status_command(progress, as_json)
-    if _is_batch(progress):
-        from .commands_batch import resume_batch_command
-
+        if plan_only:
+            return batch_status_command(progress, as_json)
         return resume_batch_command(
             progress,
             workflow=workflow,
@@ -591,42 +498,34 @@ def resume_command(
             as_json=as_json,
         )
     if plan_only:
-        status = run_status(
-            progress,
-            workflow_path=workflow,
-            choices=choices,
-            decide=decide,
-            provider=provider,
-            model=model,
-            base_url=base_url,
-        )
-        return _print_status(status, as_json, plan=True)
+        connection = RunOptions(provider=provider, model=model, base_url=base_url)
+        return _print_status(run_status(progress, connection, request), as_json, plan=True)
     interactive = _stdin_is_terminal() and not as_json and not yes
     live = sys.stderr.isatty() and not as_json
     reporter = ConsoleReporter(live=live, verbose=verbose)
-    outcome = resume_run(
-        progress,
-        choices=choices,
+    request = dataclasses.replace(
+        request,
         set_values=parse_assignments(set_, "--set"),
-        workflow_path=workflow,
+        confirm_change=_confirm_change if interactive else None,
+    )
+    options = RunOptions(
         provider=provider,
         model=model,
         base_url=base_url,
+        record=record,
+        stream=live,
         limits=Limits(max_cost, max_tokens, max_turns, option_seconds("--timeout", timeout)),
         file=file,
-        reporter=reporter,
-        stream=live,
-        confirm_change=_confirm_change if interactive else None,
+        selection=read_selection(selection),
+        instructions=not no_instructions,
         permissions=_permissions(
             allow_commands, allow_fetch, interactive, reporter, accept=accept_permissions
         ),
-        selection=_selection(selection),
-        instructions=not no_instructions,
         mcp_config=mcp_config,
         mcp_ask=_ask_mcp_input if interactive else None,
-        decide=decide,
-        record=record,
+        reporter=reporter,
     )
+    outcome = resume_run(progress, options, request)
     if outcome.already_completed and not as_json:
         out(f"already completed: nothing to resume — {outcome.path}")
         return 0
@@ -714,9 +613,7 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
             f"({tree['state']}{missing})"
         )
     if data["edited_entries"]:
-        from ..progress.render import entries_phrase
-
-        out(f"edited   {entries_phrase(data['edited_entries'])} edited by hand")
+        out(f"edited   {status.edited_entries_text()}")
     for change in data["edited_inputs"]:
         out(f"edited   input edited by hand: {change} (used by every prompt not answered yet)")
     for warning in data["warnings"]:
@@ -736,7 +633,7 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
     if perms:
         needs = "; resume asks, or takes --accept-permissions" if perms["widened"] else ""
         out(f"perms    {perms['change']}{needs}")
-    if run.status == "completed" and not data["reset_steps"]:
+    if status.nothing_to_do:
         out("resume   nothing to do: the run is completed")
     elif data["can_resume"]:
         out(f"resume   can resume from step {data['resume_from']}")
@@ -766,12 +663,14 @@ def status_command(
     as_json: bool = typer.Option(False, "--json", help="Print the stable JSON status document."),
 ) -> int:
     """Where a run stands: status, step i of n, what resume would do, usage, edits, last error."""
-    from ..api import run_status
+    from ..api import ResumeRequest, run_status
+    from ..front import Target, resume_target
 
-    if _is_batch(progress):
+    request = ResumeRequest(workflow_path=workflow)
+    if resume_target(progress, request) is Target.BATCH:
         from .commands_batch import batch_status_command
 
         return batch_status_command(progress, as_json)
 
-    status = run_status(progress, workflow_path=workflow)
+    status = run_status(progress, request=request)
     return _print_status(status, as_json)

@@ -334,6 +334,10 @@ class Run:
     #: the file, so a journal left beside a newer file is never applied twice. Not compared.
     journal_seq: int = field(default=0, compare=False)
 
+    def steps_done(self) -> int:
+        """How many of the run's steps are completed."""
+        return sum(1 for s in self.steps.values() if s.status == "completed")
+
     def next_entry_id(self) -> int:
         """The id the next transcript entry gets."""
         return self.transcript[-1].id + 1 if self.transcript else 1

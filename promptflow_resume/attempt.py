@@ -1,0 +1,315 @@
+"""One attempt of a run, the first or a resumed one, and the checkpoint a new run starts from.
+
+A start (``starting``) and a resume (``resuming``) prepare a run their own way, then take one
+path: ``run_attempt`` assembles the engine with its options (consent, editor variables,
+custom instructions), the sub-workflow runner and the MCP servers' tools, and runs it until
+the run stops. ``exit_code_for`` maps how it stopped to the documented exit code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .base.clock import now_iso
+from .base.errors import (
+    EXIT_AWAITING_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_NEEDS_REVIEW,
+    EXIT_OK,
+    EXIT_PROVIDER,
+    EXIT_RUN_INCOMPLETE,
+    ProviderError,
+    ProviderSetupError,
+    ReplayMismatchError,
+)
+from .base.paths import relative_path
+from .base.redact import Redactor
+from .base.runids import id_from_folder, new_run_id
+from .events import Reporter
+from .progress import ProgressStore
+from .progress.model import Cursor, Run, RunConfig, StepState, WorkflowRef
+from .progress.seal import Key, mark_written_here
+from .reconcile import Choices
+from .runoptions import Limits, RunOptions
+from .workflow import editor_variables
+from .workflow.model import Workflow
+
+if TYPE_CHECKING:
+    from .engine import EngineOptions
+    from .providers.base import Provider
+    from .recovery import Decision
+    from .subworkflows import SubworkflowRunner
+    from .tools.base import Tool
+    from .tools.mcp import McpServers
+
+#: Where runs live unless ``--progress`` says otherwise (relative to the working directory).
+RUNS_DIR = Path(".flow") / "runs"
+
+_EXIT_BY_STATUS = {
+    "completed": EXIT_OK,
+    "interrupted": EXIT_INTERRUPTED,
+    "needs_review": EXIT_NEEDS_REVIEW,
+    "awaiting_input": EXIT_AWAITING_INPUT,
+}
+
+#: ``last_error.type`` of a run that failed because of its model provider.
+_PROVIDER_ERRORS = frozenset(
+    c.__name__ for c in (ProviderError, ProviderSetupError, ReplayMismatchError)
+)
+
+
+@dataclass
+class Outcome:
+    """How a ``start_run`` / ``resume_run`` call ended."""
+
+    run: Run
+    path: Path
+    #: The process exit code the CLI uses for this outcome.
+    exit_code: int
+    resumed: bool = False
+    notes: list[str] = field(default_factory=list)
+    #: ``resume_run`` found the run completed with nothing set back: nothing was done.
+    already_completed: bool = False
+
+
+def run_summary(run: Run, path: Path) -> dict[str, Any]:
+    """The ``--json`` summary of how ``flow run`` / ``flow resume`` left a run."""
+    return {
+        "run_id": run.run_id,
+        "path": str(path),
+        "status": run.status,
+        "reason": run.reason,
+        "steps_done": run.steps_done(),
+        "steps_total": len(run.steps),
+        "step": run.cursor.step,
+        "usage": run.usage.to_dict(),
+        "last_error": run.last_error.message if run.last_error else None,
+        **({"worktree": run.worktree.path} if run.worktree else {}),
+    }
+
+
+def answer_location(path: Path) -> str:
+    """``path:line`` of the answer placeholder of a run waiting for a person (in a child's
+    file when the question was asked in a sub-workflow)."""
+    from .engine import ANSWER_PLACEHOLDER
+    from .subworkflows import question_at
+
+    found = question_at(path)
+    if found is None:
+        return str(path)
+    where, line = found
+    return f"{where}:{line} (replace {ANSWER_PLACEHOLDER!r})"
+
+
+def exit_code_for(run: Run) -> int:
+    """The documented exit code for a run's status (a provider's failure has its own)."""
+    error = run.last_error
+    if run.status == "failed" and error is not None and error.type in _PROVIDER_ERRORS:
+        return EXIT_PROVIDER
+    return _EXIT_BY_STATUS.get(run.status, EXIT_RUN_INCOMPLETE)
+
+
+def run_id_for(progress_path: Path, workflow: Workflow) -> str:
+    """The folder's name in the default layout (``.flow/runs/<run-id>/``), else a new id."""
+    return id_from_folder(progress_path) or new_run_id(workflow.name)
+
+
+def default_progress_path(workflow: Workflow, root: Path | None = None) -> Path:
+    """``.flow/runs/<run-id>/progress.md`` under ``root`` (the working directory)."""
+    return (root or Path.cwd()) / RUNS_DIR / new_run_id(workflow.name) / "progress.md"
+
+
+def _budget_dict(workflow: Workflow) -> dict[str, Any]:
+    budget = workflow.budget
+    return {
+        key: value
+        for key, value in (
+            ("max_tokens", budget.max_tokens),
+            ("max_cost_usd", budget.max_cost_usd),
+            ("max_turns", budget.max_turns),
+            ("max_seconds", budget.max_seconds),
+        )
+        if value is not None
+    }
+
+
+def new_run(
+    workflow: Workflow,
+    inputs: Mapping[str, Any],
+    progress_path: Path,
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    recording: str | Path | None = None,
+    limits: Limits = Limits(),
+    redactor: Redactor | None = None,
+    keywords: list[str] | None = None,
+    run_id: str | None = None,
+) -> Run:
+    """The checkpoint of a run that has not started yet (``run_id``: one chosen already)."""
+    redactor = redactor or Redactor.from_environment()
+    clean_inputs, redacted = redactor.redact_value(dict(inputs))
+    # A password in the endpoint (https://user:pass@host) must not reach the file either.
+    clean_url, url_redacted = redactor.redact(base_url) if base_url else (None, 0)
+    created = now_iso()
+    run = Run(
+        run_id=run_id or run_id_for(progress_path, workflow),
+        workflow=WorkflowRef(
+            path=relative_path(workflow.path, progress_path.parent),
+            hash=workflow.hash,
+            steps={s.id: s.hash for s in workflow.steps},
+            name=workflow.name,
+            description=workflow.description,
+        ),
+        status="running",
+        created=created,
+        updated=created,
+        config=RunConfig(
+            provider=provider or workflow.provider or "openai",
+            model=model or workflow.model,
+            params=dict(workflow.params),
+            budget=limits.apply(_budget_dict(workflow)),
+            base_url=clean_url,
+            recording=relative_path(Path(recording), progress_path.parent) if recording else None,
+        ),
+        cursor=Cursor(
+            step=workflow.steps[0].id if workflow.steps else None,
+            index=1 if workflow.steps else 0,
+            total=len(workflow.steps),
+        ),
+        inputs=clean_inputs,
+        steps={s.id: StepState() for s in workflow.steps},
+        keywords=list(keywords or []),
+    )
+    # Sealed from its first checkpoint: ``flow run`` resumes it without asking only then.
+    mark_written_here(run, Key.ensure())
+
+    from .tools.allowlists import allow_lists
+
+    run.config.permissions = allow_lists(workflow)
+    _count_redactions(run, (redacted, "inputs"), (url_redacted, "config.base_url"))
+    return run
+
+
+def _count_redactions(run: Run, *found: tuple[int, str]) -> None:
+    """Record how many secrets were hidden, and where, in the run's ``redactions``."""
+    for count, where in found:
+        if count:
+            run.redactions.count += count
+            run.redactions.where.append(where)
+
+
+def engine_options(
+    workflow: Workflow, workspace: Path, redactor: Redactor, options: RunOptions
+) -> EngineOptions:
+    """The engine's options for one attempt: one place turns the run options into consent,
+    editor variables and the custom-instructions block."""
+    # The engine is loaded by the commands that run one (not by status, list, log ...).
+    from .engine import EngineOptions
+
+    file = Path(options.file) if options.file else None
+    return EngineOptions(
+        workspace=workspace,
+        reporter=options.reporter or Reporter(),
+        redactor=redactor,
+        timeout=options.limits.timeout,
+        editor=editor_variables(workspace, file, options.selection),
+        consent=options.permissions.consent(workflow),
+        instructions=_instructions(workspace, file) if options.instructions else "",
+    )
+
+
+def _instructions(root: Path, file: Path | None) -> str:
+    from .workflow.instructions import find_instructions, instructions_block
+
+    return instructions_block(find_instructions(root, file))
+
+
+def children(options: RunOptions, choices: Choices = Choices()) -> SubworkflowRunner:
+    """The runner of the sub-workflows of workflow steps (docs/spec.md 4.10)."""
+    from .subworkflows import SubworkflowRunner
+
+    return SubworkflowRunner(
+        make_run=new_run,
+        consent_for=options.permissions.consent,
+        choices=choices,
+        mcp_config=options.mcp_config,
+        mcp_ask=options.mcp_ask,
+    )
+
+
+@dataclass
+class Attempt:
+    """What one attempt runs with, as a start or a resume assembled it."""
+
+    workflow: Workflow
+    run: Run
+    store: ProgressStore
+    provider: Provider
+    tools: dict[str, Tool]
+    servers: McpServers | None
+    options: EngineOptions
+    children: SubworkflowRunner
+
+
+def run_attempt(
+    attempt: Attempt,
+    *,
+    notes: Sequence[str] = (),
+    decision: Decision | None = None,
+    first: bool = False,
+) -> None:
+    """One attempt of a run, the first or a resumed one: the engine with its sub-workflow
+    runner and the MCP servers' tools, run until the run stops. ``notes`` (what resume
+    decided, hand edits) go into the attempt's history and on screen; ``decision``'s model
+    call is counted in this attempt; a ``first`` attempt also says which ``tools:`` names
+    nothing provides."""
+    from .engine import Engine
+    from .tools.mcp_wiring import mcp_attempt_notes, notice_missing_tools
+
+    wf, run, options, servers = attempt.workflow, attempt.run, attempt.options, attempt.servers
+    options.children = attempt.children
+    _commit_steps(options, run, options.workspace)
+    engine = Engine(wf, run, attempt.store, attempt.provider, attempt.tools, options)
+    if decision is not None:
+        # The decision's call belongs to this attempt (the run's total has it already).
+        run.attempts[-1].usage.add(decision.usage)
+    # The first is the tool-list hash, for the record; the rest (a changed list) is news.
+    mcp_notes = mcp_attempt_notes(run, servers) if servers is not None else []
+    engine.attempt_notes([*notes, *mcp_notes])
+    for note in [*notes, *mcp_notes[1:]]:
+        options.reporter.notice(note)
+    if servers is not None:
+        servers.notice = options.reporter.notice
+        options.extra_tools = servers.offer()
+    if first:
+        notice_missing_tools(wf, servers, options.reporter.notice)
+    engine.execute()
+
+
+def checkpoint_early_stop(store: ProgressStore, run: Run) -> None:
+    """A stop (Ctrl-C, or SIGTERM where it raises like Ctrl-C) between a new run's first
+    checkpoint and its run loop, which handles signals itself from then on: the file says
+    ``interrupted``, as the loop's own checkpoint would, not ``running``."""
+    if run.status != "running":
+        return
+    run.status = "interrupted"
+    run.reason = "stopped before its first step began"
+    run.updated = now_iso()
+    if run.attempts and run.attempts[-1].ended is None:
+        # The engine was made (it opens the attempt) but never ran to close it.
+        attempt = run.attempts[-1]
+        attempt.ended, attempt.status, attempt.reason = run.updated, run.status, run.reason
+    store.checkpoint(run)
+
+
+def _commit_steps(options: EngineOptions, run: Run, folder: Path) -> None:
+    """A run in a worktree commits there at the end of every step."""
+    if run.worktree is not None:
+        from .worktree import step_committer
+
+        options.on_step_completed = step_committer(folder, run.run_id, options.reporter.notice)

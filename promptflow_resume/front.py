@@ -1,0 +1,160 @@
+"""The run commands' rules, one call per command: what ``flow run``, ``flow resume`` and
+``flow status`` do with what the command line gave them.
+
+- ``flow run`` (``run_workflow``): load the workflow and type its inputs; look for a similar
+  incomplete run and resume it when the person (or an identical run) says so; otherwise start
+  a new one. The ``echo`` provider is a dry run: the reporter is told, and shows every request.
+- ``flow resume`` and ``flow status`` (``resume_target``): a batch file (``flow batch``'s
+  ``batch.md``) is resumed and shown by the batch module, a progress file by the API; the
+  options that choose for one run are refused on a batch.
+- The command-line forms the library reads: ``name=value`` assignments (``--input``,
+  ``--set``) and ``--selection @FILE``.
+
+The CLI parses its options, calls one of these, and prints what it returns::
+
+    command = RunCommand(Path("triage.prompt.md"), input_items=("topic=bees",), new=True)
+    outcome = run_workflow(command, RunOptions(provider="echo"))
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .api import Outcome, ResolvedInputs, ResumeRequest, StartRequest, resume_run, start_run
+from .base.errors import InputError
+from .runoptions import RunOptions
+from .runrequests import AskInput, GivenInputs
+from .workflow import load_workflow
+from .workflow.model import Workflow
+
+#: The provider whose runs send nothing: it shows the prompts that would be sent.
+DRY_RUN_PROVIDER = "echo"
+
+
+def parse_assignments(items: list[str], option: str) -> dict[str, str]:
+    """``["a=1", "b=x y"]`` → ``{"a": "1", "b": "x y"}``; a malformed item is an InputError."""
+    values: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise InputError(f"{option} {item!r} is not of the form name=value.")
+        values[name.strip()] = value
+    return values
+
+
+def read_selection(value: str | None) -> str | None:
+    """``--selection``: the text itself, or ``@FILE`` for a file's text (``@@`` for a leading @)."""
+    if value is None or not value.startswith("@") or value.startswith("@@"):
+        return value[1:] if value is not None and value.startswith("@@") else value
+    path = Path(value[1:])
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise InputError(
+            f"--selection {value}: cannot read {path}: {reason}.",
+            hint="Name a readable UTF-8 text file after @, or pass the text itself.",
+        ) from None
+
+
+def is_dry_run(provider: str | None, workflow: Workflow) -> bool:
+    """Whether a run sends nothing (``--provider echo``, or the workflow's ``provider: echo``)."""
+    return (provider or workflow.provider) == DRY_RUN_PROVIDER
+
+
+@dataclass(frozen=True)
+class RunCommand:
+    """What ``flow run`` was given beyond the run options."""
+
+    workflow: Path
+    #: ``--input name=value`` items and ``--inputs FILE``, read once the workflow is loaded
+    #: (its errors come first); ``ask`` asks on a terminal for a missing value.
+    input_items: tuple[str, ...] = ()
+    inputs_file: Path | None = None
+    ask: AskInput | None = None
+    #: ``--selection`` as given (the text, or ``@FILE``), read when the run starts or resumes.
+    selection: str | None = None
+    #: ``--single-prompt``: the whole file is one prompt (no steps).
+    single_prompt: bool = False
+    progress: Path | None = None
+    recording: Path | None = None
+    worktree: bool = False
+    #: ``--new``: start fresh without looking for similar incomplete runs.
+    new: bool = False
+    #: ``--yes``: take the best similar run without asking.
+    yes: bool = False
+    #: A person answers on a terminal (questions are asked with ``read``, lists shown with
+    #: ``write``).
+    interactive: bool = False
+    read: Callable[[str], str] = input
+    write: Callable[[str], None] = print
+    verbose: bool = False
+
+
+def run_workflow(command: RunCommand, options: RunOptions) -> Outcome:
+    """``flow run``: resume a similar incomplete run when one is chosen, else start one."""
+    from .detect import run_to_resume
+
+    wf = load_workflow(command.workflow, single_prompt=command.single_prompt)
+    given = GivenInputs(
+        parse_assignments(list(command.input_items), "--input"), command.inputs_file, command.ask
+    )
+    values = given.resolve(wf)
+    if is_dry_run(options.provider, wf) and options.reporter is not None:
+        options.reporter.dry_run()
+    # A run in a worktree is new by definition: a similar run found would not be isolated.
+    if not command.new and command.progress is None and not command.worktree:
+        chosen = run_to_resume(
+            wf,
+            values,
+            interactive=command.interactive,
+            assume_yes=command.yes,
+            read=command.read,
+            write=command.write,
+            verbose=command.verbose,
+        )
+        if chosen is not None:
+            # ``--record`` is for a new session: a resumed one keeps what it recorded.
+            resumed = replace(options, record=False, selection=read_selection(command.selection))
+            return resume_run(chosen, resumed)
+    request = StartRequest(
+        wf,
+        ResolvedInputs(values),
+        progress=command.progress,
+        recording=command.recording,
+        worktree=command.worktree,
+    )
+    return start_run(request, replace(options, selection=read_selection(command.selection)))
+
+
+class Target(enum.Enum):
+    """What ``flow resume`` or ``flow status`` acts on."""
+
+    #: A progress file: resumed (or planned, shown) by the API.
+    RUN = "run"
+    #: A batch file: every row not completed is resumed by the batch module.
+    BATCH = "batch"
+
+
+def resume_target(path: Path, request: ResumeRequest = ResumeRequest()) -> Target:
+    """Whether ``path`` is a batch or one run; a batch refuses what chooses for one run
+    (``--decide``, ``--retry-step``, ``--skip-step``). Choices that exclude each other are
+    refused first, whichever it is."""
+    from .batch.checkpoint import is_batch_file
+
+    choices = request.choices
+    if choices.rerun_changed and choices.keep_completed:
+        raise InputError("--rerun-changed and --keep-completed exclude each other; choose one.")
+    if choices.retry_step is not None and choices.skip_step is not None:
+        raise InputError("--retry-step and --skip-step exclude each other; choose one.")
+    if not is_batch_file(path):
+        return Target.RUN
+    if request.decide or choices.retry_step or choices.skip_step:
+        raise InputError(
+            f"{path} is a batch; --decide, --retry-step and --skip-step apply to one run.",
+            hint="Resume the row's own progress.md (its path is in the batch file) with them.",
+        )
+    return Target.BATCH

@@ -1,0 +1,120 @@
+"""How a run is carried out: one frozen record shared by every call that runs or reads one.
+
+``start_run``, ``resume_run``, ``run_status``, ``compact_run`` and a batch's rows all take a
+``RunOptions``; what only one call needs (a start's workflow and inputs, a resume's choices)
+is in that call's own request (``promptflow_resume.runrequests``)::
+
+    options = RunOptions(provider="openai", limits=Limits(max_cost=1.0), workspace="repo")
+    start_run(StartRequest("triage.prompt.md"), options)
+    resume_run(".flow/runs/<run-id>/progress.md", options)
+
+Every field left at its default keeps what the workflow or the run's checkpoint says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .events import Reporter
+
+if TYPE_CHECKING:
+    from .tools.consent import Asker, Consent
+    from .workflow.model import Workflow
+
+#: ``mcp_ask(input_id, description, password)``: a value of the MCP configuration's inputs.
+McpAsk = Callable[[str, str, bool], str]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Budget overrides from the command line (None = keep the workflow's or checkpoint's)."""
+
+    max_cost: float | None = None
+    max_tokens: int | None = None
+    max_turns: int | None = None
+    timeout: float | None = None
+
+    def apply(self, budget: dict[str, Any]) -> dict[str, Any]:
+        """The budget with these overrides applied."""
+        merged = dict(budget)
+        for key, value in (
+            ("max_cost_usd", self.max_cost),
+            ("max_tokens", self.max_tokens),
+            ("max_turns", self.max_turns),
+        ):
+            if value is not None:
+                merged[key] = value
+        return merged
+
+
+@dataclass(frozen=True)
+class Permissions:
+    """What the person running flow allows model-chosen commands and fetches to do.
+
+    ``commands`` are ``--allow-commands`` patterns, ``hosts`` ``--allow-fetch`` hosts, and
+    ``ask`` asks on a terminal (None without one). The workflow's ``allow-commands:`` and
+    ``allow-fetch:`` lists are added when a run starts or resumes; nothing comes from a
+    progress file (which records the workflow's lists only to notice a change, spec 10.7).
+    """
+
+    commands: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    ask: Asker | None = None
+    #: ``--accept-permissions``: go on when the workflow's allow-lists grew since the run
+    #: last went on (otherwise ``ask`` is asked, and without it the resume stops).
+    accept: bool = False
+
+    def consent(self, workflow: Workflow) -> Consent:
+        """The consent of one run of ``workflow``."""
+        from .tools.consent import Consent, patterns
+
+        return Consent(
+            commands=patterns(self.commands),
+            workflow_commands=patterns(_string_list(workflow.front_matter.get("allow-commands"))),
+            hosts=patterns(self.hosts),
+            workflow_hosts=patterns(_string_list(workflow.front_matter.get("allow-fetch"))),
+            ask=self.ask,
+        )
+
+
+def _string_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run is carried out, whichever call carries it out (None: the recorded choice)."""
+
+    #: ``--provider``, ``--model``, ``--base-url``: the connection (None keeps the workflow's
+    #: for a new run, the checkpoint's for a resumed one).
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    #: ``--record``: record the model calls beside the progress file, for replay.
+    record: bool = False
+    #: Stream reply text to ``reporter`` as it arrives.
+    stream: bool = False
+    limits: Limits = field(default_factory=Limits)
+    #: The folder tools work in (None: the working directory).
+    workspace: str | Path | None = None
+    #: ``--file`` and ``--selection``: the editor variables ``${file}`` and ``${selection}``.
+    file: str | Path | None = None
+    selection: str | None = None
+    #: Send the repository's custom instructions (``--no-instructions`` turns this off).
+    instructions: bool = True
+    permissions: Permissions = field(default_factory=Permissions)
+    #: MCP servers come from ``mcp_config`` or the workspace's ``.vscode/mcp.json``;
+    #: ``mcp_ask`` asks for a configuration input on a terminal.
+    mcp_config: str | Path | None = None
+    mcp_ask: McpAsk | None = None
+    #: Who watches the run (the terminal display); None: nobody.
+    reporter: Reporter | None = None
+
+    def root(self) -> Path:
+        """The workspace folder (the working directory when none is given)."""
+        return Path(self.workspace) if self.workspace is not None else Path.cwd()

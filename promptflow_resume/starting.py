@@ -1,0 +1,133 @@
+"""Starting a run: from a ``StartRequest`` and the ``RunOptions`` to its first attempt.
+
+The steps, in order: load the workflow and type its inputs; check the recording; with
+``worktree``, make the git worktree the run works in (removed again if the run never got a
+file to own it); make the run's first checkpoint, with the MCP servers the workflow names;
+then run the first attempt (``attempt.run_attempt``) until the run stops.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .attempt import (
+    Attempt,
+    Outcome,
+    checkpoint_early_stop,
+    children,
+    default_progress_path,
+    engine_options,
+    exit_code_for,
+    new_run,
+    run_attempt,
+    run_id_for,
+)
+from .base import faults
+from .base.errors import FileNotFoundFlowError
+from .base.redact import Redactor
+from .progress import ProgressStore
+from .progress.model import WorktreeRef
+from .recorded import make_provider
+from .runoptions import RunOptions
+from .runrequests import StartRequest
+from .workflow.model import Workflow
+
+
+def start(request: StartRequest, options: RunOptions) -> Outcome:
+    """Start a new run of the request's workflow; run it until it completes or stops."""
+    wf = request.load()
+    values = request.inputs.resolve(wf)
+    path = Path(request.progress) if request.progress is not None else default_progress_path(wf)
+    recording = request.recording
+    if recording is not None and not Path(recording).is_file():
+        raise FileNotFoundFlowError(
+            f"the recording {recording} does not exist.",
+            path=recording,
+            hint="Pass the path of a *.recording.jsonl file written by `flow run --record`.",
+        )
+    root = main_root = options.root()
+    run_id: str | None = None
+    tree = None
+    if request.worktree:
+        from .worktree import create_worktree
+
+        run_id = run_id_for(path, wf)
+        tree, root = create_worktree(root, run_id, progress=path)
+    try:
+        return _start_in(wf, values, path, root, (run_id, tree), request, options)
+    except BaseException:
+        if tree is not None and not path.exists():
+            # Nothing recorded the worktree: it would be left behind with no run to own it.
+            from .worktree import remove_worktree, repository_root
+
+            remove_worktree(tree, repository_root(main_root))
+        raise
+
+
+def _start_in(
+    wf: Workflow,
+    values: dict[str, Any],
+    path: Path,
+    root: Path,
+    tree: tuple[str | None, WorktreeRef | None],
+    request: StartRequest,
+    options: RunOptions,
+) -> Outcome:
+    """``start`` once the workspace (``root``, a worktree's folder or not) is known."""
+    from .detect import keywords_for
+    from .tools import build_tools
+    from .tools.mcp_wiring import find_mcp_config, start_mcp
+
+    run_id, worktree = tree
+    mcp = find_mcp_config(wf, root, options.mcp_config, options.mcp_ask)
+    redactor = Redactor.from_environment(extra_values=mcp.secrets if mcp else ())
+    run = new_run(
+        wf,
+        values,
+        path,
+        provider=options.provider,
+        model=options.model,
+        base_url=options.base_url,
+        recording=request.recording,
+        limits=options.limits,
+        redactor=redactor,
+        # From the redacted values: keywords are words of the inputs, and a token is a word.
+        keywords=keywords_for(wf, redactor.redact_value(dict(values))[0]),
+        run_id=run_id,
+    )
+    run.worktree = worktree
+    provider = make_provider(
+        run,
+        path,
+        stream=options.stream,
+        record=options.record,
+        redactor=redactor,
+        base_url=options.base_url,
+    )
+    tools = build_tools(wf, root)
+    servers = start_mcp(wf, root, tools, mcp, path, redactor)
+    try:
+        store = ProgressStore.create(path, run)
+        try:
+            faults.point("api.run_created")
+            engine = engine_options(wf, root, redactor, options)
+            if worktree is not None:
+                engine.reporter.notice(_working_in(worktree))
+            attempt = Attempt(wf, run, store, provider, tools, servers, engine, children(options))
+            run_attempt(attempt, first=True)
+        except KeyboardInterrupt:
+            checkpoint_early_stop(store, run)
+            raise
+        finally:
+            store.close()
+    finally:
+        if servers is not None:
+            servers.close()
+    return Outcome(run=run, path=path, exit_code=exit_code_for(run))
+
+
+def _working_in(tree: WorktreeRef) -> str:
+    return (
+        f"working in the worktree {tree.path} on branch {tree.branch} (made from {tree.base[:12]})"
+    )
