@@ -32,11 +32,7 @@ PROGRESS_RECORDS = f"{PROGRESS}.model"
 
 #: CLI modules still allowed to cross the boundary, each with the reason. The test fails when
 #: an entry is no longer needed, so the allowance cannot outlive the clean-up.
-ALLOWANCE: dict[str, str] = {
-    # Being cleaned separately: it still holds `flow run`'s detect-then-resume policy and
-    # reads the engine's answer placeholder and reconcile's resume plan.
-    "commands_run.py": "flow run / resume / status: policy moving into the library",
-}
+ALLOWANCE: dict[str, str] = {}
 
 
 def _imports(source: str, package: str) -> list[tuple[int, str, list[str]]]:

@@ -8,12 +8,10 @@ the single error boundary in ``cli.main``.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import typer
 
-from ..base.paths import display_path
 from ..base.printing import json_text
 
 app = typer.Typer(
@@ -45,11 +43,6 @@ def err(text: str) -> None:
 def out(text: str = "") -> None:
     """Write one line to stdout."""
     sys.stdout.write(text + "\n")
-
-
-def shown(path: Path) -> Path:
-    """``base.paths.display_path`` as a Path; still imported by ``commands_run``."""
-    return Path(display_path(path))
 
 
 def _version(value: bool) -> None:

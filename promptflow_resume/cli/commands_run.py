@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ..base.durations import option_seconds
+from ..base.paths import display_path
 from ..base.wording import count
 from ..events import Reporter
 from ..progress.model import Run, Usage
 from ..providers.base import Request
-from .app import app, err, out, print_json, shown
+from .app import app, err, out, print_json
 from .options import (
     AcceptPermissionsOpt,
     AllowCommandsOpt,
@@ -184,7 +185,7 @@ class ConsoleReporter(Reporter):
 def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
     from ..api import answer_location, run_summary
 
-    path = shown(path)
+    path = Path(display_path(path))
     if as_json:
         data = run_summary(run, path)
         data["exit_code"] = exit_code
