@@ -1,6 +1,7 @@
 """What a command imports: the paths that do not need a part never load it (start-up time),
-a model SDK is imported without passes of the cycle collector, and the one process-wide
-setting a run changes, the collector's thresholds, is restored."""
+a model SDK is imported without passes of the cycle collector, nor is what a command loads
+before its run starts, and the one process-wide setting a run changes, the collector's
+thresholds, is restored."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from flowproc import flow_env
 from promptflow_resume.api import RunOptions, StartRequest, start_run
 from promptflow_resume.base.collector import RUN_GEN2_THRESHOLD
 from promptflow_resume.events import Reporter
+from tests.provider_support import PROXY_ENV_VARS
+from tests.providers_server import Canned, ModelServer, openai_completion
 
 WORKFLOW = """---
 description: Two steps
@@ -185,3 +188,93 @@ def test_an_sdk_is_imported_without_collector_passes_and_the_collector_is_restor
     passes, enabled, same_thresholds = json.loads(done.stdout.strip().splitlines()[-1])
     assert passes == [0, 0, 0]
     assert enabled and same_thresholds
+
+
+#: Runs ``flow ARGS`` in this process and notes each pass of the cycle collector: whether it
+#: came before the run loop set aside what the command had loaded (``gc.freeze``); as the
+#: process exits, prints the passes before it, whether the collector is on, and whether its
+#: thresholds are as they were.
+GC_PROBE = """
+import atexit, gc, json, sys
+from promptflow_resume.cli import _console_script
+sys.argv = ["flow", *json.loads(sys.argv[1])]
+thresholds, before_run, ran = gc.get_threshold(), [], []
+def note(phase, info):
+    if phase == "start":
+        (ran if ran or gc.get_freeze_count() else before_run).append(info["generation"])
+gc.callbacks.append(note)
+atexit.register(lambda: print(json.dumps(
+    [before_run, gc.isenabled(), gc.get_threshold() == thresholds]), flush=True))
+_console_script()
+"""
+
+
+@pytest.mark.parametrize("command", ["run", "status"])
+def test_the_collector_makes_no_pass_before_the_run_starts_and_is_on_again_after(
+    tmp_path: Path, command: str
+) -> None:
+    # Before the run loop, a command builds modules, classes and the records of the files
+    # it reads, all meant to live on: some sixty passes over them (8 ms of a resume's path
+    # to its first request) found nothing.
+    wf = tmp_path / "two.prompt.md"
+    wf.write_text(WORKFLOW, encoding="utf-8")
+    args = ["run", str(wf), "--provider", "echo", "--yes"]
+    if command == "status":
+        args = ["status", str(_completed_run(tmp_path)), "--json"]
+    done = subprocess.run(
+        [sys.executable, "-c", GC_PROBE, json.dumps(args)],
+        env=flow_env(),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    before_run, enabled, same_thresholds = json.loads(done.stdout.strip().splitlines()[-1])
+    assert before_run == []
+    assert enabled and same_thresholds
+
+
+#: Builds the openai provider for the base URL ``sys.argv[1]``, sends one request when it is
+#: an ``http://`` one, and prints how often a certificate bundle was loaded meanwhile.
+CERT_PROBE = """
+import ssl, sys
+from promptflow_resume.chat import Message
+from promptflow_resume.providers.base import ProviderSettings, Request
+from promptflow_resume.providers.openai import OpenAIProvider
+loads = []
+load = ssl.SSLContext.load_verify_locations
+def counted(self, *args, **kwargs):
+    loads.append(args)
+    return load(self, *args, **kwargs)
+ssl.SSLContext.load_verify_locations = counted
+provider = OpenAIProvider(ProviderSettings("openai", model="gpt-4.1", base_url=sys.argv[1]))
+if sys.argv[1].startswith("http:"):
+    reply = provider.complete(Request(messages=(Message("user", "hi"),)))
+    assert reply.content == "hello", reply
+print(len(loads))
+"""
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_an_http_endpoint_loads_no_certificates_an_https_one_does(
+    tmp_path: Path, scheme: str
+) -> None:
+    # Loading the system's certificate bundle took 20 ms of a resume's path to its first
+    # request to a local server; nothing in a plain-HTTP exchange uses it.
+    env = {k: v for k, v in flow_env().items() if k not in PROXY_ENV_VARS}
+    env["OPENAI_API_KEY"] = "sk-test-startup"
+    with ModelServer() as server:
+        server.push(Canned(body=openai_completion("hello")))
+        url = server.url + "/v1" if scheme == "http" else "https://127.0.0.1:9/v1"
+        done = subprocess.run(
+            [sys.executable, "-c", CERT_PROBE, url],
+            env=env,
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    loads = int(done.stdout.strip().splitlines()[-1])
+    assert (loads == 0) if scheme == "http" else (loads >= 1)

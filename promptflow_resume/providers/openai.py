@@ -20,10 +20,13 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import ssl
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+from urllib.request import getproxies
 
 from ..base import collector
 from ..base.errors import ProviderError, ProviderSetupError
@@ -374,6 +377,42 @@ def _error_fields(body: Any, fallback: str) -> tuple[str, str | None, str | None
     return fallback, None, None
 
 
+class _TLSOnFirstUse:
+    """The HTTP client's transport for an ``http://`` base URL: ``http://`` requests go through
+    a connection pool that never makes a TLS connection, anything else (a redirect to
+    ``https://``) through the library's default transport, built at that moment with the
+    system's certificates and verifying them as it always does."""
+
+    def __init__(self, http: Any, limits: Any) -> None:
+        self._http = http
+        self._limits = limits
+        # Verification required and no certificate loaded: TLS through it could only fail;
+        # no request is ever sent through it but ``http://`` ones.
+        no_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        self._plain = http.HTTPTransport(verify=no_tls, limits=limits)
+        self._tls: Any = None
+
+    def handle_request(self, request: Any) -> Any:
+        """Send ``request`` through the transport for its scheme."""
+        if request.url.scheme == "http":
+            return self._plain.handle_request(request)
+        if self._tls is None:
+            self._tls = self._http.HTTPTransport(limits=self._limits)
+        return self._tls.handle_request(request)
+
+    def close(self) -> None:
+        """Close both pools."""
+        self._plain.close()
+        if self._tls is not None:
+            self._tls.close()
+
+    def __enter__(self) -> _TLSOnFirstUse:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class OpenAIProvider:
     """Chat completions through the official ``openai`` SDK."""
 
@@ -402,7 +441,30 @@ class OpenAIProvider:
             return self._sdk.AzureOpenAI(
                 azure_endpoint=ep.base_url, api_version=ep.api_version, **common
             )
-        return self._sdk.OpenAI(base_url=ep.base_url, **common)
+        return self._sdk.OpenAI(base_url=ep.base_url, http_client=self._plain_http(), **common)
+
+    def _plain_http(self) -> Any | None:
+        """For an ``http://`` base URL with no proxy in the environment: the SDK's default
+        HTTP client (``DefaultHttpxClient``, its limits and redirects) whose TLS set-up waits
+        for a request to an ``https://`` URL (``_TLSOnFirstUse``). None otherwise: the SDK
+        builds its own client, as for every ``https://`` endpoint.
+
+        The SDK's client loads the system's certificate bundle when it is built (about 20 ms
+        of a resumed run's path to its first request) even when no request will use TLS.
+        A proxy in the environment keeps the SDK's client: giving the client a transport of
+        one's own turns the environment's proxies off.
+        """
+        if urlsplit(self.endpoint.base_url).scheme.lower() != "http":
+            return None
+        if any(value for scheme, value in getproxies().items() if scheme != "no"):
+            return None
+        client_class = self._sdk.DefaultHttpxClient
+        # The HTTP library the SDK is built on (``httpx``, or ``httpx2`` in later versions).
+        http = sys.modules[client_class.__mro__[1].__module__.partition(".")[0]]
+        transport = _TLSOnFirstUse(http, self._sdk.DEFAULT_CONNECTION_LIMITS)
+        return client_class(
+            base_url=self.endpoint.base_url, timeout=self.settings.timeout, transport=transport
+        )
 
     def _model(self, request: Request) -> str:
         return require_model("openai", request.model or self.settings.model)
