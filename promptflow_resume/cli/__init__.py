@@ -75,14 +75,16 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(f"flow {__version__}\n")
         return 0
     from ..base.collector import until_run
-    from ..base.printing import people_streams
 
-    # Everything any command prints, and the boundary's messages, pass one filter: secrets
-    # redacted, terminal controls made visible (spec 10.6). The cycle collector waits until
-    # a run starts: what a command loads before it (typer, the modules, the file read) lives
-    # on, and passes over it find nothing (``collector.until_run``).
-    with until_run(), people_streams():
-        return _main(args)
+    # The cycle collector waits until a run starts: what a command loads before it (typer,
+    # the modules, the file read) lives on, and passes over it find nothing
+    # (``collector.until_run``). Everything any command prints, and the boundary's messages,
+    # pass one filter: secrets redacted, terminal controls made visible (spec 10.6).
+    with until_run():
+        from ..base.printing import people_streams
+
+        with people_streams():
+            return _main(args)
 
 
 def _main(args: list[str]) -> int:
