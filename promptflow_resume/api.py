@@ -1,7 +1,7 @@
 """The library API: start a run, resume one, ask where one stands.
 
 The ``flow`` command is a thin layer over these functions; other programs and the tests call
-them directly (``tests/test_doctests.py`` runs this example from a folder holding
+them directly (``tests/guards/test_doctests.py`` runs this example from a folder holding
 ``workflows/``; ``echo`` is the offline dry-run provider):
 
     >>> from promptflow_resume import Limits, resume_run, run_status, start_run
