@@ -70,6 +70,7 @@ def test_ray_failing_row_then_resume_runs_only_that_row(tmp_path: Path) -> None:
     assert load_batch(tmp_path / "out" / "batch.md").status == "completed"
 
 
+@pytest.mark.slow
 def test_ray_worker_killed_mid_row_is_retried_and_resumes_the_row(tmp_path: Path) -> None:
     write_case(tmp_path, ["apples"])
     reference = tmp_path / "ref"
@@ -96,6 +97,7 @@ def test_ray_worker_killed_mid_row_is_retried_and_resumes_the_row(tmp_path: Path
     assert transcript(_row_file(tmp_path, 1)) == transcript(_row_file(reference, 1))
 
 
+@pytest.mark.slow
 def test_ray_ctrl_c_checkpoints_every_row_and_resume_completes(tmp_path: Path) -> None:
     write_case(tmp_path, ["apples", "pears", "plums"])
     with RowServer(delay=0.5) as server:

@@ -51,6 +51,7 @@ from tests.support.providers_server import (
     openai_tool_call,
     openai_usage,
 )
+from tests.support.slow import sweep
 
 LIMIT = 3000
 FILLER = "lorem ipsum dolor sit amet " * 8
@@ -465,7 +466,7 @@ def test_a_replay_of_a_compacted_run_sends_the_same_requests(
     assert rows(second) == rows(first)
 
 
-@pytest.mark.parametrize("point", ["compaction.replied", "compaction.recorded"])
+@pytest.mark.parametrize("point", sweep(["compaction.replied", "compaction.recorded"]))
 def test_sigkill_during_compaction_then_resume_completes(
     tmp_path: Path, server: ModelServer, point: str
 ) -> None:

@@ -9,11 +9,12 @@ import pytest
 
 from tests import support
 from tests.support.flowproc import flow, start_flow, transcript
+from tests.support.slow import sweep
 
 FIXTURES = support.FIXTURES / "engine"
 
 
-@pytest.mark.parametrize("processes", [2, 4, 8])
+@pytest.mark.parametrize("processes", sweep([2, 4, 8]))
 def test_concurrent_resumes_run_exactly_once(workdir: Path, processes: int) -> None:
     for name in ("slow.prompt.md", "slow.script.yaml"):
         shutil.copy(FIXTURES / name, workdir / name)

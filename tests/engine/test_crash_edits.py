@@ -17,6 +17,7 @@ import pytest
 from promptflow_resume.progress import load_progress
 from tests import support
 from tests.support.flowproc import flow, flow_env
+from tests.support.slow import sweep
 
 FIXTURES = support.FIXTURES / "copilot"
 RUN = ("run", "edits.prompt.md", "--recording", "edits.script.yaml")
@@ -70,7 +71,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("point", "n"), CASES)
+@pytest.mark.parametrize(
+    ("point", "n"), sweep(CASES, keep={("edit.before_write", 2), ("edit.after_write", 2)})
+)
 def test_a_kill_around_an_edit_resumes_to_the_same_files(
     tmp_path: Path, reference: tuple[dict[str, str], list], point: str, n: int
 ) -> None:

@@ -114,7 +114,6 @@ def test_a_size_limit_stops_the_run_cleanly_and_it_resumes(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("FLOW_SLOW"), reason="slow sweep: set FLOW_SLOW=1")
 def test_every_size_limit_across_the_run(reference: Transcript, tmp_path: Path) -> None:
     for limit in SWEEP:
         _stop_then_finish(_fresh(tmp_path / str(limit)), reference, limit)

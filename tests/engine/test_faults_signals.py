@@ -29,6 +29,7 @@ from tests.support.faults import (
     transcript,
     wait_for,
 )
+from tests.support.slow import sweep
 
 ARGS = ("run", "napper.prompt.md", "--recording", "napper.script.yaml", "--new")
 
@@ -94,7 +95,7 @@ def test_sighup_checkpoints_interrupted_and_resumes(tmp_path: Path, reference: T
     assert "Progress saved" in stderr and "flow resume" in stderr
 
 
-@pytest.mark.parametrize("gap", [0.0, 0.02])
+@pytest.mark.parametrize("gap", sweep([0.0, 0.02]))
 def test_ctrl_c_twice_exits_at_once_and_the_file_stays_consistent(
     tmp_path: Path, reference: Transcript, gap: float
 ) -> None:
@@ -119,6 +120,7 @@ def test_ctrl_c_on_a_terminal_reaches_the_whole_group(
     assert "Progress saved" in stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0])
 def test_a_storm_of_signals_at_random_moments(
     tmp_path: Path, reference: Transcript, seed: int

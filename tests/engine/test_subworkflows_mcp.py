@@ -12,6 +12,8 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from promptflow_resume.base.errors import EXIT_NEEDS_REVIEW, EXIT_TOOL_SERVER
 from promptflow_resume.progress import load_progress
 from tests.support.flowproc import flow, spawn
@@ -128,6 +130,7 @@ def test_sigkill_mid_call_in_a_child_reruns_a_read_only_call(tmp_path: Path) -> 
     assert _gone(int((where / "state" / "pid").read_text().split()[-1]))
 
 
+@pytest.mark.slow
 def test_sigkill_mid_call_in_a_child_never_runs_an_unsafe_call_twice(tmp_path: Path) -> None:
     where = _workspace(tmp_path, "append_note", {"text": "ship on Friday"})
     _kill_mid_call(where, "hold-after")  # the note is written, the answer is lost

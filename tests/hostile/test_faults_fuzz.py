@@ -14,7 +14,7 @@ folder each become a pipe, a link (to ``/dev/zero``, to nothing, to a mutated fi
 a folder) or a folder, and reading gives a result or a ``FlowError`` naming a file within a few
 seconds (docs/spec.md 10.4), writing nothing outside the folder.
 
-The default run tries a few hundred mutations; ``FLOW_SLOW=1 python -m pytest -m slow
+The default run tries a few hundred mutations; ``python -m pytest --slow -m slow
 tests/hostile/test_faults_fuzz.py`` tries tens of thousands. ``fuzz/`` has a coverage-guided target.
 """
 
@@ -38,8 +38,6 @@ from promptflow_resume.progress.model import RUN_STATUSES
 from promptflow_resume.workflow import check_workflow, load_workflow
 from tests.support.faults import ENGINE, REPO, copy_fixtures, flow, flow_env
 
-SLOW = bool(os.environ.get("FLOW_SLOW"))
-slow = pytest.mark.skipif(not SLOW, reason="long fuzz run: set FLOW_SLOW=1 (and -m slow)")
 QUICK = settings(
     max_examples=120,
     deadline=None,
@@ -431,7 +429,6 @@ def test_a_special_progress_file_is_listed_without_a_hang(kind: str, edits: list
 
 
 @pytest.mark.slow
-@slow
 @LONG
 @given(seed=PROGRESS_NAMES, edits=MUTATIONS, in_journal=st.booleans())
 def test_long_fuzz_of_progress_files_and_journals(
@@ -441,7 +438,6 @@ def test_long_fuzz_of_progress_files_and_journals(
 
 
 @pytest.mark.slow
-@slow
 @LONG
 @given(seed=PROGRESS_NAMES, edits=MUTATIONS)
 def test_long_fuzz_of_listing(seed: str, edits: list[Edit]) -> None:
@@ -449,7 +445,6 @@ def test_long_fuzz_of_listing(seed: str, edits: list[Edit]) -> None:
 
 
 @pytest.mark.slow
-@slow
 @LONG
 @given(seed=WORKFLOW_NAMES, edits=MUTATIONS)
 def test_long_fuzz_of_workflows(seed: str, edits: list[Edit]) -> None:

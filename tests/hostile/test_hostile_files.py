@@ -28,6 +28,7 @@ from promptflow_resume.base.errors import EXIT_INVALID_FILE, SpecialFileError
 from tests.engine.test_subworkflows import CHILD, PARENT, SCRIPT
 from tests.support.faults import HOSTILE, copy_fixtures, snapshot
 from tests.support.flowproc import FLOW, flow, flow_env
+from tests.support.slow import sweep
 from tests.tools.test_mcp_e2e import RUN as MCP_RUN
 from tests.tools.test_mcp_e2e import SECRET, _workspace
 
@@ -223,7 +224,11 @@ PAIRS = [
 ]
 
 
-@pytest.mark.parametrize(("name", "command"), PAIRS)
+#: The default run tries each case with its first command; --slow (and CI) with every one.
+FIRST = {(name, command) for name, command in dict(reversed(PAIRS)).items()}
+
+
+@pytest.mark.parametrize(("name", "command"), sweep(PAIRS, keep=FIRST))
 def test_a_special_file_or_link_is_refused_never_followed(
     runs: Path, tmp_path: Path, stdin_left_open: int, name: str, command: str
 ) -> None:

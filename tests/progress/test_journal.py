@@ -145,6 +145,7 @@ def test_journal_grows_at_most_twice_the_payload_per_turn(tmp_path: Path) -> Non
     assert on_disk <= 2 * _payload(run), (on_disk, _payload(run))
 
 
+@pytest.mark.slow
 def test_a_run_killed_after_20000_turns_of_one_step_resumes(tmp_path: Path) -> None:
     # Before events carried deltas, each repeated the whole front matter and this journal
     # passed the 32 MiB limit near turn 8,700; status and resume then refused the run.

@@ -45,6 +45,7 @@ while True:
 COMMANDS = (("status", "--json"), ("validate",), ("log",), ("list",))
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_readers_polled_during_a_folding_run_never_see_a_false_error(tmp_path: Path) -> None:
     # The writer folds every fourth event, so a reader meets folds all the time (before, one

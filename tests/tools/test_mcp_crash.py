@@ -113,6 +113,7 @@ def reference(
     return transcript(where / "run" / "progress.md")
 
 
+@pytest.mark.slow
 def test_random_sigkills_during_mcp_calls(
     tmp_path: Path, reference: list[tuple[str, str | None, str | None, str]]
 ) -> None:

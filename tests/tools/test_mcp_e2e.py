@@ -428,6 +428,7 @@ def test_without_the_mcp_extra_the_error_says_what_to_install(tmp_path: Path) ->
     assert not (where / "state").exists()
 
 
+@pytest.mark.slow
 def test_sigkill_before_an_unsafe_call_took_effect_then_rerun_unsafe(tmp_path: Path) -> None:
     where = _workspace(tmp_path, "append_note", {"text": "ship on Friday"})
     server = _kill_mid_call(where)  # killed while the call waits before its effect

@@ -2,7 +2,7 @@
 ``sh -c`` → python, ``npx`` → ``sh`` → ``node``) die with their whole tree when ``flow`` is
 SIGKILLed in the middle of a call, and the killed call never has its effect later.
 
-The default run kills ``flow`` 3 times; ``FLOW_SLOW=1 python -m pytest -m slow -s`` 20 times
+The default run kills ``flow`` 3 times; ``python -m pytest --slow -m slow -s`` 20 times
 and prints the orphan count. Each process of a chain carries a token (in argv, and in its
 environment through the configuration's ``env``), so ``/proc`` tells whether any of them is
 still alive.
@@ -144,12 +144,12 @@ def sigkill_rounds(tmp_path: Path, rounds: int) -> None:
     assert (orphans, effects) == (0, 0)
 
 
+@pytest.mark.slow
 def test_sigkill_of_flow_ends_a_wrapped_server_tree(tmp_path: Path) -> None:
     sigkill_rounds(tmp_path, 3)
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("FLOW_SLOW"), reason="20 SIGKILLs: set FLOW_SLOW=1")
 def test_sigkill_of_flow_ends_a_wrapped_server_tree_many_times(tmp_path: Path) -> None:
     sigkill_rounds(tmp_path, 20)
 
@@ -250,6 +250,7 @@ def npm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return cache
 
 
+@pytest.mark.slow
 def test_sigkill_of_flow_ends_npx_server_everything(tmp_path: Path, npm_cache: Path) -> None:
     token = f"orphan-{uuid.uuid4().hex}"
     where = tmp_path / "ws"

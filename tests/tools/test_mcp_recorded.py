@@ -77,6 +77,7 @@ def _killed_mid_call(where: Path, *options: str) -> None:
     _killed_holding(where, "hold-call", *options)
 
 
+@pytest.mark.slow
 def test_resume_with_another_config_never_runs_an_unsafe_call_twice(tmp_path: Path) -> None:
     where = _workspace(tmp_path, default_safe=True)
     _killed_mid_call(where, "--mcp-config", "other.json")
@@ -123,7 +124,14 @@ def test_a_safe_call_runs_again_only_on_the_server_that_started_it(tmp_path: Pat
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.parametrize("command", [("status",), ("status", "--json"), ("resume", "--plan")])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("status",),
+        pytest.param(("status", "--json"), marks=pytest.mark.slow),
+        pytest.param(("resume", "--plan"), marks=pytest.mark.slow),
+    ],
+)
 def test_reading_a_run_with_an_mcp_call_in_flight_starts_no_server(
     tmp_path: Path, command: tuple[str, ...]
 ) -> None:
@@ -141,7 +149,6 @@ def test_reading_a_run_with_an_mcp_call_in_flight_starts_no_server(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("FLOW_SLOW"), reason="soak: set FLOW_SLOW=1")
 @pytest.mark.parametrize("resume_with_config", [False, True])
 def test_killed_unsafe_calls_never_run_twice_whatever_the_resume_reads(
     tmp_path: Path, resume_with_config: bool

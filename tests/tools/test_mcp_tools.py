@@ -182,6 +182,7 @@ def test_a_server_that_cannot_start_is_a_positioned_error(tmp_path: Path) -> Non
     assert "could not be started" in text and "no-such-program-here" in text
 
 
+@pytest.mark.slow
 def test_a_server_that_speaks_no_mcp_fails_to_start(tmp_path: Path) -> None:
     liar = tmp_path / "liar.py"
     liar.write_text(
