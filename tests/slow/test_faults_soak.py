@@ -10,7 +10,7 @@ result; it is not: ``--rerun-unsafe``). In the end the transcript equals an unin
 and ``log.txt`` holds every number exactly once, in order.
 
 Both soaks run with the slow switch only (``--slow``, or CI): a short one (about 130 events)
-and a long one (2,000+ events, printing the counts with ``-s``). The default run keeps the
+and a long one (2,000+ events, printing the counts with ``-n0 -s``). The default run keeps the
 crash points of ``tests/engine/test_crash.py`` for the same promise.
 """
 

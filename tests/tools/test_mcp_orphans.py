@@ -2,7 +2,7 @@
 ``sh -c`` → python, ``npx`` → ``sh`` → ``node``) die with their whole tree when ``flow`` is
 SIGKILLed in the middle of a call, and the killed call never has its effect later.
 
-The default run kills ``flow`` 3 times; ``python -m pytest --slow -m slow -s`` 20 times
+The default run kills ``flow`` 3 times; ``python -m pytest --slow -m slow -n0 -s`` 20 times
 and prints the orphan count. Each process of a chain carries a token (in argv, and in its
 environment through the configuration's ``env``), so ``/proc`` tells whether any of them is
 still alive.
