@@ -1,9 +1,9 @@
 """Benchmark of ``flow batch``: rows per second by engine and worker count, per-row overhead.
 
 A batch of ROWS rows (default 200) of a 3-step workflow runs against a local
-OpenAI-compatible server that answers at once (``tests/batch_support.py``), so the numbers are
-flow's own cost: starting or resuming each row's run, its checkpoints, the worker round trip
-and the batch file rewritten after every row. Measured:
+OpenAI-compatible server that answers at once (``tests/support/batch_server.py``), so the
+numbers are flow's own cost: starting or resuming each row's run, its checkpoints, the worker
+round trip and the batch file rewritten after every row. Measured:
 
 - in-process: ``run_row`` called ROWS times in this process, one after the other (the library
   alone, no batch: the floor a row costs);
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from promptflow_resume.batch import start_batch
 from promptflow_resume.batch.worker import RowTask, run_row
-from tests.batch_support import RowServer, write_case
+from tests.support.batch_server import RowServer, write_case
 
 
 def _case(root: Path, name: str, rows: int) -> Path:

@@ -34,7 +34,7 @@ from promptflow_resume.providers.anthropic import AnthropicProvider
 from promptflow_resume.providers.base import ProviderSettings, ReplyUsage, Request
 from promptflow_resume.providers.openai import OpenAIProvider, to_openai_messages
 from promptflow_resume.providers.pricing import cost_usd, estimate_request_cost
-from tests.providers_server import (
+from tests.support.providers_server import (
     Canned,
     ModelServer,
     anthropic_message,

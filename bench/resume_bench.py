@@ -79,7 +79,7 @@ from promptflow_resume.progress import ProgressStore, journal_path  # noqa: E402
 from promptflow_resume.providers.base import Reply, ReplyUsage  # noqa: E402
 from promptflow_resume.tools.base import ToolContext, ToolResult  # noqa: E402
 from promptflow_resume.workflow import load_workflow  # noqa: E402
-from tests.providers_server import Canned, ModelServer, Received, openai_completion  # noqa: E402
+from tests.support.providers_server import Canned, ModelServer, Received, openai_completion  # noqa: E402
 
 REPLY = "The next step is to look at the build output once more, " * 5  # ~300 bytes
 RESULT = "line of tool output with some detail in it .....\n" * 21  # ~1 KiB

@@ -12,7 +12,7 @@ crash, or a change to the file is reported by libFuzzer as a failure, with the i
     python fuzz/fuzz_flow.py --target progress fuzz/corpus-progress -max_total_time=600
 
 See fuzz/README.md for seeding the corpus and reading the results. The test suite does not
-need atheris; ``tests/test_faults_fuzz.py`` is the hypothesis counterpart that runs in CI.
+need atheris; ``tests/hostile/test_faults_fuzz.py`` is the hypothesis counterpart that runs in CI.
 """
 
 from __future__ import annotations

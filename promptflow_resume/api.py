@@ -3,7 +3,7 @@
 The ``flow`` command is a thin layer over these functions; other programs and the tests call
 them directly. Every call takes one ``RunOptions`` (provider, limits, workspace, permissions
 ...) and, where it has fields of its own, a request (``StartRequest``, ``ResumeRequest``).
-``tests/test_doctests.py`` runs this example from a folder holding ``workflows/``; ``echo``
+``tests/guards/test_doctests.py`` runs this example from a folder holding ``workflows/``; ``echo``
 is the offline dry-run provider:
 
     >>> from promptflow_resume import Limits, RunOptions, resume_run, run_status, start_run

@@ -38,7 +38,7 @@ class ToolCall:
     def __init__(self, id: str, name: str, arguments: str) -> None:
         # The generated __init__ of a frozen record sets each field through
         # object.__setattr__; one store of the instance dict is twice as fast, and a resumed
-        # run builds all its messages at once (tests/test_chat_records.py checks that this
+        # run builds all its messages at once (tests/progress/test_chat_records.py checks that this
         # signature and the fields agree).
         _set_field(self, "__dict__", {"id": id, "name": name, "arguments": arguments})
 

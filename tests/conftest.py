@@ -5,6 +5,10 @@ and reads does use the home: git reads ``~/.gitconfig``, MCP configurations expa
 ``${userHome}``, ``flow share --scrub-home`` replaces the home's path. So every test gets a
 temp ``HOME`` (and XDG folders inside it), inherited by the ``flow`` processes it starts.
 
+Slow tests (``@pytest.mark.slow``: soaks, long fuzz runs, sweeps) run only with ``--slow``,
+or when the ``CI`` variable is set (as CI services set it, and ``.ci/run`` runs there): a local
+``python -m pytest -q`` stays short, CI runs everything with the same command.
+
 A test that writes into the checkout (a ``.flow/runs`` folder left by a command run from the
 repository's root, a file beside the fixtures) fails, naming what appeared: tests write under
 their temp folders only.
@@ -26,6 +30,32 @@ _UNWATCHED = frozenset({".git", "__pycache__", ".venv", "venv", "node_modules", 
 _ALLOWED = frozenset(
     {"__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache", ".coverage"}
 )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--slow``: the one switch for the tests marked slow."""
+    parser.addoption(
+        "--slow",
+        action="store_true",
+        help="also run the tests marked slow (soaks, long fuzz runs); on when CI is set",
+    )
+
+
+def slow_enabled(config: pytest.Config) -> bool:
+    """Whether this session runs the tests marked slow: ``--slow``, or ``CI`` set (not to
+    ``false`` or ``0``)."""
+    ci = os.environ.get("CI", "").strip().lower()
+    return bool(config.getoption("--slow")) or ci not in ("", "0", "false", "no")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the tests marked slow unless the slow switch is on, saying how to run them."""
+    if slow_enabled(config):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --slow (CI runs it)")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
 
 
 def pytest_configure(config: pytest.Config) -> None:

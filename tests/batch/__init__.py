@@ -1,0 +1,1 @@
+"""``flow batch``: rows on local processes and on Ray."""

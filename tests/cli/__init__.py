@@ -1,0 +1,1 @@
+"""The command line: exit codes and the exact words a user sees."""

@@ -1,0 +1,1 @@
+"""Similar-run detection: keywords, scores, the index and the resume prompt."""

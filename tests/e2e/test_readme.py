@@ -1,0 +1,40 @@
+"""The README's quick-start commands work as written."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+from tests import support
+from tests.support.flowproc import flow, transcript
+
+ROOT = support.REPO
+
+
+def quick_start() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Quick start\s+```bash\n(.*?)```", text, re.S)
+    assert block is not None, "README.md must have a Quick start bash block"
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_the_quick_start_installs_runs_an_example_and_tests() -> None:
+    install, example, tests = quick_start()
+    assert install.startswith("pip install -e")
+    assert example.startswith("flow run workflows/")
+    assert "pytest" in tests
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "pip install -q -e '.[dev]'" in ci and "pytest" in ci
+
+
+def test_the_example_runs_end_to_end_offline(tmp_path: Path) -> None:
+    _, example, _ = quick_start()
+    args = [*shlex.split(example)[1:], "--progress", str(tmp_path / "progress.md")]
+    result = flow(*args, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("completed: 2/2 steps")
+    entries = transcript(tmp_path / "progress.md")
+    results = [content for role, _, tool, content in entries if role == "tool_result"]
+    assert "inventory.py:" in results[0] and "TODO" in results[0]  # the grep tool really ran
+    assert entries[-1][0] == "assistant" and "Task list" in entries[-1][3]

@@ -1,0 +1,1 @@
+"""Package-wide rules: layers, start-up imports, declared dependencies, docstring examples."""

@@ -1,0 +1,1 @@
+"""Files from strangers: hostile progress files, journals and workflows, and fuzzing."""

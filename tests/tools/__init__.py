@@ -1,0 +1,1 @@
+"""Tools: built-in file tools, command tools, consent, Copilot tool names, and MCP servers."""

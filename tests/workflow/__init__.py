@@ -1,0 +1,1 @@
+"""Workflow files: loading, inputs, hashing, command tools, invalid files, ``check_workflows``."""
