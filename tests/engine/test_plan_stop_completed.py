@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from promptflow_resume.api import run_status
+from promptflow_resume.api import RunOptions, run_status
 from promptflow_resume.progress import load_progress
 from tests.support.flowproc import flow
 
@@ -34,7 +34,7 @@ def test_a_completed_run_whose_workflow_gained_a_step_can_resume(tmp_path: Path)
     data = json.loads(status.stdout)
     assert (data["stop"], data["can_resume"], data["blocked"]) == (None, True, None)
     assert data["resume_from"] == "more"
-    report = run_status(tmp_path / "run" / "progress.md", workspace=tmp_path)
+    report = run_status(tmp_path / "run" / "progress.md", RunOptions(workspace=tmp_path))
     assert report.plan is not None and report.stop is report.plan.stop is None
 
     resumed = flow("resume", "run/progress.md", cwd=tmp_path)
