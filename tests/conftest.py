@@ -48,6 +48,14 @@ def slow_enabled(config: pytest.Config) -> bool:
     return bool(config.getoption("--slow")) or ci not in ("", "0", "false", "no")
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers a core in the default run, where most tests wait on a ``flow``
+    process they started; one a core with the slow tests, whose kill storms and soaks want a
+    steady machine more than a short run."""
+    cores = os.cpu_count() or 1
+    return cores if slow_enabled(config) else 2 * cores
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Skip the tests marked slow unless the slow switch is on, saying how to run them."""
     if slow_enabled(config):

@@ -43,6 +43,7 @@ def _replies(path: Path) -> int:
     return sum(1 for e in load_progress(path)[0].transcript if e.role == "assistant")
 
 
+@pytest.mark.slow  # starting Ray is ~10 s of both cores; tests/batch/test_batch.py covers the rules
 def test_ray_failing_row_then_resume_runs_only_that_row(tmp_path: Path) -> None:
     write_case(tmp_path, TOPICS)
     with RowServer() as server:
