@@ -8,6 +8,10 @@ then run the first attempt (``attempt.run_attempt``) until the run stops.
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -108,8 +112,14 @@ def _start_in(
     tools = build_tools(wf, root)
     servers = start_mcp(wf, root, tools, mcp, path, redactor)
     try:
-        store = ProgressStore.create(path, run)
+        held: list[int] = []
+        with _stops_held(held):
+            store = ProgressStore.create(path, run)
         try:
+            if held:
+                # A stop that came while the file was being written: handled as one that
+                # comes just after it (the file then says ``interrupted``, not ``running``).
+                raise KeyboardInterrupt
             faults.point("api.run_created")
             engine = engine_options(wf, root, redactor, options)
             if worktree is not None:
@@ -131,3 +141,32 @@ def _working_in(tree: WorktreeRef) -> str:
     return (
         f"working in the worktree {tree.path} on branch {tree.branch} (made from {tree.base[:12]})"
     )
+
+
+#: The stops a run loop handles (spec 4.2), held while a new run's first checkpoint is written.
+_STOPS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+@contextmanager
+def _stops_held(held: list[int]) -> Iterator[None]:
+    """Note SIGINT, SIGTERM and SIGHUP in ``held`` instead of acting on them, then restore.
+
+    A stop that lands inside ``ProgressStore.create`` (after the file is in place, before the
+    store is returned) would leave a new run's file saying ``running``, as a crash does; a
+    batch stopping its workers the moment their rows' files appear hits that window. Signals
+    the process ignores stay ignored; outside the main thread nothing can be changed.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {stop: signal.getsignal(stop) for stop in _STOPS}
+    caught = [s for s, h in previous.items() if h is not None and h != signal.SIG_IGN]
+    for stop in caught:
+        signal.signal(stop, lambda signum, _frame: held.append(signum))
+    try:
+        yield
+    finally:
+        for stop in caught:
+            signal.signal(stop, previous[stop])

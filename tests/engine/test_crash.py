@@ -122,15 +122,27 @@ def test_sigkill_at_each_point_then_resume(
         assert transcript(progress) == reference, f"transcript differs after {point}:{n}"
 
 
-@pytest.mark.parametrize("signal_name", ["INT", "TERM"])
+@pytest.mark.parametrize(
+    ("point", "signal_name"),
+    [
+        ("api.run_created", "INT"),
+        ("api.run_created", "TERM"),
+        # Inside ``ProgressStore.create``: the file is in place, the store not yet returned.
+        ("store.checkpoint_after_rename", "TERM"),
+        ("store.checkpoint_after_dir_fsync", "INT"),
+    ],
+)
 def test_a_stop_just_after_the_first_checkpoint_says_interrupted(
-    signal_name: str, reference: list[tuple[str, str | None, str | None, str]], tmp_path: Path
+    point: str,
+    signal_name: str,
+    reference: list[tuple[str, str | None, str | None, str]],
+    tmp_path: Path,
 ) -> None:
     # Ctrl-C or SIGTERM after a new run's first checkpoint but before its run loop handles
     # signals (the engine is still being set up): the file must not be left saying `running`.
     where = _fresh(tmp_path / "p")
     progress = where / "run" / "progress.md"
-    env = flow_env(FLOW_CRASH_AT="api.run_created", FLOW_CRASH_SIGNAL=signal_name)
+    env = flow_env(FLOW_CRASH_AT=point, FLOW_CRASH_SIGNAL=signal_name)
     first = flow(*RUN, cwd=where, env=env)
     assert first.returncode == 130, first.stderr
     assert "Traceback" not in first.stderr
