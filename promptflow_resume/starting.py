@@ -30,8 +30,9 @@ from .attempt import (
 from .base import faults
 from .base.errors import FileNotFoundFlowError
 from .base.redact import Redactor
+from .events import Reporter
 from .progress import ProgressStore
-from .progress.model import WorktreeRef
+from .progress.model import Run, WorktreeRef
 from .recorded import make_provider
 from .runoptions import RunOptions
 from .runrequests import StartRequest
@@ -112,18 +113,12 @@ def _start_in(
     tools = build_tools(wf, root)
     servers = start_mcp(wf, root, tools, mcp, path, redactor)
     try:
-        held: list[int] = []
-        with _stops_held(held):
-            store = ProgressStore.create(path, run)
+        store, stopped = _first_checkpoint(path, run)
         try:
-            if held:
-                # A stop that came while the file was being written: handled as one that
-                # comes just after it (the file then says ``interrupted``, not ``running``).
+            if stopped:  # while the file was written: the same as a stop just after it
                 raise KeyboardInterrupt
-            faults.point("api.run_created")
             engine = engine_options(wf, root, redactor, options)
-            if worktree is not None:
-                engine.reporter.notice(_working_in(worktree))
+            _say_worktree(engine.reporter, worktree)
             attempt = Attempt(wf, run, store, provider, tools, servers, engine, children(options))
             run_attempt(attempt, first=True)
         except KeyboardInterrupt:
@@ -137,10 +132,23 @@ def _start_in(
     return Outcome(run=run, path=path, exit_code=exit_code_for(run))
 
 
-def _working_in(tree: WorktreeRef) -> str:
-    return (
-        f"working in the worktree {tree.path} on branch {tree.branch} (made from {tree.base[:12]})"
-    )
+def _first_checkpoint(path: Path, run: Run) -> tuple[ProgressStore, bool]:
+    """The new run's store, its file written, and whether a stop (Ctrl-C, SIGTERM, SIGHUP)
+    came meanwhile: the caller handles it as a stop just after the file is in place, so the
+    file says ``interrupted``, never ``running``."""
+    held: list[int] = []
+    with _stops_held(held):
+        store = ProgressStore.create(path, run)
+        faults.point("api.run_created")
+    return store, bool(held)
+
+
+def _say_worktree(reporter: Reporter, tree: WorktreeRef | None) -> None:
+    if tree is not None:
+        reporter.notice(
+            f"working in the worktree {tree.path} on branch {tree.branch} "
+            f"(made from {tree.base[:12]})"
+        )
 
 
 #: The stops a run loop handles (spec 4.2), held while a new run's first checkpoint is written.
