@@ -19,10 +19,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -32,6 +31,7 @@ from .base import collector, faults
 from .base.clock import now_iso
 from .base.errors import DeadlineError, FlowError, NeedsReviewError, ProviderError, ToolServerError
 from .base.redact import Redactor
+from .base.stops import routed_to
 from .chat import ToolSpec
 from .compaction import CompactionTally
 from .conversation import (
@@ -1079,25 +1079,6 @@ class Engine:
         self._attempt.reason = self.run.reason
 
 
-_HANDLED = ("SIGINT", "SIGTERM", "SIGHUP")
-
-
-@contextmanager
-def _signals_handled_by(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
-    """Route SIGINT, SIGTERM and SIGHUP to ``handler`` (main thread only), then restore."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {name: signal.getsignal(getattr(signal, name)) for name in _HANDLED}
-    for name in _HANDLED:
-        signal.signal(getattr(signal, name), handler)
-    try:
-        yield
-    finally:
-        for name, old in previous.items():
-            signal.signal(getattr(signal, name), old)
-
-
 def _exit_now(signum: int, frame: FrameType | None) -> None:
     """Stop running commands and exit 130 at once (every write is atomic or journaled)."""
     stop_running_commands()
@@ -1118,9 +1099,9 @@ def _signals_raise_interrupted() -> AbstractContextManager[None]:
         received.append(signum)
         raise Interrupted(signum)
 
-    return _signals_handled_by(handler)
+    return routed_to(handler)
 
 
 def _signals_force_exit() -> AbstractContextManager[None]:
     """While the final checkpoint is written, any signal exits at once (the write is atomic)."""
-    return _signals_handled_by(_exit_now)
+    return routed_to(_exit_now)

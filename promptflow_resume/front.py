@@ -47,8 +47,10 @@ def parse_assignments(items: list[str], option: str) -> dict[str, str]:
 
 def read_selection(value: str | None) -> str | None:
     """``--selection``: the text itself, or ``@FILE`` for a file's text (``@@`` for a leading @)."""
-    if value is None or not value.startswith("@") or value.startswith("@@"):
-        return value[1:] if value is not None and value.startswith("@@") else value
+    if value is None or not value.startswith("@"):
+        return value
+    if value.startswith("@@"):
+        return value[1:]
     path = Path(value[1:])
     try:
         return path.read_text(encoding="utf-8")

@@ -8,8 +8,6 @@ then run the first attempt (``attempt.run_attempt``) until the run stops.
 
 from __future__ import annotations
 
-import signal
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +28,7 @@ from .attempt import (
 from .base import faults
 from .base.errors import FileNotFoundFlowError
 from .base.redact import Redactor
+from .base.stops import routed_to
 from .events import Reporter
 from .progress import ProgressStore
 from .progress.model import Run, WorktreeRef
@@ -151,30 +150,13 @@ def _say_worktree(reporter: Reporter, tree: WorktreeRef | None) -> None:
         )
 
 
-#: The stops a run loop handles (spec 4.2), held while a new run's first checkpoint is written.
-_STOPS = tuple(
-    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
-)
-
-
 @contextmanager
 def _stops_held(held: list[int]) -> Iterator[None]:
     """Note SIGINT, SIGTERM and SIGHUP in ``held`` instead of acting on them, then restore.
 
     A stop that lands inside ``ProgressStore.create`` (after the file is in place, before the
     store is returned) would leave a new run's file saying ``running``, as a crash does; a
-    batch stopping its workers the moment their rows' files appear hits that window. Signals
-    the process ignores stay ignored; outside the main thread nothing can be changed.
+    batch stopping its workers the moment their rows' files appear hits that window.
     """
-    if threading.current_thread() is not threading.main_thread():
+    with routed_to(lambda signum, _frame: held.append(signum)):
         yield
-        return
-    previous = {stop: signal.getsignal(stop) for stop in _STOPS}
-    caught = [s for s, h in previous.items() if h is not None and h != signal.SIG_IGN]
-    for stop in caught:
-        signal.signal(stop, lambda signum, _frame: held.append(signum))
-    try:
-        yield
-    finally:
-        for stop in caught:
-            signal.signal(stop, previous[stop])
