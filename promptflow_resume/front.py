@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .api import Outcome, ResolvedInputs, ResumeRequest, StartRequest, resume_run, start_run
 from .base.errors import InputError
+from .base.paths import display_path
 from .runoptions import RunOptions
 from .runrequests import AskInput, GivenInputs
 from .workflow import load_workflow
@@ -45,8 +46,9 @@ def parse_assignments(items: list[str], option: str) -> dict[str, str]:
     return values
 
 
-def read_selection(value: str | None) -> str | None:
-    """``--selection``: the text itself, or ``@FILE`` for a file's text (``@@`` for a leading @)."""
+def read_selection(value: str | None, option: str = "--selection") -> str | None:
+    """``--selection`` (and ``--task``): the text itself, or ``@FILE`` for a file's text
+    (``@@`` for a leading @)."""
     if value is None or not value.startswith("@"):
         return value
     if value.startswith("@@"):
@@ -57,9 +59,36 @@ def read_selection(value: str | None) -> str | None:
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise InputError(
-            f"--selection {value}: cannot read {path}: {reason}.",
+            f"{option} {value}: cannot read {path}: {reason}.",
             hint="Name a readable UTF-8 text file after @, or pass the text itself.",
         ) from None
+
+
+def task_inputs(wf: Workflow, task: str | None, given: dict[str, str], asks: bool) -> None:
+    """Put ``--task`` into ``given`` as the input ``task``; an agent without a task and with
+    nobody to ask (``asks``: a terminal, or an inputs file that may hold it) is refused here,
+    with the ways to give one."""
+    from .workflow.agentfile import TASK_INPUT
+
+    if task is not None:
+        if TASK_INPUT not in wf.inputs:
+            raise InputError(
+                f"--task gives an agent its task, and {display_path(wf.path)} is a prompt file "
+                "(its task is its text).",
+                hint="Give a prompt file's inputs with --input NAME=VALUE.",
+            )
+        if TASK_INPUT in given:
+            raise InputError("--task and --input task=... both give the task; give one.")
+        given[TASK_INPUT] = task
+        return
+    if wf.kind == "agent" and TASK_INPUT not in given and not asks:
+        hint = wf.agent.argument_hint if wf.agent is not None else None
+        wanted = f" It asks for: {hint}." if hint else ""
+        raise InputError(
+            f"{display_path(wf.path)} is a custom agent: it needs a task, and there is no "
+            f"terminal to ask for one.{wanted}",
+            hint="Pass --task TEXT, --task @FILE (the file's text) or --task - (read stdin).",
+        )
 
 
 def is_dry_run(provider: str | None, workflow: Workflow) -> bool:
@@ -79,6 +108,8 @@ class RunCommand:
     ask: AskInput | None = None
     #: ``--selection`` as given (the text, or ``@FILE``), read when the run starts or resumes.
     selection: str | None = None
+    #: ``--task``, read already (``@FILE`` and ``-`` resolved): an agent's task.
+    task: str | None = None
     #: ``--single-prompt``: the whole file is one prompt (no steps).
     single_prompt: bool = False
     progress: Path | None = None
@@ -101,9 +132,9 @@ def run_workflow(command: RunCommand, options: RunOptions) -> Outcome:
     from .detect import run_to_resume
 
     wf = load_workflow(command.workflow, single_prompt=command.single_prompt)
-    given = GivenInputs(
-        parse_assignments(list(command.input_items), "--input"), command.inputs_file, command.ask
-    )
+    items = parse_assignments(list(command.input_items), "--input")
+    task_inputs(wf, command.task, items, asks=command.ask is not None or bool(command.inputs_file))
+    given = GivenInputs(items, command.inputs_file, command.ask)
     values = given.resolve(wf)
     if is_dry_run(options.provider, wf) and options.reporter is not None:
         options.reporter.dry_run()

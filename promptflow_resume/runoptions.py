@@ -114,6 +114,9 @@ class RunOptions:
     mcp_ask: McpAsk | None = None
     #: Who watches the run (the terminal display); None: nobody.
     reporter: Reporter | None = None
+    #: ``--agents DIR``: folders searched for agents by name before the workspace's and the
+    #: user's (``workflow.agentfind``), for handoffs, subagents and ``agent: NAME``.
+    agent_dirs: tuple[Path, ...] = ()
 
     def root(self) -> Path:
         """The workspace folder (the working directory when none is given)."""

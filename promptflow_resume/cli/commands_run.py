@@ -20,6 +20,7 @@ from ..providers.base import Request
 from .app import app, err, out, print_json
 from .options import (
     AcceptPermissionsOpt,
+    AgentsDirOpt,
     AllowCommandsOpt,
     AllowFetchOpt,
     BaseUrlOpt,
@@ -36,6 +37,7 @@ from .options import (
     ProviderOpt,
     SelectionOpt,
     SummaryJson,
+    TaskOpt,
     TimeoutOpt,
     VerboseOpt,
     WorkflowArg,
@@ -217,6 +219,8 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
 @app.command("run")
 def run_command(
     workflow: WorkflowArg,
+    task: TaskOpt = None,
+    agents: AgentsDirOpt = [],  # noqa: B006 - typer copies list defaults
     input_: InputOpt = [],  # noqa: B006 - typer copies list defaults
     inputs_file: InputsFileOpt = None,
     provider: ProviderOpt = None,
@@ -267,22 +271,26 @@ def run_command(
     as_json: SummaryJson = False,
     verbose: VerboseOpt = False,
 ) -> int:
-    """Start a run of WORKFLOW; first offer to resume a similar incomplete run.
+    """Start a run of WORKFLOW (a prompt file, or a custom agent given --task); first offer
+    to resume a similar incomplete run.
 
     The run is checkpointed after every model reply, tool call and step into its progress.md.
     Exit codes: 0 completed, 1 failed/budget/timeout, 8 needs review, 14 git problem
     (--worktree), 130 interrupted (see docs/spec.md for all).
     """
     from ..api import Limits, RunOptions
-    from ..front import RunCommand, run_workflow
+    from ..front import RunCommand, read_selection, run_workflow
 
-    interactive = _stdin_is_terminal() and not as_json
+    # The task read from stdin leaves no stdin for questions: nobody is there to answer them.
+    task_text = sys.stdin.read() if task == "-" else read_selection(task, "--task")
+    interactive = _stdin_is_terminal() and not as_json and task != "-"
     live = sys.stderr.isatty() and not as_json
     reporter = ConsoleReporter(live=live, verbose=verbose, quiet_dry_run=as_json)
     command = RunCommand(
         workflow,
         input_items=tuple(input_),
         inputs_file=inputs_file,
+        task=task_text,
         ask=_ask_input if interactive else None,
         selection=selection,
         single_prompt=single_prompt,
@@ -311,6 +319,7 @@ def run_command(
         mcp_config=mcp_config,
         mcp_ask=_ask_mcp_input if interactive else None,
         reporter=reporter,
+        agent_dirs=tuple(agents),
     )
     outcome = run_workflow(command, options)
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
@@ -383,6 +392,7 @@ def _confirm_change(plan: ResumePlan) -> Choices | None:
 @app.command("resume")
 def resume_command(
     progress: ProgressArg,
+    agents: AgentsDirOpt = [],  # noqa: B006 - typer copies list defaults
     set_: list[str] = typer.Option(
         [],
         "--set",
@@ -525,6 +535,7 @@ def resume_command(
         mcp_config=mcp_config,
         mcp_ask=_ask_mcp_input if interactive else None,
         reporter=reporter,
+        agent_dirs=tuple(agents),
     )
     outcome = resume_run(progress, options, request)
     if outcome.already_completed and not as_json:

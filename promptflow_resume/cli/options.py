@@ -123,6 +123,24 @@ TimeoutOpt = Annotated[
 FileOpt = Annotated[
     Path | None, typer.Option("--file", metavar="FILE", help="The file ${file} stands for.")
 ]
+AgentsDirOpt = Annotated[
+    list[Path],
+    typer.Option(
+        "--agents",
+        metavar="DIR",
+        help="A folder of custom agents, searched by name before .github/agents, "
+        ".claude/agents and the user's folders (repeatable).",
+    ),
+]
+TaskOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--task",
+        metavar="TEXT|@FILE|-",
+        help="An agent's task (*.agent.md): TEXT, @FILE for a file's text, or - to read it "
+        "from stdin. Without it, flow asks on a terminal and refuses without one.",
+    ),
+]
 SelectionOpt = Annotated[
     str | None,
     typer.Option(

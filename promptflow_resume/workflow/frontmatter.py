@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from ..base import yamlio
@@ -66,27 +66,37 @@ _NON_PRINTABLE = re.compile(
 )
 
 
-@lru_cache(maxsize=1)
-def workflow_schema() -> dict[str, Any]:
-    """The workflow front-matter JSON Schema shipped with the package."""
-    text = read_text("schemas/workflow.schema.json")
+#: The front-matter schema of each file kind (``schemas/<name>.schema.json``).
+SCHEMAS: dict[str, str] = {"prompt": "workflow", "agent": "agent"}
+
+
+@cache
+def front_matter_schema(kind: str = "prompt") -> dict[str, Any]:
+    """The front-matter JSON Schema of a file kind (``prompt`` or ``agent``) shipped with the
+    package."""
+    text = read_text(f"schemas/{SCHEMAS[kind]}.schema.json")
     schema: dict[str, Any] = json.loads(text)
     return schema
 
 
-@lru_cache(maxsize=1)
-def _validator() -> Any:
+def workflow_schema() -> dict[str, Any]:
+    """The workflow (prompt file) front-matter JSON Schema shipped with the package."""
+    return front_matter_schema("prompt")
+
+
+@cache
+def _validator(kind: str) -> Any:
     # Imported here: jsonschema costs ~80 ms to import and only files with front matter need it.
     import jsonschema
 
-    return jsonschema.Draft202012Validator(workflow_schema())
+    return jsonschema.Draft202012Validator(front_matter_schema(kind))
 
 
-@lru_cache(maxsize=1)
-def _quick_check() -> Callable[[Any], bool] | None:
+@cache
+def _quick_check(kind: str) -> Callable[[Any], bool] | None:
     # The schema compiled to plain checks: a front matter they pass is valid without loading
     # jsonschema, which examines (and names the problems of) every other.
-    return compile_schema(workflow_schema())
+    return compile_schema(front_matter_schema(kind))
 
 
 def read_front_matter(src: Source, col: Collector) -> tuple[dict[str, Any], YamlPositions] | None:
@@ -188,26 +198,34 @@ def read_front_matter(src: Source, col: Collector) -> tuple[dict[str, Any], Yaml
     return (data, positions) if usable else None
 
 
-def validate_front_matter(data: dict[str, Any], pos: YamlPositions, col: Collector) -> set[str]:
-    """Check ``data`` against the schema; returns the top-level keys that have errors."""
+def validate_front_matter(
+    data: dict[str, Any],
+    pos: YamlPositions,
+    col: Collector,
+    *,
+    kind: str = "prompt",
+    known: tuple[str, ...] = KNOWN_KEYS,
+) -> set[str]:
+    """Check ``data`` against the schema of its file kind; returns the top-level keys that have
+    errors. A key not in ``known`` is a warning, never an error."""
     bad: set[str] = set()
     for key in data:
-        if key not in KNOWN_KEYS:
+        if key not in known:
             line, column = pos.key((key,))
             col.warning(
                 f"unknown front-matter key `{key}` is kept but not used by flow"
-                f"{did_you_mean(key, KNOWN_KEYS)}.",
+                f"{did_you_mean(key, known)}.",
                 line=line,
                 column=column,
                 field=field_path((key,)),
                 code="unknown-key",
             )
-    check = _quick_check()
+    check = _quick_check(kind)
     valid = check is not None and check(data)
     errors = (
         []
         if valid
-        else sorted(_validator().iter_errors(data), key=lambda e: [str(p) for p in e.path])
+        else sorted(_validator(kind).iter_errors(data), key=lambda e: [str(p) for p in e.path])
     )
     for error in errors[:50]:
         path: FieldPath = tuple(error.absolute_path)

@@ -17,6 +17,8 @@ from ..base.errors import FileNotFoundFlowError, InputError, SpecialFileError, W
 from ..base.paths import display_path
 from ..base.safeopen import read_regular
 from ..base.textnorm import normalize_newlines, normalize_text
+from .agentfile import TASK_INPUT, agent_name, is_agent_file
+from .agentload import read_agent, task_input, task_step
 from .body import ID_PATTERN, ParsedBody, RawStep, parse_body, slugify
 from .commands import check_argument, command_definition
 from .config import WorkflowSettings, build_config, is_ask_mode, resolve_tool, without_editing
@@ -39,9 +41,14 @@ IMPLICIT_STEP_ID = "main"
 
 
 def workflow_files(given: Path) -> list[Path]:
-    """A folder stands for the workflow files (``*.prompt.md``) directly in it, sorted; a file
-    stands for itself."""
-    return sorted(given.glob("*.prompt.md")) if given.is_dir() else [given]
+    """A folder stands for the prompt and agent files (``*.prompt.md``, ``*.agent.md``)
+    directly in it, sorted; a file stands for itself."""
+    if not given.is_dir():
+        return [given]
+    found = {*given.glob("*.prompt.md"), *given.glob("*.agent.md")}
+    if is_agent_file(given.resolve() / "x.md"):
+        found.update(given.glob("*.md"))  # .github/agents and .claude/agents: any Markdown
+    return sorted(found)
 
 
 def load_workflow(
@@ -220,21 +227,39 @@ def _analyze(
     if "flow_progress" in data:
         _progress_file_given(data, path, col)
         return None, col
-    bad = validate_front_matter(data, positions, col) if data else set()
-    cfg = build_config(data, positions, col, bad)
+    agent = read_agent(data, positions, col, Path(path)) if is_agent_file(Path(path)) else None
+    if agent is not None:
+        bad, cfg = agent.bad, agent.settings
+    else:
+        bad = validate_front_matter(data, positions, col) if data else set()
+        cfg = build_config(data, positions, col, bad)
     if src.front_matter_text is not None:
         _warn_variables_in_front_matter(src, col)
     index = LineIndex(src.body, first_line=src.body_line)
-    body = parse_body(
-        src.body, index=index, col=col, single=single_prompt or data.get("steps") is False
-    )
+    if agent is not None:
+        # An agent's whole body is its instructions: headings in it are text, never steps.
+        body = ParsedBody(context=src.body, steps=[], context_end=len(src.body))
+    else:
+        body = parse_body(
+            src.body, index=index, col=col, single=single_prompt or data.get("steps") is False
+        )
     analysis = _Analysis(src, data, cfg, body, index, bad, (*chain, Path(path).resolve()))
-    steps = _build_steps(analysis, col)
+    steps = [task_step(agent, src.body_line)] if agent is not None else _build_steps(analysis, col)
     variables, inputs = _check_variables(analysis, steps, col)
+    if agent is not None:
+        inputs = {**inputs, TASK_INPUT: task_input(agent)}
     _check_commands_used(cfg, steps, col)
     _check_allow_lists(data, bad, positions, col)
     context = normalize_text(body.context)
-    if len(steps) == 1 and steps[0].heading is None and not steps[0].body:
+    if agent is not None and not context:
+        col.warning(
+            "the agent has no instructions; write them below the front matter (the task is "
+            "given when it runs).",
+            line=src.body_line,
+            column=1,
+            code="empty",
+        )
+    elif len(steps) == 1 and steps[0].heading is None and not steps[0].body:
         col.error(
             "the workflow has no prompt text; write the task below the front matter.",
             line=src.body_line,
@@ -244,7 +269,7 @@ def _analyze(
     hashed = _hash_steps(steps, context, cfg)
     workflow = Workflow(
         path=Path(path),
-        name=_name(data, path),
+        name=agent_name(data, Path(path)) if agent is not None else _name(data, path),
         description=data.get("description") if isinstance(data.get("description"), str) else None,
         front_matter=data,
         context=context,
@@ -263,6 +288,8 @@ def _analyze(
         tool_map=cfg.tool_map,
         compaction=cfg.compaction,
         recovery=Recovery.MODEL if data.get("recovery") == "model" else Recovery.PERSON,
+        kind="agent" if agent is not None else "prompt",
+        agent=agent.spec if agent is not None else None,
     )
     return workflow, col
 

@@ -1,4 +1,4 @@
-"""Typed records for a loaded workflow (``*.prompt.md``).
+"""Typed records for a loaded workflow (``*.prompt.md``) or custom agent (``*.agent.md``).
 
 ``workflow.load_workflow(path)`` reads and checks a file once and returns a frozen
 ``Workflow``; everything downstream (engine, reconcile, detect) reads these records and never
@@ -18,6 +18,8 @@ InputType = Literal["string", "integer", "number", "boolean", "list"]
 StepKind = Literal["prompt", "command", "human", "workflow"]
 Severity = Literal["error", "warning"]
 VariableKind = Literal["input", "step", "editor"]
+#: What a file is: a prompt file (the task is in the file) or a custom agent (the task is given).
+WorkflowKind = Literal["prompt", "agent"]
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,46 @@ class VariableUse:
     placeholder: str | None = None
 
 
+@dataclass(frozen=True)
+class Handoff:
+    """One entry of an agent's ``handoffs:``: the next agent and the message it is sent."""
+
+    label: str
+    #: The next agent's name.
+    agent: str
+    #: The next part's user message (may be empty: the conversation so far is the context).
+    prompt: str = ""
+    #: ``send: true``: followed by ``--handoffs auto`` (in the editor: sent without a click).
+    send: bool = False
+    model: str | None = None
+    #: 1-based line of the entry in the agent file.
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """What only an agent file says (``Workflow.agent``); tools and model are the workflow's."""
+
+    argument_hint: str | None = None
+    handoffs: tuple[Handoff, ...] = ()
+    #: Agents it may call as subagents: None for any (``'*'`` or absent), () for none.
+    agents: tuple[str, ...] | None = None
+    #: ``mcp-servers:``: servers defined in the agent itself, by name.
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
+    target: str | None = None
+    #: ``user-invocable`` (default true): meant to be run by a person, not only as a subagent.
+    user_invocable: bool = True
+    #: Not ``disable-model-invocation``: other agents may call it as a subagent.
+    model_invocable: bool = True
+    #: ``claude`` for a ``.claude/agents`` file (its keys were translated), else ``copilot``.
+    dialect: Literal["copilot", "claude"] = "copilot"
+
+    def handoff(self, label: str) -> Handoff | None:
+        """The handoff labelled ``label`` (compared without case), or None."""
+        wanted = label.strip().lower()
+        return next((h for h in self.handoffs if h.label.lower() == wanted), None)
+
+
 class Recovery(enum.Enum):
     """Who decides an ambiguous state on resume (the workflow's ``recovery:``)."""
 
@@ -191,6 +233,10 @@ class Workflow:
     #: ``recovery:`` — ``person`` (the default) or ``model``: ``flow resume`` lets the model
     #: decide ambiguous states as with ``--decide``.
     recovery: Recovery = Recovery.PERSON
+    #: ``agent`` for a custom agent file: ``context`` is its instructions, the one step sends
+    #: the task (the input ``task``), and ``agent`` holds the agent-only keys.
+    kind: WorkflowKind = "prompt"
+    agent: AgentSpec | None = None
 
     def step(self, step_id: str) -> Step | None:
         """The step with ``step_id``, or None."""

@@ -99,10 +99,12 @@ MODULE_LAYERS: dict[str, list[set[str]]] = {
     "workflow": [
         {"__init__"},
         {"plan"},
-        {"prompts"},
+        {"prompts", "agentfind"},
         {"loader"},
+        # An agent file read as a workflow.
+        {"agentload"},
         {"config"},
-        # One part of a prompt file each.
+        # One part of a prompt or agent file each.
         {"*", "body", "commands", "frontmatter", "hashing", "inputs", "instructions", "variables"},
         # What the parts share: positions, diagnostics, values, tool names.
         {"diagnostics", "source", "toolnames", "values"},
