@@ -145,8 +145,8 @@ HandoffsOpt = Annotated[
     str | None,
     typer.Option(
         "--handoffs",
-        metavar="auto",
-        help="auto: follow each handoff marked send: true, agent after agent (at most "
+        metavar="MODE",
+        help="MODE is auto: follow each handoff marked send: true, agent after agent (at most "
         "--max-handoffs).",
     ),
 ]
