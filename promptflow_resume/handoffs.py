@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .base.errors import FileNotFoundFlowError, InputError, WorkflowError
-from .base.paths import display_path, relative_path
+from .base.paths import display_path, rebase, relative_path
 from .chat import Message
 from .progress.model import HandoffChain, HandoffPart, Run
 from .workflow.hashing import digest
@@ -150,6 +150,8 @@ def compose(first: Workflow, links: Sequence[Link]) -> Workflow:
     steps = list(first.steps)
     commands = dict(first.commands)
     for n, link in enumerate(links, start=1):
+        previous = links[n - 2].agent if n > 1 else first
+        _check_prompt(link, [s.id for s in steps], first, previous.path)
         steps.append(_part_step(link, n, len(steps) + 1))
         for name, decl in link.agent.commands.items():
             if name in commands and commands[name] != decl:
@@ -164,6 +166,29 @@ def compose(first: Workflow, links: Sequence[Link]) -> Workflow:
             commands[name] = decl
     whole = digest({"agent": first.hash, "handoffs": [[s.id, s.hash] for s in steps[1:]]})
     return replace(first, steps=tuple(steps), commands=commands, hash=whole)
+
+
+def _check_prompt(link: Link, earlier: list[str], first: Workflow, where: Path) -> None:
+    """Refuse a handoff prompt's ``${step:ID}`` of no earlier part and ``${input:NAME}`` the
+    run does not have, before any model is called (the prompt is sent only later)."""
+    from .workflow.variables import scan
+
+    for token in scan(link.handoff.prompt):
+        unknown = (token.kind == "step" and token.name not in earlier) or (
+            token.kind == "input" and token.name not in first.inputs and token.placeholder is None
+        )
+        if unknown:
+            have = ", ".join(f"${{step:{i}}}" for i in earlier)
+            raise WorkflowError(
+                f"the prompt of the handoff `{link.handoff.label}` uses {token.text}, which this "
+                f"chain has no value for (the parts before it: {have}; the inputs: "
+                f"{', '.join(first.inputs) or 'none'}).",
+                path=where,
+                line=link.handoff.line,
+                field="$.handoffs",
+                hint="Use ${step:ID} of an earlier part (the first agent's is ${step:task}) or "
+                "an input of the first agent.",
+            )
 
 
 def _part_step(link: Link, n: int, index: int) -> Step:
@@ -260,6 +285,14 @@ def recompose(first: Workflow, chain: HandoffChain, folder: Path) -> Workflow:
         links.append(Link(handoff, agent, path))
         current = agent
     return compose(first, links)
+
+
+def rebase_chain(run: Run, old_folder: Path, new_folder: Path) -> None:
+    """The chain's agent files named from ``new_folder`` (a copy of the progress file there:
+    ``flow fork``, ``flow share``), as ``workflow.path`` is."""
+    chain = run.workflow.handoffs
+    for part in chain.parts if chain is not None else ():
+        part.path = rebase(part.path, old_folder, new_folder)
 
 
 def part_model(step: Step, run: Run) -> str | None:

@@ -21,6 +21,7 @@ from promptflow_resume.base.errors import (
     FileNotFoundFlowError,
     InputError,
     WorkflowChangedError,
+    WorkflowError,
 )
 from promptflow_resume.chat import Message
 from promptflow_resume.front import RunCommand, handoffs_to_follow, run_workflow
@@ -472,3 +473,35 @@ def test_anthropic_gets_one_system_prompt_per_request(tmp_path: Path, server: Mo
             assert system not in json.dumps(body["messages"])
             assert body["model"] == model
             assert [t["name"] for t in body["tools"]] == [tool]
+
+
+def test_a_fork_elsewhere_resumes_the_chain_from_a_part(tmp_path: Path) -> None:
+    from promptflow_resume.sharing import fork
+
+    where = _project(tmp_path / "p")
+    path = _start(where, Follow(labels=("Start coding", "Review")))
+    copy = where / "elsewhere" / "deeper" / "progress.md"
+    fork(path, "handoff-2-review", copy)
+    forked, _ = load_progress(copy)
+    assert forked.workflow.handoffs is not None
+    assert [p.path for p in forked.workflow.handoffs.parts] == [
+        "../../agents/coder.agent.md",
+        "../../agents/reviewer.agent.md",
+    ]
+    options = RunOptions(provider="scripted", workspace=where)
+    done = resume_run(copy, options)
+    assert done.run.status == "completed"
+    systems = [e for e in done.run.transcript if e.role == "system"]
+    assert [e.step for e in systems] == [None, "handoff-1-start-coding", "handoff-2-review"]
+    assert systems[-1].content.startswith("You are the reviewer.")
+
+
+def test_a_handoff_prompt_naming_a_later_part_is_refused_before_the_run(tmp_path: Path) -> None:
+    where = _project(tmp_path / "p")
+    coder = where / "agents" / "coder.agent.md"
+    coder.write_text(CODER.replace("Review the change above.", "Review ${step:deploy}."))
+    with pytest.raises(WorkflowError) as error:
+        _start(where, Follow(labels=("Start coding", "Review")))
+    assert "uses ${step:deploy}" in error.value.message
+    assert error.value.path == str(coder) and error.value.line is not None
+    assert not (where / "run").exists()
