@@ -505,3 +505,17 @@ def test_a_handoff_prompt_naming_a_later_part_is_refused_before_the_run(tmp_path
     assert "uses ${step:deploy}" in error.value.message
     assert error.value.path == str(coder) and error.value.line is not None
     assert not (where / "run").exists()
+
+
+def test_the_page_lists_the_chain(tmp_path: Path) -> None:
+    from promptflow_resume.show import write_html
+
+    where = _project(tmp_path / "p")
+    path = _start(where, Follow(labels=("Start coding",)))
+    page = where / "run.html"
+    write_html(path, page)
+    text = page.read_text(encoding="utf-8")
+    assert (
+        '<p class="facts" id="handoffs">handoffs: planner (completed) → [Start coding] coder '
+        "(completed)</p>" in text
+    )
