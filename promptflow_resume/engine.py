@@ -649,7 +649,7 @@ class Engine:
         from .compaction import window_for
 
         settings = self.workflow.compaction
-        window = window_for(settings, self.run.config.model)
+        window = window_for(settings, part_model(step, self.run))
         if not settings.enabled or window is None:
             return request
         # A few rounds at most: each covers what fits the summariser's own request.
@@ -674,7 +674,7 @@ class Engine:
 
             # The request did not fit: take its size as the window when none is known.
             size = self._request_tokens(request)
-            known = window_for(self.workflow.compaction, self.run.config.model)
+            known = window_for(self.workflow.compaction, part_model(step, self.run))
             window = min(known, size) if known else size
             self.reporter.notice(
                 f"step {step.id}: the provider refused the request as too long for the "
