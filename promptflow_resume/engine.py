@@ -42,6 +42,7 @@ from .conversation import (
     unanswered_calls,
 )
 from .events import Reporter
+from .handoffs import is_chained, latest_system, part_model, part_system
 from .progress import ProgressStore
 from .progress.model import Attempt, Entry, ErrorInfo, InFlight, Run, StepState, Usage
 from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unsealed_calls
@@ -221,6 +222,8 @@ class Engine:
         self._reported: tuple[int, int, ReplyUsage] | None = None
         #: This attempt's compactions, summed in one attempt note (``flow log``).
         self._compactions = CompactionTally()
+        #: A handoff chain: each part's system entry replaces the one before in requests.
+        self._chained = is_chained(workflow)
 
     def attempt_notes(self, notes: list[str]) -> None:
         """Record notes (resume decisions, hand edits) in this attempt's history; an
@@ -546,7 +549,19 @@ class Engine:
             step_outputs=outputs,
             editor=self.options.editor,
         )
-        return [self._entry("user", text, step.id)]
+        opening = [self._entry("user", text, step.id)]
+        if step.system is not None:
+            # A handoff chain's part: its agent's instructions are the system text from here
+            # on, recorded with its prompt in one write (``handoffs.latest_system``).
+            system = part_system(
+                step,
+                inputs=run.inputs,
+                step_outputs=outputs,
+                editor=self.options.editor,
+                instructions=self.options.instructions,
+            )
+            opening.insert(0, self._entry("system", system, step.id))
+        return opening
 
     def _complete_step(self, step: Step, state: StepState, output: Entry | None) -> None:
         state.status = "completed"
@@ -607,10 +622,11 @@ class Engine:
 
     def _turn_request(self, step: Step) -> Request:
         """The request for the step's next model turn, built from the transcript."""
+        messages = self._log.messages(self.run.transcript)
         return Request(
-            messages=self._log.messages(self.run.transcript),
+            messages=latest_system(messages) if self._chained else messages,
             tools=self._tool_specs(step),
-            model=self.run.config.model,
+            model=part_model(step, self.run),
             params=dict(self.run.config.params),
         )
 
@@ -633,7 +649,7 @@ class Engine:
         from .compaction import window_for
 
         settings = self.workflow.compaction
-        window = window_for(settings, self.run.config.model)
+        window = window_for(settings, part_model(step, self.run))
         if not settings.enabled or window is None:
             return request
         # A few rounds at most: each covers what fits the summariser's own request.
@@ -658,7 +674,7 @@ class Engine:
 
             # The request did not fit: take its size as the window when none is known.
             size = self._request_tokens(request)
-            known = window_for(self.workflow.compaction, self.run.config.model)
+            known = window_for(self.workflow.compaction, part_model(step, self.run))
             window = min(known, size) if known else size
             self.reporter.notice(
                 f"step {step.id}: the provider refused the request as too long for the "

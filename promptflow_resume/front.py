@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .api import Outcome, ResolvedInputs, ResumeRequest, StartRequest, resume_run, start_run
 from .base.errors import InputError
 from .base.paths import display_path
+from .handoffs import DEFAULT_MAX_HANDOFFS, Follow, chained
 from .runoptions import RunOptions
 from .runrequests import AskInput, GivenInputs
 from .workflow import load_workflow
@@ -91,6 +92,25 @@ def task_inputs(wf: Workflow, task: str | None, given: dict[str, str], asks: boo
         )
 
 
+def handoffs_to_follow(labels: list[str], handoffs: str | None, max_handoffs: int | None) -> Follow:
+    """``--handoff LABEL`` (repeatable), ``--handoffs auto`` and ``--max-handoffs N`` as one
+    ``Follow``; the combinations that mean nothing are input errors (exit 9)."""
+    if handoffs is not None and handoffs.strip().lower() != "auto":
+        raise InputError(
+            f"--handoffs {handoffs!r}: the only value is `auto` (follow each send: true handoff).",
+            hint="Name handoffs to follow with --handoff LABEL (repeatable) instead.",
+        )
+    auto = handoffs is not None
+    if auto and labels:
+        raise InputError("--handoff and --handoffs auto exclude each other; choose one.")
+    if max_handoffs is not None and not auto:
+        raise InputError("--max-handoffs limits --handoffs auto; give both, or neither.")
+    if any(not label.strip() for label in labels):
+        raise InputError("--handoff needs a label (a handoff's `label:` in the agent file).")
+    limit = DEFAULT_MAX_HANDOFFS if max_handoffs is None else max_handoffs
+    return Follow(labels=tuple(labels), auto=auto, max=limit)
+
+
 def is_dry_run(provider: str | None, workflow: Workflow) -> bool:
     """Whether a run sends nothing (``--provider echo``, or the workflow's ``provider: echo``)."""
     return (provider or workflow.provider) == DRY_RUN_PROVIDER
@@ -110,6 +130,8 @@ class RunCommand:
     selection: str | None = None
     #: ``--task``, read already (``@FILE`` and ``-`` resolved): an agent's task.
     task: str | None = None
+    #: ``--handoff LABEL`` / ``--handoffs auto``: the agent's handoffs to follow (spec 4.13).
+    handoffs: Follow = field(default_factory=Follow)
     #: ``--single-prompt``: the whole file is one prompt (no steps).
     single_prompt: bool = False
     progress: Path | None = None
@@ -136,6 +158,10 @@ def run_workflow(command: RunCommand, options: RunOptions) -> Outcome:
     task_inputs(wf, command.task, items, asks=command.ask is not None or bool(command.inputs_file))
     given = GivenInputs(items, command.inputs_file, command.ask)
     values = given.resolve(wf)
+    chain = None
+    if command.handoffs.wanted:
+        follow = replace(command.handoffs, model=options.model)
+        wf, chain = chained(wf, follow, options.root(), options.agent_dirs)
     if is_dry_run(options.provider, wf) and options.reporter is not None:
         options.reporter.dry_run()
     # A run in a worktree is new by definition: a similar run found would not be isolated.
@@ -159,6 +185,7 @@ def run_workflow(command: RunCommand, options: RunOptions) -> Outcome:
         progress=command.progress,
         recording=command.recording,
         worktree=command.worktree,
+        handoffs=chain,
     )
     return start_run(request, replace(options, selection=read_selection(command.selection)))
 

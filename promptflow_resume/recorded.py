@@ -24,7 +24,17 @@ from .workflow.model import Workflow
 
 
 def workflow_for(run: Run, progress_path: Path, override: str | Path | None) -> Workflow:
-    """The workflow a run goes on with: ``override`` (``--workflow``) or the one its file names."""
+    """The workflow a run goes on with: ``override`` (``--workflow``) or the one its file
+    names, with the handoff chain it follows composed from the agent files it records."""
+    workflow = _recorded_workflow(run, progress_path, override)
+    if run.workflow.handoffs is None:
+        return workflow
+    from .handoffs import recompose
+
+    return recompose(workflow, run.workflow.handoffs, progress_path.parent)
+
+
+def _recorded_workflow(run: Run, progress_path: Path, override: str | Path | None) -> Workflow:
     if override is not None:
         return _as_run_loaded(run, load_workflow(override))
     path = progress_path.parent / run.workflow.path

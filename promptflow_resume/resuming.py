@@ -310,6 +310,8 @@ def _override_config(run: Run, options: RunOptions) -> None:
         run.config.provider = options.provider
     if options.model is not None:
         run.config.model = options.model
+        if run.workflow.handoffs is not None:
+            run.workflow.handoffs.model = options.model  # wins over every part's own model
     if options.base_url is not None:
         run.config.base_url, hidden = Redactor.from_environment().redact(options.base_url)
         if hidden and "config.base_url" not in run.redactions.where:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .handoffs import Chain
 from .reconcile import Choices, ResumePlan
 from .workflow import load_inputs_file, load_workflow, resolve_inputs
 from .workflow.model import InputDecl, Workflow
@@ -82,6 +83,9 @@ class StartRequest:
     #: ``--worktree``: work in a new git worktree on branch ``flow/<run-id>`` made from HEAD
     #: (see ``promptflow_resume.worktree``); the progress file stays where it is.
     worktree: bool = False
+    #: ``--handoff`` / ``--handoffs auto``: the chain ``workflow`` (composed by
+    #: ``handoffs.chained``) follows, recorded in the new run's file.
+    handoffs: Chain | None = None
 
     def load(self) -> Workflow:
         """The workflow, loaded from its path unless it was given loaded."""

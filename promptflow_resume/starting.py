@@ -100,7 +100,7 @@ def _start_in(
         keywords=keywords_for(wf, redactor.redact_value(dict(values))[0]),
         run_id=run_id,
     )
-    run.worktree = worktree
+    _record_choices(run, wf, request, path, worktree)
     provider = make_provider(
         run,
         path,
@@ -129,6 +129,19 @@ def _start_in(
         if servers is not None:
             servers.close()
     return Outcome(run=run, path=path, exit_code=exit_code_for(run))
+
+
+def _record_choices(
+    run: Run, wf: Workflow, request: StartRequest, path: Path, worktree: WorktreeRef | None
+) -> None:
+    """What the start chose beyond the workflow, in the run's file: the worktree it works in
+    and the handoff chain it follows (so a resume composes the same steps)."""
+    run.worktree = worktree
+    if request.handoffs is not None:
+        from .handoffs import chain_record
+
+        chain = request.handoffs
+        run.workflow.handoffs = chain_record(chain.follow, chain.links, wf, path.parent)
 
 
 def _first_checkpoint(path: Path, run: Run) -> tuple[ProgressStore, bool]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .base.errors import FileNotFoundFlowError, FlowError
+from .handoffs import chain_line, chain_view
 from .progress import load_progress
 from .progress.location import progress_file
 from .progress.model import LoadReport, Run
@@ -65,6 +66,11 @@ class StatusReport:
     def nothing_to_do(self) -> bool:
         """The run is completed and no step was set back: ``flow resume`` has nothing to do."""
         return self.run.status == "completed" and not (self.plan.reset if self.plan else [])
+
+    def chain_text(self) -> str | None:
+        """The handoff chain in one line, each part's agent and status (None: no chain)."""
+        rows = chain_view(self.run)
+        return None if rows is None else chain_line(rows)
 
     def edited_entries_text(self) -> str:
         """The entries edited by hand, in words (``entries 3 and 5 edited by hand``)."""
@@ -131,6 +137,8 @@ class StatusReport:
                 "at": run.last_error.at,
             },
             "workflow_error": self.workflow_error,
+            # The handoff chain, part by part (docs/spec.md 4.13); null for a run without one.
+            "handoffs": chain_view(run),
             "estimated_input_tokens": plan.estimated_input_tokens if plan else None,
             "worktree": _worktree_status(run, self.path),
             **self._tree(),

@@ -25,9 +25,12 @@ from .options import (
     AllowFetchOpt,
     BaseUrlOpt,
     FileOpt,
+    HandoffOpt,
+    HandoffsOpt,
     InputOpt,
     InputsFileOpt,
     MaxCostOpt,
+    MaxHandoffsOpt,
     MaxTokensOpt,
     MaxTurnsOpt,
     McpConfigOpt,
@@ -221,6 +224,9 @@ def run_command(
     workflow: WorkflowArg,
     task: TaskOpt = None,
     agents: AgentsDirOpt = [],  # noqa: B006 - typer copies list defaults
+    handoff: HandoffOpt = [],  # noqa: B006 - typer copies list defaults
+    handoffs: HandoffsOpt = None,
+    max_handoffs: MaxHandoffsOpt = None,
     input_: InputOpt = [],  # noqa: B006 - typer copies list defaults
     inputs_file: InputsFileOpt = None,
     provider: ProviderOpt = None,
@@ -279,8 +285,9 @@ def run_command(
     (--worktree), 130 interrupted (see docs/spec.md for all).
     """
     from ..api import Limits, RunOptions
-    from ..front import RunCommand, read_selection, run_workflow
+    from ..front import RunCommand, handoffs_to_follow, read_selection, run_workflow
 
+    follow = handoffs_to_follow(handoff, handoffs, max_handoffs)
     # The task read from stdin leaves no stdin for questions: nobody is there to answer them.
     task_text = sys.stdin.read() if task == "-" else read_selection(task, "--task")
     interactive = _stdin_is_terminal() and not as_json and task != "-"
@@ -291,6 +298,7 @@ def run_command(
         input_items=tuple(input_),
         inputs_file=inputs_file,
         task=task_text,
+        handoffs=follow,
         ask=_ask_input if interactive else None,
         selection=selection,
         single_prompt=single_prompt,
@@ -600,6 +608,9 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
         f"{count(data['attempts'], 'attempt')}"
     )
     _print_tree(data)
+    chain = status.chain_text()
+    if chain:
+        out(f"handoffs {chain}")
     if data["workflow_error"]:
         out(f"workflow {data['workflow_error']}")
     elif data["workflow_changed"]:

@@ -132,6 +132,33 @@ AgentsDirOpt = Annotated[
         ".claude/agents and the user's folders (repeatable).",
     ),
 ]
+HandoffOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--handoff",
+        metavar="LABEL",
+        help="Follow the agent's handoff LABEL after its answer, then the next agent's, in "
+        "the order given (repeatable): one run, one step per agent.",
+    ),
+]
+HandoffsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--handoffs",
+        metavar="MODE",
+        help="MODE is auto: follow each handoff marked send: true, agent after agent (at most "
+        "--max-handoffs).",
+    ),
+]
+MaxHandoffsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-handoffs",
+        metavar="N",
+        min=0,
+        help="With --handoffs auto: follow at most N handoffs (default 5).",
+    ),
+]
 TaskOpt = Annotated[
     str | None,
     typer.Option(

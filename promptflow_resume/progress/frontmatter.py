@@ -25,6 +25,8 @@ from .model import (
     Attempt,
     Cursor,
     ErrorInfo,
+    HandoffChain,
+    HandoffPart,
     InFlight,
     Redactions,
     Run,
@@ -117,6 +119,31 @@ def _attempt(a: Attempt) -> dict[str, Any]:
     return out
 
 
+def _handoffs(chain: HandoffChain) -> dict[str, Any]:
+    out: dict[str, Any] = {"follow": chain.follow}
+    _put(out, "max", chain.max)
+    _put(out, "model", chain.model)
+    out["parts"] = [
+        OneLine({"step": p.step, "label": p.label, "agent": p.agent, "path": p.path})
+        for p in chain.parts
+    ]
+    return out
+
+
+def _handoffs_from(data: dict[str, Any] | None) -> HandoffChain | None:
+    if data is None:
+        return None
+    return HandoffChain(
+        follow=data["follow"],
+        parts=[
+            HandoffPart(step=p["step"], label=p["label"], agent=p["agent"], path=p["path"])
+            for p in data.get("parts") or []
+        ],
+        max=data.get("max"),
+        model=data.get("model"),
+    )
+
+
 def _record(values: dict[str, Any]) -> dict[str, Any]:
     """``values`` on one line when they are all scalars (parameters, budget)."""
     if any(isinstance(v, (dict, list)) for v in values.values()):
@@ -134,6 +161,8 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
     _put(wf, "description", run.workflow.description)
     wf["hash"] = run.workflow.hash
     _put(wf, "steps", dict(run.workflow.steps))
+    if run.workflow.handoffs is not None:
+        wf["handoffs"] = _handoffs(run.workflow.handoffs)
     out["workflow"] = wf
     out["created"] = run.created
     out["updated"] = run.updated
@@ -253,6 +282,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
             steps=dict(wf.get("steps") or {}),
             name=wf.get("name"),
             description=wf.get("description"),
+            handoffs=_handoffs_from(wf.get("handoffs")),
         ),
         status=cast(RunStatus, data["status"]),
         created=data["created"],

@@ -209,6 +209,34 @@ class EditNote(str):
 
 
 @dataclass
+class HandoffPart:
+    """One part of a handoff chain after the first: the step that runs it, the handoff
+    followed and the agent it hands to."""
+
+    #: The part's step id (``handoff-<n>-<label slug>``).
+    step: str
+    #: The handoff's label in the previous agent's ``handoffs:``.
+    label: str
+    #: The next agent's name, and its file relative to the progress file's folder.
+    agent: str
+    path: str
+
+
+@dataclass
+class HandoffChain:
+    """The handoffs a run follows (``flow run AGENT --handoff LABEL`` / ``--handoffs auto``),
+    resolved when it started: a resume rebuilds the same steps from the files they name."""
+
+    #: ``labels`` (each ``--handoff`` in order) or ``auto`` (each ``send: true`` handoff).
+    follow: str
+    parts: list[HandoffPart] = field(default_factory=list)
+    #: ``--max-handoffs`` for ``auto``.
+    max: int | None = None
+    #: ``--model`` given to the run: it wins over every part's own model.
+    model: str | None = None
+
+
+@dataclass
 class WorkflowRef:
     """Which workflow a run belongs to, and its hashes when the run was checkpointed."""
 
@@ -219,6 +247,8 @@ class WorkflowRef:
     steps: dict[str, str] = field(default_factory=dict)
     name: str | None = None
     description: str | None = None
+    #: The handoff chain the run follows after the agent's own step (None: no chain).
+    handoffs: HandoffChain | None = None
 
 
 @dataclass

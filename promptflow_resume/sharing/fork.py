@@ -25,6 +25,7 @@ from ..base.errors import InputError
 from ..base.paths import rebase, relative_path
 from ..base.runids import new_run_id
 from ..flowfolder import make_folder
+from ..handoffs import rebase_chain
 from ..progress import ProgressStore, load_progress
 from ..progress.links import child_file
 from ..progress.location import progress_file
@@ -136,6 +137,7 @@ def fork(path: str | Path, at_step: str, out: str | Path | None = None) -> ForkR
             )
     new = forked_run(run, step, run_id=run_id, parent_path=relative_path(source, output.parent))
     new.workflow.path = rebase(run.workflow.path, source.parent, output.parent)
+    rebase_chain(new, source.parent, output.parent)
     recording = getattr(new.config, "recording", None)
     if recording:
         new.config.recording = rebase(recording, source.parent, output.parent)

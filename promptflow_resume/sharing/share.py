@@ -38,6 +38,7 @@ from ..base.errors import InputError
 from ..base.paths import rebase, relative_path
 from ..base.redact import Redactor
 from ..flowfolder import ignored_by_flow
+from ..handoffs import rebase_chain
 from ..progress import load_progress
 from ..progress.links import child_cycle_error, child_file
 from ..progress.location import progress_file
@@ -325,6 +326,7 @@ def _share_file(
             "so a clone will not have it; commit the workflow too."
         )
     run.workflow.path = result.workflow_path
+    rebase_chain(run, src_dir, out_dir)
     if parent_copy is not None and run.parent is not None:
         # A child's link names its parent's copy, not the run it was copied from.
         run.parent = {**run.parent, "path": relative_path(parent_copy, out_dir)}

@@ -25,6 +25,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from ..handoffs import chain_line, chain_view
 from ..progress.model import Entry, Run
 from ..progress.render import ROLE_LABELS, one_line
 from ..progress.sidecar import read_checked
@@ -255,6 +256,14 @@ def _chart(rows: list[StepRow]) -> str:
     return "".join(parts)
 
 
+def _chain(run: Run) -> str:
+    """The handoff chain in one line (docs/spec.md 4.13); "" for a run without one."""
+    chain = chain_view(run)
+    if chain is None:
+        return ""
+    return f'<p class="facts" id="handoffs">handoffs: {escape(chain_line(chain))}</p>'
+
+
 def _steps_table(rows: list[StepRow]) -> str:
     head = (
         "<tr><th>Step</th><th>Status</th><th>Start</th><th>Time</th><th>Turns</th>"
@@ -317,6 +326,7 @@ def html_page(
             f'<p class="facts"><span class="status {escape(status)}" id="status">'
             f"{escape(status)}</span>{reason}</p>",
             f'<p class="facts">{escape(facts)}</p>',
+            _chain(run),
             error,
             "<h2>Steps</h2>" + _chart(rows) + _steps_table(rows) if rows else "",
             '<h2>Conversation</h2><div id="conversation">',

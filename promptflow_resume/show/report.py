@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.durable import replace_file
 from ..base.textnorm import without_surrogates
+from ..handoffs import chain_view
 from ..progress import load_progress
 from ..progress.model import Run
 from ..progress.state import RunState, run_state
@@ -47,6 +48,8 @@ def run_json(path: Path) -> dict[str, Any]:
         "usage": asdict(run.usage),
         "entries": len(run.transcript),
         "steps": [asdict(row) for row in timeline(run)],
+        # The handoff chain, part by part (docs/spec.md 4.13); null for a run without one.
+        "handoffs": chain_view(run),
     }
 
 

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..base.printing import visible
+from ..handoffs import chain_line, chain_view
 from ..progress.model import Entry, Run
 from ..progress.render import ROLE_LABELS, one_line
 from ..progress.state import RunState
@@ -187,7 +188,11 @@ def terminal_view(
         f"{len(run.transcript):,} entries · {len(run.attempts)} attempt"
         f"{'s' if len(run.attempts) != 1 else ''}"
     )
-    parts: list[RenderableType] = [header, status, facts, Text()]
+    parts: list[RenderableType] = [header, status, facts]
+    chain = chain_view(run)
+    if chain is not None:
+        parts.append(Text(safe(f"handoffs: {one_line(chain_line(chain), 600)}")))
+    parts.append(Text())
     if run.steps:
         parts += [timeline_table(run), Text()]
     parts.append(Rule(Text("Conversation", style="bold")))

@@ -60,14 +60,16 @@ def build_tools(
 
     Without ``names``: the tools of ``workflow.tools`` (what the loader resolved from the
     front matter's ``tools:``) followed by every other declared command, because command steps
-    run those and resume must know whether each is idempotent. Which of them the model is
-    *offered* is ``offered_tool_names``. A declared command wins over a built-in of the same
-    name; only ``workflow.commands`` can produce a command tool. WorkflowError if a command's
-    ``cwd`` leaves ``workspace``.
+    run those and resume must know whether each is idempotent, then what steps' own lists
+    add. Which of them the model is *offered* is ``offered_tool_names``. A declared command
+    wins over a built-in of the same name; only ``workflow.commands`` can produce a command
+    tool. WorkflowError if a command's ``cwd`` leaves ``workspace``.
     """
     wanted = list(workflow.tools if names is None else names)
     if names is None:
         wanted += [name for name in workflow.commands if name not in wanted]
+        # A step's own list may name more (a handoff chain's parts offer their agents' tools).
+        wanted += [n for s in workflow.steps for n in s.tools or () if n not in wanted]
     tools: dict[str, Tool] = {}
     for name in resolve_tool_names(wanted, workflow.commands):
         decl = workflow.commands.get(name)

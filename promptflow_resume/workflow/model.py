@@ -132,6 +132,15 @@ class Step:
     workflow: str | None = None
     workflow_inputs: dict[str, str] = field(default_factory=dict)
     child: Workflow | None = field(default=None, compare=False, repr=False)
+    #: A part of a handoff chain (``flow run AGENT --handoff LABEL``): its agent's
+    #: instructions (the system text from this step on, variables not yet substituted), the
+    #: model its requests use (the handoff's ``model:``, else the agent's; None: the run's),
+    #: the agent's name and the handoff's label. All None for every other step; the
+    #: instructions and model are in the step's hash.
+    system: str | None = None
+    model: str | None = None
+    agent: str | None = None
+    handoff: str | None = None
 
 
 @dataclass(frozen=True)

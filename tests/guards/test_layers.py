@@ -51,7 +51,8 @@ LAYERS: list[set[str]] = [
     {"status"},
     {"subworkflows", "runrequests"},
     {"check", "engine", "reconcile", "recovery", "sharing", "detect", "show", "compaction"},
-    {"conversation", "events", "recorded", "runoptions"},
+    # Handoff chains: composed from agent files, recorded in the progress file.
+    {"conversation", "events", "recorded", "runoptions", "handoffs"},
     {"worktree"},
     # What a run is made of: tools, the workflow file, the model providers.
     {"tools"},
