@@ -262,6 +262,18 @@ def resolve_tool(name: str, commands: dict[str, CommandDecl]) -> tuple[ToolKind,
     return "unknown", ()
 
 
+def _mcp_hint(name: str) -> str:
+    # `github/*`, `context7/get-docs`, `microsoft.docs.mcp`: names of an MCP server's tools,
+    # which flow offers once that server is configured.
+    head = name.split("/", 1)[0]
+    if "/" not in name and "." not in name:
+        return ""
+    return (
+        f" unless an MCP server `{head}` is configured (.vscode/mcp.json, --mcp-config, or "
+        "an agent's `mcp-servers:`)"
+    )
+
+
 def _resolve_tools(
     names: list[str],
     commands: dict[str, CommandDecl],
@@ -283,7 +295,7 @@ def _resolve_tools(
             hint = did_you_mean(name, [*commands, *BUILTIN_TOOLS])
             col.warning(
                 f"tool `{name}` is neither a declared command nor a built-in tool{hint}, so it "
-                "is not offered to the model.",
+                f"is not offered to the model{_mcp_hint(name) if not hint else ''}.",
                 line=line,
                 column=column,
                 field=field_path(("tools", i)),

@@ -129,6 +129,10 @@ EDITOR_ONLY: frozenset[str] = frozenset(
         "copilotcodingagent",
         "runsubagent",
         "agent",
+        "searchsubagent",
+        "askquestions",
+        "awaitterminal",
+        "killterminal",
     }
 )
 
