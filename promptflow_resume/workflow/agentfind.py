@@ -17,8 +17,9 @@ without case::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..base.errors import FileNotFoundFlowError
 from .agentfile import AGENT_SUFFIX
@@ -43,6 +44,56 @@ class FoundAgent:
     diagnostics: tuple[Diagnostic, ...] = ()
     #: Paths of later agents with the same name, which this one hides.
     shadows: tuple[Path, ...] = field(default=())
+    #: The file as read even when it has errors (``workflow`` is None then), for listing it.
+    read: Workflow | None = None
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        """The diagnostics that are errors."""
+        return tuple(d for d in self.diagnostics if d.severity == "error")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The agent as ``flow agents --json`` prints it (docs/spec.md, "Custom agents")."""
+        wf = self.read
+        spec = wf.agent if wf is not None else None
+        raw_model = wf.front_matter.get("model") if wf is not None else None
+        models = [str(m) for m in raw_model] if isinstance(raw_model, list) else []
+        if isinstance(raw_model, str):
+            models = [raw_model]
+        return {
+            "name": self.name,
+            "description": wf.description if wf is not None else None,
+            "path": str(self.path),
+            "source": self.source,
+            "dialect": spec.dialect if spec is not None else None,
+            "tools": list(wf.tools) if wf is not None else [],
+            "tool_names": list(wf.tool_map) if wf is not None else [],
+            "models": models,
+            "provider": wf.provider if wf is not None else None,
+            "model": wf.model if wf is not None else None,
+            "user_invocable": spec.user_invocable if spec is not None else None,
+            "model_invocable": spec.model_invocable if spec is not None else None,
+            "argument_hint": spec.argument_hint if spec is not None else None,
+            "handoffs": [
+                {"label": h.label, "agent": h.agent, "send": h.send}
+                for h in (spec.handoffs if spec is not None else ())
+            ],
+            "mcp_servers": sorted(spec.mcp_servers) if spec is not None else [],
+            "shadows": [str(p) for p in self.shadows],
+            "errors": len(self.errors),
+            "warnings": len(self.diagnostics) - len(self.errors),
+            "diagnostics": [
+                {
+                    "severity": d.severity,
+                    "line": d.line,
+                    "column": d.column,
+                    "field": d.field,
+                    "code": d.code,
+                    "message": d.message,
+                }
+                for d in self.diagnostics
+            ],
+        }
 
 
 def agent_folders(workspace: Path, extra: Sequence[Path] = ()) -> list[tuple[Path, str]]:
@@ -82,17 +133,11 @@ def find_agents(workspace: Path, extra: Sequence[Path] = ()) -> list[FoundAgent]
                 source,
                 workflow if workflow and not workflow.errors else None,
                 tuple(diagnostics),
+                read=workflow,
             )
             if key in found:
                 first = found[key]
-                found[key] = FoundAgent(
-                    first.name,
-                    first.path,
-                    first.source,
-                    first.workflow,
-                    first.diagnostics,
-                    (*first.shadows, path),
-                )
+                found[key] = replace(first, shadows=(*first.shadows, path))
             else:
                 found[key] = agent
     return list(found.values())

@@ -85,17 +85,32 @@ def replies(server: ModelServer, *turns: str | tuple[str, str]) -> None:
             if streamed:
                 return Canned(events=openai_stream(tool_calls=[(call_id, name, ["{}"])]))
             return Canned(body=openai_completion("", [openai_tool_call(call_id, name, "{}")]))
-        return Canned(events=openai_stream([turn])) if streamed else Canned(
-            body=openai_completion(turn)
+        return (
+            Canned(events=openai_stream([turn]))
+            if streamed
+            else Canned(body=openai_completion(turn))
         )
 
     server.responder = respond
 
 
+def run_args(server: ModelServer, *args: str) -> list[str]:
+    """``flow run`` of the agent against the local server, into ``run/progress.md``."""
+    return [
+        *FLOW,
+        "run",
+        ".github/agents/reviewer.agent.md",
+        *provider_args(server),
+        "--new",
+        "--progress",
+        "run/progress.md",
+        *args,
+    ]
+
+
 def run_agent(where: Path, server: ModelServer, *args: str, stdin: str | None = None) -> Any:
     return subprocess.run(
-        [*FLOW, "run", ".github/agents/reviewer.agent.md", *provider_args(server), "--new"]
-        + ["--progress", "run/progress.md", *args],
+        run_args(server, *args),
         cwd=where,
         env=env(server),
         input=stdin,
@@ -194,8 +209,7 @@ def test_task_and_input_task_together_are_refused(where: Path, server: ModelServ
 def test_resume_after_sigkill_continues_without_asking(where: Path, server: ModelServer) -> None:
     replies(server, ("c1", "note"), "Reviewed: fine.")
     killed = subprocess.run(
-        [*FLOW, "run", ".github/agents/reviewer.agent.md", *provider_args(server), "--new"]
-        + ["--progress", "run/progress.md", "--task", TASK],
+        run_args(server, "--task", TASK),
         cwd=where,
         env=env(server, FLOW_CRASH_AT="engine.tool_result_recorded"),
         stdin=subprocess.DEVNULL,

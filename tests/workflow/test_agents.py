@@ -64,7 +64,12 @@ def test_a_vs_code_agent_is_instructions_and_one_task_step(tmp_path: Path) -> No
     assert wf.agent is not None
     assert wf.agent.argument_hint == "the change to review"
     (handoff,) = wf.agent.handoffs
-    assert (handoff.label, handoff.agent, handoff.send, handoff.line) == ("Fix it", "fixer", True, 8)
+    assert (handoff.label, handoff.agent, handoff.send, handoff.line) == (
+        "Fix it",
+        "fixer",
+        True,
+        8,
+    )
     assert wf.agent.handoff("fix IT") is handoff
     assert wf.agent.dialect == "copilot" and wf.agent.user_invocable
 
