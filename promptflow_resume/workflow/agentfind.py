@@ -22,13 +22,24 @@ from pathlib import Path
 from typing import Any
 
 from ..base.errors import FileNotFoundFlowError
-from .agentfile import AGENT_SUFFIX
+from .agentdirs import (
+    USER_FOLDERS,
+    WORKSPACE_FOLDERS,
+    agent_files,
+    agent_folders,
+    locate_agent,
+    searched_text,
+)
 from .model import Diagnostic, Workflow
 
-#: Where a workspace keeps its agents, relative to its root.
-WORKSPACE_FOLDERS: tuple[str, ...] = (".github/agents", ".claude/agents")
-#: Where a user keeps agents for every workspace, relative to the home folder.
-USER_FOLDERS: tuple[str, ...] = (".copilot/agents", ".claude/agents")
+__all__ = [
+    "USER_FOLDERS",
+    "WORKSPACE_FOLDERS",
+    "FoundAgent",
+    "agent_folders",
+    "agent_path",
+    "find_agents",
+]
 
 
 @dataclass(frozen=True)
@@ -96,26 +107,6 @@ class FoundAgent:
         }
 
 
-def agent_folders(workspace: Path, extra: Sequence[Path] = ()) -> list[tuple[Path, str]]:
-    """The folders searched, in order, each with its kind (those that do not exist too)."""
-    folders = [(Path(d), "--agents") for d in extra]
-    folders += [(workspace / f, "workspace") for f in WORKSPACE_FOLDERS]
-    home = Path.home()
-    folders += [(home / f, "user") for f in USER_FOLDERS]
-    return folders
-
-
-def _files(folder: Path) -> list[Path]:
-    if not folder.is_dir():
-        return []
-    host_folder = folder.name == "agents" and folder.resolve().parent.name in (
-        ".github",
-        ".claude",
-    )
-    pattern = "*.md" if host_folder else f"*{AGENT_SUFFIX}"
-    return sorted(p for p in folder.glob(pattern) if p.is_file())
-
-
 def find_agents(workspace: Path, extra: Sequence[Path] = ()) -> list[FoundAgent]:
     """Every agent in the searched folders, the first of each name winning (it lists the
     later ones it hides in ``shadows``), in search order."""
@@ -123,7 +114,7 @@ def find_agents(workspace: Path, extra: Sequence[Path] = ()) -> list[FoundAgent]
 
     found: dict[str, FoundAgent] = {}
     for folder, source in agent_folders(workspace, extra):
-        for path in _files(folder):
+        for path in agent_files(folder):
             workflow, diagnostics = check_workflow(path)
             name = workflow.name if workflow is not None else path.name
             key = name.lower()
@@ -146,22 +137,10 @@ def find_agents(workspace: Path, extra: Sequence[Path] = ()) -> list[FoundAgent]
 def agent_path(name: str, workspace: Path, extra: Sequence[Path] = ()) -> Path:
     """The file of the agent called ``name``; ``FileNotFoundFlowError`` names the folders
     searched and the agents there when none is."""
-    wanted = name.strip().lower()
-    agents = find_agents(workspace, extra)
-    for agent in agents:
-        if agent.name.lower() == wanted or _stem(agent.path) == wanted:
-            return agent.path
-    searched = ", ".join(str(f) for f, _ in agent_folders(workspace, extra))
-    known = ", ".join(a.name for a in agents) or "none"
+    found = locate_agent(name, workspace, extra)
+    if found is not None:
+        return found
     raise FileNotFoundFlowError(
-        f"no agent is called `{name}`; searched {searched} (agents found: {known}).",
+        f"no agent is called `{name}`; {searched_text(workspace, extra)}.",
         hint="Name an agent by its `name:` or file name, or add its folder with --agents DIR.",
     )
-
-
-def _stem(path: Path) -> str:
-    base = path.name.lower()
-    for suffix in (AGENT_SUFFIX, ".md"):
-        if base.endswith(suffix):
-            return base[: -len(suffix)]
-    return base

@@ -26,7 +26,7 @@ from .config import WorkflowSettings, build_config
 from .diagnostics import Collector
 from .frontmatter import validate_front_matter
 from .hashing import digest
-from .model import AgentSpec, InputDecl, Step
+from .model import AgentSpec, InputDecl, Step, Workflow
 from .source import YamlPositions
 from .toolnames import BUILTIN_TOOLS
 
@@ -90,3 +90,22 @@ def task_input(agent: LoadedAgent) -> InputDecl:
         description=hint or "what the agent should do",
         required=True,
     )
+
+
+def use_agent(cfg: WorkflowSettings, agent: Workflow, data: dict[str, Any]) -> None:
+    """A prompt file's settings with ``agent: NAME``: the agent's tools unless the file lists
+    ``tools:`` (the file's win, as in VS Code), its model unless the file names one, and its
+    commands beside the file's own (the file's win on a name clash)."""
+    cfg.commands = {**agent.commands, **cfg.commands}
+    if not cfg.tools_listed:
+        own = tuple(t for t in cfg.tools if t not in agent.tools)
+        cfg.tools = (*agent.tools, *own)
+        cfg.tool_map = {**agent.tool_map, **cfg.tool_map}
+    if "model" in data:
+        return
+    # A model id belongs to its provider: the agent's model goes with the agent's provider,
+    # or with the file's own provider when the agent names none or the same one.
+    if "provider" not in data:
+        cfg.provider, cfg.model = agent.provider, agent.model
+    elif agent.provider in (None, cfg.provider):
+        cfg.model = agent.model

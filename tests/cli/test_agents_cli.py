@@ -238,3 +238,50 @@ def test_resume_after_sigkill_continues_without_asking(where: Path, server: Mode
     assert {"role": "user", "content": TASK} in resumed
     assert any(m["role"] == "tool" and "noted" in m["content"] for m in resumed)
     assert json.dumps(resumed).count(TASK) == 1
+
+
+def test_a_prompt_file_runs_with_its_agent(tmp_path: Path, server: ModelServer) -> None:
+    agents = tmp_path / "my-agents"
+    agents.mkdir()
+    (agents / "terse.agent.md").write_text(
+        "---\ndescription: Terse\nmodel: GPT-4.1\ntools: ['read', 'todo']\n---\nBe terse.\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "ask.prompt.md").write_text(
+        "---\nagent: terse\n---\nThe project is small.\n\n## Step 1: Ask\nWhat is it?\n",
+        encoding="utf-8",
+    )
+    replies(server, "Small.")
+    result = subprocess.run(
+        [
+            *FLOW,
+            "run",
+            "ask.prompt.md",
+            "--agents",
+            str(agents),
+            "--new",
+            "--base-url",
+            server.url + "/v1",
+            "--progress",
+            "run/progress.md",
+        ],
+        cwd=tmp_path,
+        env=env(server),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    body = server.requests[0].body
+    assert body["model"] == "gpt-4.1"
+    assert {t["function"]["name"] for t in body["tools"]} == {"read_file", "manage_todo_list"}
+    system = body["messages"][0]
+    assert system["role"] == "system"
+    assert system["content"].index("Be terse.") < system["content"].index("The project is small.")
+    assert body["messages"][-1]["content"].endswith("What is it?")
+    # Without --agents the name is unknown: a positioned error, and nothing is sent.
+    again = flow("run", "ask.prompt.md", "--new", cwd=tmp_path, env=env(server))
+    assert again.returncode == 4
+    assert "ask.prompt.md:2:8: $.agent: no custom agent is called `terse`" in again.stderr
+    assert len(server.requests) == 1

@@ -220,3 +220,133 @@ def test_find_agents_orders_folders_and_reports_shadows(
         agent_path("nobody", work)
     assert "no agent is called `nobody`" in str(raised.value)
     assert "agents found: reviewer, auditor, helper" in str(raised.value)
+
+
+# A prompt file's `agent: NAME`.
+
+PROMPT = """---
+agent: {agent}
+{extra}---
+Shared context of the prompt file.
+
+## Step 1: Look
+Look at the code.
+"""
+
+
+def prompt_file(where: Path, agent: str, extra: str = "") -> Path:
+    return write(where, "p.prompt.md", PROMPT.format(agent=agent, extra=extra))
+
+
+def test_agent_name_gives_instructions_tools_and_model(tmp_path: Path) -> None:
+    write(tmp_path, ".github/agents/reviewer.agent.md", REVIEWER)
+    wf = load_workflow(prompt_file(tmp_path, "reviewer"), workspace=tmp_path)
+    assert wf.kind == "prompt"
+    # The agent's body first, then the prompt file's own context.
+    assert wf.context.startswith("You review changes carefully.")
+    assert wf.context.endswith("Shared context of the prompt file.")
+    assert wf.context.index("## Rules") < wf.context.index("Shared context")
+    assert set(wf.tools) == {
+        "codebase_search",
+        "search_files",
+        "list_files",
+        "read_file",
+        "manage_todo_list",
+    }
+    assert (wf.provider, wf.model) == ("openai", "gpt-4.1")
+    assert TASK_INPUT not in wf.inputs
+
+
+def test_the_prompt_files_tools_and_model_win(tmp_path: Path) -> None:
+    write(tmp_path, ".github/agents/reviewer.agent.md", REVIEWER)
+    path = prompt_file(tmp_path, "Reviewer", "tools: [fetch]\nmodel: Claude Sonnet 4.5\n")
+    wf = load_workflow(path, workspace=tmp_path)
+    assert wf.tools == ("fetch_webpage",)
+    assert (wf.provider, wf.model) == ("anthropic", "claude-sonnet-4-5")
+    assert wf.context.startswith("You review changes carefully.")
+
+
+def test_agents_are_found_in_agent_dirs_first(tmp_path: Path) -> None:
+    write(tmp_path, ".github/agents/reviewer.agent.md", REVIEWER)
+    extra = write(tmp_path, "mine/reviewer.agent.md", "---\ndescription: M\n---\nMine.\n")
+    path = prompt_file(tmp_path, "reviewer")
+    wf = load_workflow(path, workspace=tmp_path, agent_dirs=(extra.parent,))
+    assert wf.context.startswith("Mine.")
+
+
+def test_a_changed_agent_changes_the_steps(tmp_path: Path) -> None:
+    agent = write(tmp_path, ".github/agents/reviewer.agent.md", REVIEWER)
+    path = prompt_file(tmp_path, "reviewer")
+    before = load_workflow(path, workspace=tmp_path)
+    agent.write_text(REVIEWER.replace("carefully", "quickly"), encoding="utf-8")
+    body_changed = load_workflow(path, workspace=tmp_path)
+    agent.write_text(REVIEWER.replace("'todo'", "'edit'"), encoding="utf-8")
+    tools_changed = load_workflow(path, workspace=tmp_path)
+    hashes = {before.hash, body_changed.hash, tools_changed.hash}
+    assert len(hashes) == 3
+    step_hashes = {wf.steps[0].hash for wf in (before, body_changed, tools_changed)}
+    assert len(step_hashes) == 3
+
+
+def test_an_unknown_agent_is_an_error_at_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    write(tmp_path, ".github/agents/reviewer.agent.md", REVIEWER)
+    path = prompt_file(tmp_path, "nobody")
+    _, found = check_workflow(path, workspace=tmp_path)
+    (error,) = [d for d in found if d.severity == "error"]
+    assert (error.line, error.column, error.field, error.code) == (2, 8, "$.agent", "agent")
+    assert error.message.startswith("no custom agent is called `nobody` (the built-in ones are")
+    assert "(agents found: reviewer)" in error.message
+
+
+def test_an_agent_with_errors_is_an_error_at_the_key(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".github/agents/broken.agent.md",
+        "---\nhandoffs:\n  - label: A\n    agent: x\n  - label: A\n    agent: y\n---\nB.\n",
+    )
+    _, found = check_workflow(prompt_file(tmp_path, "broken"), workspace=tmp_path)
+    (error,) = [d for d in found if d.severity == "error"]
+    assert (error.line, error.field) == (2, "$.agent")
+    assert "the agent `broken` (" in error.message and "cannot be loaded" in error.message
+
+
+@pytest.mark.parametrize("builtin", ["ask", "Agent", "edit"])
+def test_builtin_agent_names_are_not_looked_up(tmp_path: Path, builtin: str) -> None:
+    wf, found = check_workflow(prompt_file(tmp_path, builtin), workspace=tmp_path)
+    assert wf is not None and [d for d in found if d.severity == "error"] == []
+    assert wf.context == "Shared context of the prompt file."
+
+
+def test_agent_plan_offers_only_tools_that_read(tmp_path: Path) -> None:
+    extra = (
+        "tools: [edit, read, search, changes, fetch, todos, think, runCommands, note, wipe]\n"
+        "commands:\n"
+        "  note: {description: Note, argv: [echo, n], idempotent: true}\n"
+        "  wipe: {description: Wipe, argv: [echo, w]}\n"
+    )
+    path = prompt_file(tmp_path, "plan", extra)
+    wf, found = check_workflow(path, workspace=tmp_path)
+    assert wf is not None
+    assert set(wf.tools) == {
+        "read_file",
+        "codebase_search",
+        "search_files",
+        "list_files",
+        "get_changed_files",
+        "fetch_webpage",
+        "manage_todo_list",
+        "think",
+        "note",
+    }
+    ((severity, line, code, message),) = [(d.severity, d.line, d.code, d.message) for d in found]
+    assert (severity, line, code) == ("warning", 3, "plan-tools")
+    assert "`edit`, `runCommands`, `wipe` are not offered" in message
+
+
+def test_agent_ask_keeps_its_rule(tmp_path: Path) -> None:
+    path = prompt_file(tmp_path, "ask", "tools: [edit, fetch, runCommands]\n")
+    wf = load_workflow(path, workspace=tmp_path)
+    assert set(wf.tools) == {"read_file", "fetch_webpage"}
