@@ -75,7 +75,7 @@ def check_file(
         diagnostic = Diagnostic("error", error.message, str(path), code="not-found")
         return plan_dict(str(path), None, [diagnostic]), EXIT_NOT_FOUND
     plan = plan_dict(str(path), workflow, diagnostics)
-    if workflow is not None and (mcp or mcp_config or mcp_names(workflow)):
+    if workflow is not None and (mcp or mcp_config or mcp_names(workflow) or workflow.mcp_servers):
         add_mcp_plan(plan, workflow, Path.cwd(), config_path=mcp_config, start=mcp)
     return plan, EXIT_OK if plan["ok"] else EXIT_INVALID_FILE
 

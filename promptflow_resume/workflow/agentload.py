@@ -60,11 +60,27 @@ def read_agent(data: dict[str, Any], pos: YamlPositions, col: Collector, path: P
         # A Copilot agent written with Claude's habit: the same comma-separated names.
         shared["tools"] = [t.strip() for t in shared["tools"].split(",") if t.strip()]
     settings = build_config(shared, pos, col, bad)
+    spec = read_agent_keys(data, pos, col, claude=claude)
     if "tools" not in shared:
         # An agent without `tools:` gets the host's defaults: every built-in (commands and
-        # fetches still ask for consent) and every command it declares.
+        # fetches still ask for consent), every command it declares, and the tools of the
+        # MCP servers it defines.
         settings.tools = (*settings.commands, *BUILTIN_TOOLS)
-    return LoadedAgent(bad, settings, read_agent_keys(data, pos, col, claude=claude))
+        settings.tool_map.update(dict.fromkeys(server_tool_names(spec.mcp_servers), ()))
+    return LoadedAgent(bad, settings, spec)
+
+
+def server_tool_names(servers: dict[str, Any]) -> list[str]:
+    """The tool names an agent's ``mcp-servers:`` offer: ``NAME/TOOL`` for each tool a
+    server's ``tools:`` lists, ``NAME/*`` for every tool (``tools: ["*"]``, or none listed)."""
+    names: list[str] = []
+    for name, spec in servers.items():
+        listed = spec.get("tools") if isinstance(spec, dict) else None
+        if not isinstance(listed, list) or "*" in listed:
+            names.append(f"{name}/*")
+        else:
+            names.extend(f"{name}/{tool}" for tool in listed if isinstance(tool, str))
+    return names
 
 
 def task_step(agent: LoadedAgent, line: int) -> Step:

@@ -20,7 +20,7 @@ from ..base.safeopen import read_regular
 from ..base.textnorm import normalize_newlines, normalize_text
 from .agentdirs import AgentPlaces, locate_agent, searched_text
 from .agentfile import TASK_INPUT, agent_name, is_agent_file
-from .agentload import read_agent, task_input, task_step, use_agent
+from .agentload import LoadedAgent, read_agent, task_input, task_step, use_agent
 from .body import ID_PATTERN, ParsedBody, RawStep, parse_body, slugify
 from .commands import check_argument, command_definition
 from .config import WorkflowSettings, build_config, custom_agent, mode_tools, resolve_tool
@@ -336,8 +336,18 @@ def _analyze(
         recovery=Recovery.MODEL if data.get("recovery") == "model" else Recovery.PERSON,
         kind="agent" if agent is not None else "prompt",
         agent=agent.spec if agent is not None else None,
+        **_agent_servers(agent, used, Path(path)),
     )
     return workflow, col
+
+
+def _agent_servers(agent: LoadedAgent | None, used: Workflow | None, path: Path) -> dict[str, Any]:
+    """The ``mcp_servers`` fields: an agent's own servers, or those of the agent it uses."""
+    if agent is not None and agent.spec.mcp_servers:
+        return {"mcp_servers": agent.spec.mcp_servers, "mcp_servers_file": path}
+    if used is not None and used.mcp_servers:
+        return {"mcp_servers": used.mcp_servers, "mcp_servers_file": used.mcp_servers_file}
+    return {}
 
 
 def _used_agent(
