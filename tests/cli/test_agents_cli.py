@@ -131,6 +131,10 @@ def check_sent(server: ModelServer, where: Path, task: str) -> None:
     assert run.inputs["task"] == task
     users = [e.content for e in run.transcript if e.role == "user"]
     assert users == [task]
+    # The progress file's first entry is the system text: the agent's instructions.
+    first = run.transcript[0]
+    assert first.role == "system"
+    assert first.content.startswith("You are a careful reviewer. Answer in one line.")
 
 
 def test_task_text_is_the_user_message(where: Path, server: ModelServer) -> None:
