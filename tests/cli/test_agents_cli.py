@@ -204,6 +204,15 @@ def test_task_on_a_prompt_file_is_refused(tmp_path: Path) -> None:
     assert "--input NAME=VALUE" in result.stderr
 
 
+def test_task_on_a_prompt_file_with_a_task_input(tmp_path: Path) -> None:
+    (tmp_path / "do.prompt.md").write_text(
+        "---\ninputs:\n  task: {type: string}\n---\nDo this: ${input:task}\n", encoding="utf-8"
+    )
+    result = flow("run", "do.prompt.md", "--provider", "echo", "--task", "sweep", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "\nDo this: sweep\n" in result.stderr
+
+
 def test_task_and_input_task_together_are_refused(where: Path, server: ModelServer) -> None:
     result = run_agent(where, server, "--task", TASK, "--input", "task=other")
     assert result.returncode == EXIT_INPUT

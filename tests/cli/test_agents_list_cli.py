@@ -127,3 +127,13 @@ def test_a_missing_agents_folder_exits_5(work: Path, home: Path) -> None:
     code, _, err = agents(work, home, "--agents", "nowhere")
     assert code == 5
     assert "--agents nowhere: no such folder." in err
+
+
+@pytest.mark.parametrize("folder", ["agents", "agents-claude/.claude/agents"])
+def test_flow_check_passes_the_real_agents(work: Path, home: Path, folder: str) -> None:
+    result = flow("check", str(FIXTURES / folder), cwd=work, env=flow_env(HOME=str(home)))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "FAILED" not in result.stdout and "error" not in result.stdout.lower()
+    assert result.stdout.count(": ok (1 step") == len(list((FIXTURES / folder).glob("*.md"))) - (
+        1 if folder == "agents" else 0  # the README
+    )
