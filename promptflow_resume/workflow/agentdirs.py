@@ -68,6 +68,20 @@ def agent_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob(pattern) if p.is_file())
 
 
+def searched_files(workspace: Path, extra: Sequence[Path] = ()) -> list[tuple[Path, str]]:
+    """Every agent file of the searched folders in search order, with its folder's kind; a
+    folder given twice (``--agents .github/agents``) is read once."""
+    seen: set[Path] = set()
+    found: list[tuple[Path, str]] = []
+    for folder, source in agent_folders(workspace, extra):
+        for path in agent_files(folder):
+            key = path.resolve()
+            if key not in seen:
+                seen.add(key)
+                found.append((path, source))
+    return found
+
+
 def file_stem(path: Path) -> str:
     """The file name without ``.agent.md`` (or ``.md``), lower-cased."""
     base = path.name.lower()
@@ -95,12 +109,11 @@ def agent_names(workspace: Path, extra: Sequence[Path] = ()) -> list[tuple[str, 
     """Every agent's (name, file) in search order, the first of each name only."""
     seen: set[str] = set()
     found: list[tuple[str, Path]] = []
-    for folder, _ in agent_folders(workspace, extra):
-        for path in agent_files(folder):
-            name = declared_name(path)
-            if name.lower() not in seen:
-                seen.add(name.lower())
-                found.append((name, path))
+    for path, _ in searched_files(workspace, extra):
+        name = declared_name(path)
+        if name.lower() not in seen:
+            seen.add(name.lower())
+            found.append((name, path))
     return found
 
 

@@ -25,9 +25,9 @@ from ..base.errors import FileNotFoundFlowError
 from .agentdirs import (
     USER_FOLDERS,
     WORKSPACE_FOLDERS,
-    agent_files,
     agent_folders,
     locate_agent,
+    searched_files,
     searched_text,
 )
 from .model import Diagnostic, Workflow
@@ -113,24 +113,23 @@ def find_agents(workspace: Path, extra: Sequence[Path] = ()) -> list[FoundAgent]
     from .loader import check_workflow
 
     found: dict[str, FoundAgent] = {}
-    for folder, source in agent_folders(workspace, extra):
-        for path in agent_files(folder):
-            workflow, diagnostics = check_workflow(path)
-            name = workflow.name if workflow is not None else path.name
-            key = name.lower()
-            agent = FoundAgent(
-                name,
-                path,
-                source,
-                workflow if workflow and not workflow.errors else None,
-                tuple(diagnostics),
-                read=workflow,
-            )
-            if key in found:
-                first = found[key]
-                found[key] = replace(first, shadows=(*first.shadows, path))
-            else:
-                found[key] = agent
+    for path, source in searched_files(workspace, extra):
+        workflow, diagnostics = check_workflow(path)
+        name = workflow.name if workflow is not None else path.name
+        key = name.lower()
+        agent = FoundAgent(
+            name,
+            path,
+            source,
+            workflow if workflow and not workflow.errors else None,
+            tuple(diagnostics),
+            read=workflow,
+        )
+        if key in found:
+            first = found[key]
+            found[key] = replace(first, shadows=(*first.shadows, path))
+        else:
+            found[key] = agent
     return list(found.values())
 
 

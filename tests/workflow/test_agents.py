@@ -350,3 +350,11 @@ def test_agent_ask_keeps_its_rule(tmp_path: Path) -> None:
     path = prompt_file(tmp_path, "ask", "tools: [edit, fetch, runCommands]\n")
     wf = load_workflow(path, workspace=tmp_path)
     assert set(wf.tools) == {"read_file", "fetch_webpage"}
+
+
+def test_a_folder_given_twice_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    path = write(tmp_path, ".github/agents/reviewer.agent.md", REVIEWER)
+    (found,) = find_agents(tmp_path, extra=(tmp_path / ".github" / "agents",))
+    assert (found.name, found.source, found.shadows) == ("reviewer", "--agents", ())
+    assert found.path == path
