@@ -137,3 +137,16 @@ def test_flow_check_passes_the_real_agents(work: Path, home: Path, folder: str) 
     assert result.stdout.count(": ok (1 step") == len(list((FIXTURES / folder).glob("*.md"))) - (
         1 if folder == "agents" else 0  # the README
     )
+
+
+def test_flow_check_looks_agents_up_in_agents_dirs(work: Path, home: Path) -> None:
+    write(work, "mine/terse.agent.md", "---\ndescription: T\ntools: [read]\n---\nBe terse.\n")
+    write(work, "p.prompt.md", "---\nagent: terse\n---\nSay hi.\n")
+    env = flow_env(HOME=str(home))
+    missing = flow("check", "p.prompt.md", cwd=work, env=env)
+    assert missing.returncode == 4
+    assert "p.prompt.md:2:8: error: $.agent: no custom agent is called `terse`" in missing.stdout
+    found = flow("check", "p.prompt.md", "--agents", "mine", "--json", cwd=work, env=env)
+    assert found.returncode == 0, found.stdout
+    (plan,) = json.loads(found.stdout)["workflows"]
+    assert plan["steps"][0]["tools"] == ["read_file"]
