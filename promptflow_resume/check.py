@@ -54,9 +54,15 @@ class CheckReport:
 
 
 def check_file(
-    path: Path, *, mcp: bool = False, mcp_config: Path | None = None
+    path: Path,
+    *,
+    mcp: bool = False,
+    mcp_config: Path | None = None,
+    agent_dirs: tuple[Path, ...] = (),
 ) -> tuple[dict[str, Any], int]:
-    """One file's plan record and its exit code (0, 4 with errors, 5 when it does not exist)."""
+    """One file's plan record and its exit code (0, 4 with errors, 5 when it does not exist);
+    ``agent: NAME`` is looked up in ``agent_dirs`` first, then the working directory's and
+    the user's agent folders."""
     from .tools.mcp import mcp_names
     from .tools.mcp_check import add_mcp_plan
     from .workflow import check_workflow
@@ -64,18 +70,22 @@ def check_file(
     from .workflow.plan import plan_dict
 
     try:
-        workflow, diagnostics = check_workflow(path)
+        workflow, diagnostics = check_workflow(path, workspace=Path.cwd(), agent_dirs=agent_dirs)
     except FileNotFoundFlowError as error:
         diagnostic = Diagnostic("error", error.message, str(path), code="not-found")
         return plan_dict(str(path), None, [diagnostic]), EXIT_NOT_FOUND
     plan = plan_dict(str(path), workflow, diagnostics)
-    if workflow is not None and (mcp or mcp_config or mcp_names(workflow)):
+    if workflow is not None and (mcp or mcp_config or mcp_names(workflow) or workflow.mcp_servers):
         add_mcp_plan(plan, workflow, Path.cwd(), config_path=mcp_config, start=mcp)
     return plan, EXIT_OK if plan["ok"] else EXIT_INVALID_FILE
 
 
 def check_workflows(
-    given: Iterable[Path], *, mcp: bool = False, mcp_config: Path | None = None
+    given: Iterable[Path],
+    *,
+    mcp: bool = False,
+    mcp_config: Path | None = None,
+    agent_dirs: tuple[Path, ...] = (),
 ) -> CheckReport:
     """Check workflow files and folders of them; a missing file outranks an invalid one in
     the exit code (nothing could be checked there at all)."""
@@ -94,7 +104,9 @@ def check_workflows(
             report.empty_folders.append(message)
             codes.add(EXIT_NOT_FOUND)
         for path in files:
-            plan, file_code = check_file(path, mcp=mcp, mcp_config=mcp_config)
+            plan, file_code = check_file(
+                path, mcp=mcp, mcp_config=mcp_config, agent_dirs=agent_dirs
+            )
             report.plans.append(plan)
             report.checked.append(plan)
             codes.add(file_code)

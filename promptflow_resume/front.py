@@ -153,7 +153,12 @@ def run_workflow(command: RunCommand, options: RunOptions) -> Outcome:
     """``flow run``: resume a similar incomplete run when one is chosen, else start one."""
     from .detect import run_to_resume
 
-    wf = load_workflow(command.workflow, single_prompt=command.single_prompt)
+    wf = load_workflow(
+        command.workflow,
+        single_prompt=command.single_prompt,
+        workspace=options.root(),
+        agent_dirs=options.agent_dirs,
+    )
     items = parse_assignments(list(command.input_items), "--input")
     task_inputs(wf, command.task, items, asks=command.ask is not None or bool(command.inputs_file))
     given = GivenInputs(items, command.inputs_file, command.ask)

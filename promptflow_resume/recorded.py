@@ -11,6 +11,7 @@ goes on with a recorded run (resume, status, compact) opens it the same way::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from .base.errors import FileNotFoundFlowError
@@ -20,13 +21,23 @@ from .progress.seal import Key, written_here
 from .providers import create_provider
 from .providers.base import Provider, ProviderSettings
 from .workflow import IMPLICIT_STEP_ID, load_workflow
+from .workflow.agentdirs import AgentPlaces
 from .workflow.model import Workflow
 
 
-def workflow_for(run: Run, progress_path: Path, override: str | Path | None) -> Workflow:
-    """The workflow a run goes on with: ``override`` (``--workflow``) or the one its file
-    names, with the handoff chain it follows composed from the agent files it records."""
-    workflow = _recorded_workflow(run, progress_path, override)
+def workflow_for(
+    run: Run,
+    progress_path: Path,
+    override: str | Path | None,
+    *,
+    workspace: Path | None = None,
+    agent_dirs: Sequence[Path] = (),
+) -> Workflow:
+    """The workflow a run goes on with: ``override`` (``--workflow``) or the one its file names
+    (``workspace`` and ``agent_dirs``: where its ``agent: NAME`` is looked up), with the handoff
+    chain it follows composed from the agent files it records."""
+    places = AgentPlaces(workspace, tuple(agent_dirs))
+    workflow = _recorded_workflow(run, progress_path, override, places)
     if run.workflow.handoffs is None:
         return workflow
     from .handoffs import recompose
@@ -34,9 +45,11 @@ def workflow_for(run: Run, progress_path: Path, override: str | Path | None) -> 
     return recompose(workflow, run.workflow.handoffs, progress_path.parent)
 
 
-def _recorded_workflow(run: Run, progress_path: Path, override: str | Path | None) -> Workflow:
+def _recorded_workflow(
+    run: Run, progress_path: Path, override: str | Path | None, places: AgentPlaces
+) -> Workflow:
     if override is not None:
-        return _as_run_loaded(run, load_workflow(override))
+        return _as_run_loaded(run, _load(override, places), places)
     path = progress_path.parent / run.workflow.path
     # Anything that exists is loaded, so a pipe or a device there is refused as one (10.4).
     if not path.exists() or path.is_dir():
@@ -47,10 +60,16 @@ def _recorded_workflow(run: Run, progress_path: Path, override: str | Path | Non
             field="$.workflow.path",
             hint="Pass the workflow with --workflow PATH, or restore the file.",
         )
-    return _as_run_loaded(run, load_workflow(path))
+    return _as_run_loaded(run, _load(path, places), places)
 
 
-def _as_run_loaded(run: Run, workflow: Workflow) -> Workflow:
+def _load(path: str | Path, places: AgentPlaces, *, single_prompt: bool = False) -> Workflow:
+    return load_workflow(
+        path, single_prompt=single_prompt, workspace=places.workspace, agent_dirs=places.extra
+    )
+
+
+def _as_run_loaded(run: Run, workflow: Workflow, places: AgentPlaces) -> Workflow:
     """``workflow`` read as one prompt when the run was started that way (``--single-prompt``):
     the checkpoint has the one step ``main`` and the one-prompt reading has its hash."""
     if (
@@ -58,7 +77,7 @@ def _as_run_loaded(run: Run, workflow: Workflow) -> Workflow:
         and list(run.workflow.steps) == [IMPLICIT_STEP_ID]
         and len(workflow.steps) > 1
     ):
-        single = load_workflow(workflow.path, single_prompt=True)
+        single = _load(workflow.path, places, single_prompt=True)
         if single.hash == run.workflow.hash:
             return single
     return workflow

@@ -135,7 +135,9 @@ def _check(state: _Resume) -> None:
     # ends up with.
     check_endpoint(run, path, options.provider, options.base_url)
     moved = state.request.workflow_path
-    wf = state.workflow = workflow_for(run, path, moved)
+    wf = state.workflow = workflow_for(
+        run, path, moved, workspace=options.root(), agent_dirs=options.agent_dirs
+    )
     check_params(run, wf, path)
     state.allowed_now, permissions_note = check_permissions(run, wf, path, options.permissions)
     state.root = options.root()

@@ -56,6 +56,7 @@ COMMANDS.register("review", "promptflow_resume.cli.commands_worktree:review_comm
 COMMANDS.register("merge", "promptflow_resume.cli.commands_worktree:merge_command")
 COMMANDS.register("discard", "promptflow_resume.cli.commands_worktree:discard_command")
 COMMANDS.register("compact", "promptflow_resume.cli.commands_compact:compact_command")
+COMMANDS.register("agents", "promptflow_resume.cli.commands_agents:agents_command")
 
 
 def register_commands(args: list[str] | None = None) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from .app import app, err, out, print_json
-from .options import McpConfigOpt
+from .options import AgentsDirOpt, McpConfigOpt
 
 # The workflow and tool modules are imported where they are used: `flow --help` registers
 # this command without paying for them.
@@ -37,6 +37,7 @@ def check(
         False, "--mcp", help="Start the MCP servers the workflows name and list their tools."
     ),
     mcp_config: McpConfigOpt = None,
+    agents: AgentsDirOpt = [],  # noqa: B006 - typer copies list defaults
 ) -> None:
     """Check workflow files and print each one's plan: steps, inputs, variables, tools, problems.
 
@@ -47,7 +48,7 @@ def check(
     from ..workflow.plan import format_plan, format_summary, format_tally, format_tool_tally
     from ..workflow.toolnames import BUILTIN_TOOLS
 
-    report = check_workflows(workflows, mcp=mcp, mcp_config=mcp_config)
+    report = check_workflows(workflows, mcp=mcp, mcp_config=mcp_config, agent_dirs=tuple(agents))
     code, checked = report.exit_code, report.checked
     if json_output:
         print_json(report.to_dict())

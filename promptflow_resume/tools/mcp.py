@@ -63,8 +63,10 @@ from .mcp_config import (
     DEFAULT_MAX_OUTPUT,
     McpConfig,
     McpServerConfig,
+    agent_config,
     find_configs,
     load_configs,
+    with_agent_servers,
 )
 from .mcp_process import (
     ServerStderr,
@@ -709,17 +711,30 @@ def load_servers(
 ) -> McpConfig | None:
     """The MCP configuration for a run of ``workflow``, or None when it needs none.
 
-    Read only when the workflow names tools that nothing else provides, or when
-    ``config_path`` is given (``--mcp-config``). A wrong entry is an error only for a server
+    Read only when the workflow names tools that nothing else provides, when ``config_path``
+    is given (``--mcp-config``), or when its agent defines servers (``mcp-servers:``, which
+    win over the files' on a name clash). A wrong entry is an error only for a server
     the workflow names; others are skipped (``McpServers.notices`` says so).
     """
     names = mcp_names(workflow)
-    if not names and config_path is None:
+    if not names and config_path is None and not workflow.mcp_servers:
         return None
     paths = find_configs(workspace, config_path)
-    if not paths:
-        return None
-    return load_configs(paths, workspace=workspace, env=env, ask=ask, wanted=names)
+    files = (
+        load_configs(paths, workspace=workspace, env=env, ask=ask, wanted=names) if paths else None
+    )
+    if not workflow.mcp_servers or workflow.mcp_servers_file is None:
+        return files
+    # The servers the agent defines itself come first: on a name clash they win.
+    own = agent_config(
+        workflow.mcp_servers_file,
+        workflow.mcp_servers,
+        workspace=workspace,
+        env=env,
+        ask=ask,
+        wanted=names,
+    )
+    return with_agent_servers(own, files)
 
 
 def tool_list_note(fingerprints: Mapping[str, str]) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..workflow.model import Workflow
 from .mcp import McpServers, mcp_names, task_only_line
-from .mcp_config import find_configs, load_configs
+from .mcp_config import agent_config, find_configs, load_configs, with_agent_servers
 
 
 def add_mcp_plan(
@@ -30,9 +30,26 @@ def add_mcp_plan(
     """
     names = mcp_names(workflow)
     paths = find_configs(workspace, config_path) if names or config_path else []
-    if not paths:
+    own = workflow.mcp_servers if workflow.mcp_servers_file is not None else {}
+    if not paths and not own:
         return
-    config = load_configs(paths, workspace=workspace, resolve_inputs=start, wanted=names)
+    files = (
+        load_configs(paths, workspace=workspace, resolve_inputs=start, wanted=names)
+        if paths
+        else None
+    )
+    config = files
+    if own and workflow.mcp_servers_file is not None:
+        agent = agent_config(
+            workflow.mcp_servers_file,
+            own,
+            workspace=workspace,
+            resolve_inputs=start,
+            wanted=names,
+        )
+        config = with_agent_servers(agent, files)
+    if config is None:
+        return
     servers = McpServers(config, wanted=names, reserved=_reserved(plan))
     offered: list[dict[str, Any]] = []
     notices = list(config.warnings) + config.skipped(names)

@@ -269,6 +269,65 @@ def load_configs(
     return merged
 
 
+def agent_config(
+    path: Path,
+    servers: Mapping[str, Any],
+    *,
+    workspace: Path,
+    env: Mapping[str, str] | None = None,
+    ask: Callable[[str, str, bool], str] | None = None,
+    resolve_inputs: bool = True,
+    wanted: Iterable[str] | None = None,
+) -> McpConfig:
+    """The servers an agent file defines in ``mcp-servers:`` (``path`` is the agent), read
+    as a configuration file's entries: GitHub's ``type: local`` is ``stdio``, and a server's
+    ``tools`` (which of its tools the agent uses) is the agent loader's to read."""
+    entries = {name: _agent_entry(spec) for name, spec in servers.items()}
+    reader = _Reader(path, "", workspace, os.environ if env is None else env, ask)
+    reader.resolve_inputs = resolve_inputs
+    names = None if wanted is None else list(wanted)
+    config = reader.config({"servers": entries}, names)
+    if names is not None:
+        config.require(names)
+    return config
+
+
+def _agent_entry(spec: Any) -> Any:
+    if not isinstance(spec, dict):
+        return spec
+    entry = {key: value for key, value in spec.items() if key != "tools"}
+    if entry.get("type") == "local":
+        entry["type"] = "stdio"
+    return entry
+
+
+def with_agent_servers(agent: McpConfig, files: McpConfig | None) -> McpConfig:
+    """An agent's servers and the workspace's (or ``--mcp-config``'s) as one configuration:
+    on a name both define, the agent's server is used and a warning says so."""
+    if files is None:
+        return agent
+    clash = [name for name in [*files.servers, *files.problems] if name in agent.servers]
+    clash += [name for name in files.servers if name in agent.problems]
+    warnings = [
+        f"the MCP server `{name}` is defined by the agent {agent.path} and in {files.where}; "
+        "the agent's is used."
+        for name in clash
+    ]
+    servers = dict(agent.servers)
+    servers.update((n, c) for n, c in files.servers.items() if n not in agent.servers)
+    problems = {**files.problems, **agent.problems}
+    for name in servers:
+        problems.pop(name, None)
+    return McpConfig(
+        path=agent.path,
+        servers={n: c for n, c in servers.items() if n not in agent.problems},
+        secrets=(*agent.secrets, *files.secrets),
+        paths=(agent.path, *(files.paths or (files.path,))),
+        problems=problems,
+        warnings=(*files.warnings, *warnings),
+    )
+
+
 def _raw_servers(path: Path) -> dict[str, Any]:
     """The server entries of a file already read once, as written (to compare them)."""
     raw = json.loads(strip_jsonc(path.read_bytes().decode("utf-8-sig")))

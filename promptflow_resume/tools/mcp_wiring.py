@@ -38,7 +38,7 @@ def find_mcp_config(
     ask: Callable[[str, str, bool], str] | None,
 ) -> McpConfig | None:
     """The MCP configuration a run of ``workflow`` uses (never one from a progress file)."""
-    if config_path is None and not _names_unresolved_tools(workflow):
+    if config_path is None and not _names_unresolved_tools(workflow) and not workflow.mcp_servers:
         return None  # what load_servers answers, without importing the MCP client (asyncio)
     from .mcp import load_servers
 

@@ -77,6 +77,12 @@ CLAUDE_TOOLS: dict[str, str] = {
 }
 #: Claude's model aliases; ``inherit`` means "the caller's model", which is no model here.
 _CLAUDE_MODEL_INHERIT = "inherit"
+#: Claude's model aliases -> the display names flow's model table maps (the newest of each).
+CLAUDE_MODELS: dict[str, str] = {
+    "sonnet": "Claude Sonnet 4.5",
+    "opus": "Claude Opus 4.5",
+    "haiku": "Claude Haiku 4.5",
+}
 
 
 def is_agent_file(path: Path) -> bool:
@@ -112,7 +118,8 @@ def agent_name(data: dict[str, Any], path: Path) -> str:
 
 def claude_to_copilot(data: dict[str, Any], pos: YamlPositions, col: Collector) -> dict[str, Any]:
     """A Claude agent's keys in the Copilot dialect: ``tools`` and ``disallowedTools`` as
-    comma-separated text become lists of Copilot names, ``model: inherit`` is no model."""
+    comma-separated text become lists of Copilot names, ``model: inherit`` is no model and the
+    aliases ``sonnet``, ``opus``, ``haiku`` name the newest model of each."""
     translated = dict(data)
     tools = data.get("tools")
     if isinstance(tools, str):
@@ -125,8 +132,11 @@ def claude_to_copilot(data: dict[str, Any], pos: YamlPositions, col: Collector) 
             translated["tools"] = ["read", "search", "edit", "execute", "web", "todo"]
         out = {_claude_tool(n).lower() for n in names}
         translated["tools"] = [t for t in translated["tools"] if str(t).lower() not in out]
-    if data.get("model") == _CLAUDE_MODEL_INHERIT:
+    model = data.get("model")
+    if model == _CLAUDE_MODEL_INHERIT:
         del translated["model"]
+    elif isinstance(model, str) and model.strip().lower() in CLAUDE_MODELS:
+        translated["model"] = CLAUDE_MODELS[model.strip().lower()]
     return translated
 
 

@@ -17,17 +17,29 @@ without case::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..base.errors import FileNotFoundFlowError
-from .agentfile import AGENT_SUFFIX
+from .agentdirs import (
+    USER_FOLDERS,
+    WORKSPACE_FOLDERS,
+    agent_folders,
+    locate_agent,
+    searched_files,
+    searched_text,
+)
 from .model import Diagnostic, Workflow
 
-#: Where a workspace keeps its agents, relative to its root.
-WORKSPACE_FOLDERS: tuple[str, ...] = (".github/agents", ".claude/agents")
-#: Where a user keeps agents for every workspace, relative to the home folder.
-USER_FOLDERS: tuple[str, ...] = (".copilot/agents", ".claude/agents")
+__all__ = [
+    "USER_FOLDERS",
+    "WORKSPACE_FOLDERS",
+    "FoundAgent",
+    "agent_folders",
+    "agent_path",
+    "find_agents",
+]
 
 
 @dataclass(frozen=True)
@@ -43,26 +55,56 @@ class FoundAgent:
     diagnostics: tuple[Diagnostic, ...] = ()
     #: Paths of later agents with the same name, which this one hides.
     shadows: tuple[Path, ...] = field(default=())
+    #: The file as read even when it has errors (``workflow`` is None then), for listing it.
+    read: Workflow | None = None
 
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        """The diagnostics that are errors."""
+        return tuple(d for d in self.diagnostics if d.severity == "error")
 
-def agent_folders(workspace: Path, extra: Sequence[Path] = ()) -> list[tuple[Path, str]]:
-    """The folders searched, in order, each with its kind (those that do not exist too)."""
-    folders = [(Path(d), "--agents") for d in extra]
-    folders += [(workspace / f, "workspace") for f in WORKSPACE_FOLDERS]
-    home = Path.home()
-    folders += [(home / f, "user") for f in USER_FOLDERS]
-    return folders
-
-
-def _files(folder: Path) -> list[Path]:
-    if not folder.is_dir():
-        return []
-    host_folder = folder.name == "agents" and folder.resolve().parent.name in (
-        ".github",
-        ".claude",
-    )
-    pattern = "*.md" if host_folder else f"*{AGENT_SUFFIX}"
-    return sorted(p for p in folder.glob(pattern) if p.is_file())
+    def to_dict(self) -> dict[str, Any]:
+        """The agent as ``flow agents --json`` prints it (docs/spec.md, "Custom agents")."""
+        wf = self.read
+        spec = wf.agent if wf is not None else None
+        raw_model = wf.front_matter.get("model") if wf is not None else None
+        models = [str(m) for m in raw_model] if isinstance(raw_model, list) else []
+        if isinstance(raw_model, str):
+            models = [raw_model]
+        return {
+            "name": self.name,
+            "description": wf.description if wf is not None else None,
+            "path": str(self.path),
+            "source": self.source,
+            "dialect": spec.dialect if spec is not None else None,
+            "tools": list(wf.tools) if wf is not None else [],
+            "tool_names": list(wf.tool_map) if wf is not None else [],
+            "models": models,
+            "provider": wf.provider if wf is not None else None,
+            "model": wf.model if wf is not None else None,
+            "user_invocable": spec.user_invocable if spec is not None else None,
+            "model_invocable": spec.model_invocable if spec is not None else None,
+            "argument_hint": spec.argument_hint if spec is not None else None,
+            "handoffs": [
+                {"label": h.label, "agent": h.agent, "send": h.send}
+                for h in (spec.handoffs if spec is not None else ())
+            ],
+            "mcp_servers": sorted(spec.mcp_servers) if spec is not None else [],
+            "shadows": [str(p) for p in self.shadows],
+            "errors": len(self.errors),
+            "warnings": len(self.diagnostics) - len(self.errors),
+            "diagnostics": [
+                {
+                    "severity": d.severity,
+                    "line": d.line,
+                    "column": d.column,
+                    "field": d.field,
+                    "code": d.code,
+                    "message": d.message,
+                }
+                for d in self.diagnostics
+            ],
+        }
 
 
 def find_agents(workspace: Path, extra: Sequence[Path] = ()) -> list[FoundAgent]:
@@ -71,52 +113,33 @@ def find_agents(workspace: Path, extra: Sequence[Path] = ()) -> list[FoundAgent]
     from .loader import check_workflow
 
     found: dict[str, FoundAgent] = {}
-    for folder, source in agent_folders(workspace, extra):
-        for path in _files(folder):
-            workflow, diagnostics = check_workflow(path)
-            name = workflow.name if workflow is not None else path.name
-            key = name.lower()
-            agent = FoundAgent(
-                name,
-                path,
-                source,
-                workflow if workflow and not workflow.errors else None,
-                tuple(diagnostics),
-            )
-            if key in found:
-                first = found[key]
-                found[key] = FoundAgent(
-                    first.name,
-                    first.path,
-                    first.source,
-                    first.workflow,
-                    first.diagnostics,
-                    (*first.shadows, path),
-                )
-            else:
-                found[key] = agent
+    for path, source in searched_files(workspace, extra):
+        workflow, diagnostics = check_workflow(path)
+        name = workflow.name if workflow is not None else path.name
+        key = name.lower()
+        agent = FoundAgent(
+            name,
+            path,
+            source,
+            workflow if workflow and not workflow.errors else None,
+            tuple(diagnostics),
+            read=workflow,
+        )
+        if key in found:
+            first = found[key]
+            found[key] = replace(first, shadows=(*first.shadows, path))
+        else:
+            found[key] = agent
     return list(found.values())
 
 
 def agent_path(name: str, workspace: Path, extra: Sequence[Path] = ()) -> Path:
     """The file of the agent called ``name``; ``FileNotFoundFlowError`` names the folders
     searched and the agents there when none is."""
-    wanted = name.strip().lower()
-    agents = find_agents(workspace, extra)
-    for agent in agents:
-        if agent.name.lower() == wanted or _stem(agent.path) == wanted:
-            return agent.path
-    searched = ", ".join(str(f) for f, _ in agent_folders(workspace, extra))
-    known = ", ".join(a.name for a in agents) or "none"
+    found = locate_agent(name, workspace, extra)
+    if found is not None:
+        return found
     raise FileNotFoundFlowError(
-        f"no agent is called `{name}`; searched {searched} (agents found: {known}).",
+        f"no agent is called `{name}`; {searched_text(workspace, extra)}.",
         hint="Name an agent by its `name:` or file name, or add its folder with --agents DIR.",
     )
-
-
-def _stem(path: Path) -> str:
-    base = path.name.lower()
-    for suffix in (AGENT_SUFFIX, ".md"):
-        if base.endswith(suffix):
-            return base[: -len(suffix)]
-    return base

@@ -26,7 +26,7 @@ from .config import WorkflowSettings, build_config
 from .diagnostics import Collector
 from .frontmatter import validate_front_matter
 from .hashing import digest
-from .model import AgentSpec, InputDecl, Step
+from .model import AgentSpec, InputDecl, Step, Workflow
 from .source import YamlPositions
 from .toolnames import BUILTIN_TOOLS
 
@@ -60,11 +60,27 @@ def read_agent(data: dict[str, Any], pos: YamlPositions, col: Collector, path: P
         # A Copilot agent written with Claude's habit: the same comma-separated names.
         shared["tools"] = [t.strip() for t in shared["tools"].split(",") if t.strip()]
     settings = build_config(shared, pos, col, bad)
+    spec = read_agent_keys(data, pos, col, claude=claude)
     if "tools" not in shared:
         # An agent without `tools:` gets the host's defaults: every built-in (commands and
-        # fetches still ask for consent) and every command it declares.
+        # fetches still ask for consent), every command it declares, and the tools of the
+        # MCP servers it defines.
         settings.tools = (*settings.commands, *BUILTIN_TOOLS)
-    return LoadedAgent(bad, settings, read_agent_keys(data, pos, col, claude=claude))
+        settings.tool_map.update(dict.fromkeys(server_tool_names(spec.mcp_servers), ()))
+    return LoadedAgent(bad, settings, spec)
+
+
+def server_tool_names(servers: dict[str, Any]) -> list[str]:
+    """The tool names an agent's ``mcp-servers:`` offer: ``NAME/TOOL`` for each tool a
+    server's ``tools:`` lists, ``NAME/*`` for every tool (``tools: ["*"]``, or none listed)."""
+    names: list[str] = []
+    for name, spec in servers.items():
+        listed = spec.get("tools") if isinstance(spec, dict) else None
+        if not isinstance(listed, list) or "*" in listed:
+            names.append(f"{name}/*")
+        else:
+            names.extend(f"{name}/{tool}" for tool in listed if isinstance(tool, str))
+    return names
 
 
 def task_step(agent: LoadedAgent, line: int) -> Step:
@@ -90,3 +106,22 @@ def task_input(agent: LoadedAgent) -> InputDecl:
         description=hint or "what the agent should do",
         required=True,
     )
+
+
+def use_agent(cfg: WorkflowSettings, agent: Workflow, data: dict[str, Any]) -> None:
+    """A prompt file's settings with ``agent: NAME``: the agent's tools unless the file lists
+    ``tools:`` (the file's win, as in VS Code), its model unless the file names one, and its
+    commands beside the file's own (the file's win on a name clash)."""
+    cfg.commands = {**agent.commands, **cfg.commands}
+    if not cfg.tools_listed:
+        own = tuple(t for t in cfg.tools if t not in agent.tools)
+        cfg.tools = (*agent.tools, *own)
+        cfg.tool_map = {**agent.tool_map, **cfg.tool_map}
+    if "model" in data:
+        return
+    # A model id belongs to its provider: the agent's model goes with the agent's provider,
+    # or with the file's own provider when the agent names none or the same one.
+    if "provider" not in data:
+        cfg.provider, cfg.model = agent.provider, agent.model
+    elif agent.provider in (None, cfg.provider):
+        cfg.model = agent.model

@@ -14,7 +14,7 @@ from .diagnostics import Collector, did_you_mean
 from .frontmatter import PARAM_KEYS
 from .model import Budget, CommandDecl, Compaction, InputDecl, InputType
 from .source import YamlPositions, field_path
-from .toolnames import ASK_EXCLUDED, BUILTIN_TOOLS, editor_only_line, map_tool_name
+from .toolnames import ASK_EXCLUDED, BUILTIN_TOOLS, PLAN_TOOLS, editor_only_line, map_tool_name
 from .values import coerce_value, value_text
 
 ToolKind = Literal["command", "builtin", "alias", "editor", "unknown"]
@@ -79,14 +79,76 @@ def build_config(
         )
     elif "tools" not in data:
         cfg.tools = tuple(cfg.commands)
-    if is_ask_mode(data):
-        cfg.tools = without_editing(cfg.tools, cfg.commands)
+    restrict_to_mode(cfg, data)
+    if builtin_agent(data) == "plan" and cfg.tools_listed:
+        _warn_held_back(cfg, pos, col)
     return cfg
+
+
+def _warn_held_back(cfg: WorkflowSettings, pos: YamlPositions, col: Collector) -> None:
+    offered = set(cfg.tools)
+    held = [n for n, targets in cfg.tool_map.items() if not set(targets) <= offered]
+    if held:
+        line, column = pos.key(("tools",))
+        listed = ", ".join(f"`{n}`" for n in held)
+        col.warning(
+            f"`agent: plan` offers only tools that read (and declared commands marked "
+            f"idempotent), so {listed} {'is' if len(held) == 1 else 'are'} not offered.",
+            line=line,
+            column=column,
+            field=field_path(("tools",)),
+            code="plan-tools",
+        )
+
+
+#: The agents every host has built in (``agent:`` / ``mode:``); any other name is a custom agent.
+BUILTIN_AGENTS: tuple[str, ...] = ("agent", "ask", "edit", "plan")
+
+
+def builtin_agent(data: dict[str, Any]) -> str | None:
+    """``agent:`` (or the older ``mode:``) when it names a built-in agent, lower-cased."""
+    for key in ("agent", "mode"):
+        value = str(data.get(key, "")).strip().lower()
+        if value in BUILTIN_AGENTS:
+            return value
+    return None
+
+
+def custom_agent(data: dict[str, Any]) -> str | None:
+    """``agent: NAME`` when NAME is a custom agent (not ask, edit, agent or plan)."""
+    value = data.get("agent")
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return None if value.strip().lower() in BUILTIN_AGENTS else value.strip()
+
+
+def restrict_to_mode(cfg: WorkflowSettings, data: dict[str, Any]) -> None:
+    """``agent: ask`` takes away edits and model-written commands; ``agent: plan`` leaves only
+    the read-only built-ins and the declared commands marked ``idempotent``."""
+    cfg.tools = mode_tools(cfg.tools, cfg.commands, data)
+
+
+def mode_tools(
+    tools: tuple[str, ...], commands: dict[str, CommandDecl], data: dict[str, Any]
+) -> tuple[str, ...]:
+    """``tools`` as the file's built-in agent (``ask``, ``plan``) allows them."""
+    mode = builtin_agent(data)
+    if mode == "ask":
+        return without_editing(tools, commands)
+    if mode == "plan":
+        return read_only(tools, commands)
+    return tools
 
 
 def is_ask_mode(data: dict[str, Any]) -> bool:
     """True for ``mode: ask`` or ``agent: ask``: the model answers, it does not change files."""
-    return any(str(data.get(key, "")).strip().lower() == "ask" for key in ("mode", "agent"))
+    return builtin_agent(data) == "ask"
+
+
+def read_only(tools: tuple[str, ...], commands: dict[str, CommandDecl]) -> tuple[str, ...]:
+    """``tools`` a planner may use: the built-ins in ``PLAN_TOOLS`` and the declared commands
+    marked ``idempotent`` (safe to run again, so taken as safe to run while planning)."""
+    return tuple(t for t in tools if (commands[t].idempotent if t in commands else t in PLAN_TOOLS))
 
 
 def without_editing(tools: tuple[str, ...], commands: dict[str, CommandDecl]) -> tuple[str, ...]:
@@ -262,6 +324,18 @@ def resolve_tool(name: str, commands: dict[str, CommandDecl]) -> tuple[ToolKind,
     return "unknown", ()
 
 
+def _mcp_hint(name: str) -> str:
+    # `github/*`, `context7/get-docs`, `microsoft.docs.mcp`: names of an MCP server's tools,
+    # which flow offers once that server is configured.
+    head = name.split("/", 1)[0]
+    if "/" not in name and "." not in name:
+        return ""
+    return (
+        f" unless an MCP server `{head}` is configured (.vscode/mcp.json, --mcp-config, or "
+        "an agent's `mcp-servers:`)"
+    )
+
+
 def _resolve_tools(
     names: list[str],
     commands: dict[str, CommandDecl],
@@ -283,7 +357,7 @@ def _resolve_tools(
             hint = did_you_mean(name, [*commands, *BUILTIN_TOOLS])
             col.warning(
                 f"tool `{name}` is neither a declared command nor a built-in tool{hint}, so it "
-                "is not offered to the model.",
+                f"is not offered to the model{_mcp_hint(name) if not hint else ''}.",
                 line=line,
                 column=column,
                 field=field_path(("tools", i)),

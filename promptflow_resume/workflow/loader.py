@@ -9,6 +9,7 @@ for ``flow check`` (every problem comes back as a diagnostic, loading goes as fa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
@@ -17,11 +18,12 @@ from ..base.errors import FileNotFoundFlowError, InputError, SpecialFileError, W
 from ..base.paths import display_path
 from ..base.safeopen import read_regular
 from ..base.textnorm import normalize_newlines, normalize_text
+from .agentdirs import AgentPlaces, locate_agent, searched_text
 from .agentfile import TASK_INPUT, agent_name, is_agent_file
-from .agentload import read_agent, task_input, task_step
+from .agentload import LoadedAgent, read_agent, task_input, task_step, use_agent
 from .body import ID_PATTERN, ParsedBody, RawStep, parse_body, slugify
 from .commands import check_argument, command_definition
-from .config import WorkflowSettings, build_config, is_ask_mode, resolve_tool, without_editing
+from .config import WorkflowSettings, build_config, custom_agent, mode_tools, resolve_tool
 from .diagnostics import Collector, did_you_mean
 from .frontmatter import read_front_matter, validate_front_matter
 from .hashing import digest
@@ -32,6 +34,7 @@ from .source import (
     LineIndex,
     Source,
     YamlPositions,
+    field_path,
     split_source,
 )
 from .toolnames import BUILTIN_TOOLS
@@ -52,39 +55,65 @@ def workflow_files(given: Path) -> list[Path]:
 
 
 def load_workflow(
-    path: str | Path, *, single_prompt: bool = False, chain: tuple[Path, ...] = ()
+    path: str | Path,
+    *,
+    single_prompt: bool = False,
+    chain: tuple[Path, ...] = (),
+    workspace: Path | None = None,
+    agent_dirs: Sequence[Path] = (),
 ) -> Workflow:
     """Read and check a workflow file; the first error raises ``WorkflowError`` (exit 4).
 
     ``single_prompt`` keeps the whole body one step, as ``steps: false`` does. ``chain`` holds
-    the (resolved) workflows that run this one as a sub-workflow, to refuse cycles."""
+    the (resolved) workflows that run this one as a sub-workflow, to refuse cycles.
+    ``workspace`` (default: the working directory) and ``agent_dirs`` (``--agents``) are
+    where a prompt file's ``agent: NAME`` is looked up."""
     text, problem = _read(Path(path))
     if problem is not None:
         raise _as_error(problem, 1)
-    return parse_workflow(text, path=path, single_prompt=single_prompt, chain=chain)
+    return parse_workflow(
+        text,
+        path=path,
+        single_prompt=single_prompt,
+        chain=chain,
+        workspace=workspace,
+        agent_dirs=agent_dirs,
+    )
 
 
 def parse_workflow(
-    text: str, *, path: str | Path, single_prompt: bool = False, chain: tuple[Path, ...] = ()
+    text: str,
+    *,
+    path: str | Path,
+    single_prompt: bool = False,
+    chain: tuple[Path, ...] = (),
+    workspace: Path | None = None,
+    agent_dirs: Sequence[Path] = (),
 ) -> Workflow:
     """Check workflow ``text`` as if read from ``path``; errors raise ``WorkflowError``."""
-    workflow, col = _analyze(text, str(path), single_prompt=single_prompt, chain=chain)
+    places = AgentPlaces(workspace, tuple(agent_dirs))
+    workflow, col = _analyze(
+        text, str(path), single_prompt=single_prompt, chain=chain, places=places
+    )
     errors = [d for d in col.sorted() if d.severity == "error"]
     if errors or workflow is None:
         raise _as_error(errors[0], len(errors))
     return workflow
 
 
-def check_workflow(path: str | Path) -> tuple[Workflow | None, list[Diagnostic]]:
+def check_workflow(
+    path: str | Path, *, workspace: Path | None = None, agent_dirs: Sequence[Path] = ()
+) -> tuple[Workflow | None, list[Diagnostic]]:
     """Everything ``flow check`` reports: the workflow (when it could be built) and diagnostics.
 
     Never raises for problems in the file's content; a file that does not exist raises
     ``FileNotFoundFlowError``. A returned workflow may carry errors in ``diagnostics``.
+    ``workspace`` and ``agent_dirs`` are as for ``load_workflow``.
     """
     text, problem = _read(Path(path))
     if problem is not None:
         return None, [problem]
-    workflow, col = _analyze(text, str(path))
+    workflow, col = _analyze(text, str(path), places=AgentPlaces(workspace, tuple(agent_dirs)))
     return workflow, list(col.sorted())
 
 
@@ -181,6 +210,10 @@ def _as_error(diagnostic: Diagnostic, count: int) -> WorkflowError:
     )
 
 
+#: Agents looked up from the working directory, with no --agents folders.
+_HERE = AgentPlaces()
+
+
 @dataclass
 class _Analysis:
     src: Source
@@ -192,10 +225,17 @@ class _Analysis:
     bad: set[str]
     #: The workflows running this one as a sub-workflow, this one last (resolved paths).
     chain: tuple[Path, ...] = ()
+    #: Where ``agent: NAME`` is looked up (sub-workflows look in the same places).
+    places: AgentPlaces = _HERE
 
 
 def _analyze(
-    text: str, path: str, *, single_prompt: bool = False, chain: tuple[Path, ...] = ()
+    text: str,
+    path: str,
+    *,
+    single_prompt: bool = False,
+    chain: tuple[Path, ...] = (),
+    places: AgentPlaces = _HERE,
 ) -> tuple[Workflow | None, Collector]:
     col = Collector(path)
     text = normalize_newlines(text)
@@ -233,6 +273,9 @@ def _analyze(
     else:
         bad = validate_front_matter(data, positions, col) if data else set()
         cfg = build_config(data, positions, col, bad)
+    used = _used_agent(data, positions, col, places, chain) if agent is None else None
+    if used is not None:
+        use_agent(cfg, used, data)
     if src.front_matter_text is not None:
         _warn_variables_in_front_matter(src, col)
     index = LineIndex(src.body, first_line=src.body_line)
@@ -243,14 +286,17 @@ def _analyze(
         body = parse_body(
             src.body, index=index, col=col, single=single_prompt or data.get("steps") is False
         )
-    analysis = _Analysis(src, data, cfg, body, index, bad, (*chain, Path(path).resolve()))
+    analysis = _Analysis(src, data, cfg, body, index, bad, (*chain, Path(path).resolve()), places)
     steps = [task_step(agent, src.body_line)] if agent is not None else _build_steps(analysis, col)
     variables, inputs = _check_variables(analysis, steps, col)
     if agent is not None:
         inputs = {**inputs, TASK_INPUT: task_input(agent)}
-    _check_commands_used(cfg, steps, col)
+    _check_commands_used(cfg, steps, col, data)
     _check_allow_lists(data, bad, positions, col)
     context = normalize_text(body.context)
+    if used is not None:
+        # The agent's instructions first, then the prompt file's own context.
+        context = "\n\n".join(part for part in (used.context, context) if part)
     if agent is not None and not context:
         col.warning(
             "the agent has no instructions; write them below the front matter (the task is "
@@ -290,8 +336,57 @@ def _analyze(
         recovery=Recovery.MODEL if data.get("recovery") == "model" else Recovery.PERSON,
         kind="agent" if agent is not None else "prompt",
         agent=agent.spec if agent is not None else None,
+        **_agent_servers(agent, used, Path(path)),
     )
     return workflow, col
+
+
+def _agent_servers(agent: LoadedAgent | None, used: Workflow | None, path: Path) -> dict[str, Any]:
+    """The ``mcp_servers`` fields: an agent's own servers, or those of the agent it uses."""
+    if agent is not None and agent.spec.mcp_servers:
+        return {"mcp_servers": agent.spec.mcp_servers, "mcp_servers_file": path}
+    if used is not None and used.mcp_servers:
+        return {"mcp_servers": used.mcp_servers, "mcp_servers_file": used.mcp_servers_file}
+    return {}
+
+
+def _used_agent(
+    data: dict[str, Any],
+    pos: YamlPositions,
+    col: Collector,
+    places: AgentPlaces,
+    chain: tuple[Path, ...],
+) -> Workflow | None:
+    """The custom agent a prompt file names with ``agent: NAME``, loaded; None (with an error
+    at the key) when no agent has that name or it cannot be loaded."""
+    name = custom_agent(data)
+    if name is None:
+        return None
+    line, column = pos.value(("agent",))
+    found = locate_agent(name, places.root(), places.extra)
+    if found is None:
+        col.error(
+            f"no custom agent is called `{name}` (the built-in ones are ask, edit, agent and "
+            f"plan); {searched_text(places.root(), places.extra)}.",
+            line=line,
+            column=column,
+            field=field_path(("agent",)),
+            code="agent",
+        )
+        return None
+    try:
+        return load_workflow(
+            found, chain=chain, workspace=places.workspace, agent_dirs=places.extra
+        )
+    except WorkflowError as exc:
+        col.error(
+            f"the agent `{name}` ({display_path(found)}) cannot be loaded: {exc}",
+            line=line,
+            column=column,
+            field=field_path(("agent",)),
+            code="agent",
+        )
+        return None
 
 
 def _name(data: dict[str, Any], path: str) -> str:
@@ -346,8 +441,7 @@ def _build_steps(analysis: _Analysis, col: Collector) -> list[Step]:
             if kind != "prompt":
                 _directive_error(col, raw, "tools", f"a {kind} step calls no model, so no tools.")
             tools = _resolve_step_tools(directive.tools, cfg, col)
-            if is_ask_mode(analysis.data):
-                tools = without_editing(tools, cfg.commands)
+            tools = mode_tools(tools, cfg.commands, analysis.data)
         if directive.max_turns is not None and kind != "prompt":
             _directive_error(col, raw, "max_turns", f"a {kind} step calls no model, so no turns.")
         command: str | None = None
@@ -507,7 +601,12 @@ def _load_child(raw: RawStep, analysis: _Analysis, col: Collector) -> Workflow |
         )
         return None
     try:
-        child = load_workflow(target, chain=chain)
+        child = load_workflow(
+            target,
+            chain=chain,
+            workspace=analysis.places.workspace,
+            agent_dirs=analysis.places.extra,
+        )
     except WorkflowError as exc:
         col.error(
             f"the sub-workflow `{written}` cannot be loaded: {exc}",
@@ -609,14 +708,19 @@ def _check_run(
     return name, args
 
 
-def _check_commands_used(cfg: WorkflowSettings, steps: list[Step], col: Collector) -> None:
-    used = set(cfg.tools)
+def _check_commands_used(
+    cfg: WorkflowSettings, steps: list[Step], col: Collector, data: dict[str, Any]
+) -> None:
+    # Listed in `tools:` counts as used even when `agent: plan` holds it back (said there);
+    # only the file's own commands are its to remove (an agent's come with the agent).
+    used = set(cfg.tools) | set(cfg.tool_map)
     for step in steps:
         used.update(step.tools or ())
         if step.command:
             used.add(step.command)
+    own = data.get("commands") if isinstance(data.get("commands"), dict) else {}
     for name in cfg.commands:
-        if name not in used:
+        if name in (own or {}) and name not in used:
             col.warning(
                 f"the command `{name}` is declared but no step runs it and no `tools:` list "
                 "offers it to the model; add it to `tools:` or remove it.",

@@ -246,6 +246,10 @@ class Workflow:
     #: the task (the input ``task``), and ``agent`` holds the agent-only keys.
     kind: WorkflowKind = "prompt"
     agent: AgentSpec | None = None
+    #: MCP servers an agent defines itself (``mcp-servers:`` of this agent file, or of the
+    #: agent a prompt file's ``agent: NAME`` names), by name as written, and that agent's file.
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
+    mcp_servers_file: Path | None = None
 
     def step(self, step_id: str) -> Step | None:
         """The step with ``step_id``, or None."""

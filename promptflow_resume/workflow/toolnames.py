@@ -129,12 +129,30 @@ EDITOR_ONLY: frozenset[str] = frozenset(
         "copilotcodingagent",
         "runsubagent",
         "agent",
+        "searchsubagent",
+        "askquestions",
+        "awaitterminal",
+        "killterminal",
     }
 )
 
 #: Built-ins that change files.
 EDITING_TOOLS: frozenset[str] = frozenset(
     {"write_file", "create_file", "replace_string_in_file", "insert_text", "delete_file"}
+)
+#: What a prompt file with ``agent: plan`` may be offered: built-ins that only read (the
+#: workspace, its changes, the web) or keep notes; no edits, no commands the model writes.
+PLAN_TOOLS: frozenset[str] = frozenset(
+    {
+        "read_file",
+        "list_files",
+        "search_files",
+        "codebase_search",
+        "get_changed_files",
+        "fetch_webpage",
+        "manage_todo_list",
+        "think",
+    }
 )
 #: What a prompt file in ``mode: ask`` is not offered: edits and model-chosen commands.
 ASK_EXCLUDED: frozenset[str] = EDITING_TOOLS | {"run_in_terminal"}

@@ -103,7 +103,7 @@ MODULE_LAYERS: dict[str, list[set[str]]] = {
         {"prompts", "agentfind"},
         {"loader"},
         # An agent file read as a workflow.
-        {"agentload"},
+        {"agentload", "agentdirs"},
         {"config"},
         # One part of a prompt or agent file each.
         {"*", "body", "commands", "frontmatter", "hashing", "inputs", "instructions", "variables"},
