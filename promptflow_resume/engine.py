@@ -54,6 +54,8 @@ from .tools.commands import command_output, stop_running_commands
 from .tools.consent import Consent
 from .workflow import context_prompt, step_command_args, step_prompt, step_workflow_inputs
 from .workflow.model import Step, Workflow
+from .workflow.skillfile import Skill
+from .workflow.skills import LOAD_TOOL, skills_block
 from .workflow.toolnames import editor_only_line, is_editor_only
 
 #: How the model is told that a tool is not available (a hand-edited or hostile transcript).
@@ -182,6 +184,8 @@ class EngineOptions:
     consent: Consent | None = None
     #: The workspace's custom instructions, added to the run's first (system) entry.
     instructions: str = ""
+    #: The skills the model may load (``load_skill``), listed in the run's first entry.
+    skills: tuple[Skill, ...] = ()
     #: Tools offered besides the workflow's own in steps without a ``tools`` list (MCP).
     extra_tools: tuple[str, ...] = ()
     #: Called with a step's id when the step completes (a run in a worktree commits there).
@@ -746,6 +750,9 @@ class Engine:
         names = offered_tool_names(self.workflow, step)
         if step.tools is None and self.options.extra_tools:
             names += tuple(n for n in self.options.extra_tools if n not in names)
+        if LOAD_TOOL not in names and any(s.model_invocable for s in self.options.skills):
+            # Every step may load a skill, whatever its own tool list says (spec 1.10).
+            names += (LOAD_TOOL,)
         return names
 
     # --- tool calls -----------------------------------------------------------------------
@@ -864,7 +871,10 @@ class Engine:
 
     def _context(self) -> ToolContext:
         return ToolContext(
-            workspace=self.options.workspace, env=dict(os.environ), consent=self.options.consent
+            workspace=self.options.workspace,
+            env=dict(os.environ),
+            consent=self.options.consent,
+            skills=self.options.skills,
         )
 
     def _expectation(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, str] | None:
@@ -988,12 +998,9 @@ class Engine:
         if self.run.transcript:
             return
         text = context_prompt(self.workflow, inputs=self.run.inputs, editor=self.options.editor)
-        if self.options.instructions:
-            text = (
-                f"{text.rstrip()}\n\n{self.options.instructions}"
-                if text.strip()
-                else (self.options.instructions)
-            )
+        for extra in (self.options.instructions, skills_block(self.options.skills)):
+            if extra:
+                text = f"{text.rstrip()}\n\n{extra}" if text.strip() else extra
         if text.strip():
             self._append([self._entry("system", text, None)])
 

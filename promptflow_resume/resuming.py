@@ -262,6 +262,8 @@ def _found_notes(state: _Resume) -> list[str]:
         notes.append(EditNote(f"{entries_phrase(report.edited_entries)} edited by hand"))
     if state.options.instructions:
         notes += _instructions_changed(state.run, state.root, state.options.file)
+    if state.options.skills:
+        notes += _skills_changed(state.run, state.root, state.options)
     notes.extend(
         EditNote(f"input edited by hand: {change} (used by every prompt not answered yet)")
         for change in report.edited_inputs
@@ -381,3 +383,20 @@ def _instructions_changed(run: Run, root: Path, file: str | Path | None) -> list
         + ", ".join(changes)
         + "; the run goes on with the ones recorded in its first entry"
     ]
+
+
+def _skills_changed(run: Run, root: Path, options: RunOptions) -> list[str]:
+    """Notes on skills listed or loaded in the transcript that changed since (spec 1.10)."""
+    from .workflow.skills import LOAD_TOOL, find_skills, skill_notes
+
+    first = run.transcript[0] if run.transcript else None
+    system = first.content if first is not None and first.role == "system" else None
+    loads = [
+        (e.id, e.content)
+        for e in run.transcript
+        if e.role == "tool_result" and e.tool == LOAD_TOOL and not e.is_error
+    ]
+    if system is None and not loads:
+        return []
+    found = find_skills(root, [Path(d) for d in options.skill_dirs])
+    return skill_notes(system, loads, found)

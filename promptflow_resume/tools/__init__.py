@@ -101,6 +101,7 @@ TOOLS.register("manage_todo_list", "promptflow_resume.tools.notes:ManageTodoList
 TOOLS.register("think", "promptflow_resume.tools.notes:Think")
 TOOLS.register("runTests", "promptflow_resume.tools.terminal:RunTests")
 TOOLS.register("testFailure", "promptflow_resume.tools.terminal:FailingTests")
+TOOLS.register("load_skill", "promptflow_resume.tools.skills:LoadSkill")
 
 
 def _builtin(name: str, workflow: Workflow, workspace: Path) -> Tool:
