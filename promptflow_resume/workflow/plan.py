@@ -301,6 +301,8 @@ def format_summary(plan: dict[str, Any]) -> str:
         if x
     )
     steps = f"{count(len(plan['steps']), 'step')}" if "steps" in plan else ""
+    if plan.get("kind") == "skill":
+        steps = "skill"
     if not counts:
         return f"{plan['path']}: ok ({steps})"
     first = next(

@@ -19,6 +19,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ from .frontmatter import read_front_matter
 from .model import Diagnostic
 from .source import FrontMatterUnclosed, field_path, split_source
 
+#: What a skill's name may be (the schema's ``pattern``; a test keeps the two equal).
+NAME_PATTERN = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 #: The file that makes a folder a skill.
 SKILL_FILE = "SKILL.md"
 #: Largest ``SKILL.md`` read; a larger one is an error.
@@ -123,7 +126,8 @@ def load_skill(
     _check_schema(data, positions, col)
     folder = path.resolve().parent
     name = data.get("name")
-    if isinstance(name, str) and name and name != folder.name:
+    # An invalid name has its own error; that it differs from the folder's would be noise.
+    if isinstance(name, str) and NAME_PATTERN.fullmatch(name) and name != folder.name:
         line, column = positions.value(("name",))
         col.error(
             f"the skill's name `{name}` differs from its folder's name `{folder.name}`; "
