@@ -36,7 +36,6 @@ from .reconcile import Choices
 from .runoptions import Limits, RunOptions
 from .workflow import editor_variables
 from .workflow.model import Workflow
-from .workflow.skills import LOAD_TOOL
 
 if TYPE_CHECKING:
     from .engine import EngineOptions
@@ -290,10 +289,6 @@ def run_attempt(
     from .tools.mcp_wiring import mcp_attempt_notes, notice_missing_tools
 
     wf, run, options, servers = attempt.workflow, attempt.run, attempt.options, attempt.servers
-    if options.skills and LOAD_TOOL not in attempt.tools:
-        from .tools import TOOLS
-
-        attempt.tools[LOAD_TOOL] = TOOLS.load(LOAD_TOOL)(wf, options.workspace)
     options.children = attempt.children
     _commit_steps(options, run, options.workspace)
     engine = Engine(wf, run, attempt.store, attempt.provider, attempt.tools, options)

@@ -48,7 +48,7 @@ from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unse
 from .progress.sidecar import sidecar_extension
 from .progress.store import read_text
 from .providers.base import Provider, Reply, ReplyUsage, Request
-from .tools import offered_tool_names
+from .tools import TOOLS, offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
 from .tools.commands import command_output, stop_running_commands
 from .tools.consent import Consent
@@ -211,6 +211,9 @@ class Engine:
         self.store = store
         self.provider = provider
         self.tools = dict(tools)
+        if any(s.model_invocable for s in options.skills) and LOAD_TOOL not in self.tools:
+            # A run with skills can load them, a sub-workflow's run too (spec 1.10).
+            self.tools[LOAD_TOOL] = TOOLS.load(LOAD_TOOL)(workflow, options.workspace)
         self.options = options
         self.reporter = options.reporter
         #: This machine's key: it seals the run and each tool call recorded from a reply.

@@ -220,3 +220,24 @@ def test_an_unchanged_skill_is_not_reported_on_resume(tmp_path: Path) -> None:
     resumed = flow("resume", "run/progress.md", "--allow-commands", "python3 *", cwd=where)
     assert resumed.returncode == 0, resumed.stderr
     assert "skill" not in resumed.stderr.lower()
+
+
+def test_a_sub_workflows_run_may_load_the_skills_too(tmp_path: Path) -> None:
+    where = project(tmp_path / "p")
+    (where / "parent.prompt.md").write_text(
+        "---\nprovider: scripted\n---\n## Step 1: Profile {#profile}\n> workflow: child.prompt.md\n"
+    )
+    (where / "child.prompt.md").write_text(
+        "---\nprovider: scripted\ntools: ['read_file']\n---\nLook at the profile.\n"
+    )
+    (where / "sub.script.yaml").write_text(
+        "replies:\n  - tool_calls:\n      - name: load_skill\n"
+        "        arguments: {name: async-profiler}\n  - done\n"
+    )
+    args = ("--recording", "sub.script.yaml", "--progress", "run/progress.md", "--new")
+    done = flow("run", "parent.prompt.md", *args, cwd=where)
+    assert done.returncode == 0, done.stderr
+    child = where / "run" / "progress.steps" / "profile" / "progress.md"
+    ((tool, loaded, error),) = results(child)
+    assert tool == "load_skill" and not error
+    assert loaded.startswith("Skill `async-profiler` (sha256:")
