@@ -193,28 +193,29 @@ def _check_schema(data: dict[str, Any], positions: Any, col: Collector) -> None:
     """Each schema error as a positioned diagnostic with a message a person can act on."""
     from jsonschema import Draft202012Validator
 
-    validator = Draft202012Validator(skill_schema())
+    schema = skill_schema()
+    for missing in (key for key in schema["required"] if key not in data):
+        col.error(
+            f"a skill needs `{missing}`: "
+            + (
+                "its name, equal to its folder's name."
+                if missing == "name"
+                else "what it does and when to use it (what the model is told)."
+            ),
+            line=positions.value(())[0] or 1,
+            column=1,
+            field=f"$.{missing}",
+            code="skill",
+        )
+    validator = Draft202012Validator(schema)
     for error in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.path]):
         where = tuple(error.path)
         if error.validator == "required":
-            missing = str(error.message).split("'")[1]
-            col.error(
-                f"a skill needs `{missing}`: "
-                + (
-                    "its name, equal to its folder's name."
-                    if missing == "name"
-                    else "what it does and when to use it (what the model is told)."
-                ),
-                line=positions.value(())[0] or 1,
-                column=1,
-                field=f"$.{missing}",
-                code="skill",
-            )
-            continue
+            continue  # reported above, one diagnostic per missing key
         key = str(where[0]) if where else ""
         message = _MESSAGES.get((key, str(error.validator)))
         if message is None:
-            message = f"{field_path(where)}: {error.message}"
+            message = str(error.message)
         if str(error.validator) == "maxLength" and isinstance(error.instance, str):
             message += f" (it has {len(error.instance):,} characters)"
         line, column = positions.value(where)

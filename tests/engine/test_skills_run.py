@@ -96,8 +96,16 @@ def test_a_run_loads_a_skill_and_runs_its_python_script_with_consent(tmp_path: P
 
 def test_without_consent_the_skills_script_is_refused_and_the_run_goes_on(tmp_path: Path) -> None:
     where = project(tmp_path / "p")
+    broken = where / ".claude" / "skills" / "notes"
+    broken.mkdir(parents=True)
+    (broken / "SKILL.md").write_text("---\nname: notes\n---\nTake notes.\n")
     done = flow("run", "hot.prompt.md", *RUN, cwd=where)
     assert done.returncode == 0, done.stderr
+    # A broken skill is named once, with its first problem, and left out.
+    assert " ".join(done.stderr.split()).count("skill skipped: ") == 1
+    assert "error: $.description: a skill needs `description`" in done.stderr
+    run, _ = load_progress(where / "run" / "progress.md")
+    assert "`notes`" not in run.transcript[0].content
     _, _, (_, output, error) = results(where / "run" / "progress.md")
     assert error and "the command was not run" in output
 
