@@ -154,7 +154,7 @@ def _start_tools(state: _Resume) -> None:
     from .tools.mcp_wiring import find_mcp_config, start_mcp
 
     options = state.options
-    state.tools = build_tools(state.wf, state.root)
+    state.tools = build_tools(state.wf, state.root, skills=options.skills)
     mcp = find_mcp_config(state.wf, state.root, options.mcp_config, options.mcp_ask)
     state.secrets = tuple(mcp.secrets) if mcp else ()
     state.servers = start_mcp(state.wf, state.root, state.tools, mcp, state.path, state.redactor())

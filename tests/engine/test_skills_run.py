@@ -11,7 +11,7 @@ from pathlib import Path
 
 from promptflow_resume.progress import load_progress
 from promptflow_resume.workflow.skillfile import load_skill
-from tests.support.flowproc import flow
+from tests.support.flowproc import flow, flow_env
 
 SKILLS = Path(__file__).resolve().parents[1] / "fixtures" / "skills"
 
@@ -249,3 +249,16 @@ def test_a_sub_workflows_run_may_load_the_skills_too(tmp_path: Path) -> None:
     ((tool, loaded, error),) = results(child)
     assert tool == "load_skill" and not error
     assert loaded.startswith("Skill `async-profiler` (sha256:")
+
+
+def test_a_load_in_flight_at_a_crash_runs_again_on_resume(tmp_path: Path) -> None:
+    where = project(tmp_path / "p")
+    crash = flow_env(FLOW_CRASH_AT="engine.tool_start_recorded")
+    killed = flow("run", "hot.prompt.md", *RUN, cwd=where, env=crash)
+    assert killed.returncode == -9, killed.stderr
+    run, _ = load_progress(where / "run" / "progress.md")
+    assert [(f.tool, f.idempotent) for f in run.in_flight] == [("load_skill", True)]
+    resumed = flow("resume", "run/progress.md", "--allow-commands", "python3 *", cwd=where)
+    assert resumed.returncode == 0, resumed.stderr
+    tools = [tool for tool, _, _ in results(where / "run" / "progress.md")]
+    assert tools == ["load_skill", "read_file", "run_in_terminal"]
