@@ -91,6 +91,14 @@ def skill_schema() -> dict[str, Any]:
     return data
 
 
+@functools.lru_cache(maxsize=1)
+def _validator() -> Any:
+    # jsonschema is imported when a skill is first read: `flow --help` never needs it.
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(skill_schema())
+
+
 def load_skill(
     path: Path, *, source: str = "workspace"
 ) -> tuple[Skill | None, tuple[Diagnostic, ...]]:
@@ -191,9 +199,8 @@ _MESSAGES = {
 
 def _check_schema(data: dict[str, Any], positions: Any, col: Collector) -> None:
     """Each schema error as a positioned diagnostic with a message a person can act on."""
-    from jsonschema import Draft202012Validator
-
     schema = skill_schema()
+    validator = _validator()
     for missing in (key for key in schema["required"] if key not in data):
         col.error(
             f"a skill needs `{missing}`: "
@@ -207,7 +214,6 @@ def _check_schema(data: dict[str, Any], positions: Any, col: Collector) -> None:
             field=f"$.{missing}",
             code="skill",
         )
-    validator = Draft202012Validator(schema)
     for error in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.path]):
         where = tuple(error.path)
         if error.validator == "required":
