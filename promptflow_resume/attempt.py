@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .subworkflows import SubworkflowRunner
     from .tools.base import Tool
     from .tools.mcp import McpServers
+    from .workflow.skillfile import Skill
 
 #: Where runs live unless ``--progress`` says otherwise (relative to the working directory).
 RUNS_DIR = Path(".flow") / "runs"
@@ -220,7 +221,23 @@ def engine_options(
         editor=editor_variables(workspace, file, options.selection),
         consent=options.permissions.consent(workflow),
         instructions=_instructions(workspace, file) if options.instructions else "",
+        skills=run_skills(workspace, options),
     )
+
+
+def run_skills(workspace: Path, options: RunOptions) -> tuple[Skill, ...]:
+    """The skills a run in ``workspace`` may load (none with ``--no-skills``); a skill that
+    cannot be used is named on screen once per attempt, with its first problem."""
+    if not options.skills:
+        return ()
+    from .workflow.skills import find_skills
+
+    found = find_skills(workspace, [Path(d) for d in options.skill_dirs])
+    reporter = options.reporter or Reporter()
+    for diagnostic in found.diagnostics:
+        if diagnostic.severity == "error":
+            reporter.notice(f"skill skipped: {diagnostic} (flow check shows every problem)")
+    return found.skills
 
 
 def _instructions(root: Path, file: Path | None) -> str:

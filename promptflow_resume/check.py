@@ -69,6 +69,8 @@ def check_file(
     from .workflow.model import Diagnostic
     from .workflow.plan import plan_dict
 
+    if path.name == "SKILL.md":
+        return check_skill(path)
     try:
         workflow, diagnostics = check_workflow(path, workspace=Path.cwd(), agent_dirs=agent_dirs)
     except FileNotFoundFlowError as error:
@@ -96,7 +98,7 @@ def check_workflows(
     report = CheckReport()
     codes: set[int] = set()
     for target in given:
-        files = workflow_files(target)
+        files = workflow_files(target) + (skills_in(target) if target.is_dir() else [])
         if not files:
             message = f"no *.prompt.md files in the folder {target}."
             diagnostic = Diagnostic("error", message, str(target), code="not-found")
@@ -112,3 +114,39 @@ def check_workflows(
             codes.add(file_code)
     report.exit_code = next((c for c in (EXIT_NOT_FOUND, EXIT_INVALID_FILE) if c in codes), EXIT_OK)
     return report
+
+
+def skills_in(folder: Path) -> list[Path]:
+    """The ``SKILL.md`` files a folder given to ``flow check`` stands for: its own, its skill
+    folders', and those of its ``.github/skills``, ``.claude/skills``, ``.agents/skills``."""
+    from .workflow.skills import WORKSPACE_FOLDERS, skill_files
+
+    found = skill_files(folder)
+    for rel in WORKSPACE_FOLDERS:
+        found += [p for p in skill_files(folder / rel) if p not in found]
+    return found
+
+
+def check_skill(path: Path) -> tuple[dict[str, Any], int]:
+    """A ``SKILL.md`` file's check record (docs/spec.md 1.11) and its exit code."""
+    from .workflow.plan import plan_dict
+    from .workflow.skillfile import load_skill
+
+    skill, diagnostics = load_skill(path)
+    plan = plan_dict(str(path), None, list(diagnostics))
+    if any(d.code == "not-found" for d in diagnostics):
+        return plan, EXIT_NOT_FOUND
+    plan["kind"] = "skill"
+    if skill is not None:
+        plan["skill"] = {
+            "name": skill.name,
+            "description": skill.description,
+            "hash": f"sha256:{skill.digest}",
+            "files": list(skill.files),
+            "model_invocable": skill.model_invocable,
+            "user_invocable": skill.user_invocable,
+            "license": skill.license,
+            "compatibility": skill.compatibility,
+            "allowed_tools": list(skill.allowed_tools),
+        }
+    return plan, EXIT_OK if plan["ok"] else EXIT_INVALID_FILE

@@ -49,12 +49,14 @@ from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unse
 from .progress.sidecar import sidecar_extension
 from .progress.store import read_text
 from .providers.base import Provider, Reply, ReplyUsage, Request
-from .tools import offered_tool_names
+from .tools import TOOLS, offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
 from .tools.commands import command_output, stop_running_commands
 from .tools.consent import Consent
 from .workflow import context_prompt, step_command_args, step_prompt, step_workflow_inputs
 from .workflow.model import Step, Workflow
+from .workflow.skillfile import Skill
+from .workflow.skills import LOAD_TOOL, skills_block
 from .workflow.toolnames import editor_only_line, is_editor_only
 
 #: How the model is told that a tool is not available (a hand-edited or hostile transcript).
@@ -183,6 +185,8 @@ class EngineOptions:
     consent: Consent | None = None
     #: The workspace's custom instructions, added to the run's first (system) entry.
     instructions: str = ""
+    #: The skills the model may load (``load_skill``), listed in the run's first entry.
+    skills: tuple[Skill, ...] = ()
     #: Tools offered besides the workflow's own in steps without a ``tools`` list (MCP).
     extra_tools: tuple[str, ...] = ()
     #: Called with a step's id when the step completes (a run in a worktree commits there).
@@ -208,6 +212,9 @@ class Engine:
         self.store = store
         self.provider = provider
         self.tools = dict(tools)
+        if any(s.model_invocable for s in options.skills) and LOAD_TOOL not in self.tools:
+            # A run with skills can load them, a sub-workflow's run too (spec 1.11).
+            self.tools[LOAD_TOOL] = TOOLS.load(LOAD_TOOL)(workflow, options.workspace)
         self.options = options
         self.reporter = options.reporter
         #: This machine's key: it seals the run and each tool call recorded from a reply.
@@ -762,6 +769,9 @@ class Engine:
         names = offered_tool_names(self.workflow, step)
         if step.tools is None and self.options.extra_tools:
             names += tuple(n for n in self.options.extra_tools if n not in names)
+        if LOAD_TOOL not in names and any(s.model_invocable for s in self.options.skills):
+            # Every step may load a skill, whatever its own tool list says (spec 1.11).
+            names += (LOAD_TOOL,)
         return names
 
     # --- tool calls -----------------------------------------------------------------------
@@ -880,7 +890,10 @@ class Engine:
 
     def _context(self) -> ToolContext:
         return ToolContext(
-            workspace=self.options.workspace, env=dict(os.environ), consent=self.options.consent
+            workspace=self.options.workspace,
+            env=dict(os.environ),
+            consent=self.options.consent,
+            skills=self.options.skills,
         )
 
     def _expectation(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, str] | None:
@@ -1004,12 +1017,9 @@ class Engine:
         if self.run.transcript:
             return
         text = context_prompt(self.workflow, inputs=self.run.inputs, editor=self.options.editor)
-        if self.options.instructions:
-            text = (
-                f"{text.rstrip()}\n\n{self.options.instructions}"
-                if text.strip()
-                else (self.options.instructions)
-            )
+        for extra in (self.options.instructions, skills_block(self.options.skills)):
+            if extra:
+                text = f"{text.rstrip()}\n\n{extra}" if text.strip() else extra
         if text.strip():
             self._append([self._entry("system", text, None)])
 

@@ -156,7 +156,7 @@ def _start_tools(state: _Resume) -> None:
     from .tools.mcp_wiring import find_mcp_config, start_mcp
 
     options = state.options
-    state.tools = build_tools(state.wf, state.root)
+    state.tools = build_tools(state.wf, state.root, skills=options.skills)
     mcp = find_mcp_config(state.wf, state.root, options.mcp_config, options.mcp_ask)
     state.secrets = tuple(mcp.secrets) if mcp else ()
     state.servers = start_mcp(state.wf, state.root, state.tools, mcp, state.path, state.redactor())
@@ -264,6 +264,8 @@ def _found_notes(state: _Resume) -> list[str]:
         notes.append(EditNote(f"{entries_phrase(report.edited_entries)} edited by hand"))
     if state.options.instructions:
         notes += _instructions_changed(state.run, state.root, state.options.file)
+    if state.options.skills:
+        notes += _skills_changed(state.run, state.root, state.options)
     notes.extend(
         EditNote(f"input edited by hand: {change} (used by every prompt not answered yet)")
         for change in report.edited_inputs
@@ -385,3 +387,20 @@ def _instructions_changed(run: Run, root: Path, file: str | Path | None) -> list
         + ", ".join(changes)
         + "; the run goes on with the ones recorded in its first entry"
     ]
+
+
+def _skills_changed(run: Run, root: Path, options: RunOptions) -> list[str]:
+    """Notes on skills listed or loaded in the transcript that changed since (spec 1.11)."""
+    from .workflow.skills import LOAD_TOOL, find_skills, skill_notes
+
+    first = run.transcript[0] if run.transcript else None
+    system = first.content if first is not None and first.role == "system" else None
+    loads = [
+        (e.id, e.content)
+        for e in run.transcript
+        if e.role == "tool_result" and e.tool == LOAD_TOOL and not e.is_error
+    ]
+    if system is None and not loads:
+        return []
+    found = find_skills(root, [Path(d) for d in options.skill_dirs])
+    return skill_notes(system, loads, found)

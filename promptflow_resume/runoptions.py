@@ -107,6 +107,10 @@ class RunOptions:
     selection: str | None = None
     #: Send the repository's custom instructions (``--no-instructions`` turns this off).
     instructions: bool = True
+    #: Offer the skills found (``--no-skills`` turns this off) and ``--skills DIR`` folders
+    #: searched before the workspace's and the user's (docs/spec.md 1.10).
+    skills: bool = True
+    skill_dirs: tuple[str | Path, ...] = ()
     permissions: Permissions = field(default_factory=Permissions)
     #: MCP servers come from ``mcp_config`` or the workspace's ``.vscode/mcp.json``;
     #: ``mcp_ask`` asks for a configuration input on a terminal.

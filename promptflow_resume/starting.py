@@ -109,7 +109,7 @@ def _start_in(
         redactor=redactor,
         base_url=options.base_url,
     )
-    tools = build_tools(wf, root)
+    tools = build_tools(wf, root, skills=options.skills)
     servers = start_mcp(wf, root, tools, mcp, path, redactor)
     try:
         store, stopped = _first_checkpoint(path, run)

@@ -237,7 +237,7 @@ def run_status(
             from .tools import build_tools
 
             # MCP calls in flight are judged by their start records: no server is started.
-            tools = build_tools(wf, root)
+            tools = build_tools(wf, root, skills=options.skills)
         else:
             # Only a call in flight needs its tool (is it idempotent?); without one the tool
             # modules stay unimported and only the check that building them makes is made.

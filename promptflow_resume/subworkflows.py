@@ -319,7 +319,7 @@ class SubworkflowRunner:
         run.config.budget = _tighter(_own_budget(workflow), call.budget)
         run.parent = self._link(call, path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tools = build_tools(workflow, call.options.workspace)
+        tools = build_tools(workflow, call.options.workspace, skills=bool(call.options.skills))
         # Before the child's file exists: a server that cannot start leaves no child behind.
         servers = self._servers(call, workflow, path, tools)
         try:
@@ -344,7 +344,7 @@ class SubworkflowRunner:
                 workflow = load_workflow(recorded)
             if run.status == "completed":
                 return ChildResult(run=run, output=child_output(run, workflow))
-            tools = build_tools(workflow, call.options.workspace)
+            tools = build_tools(workflow, call.options.workspace, skills=bool(call.options.skills))
             servers = self._servers(call, workflow, path, tools)
             plan = plan_resume(
                 run, workflow, report, tools, self.choices, workspace=call.options.workspace
@@ -388,7 +388,11 @@ class SubworkflowRunner:
 
         options = self._child_options(call, workflow, servers)
         options.resume_note = note
-        tools = tools if tools is not None else build_tools(workflow, call.options.workspace)
+        tools = (
+            tools
+            if tools is not None
+            else build_tools(workflow, call.options.workspace, skills=bool(call.options.skills))
+        )
         engine = Engine(workflow, run, store, call.provider, tools, options)
         # After the engine began the attempt: the tool-list hashes are recorded in it.
         mcp_notes = mcp_attempt_notes(run, servers) if servers is not None else []

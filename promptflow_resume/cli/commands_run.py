@@ -36,9 +36,11 @@ from .options import (
     McpConfigOpt,
     ModelOpt,
     NoInstructionsOpt,
+    NoSkillsOpt,
     ProgressArg,
     ProviderOpt,
     SelectionOpt,
+    SkillsOpt,
     SummaryJson,
     TaskOpt,
     TimeoutOpt,
@@ -254,6 +256,8 @@ def run_command(
     file: FileOpt = None,
     selection: SelectionOpt = None,
     no_instructions: NoInstructionsOpt = False,
+    skills: SkillsOpt = [],  # noqa: B006 - typer copies list defaults
+    no_skills: NoSkillsOpt = False,
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     accept_permissions: AcceptPermissionsOpt = False,
@@ -321,6 +325,8 @@ def run_command(
         limits=Limits(max_cost, max_tokens, max_turns, option_seconds("--timeout", timeout)),
         file=file,
         instructions=not no_instructions,
+        skills=not no_skills,
+        skill_dirs=tuple(skills),
         permissions=_permissions(
             allow_commands, allow_fetch, interactive, reporter, accept=accept_permissions
         ),
@@ -472,6 +478,8 @@ def resume_command(
     file: FileOpt = None,
     selection: SelectionOpt = None,
     no_instructions: NoInstructionsOpt = False,
+    skills: SkillsOpt = [],  # noqa: B006 - typer copies list defaults
+    no_skills: NoSkillsOpt = False,
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     accept_permissions: AcceptPermissionsOpt = False,
@@ -537,6 +545,8 @@ def resume_command(
         file=file,
         selection=read_selection(selection),
         instructions=not no_instructions,
+        skills=not no_skills,
+        skill_dirs=tuple(skills),
         permissions=_permissions(
             allow_commands, allow_fetch, interactive, reporter, accept=accept_permissions
         ),

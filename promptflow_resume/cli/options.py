@@ -180,6 +180,19 @@ NoInstructionsOpt = Annotated[
     bool,
     typer.Option("--no-instructions", help="Leave out the workspace's custom instructions."),
 ]
+SkillsOpt = Annotated[
+    list[Path],
+    typer.Option(
+        "--skills",
+        metavar="DIR",
+        help="Also offer the skills in DIR (a folder of skill folders, or one skill's "
+        "folder), before the workspace's and your own; repeatable.",
+    ),
+]
+NoSkillsOpt = Annotated[
+    bool,
+    typer.Option("--no-skills", help="Offer no skills (no list, no load_skill tool)."),
+]
 AllowCommandsOpt = Annotated[
     list[str],
     typer.Option(

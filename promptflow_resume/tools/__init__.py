@@ -21,6 +21,7 @@ from typing import Any
 
 from ..base.registry import Registry
 from ..workflow.model import CommandDecl, Step, Workflow
+from ..workflow.skills import LOAD_TOOL
 from ..workflow.toolnames import BUILTIN_TOOLS, map_tool_name
 from .base import Tool, ToolContext, ToolFactory, ToolResult
 from .builtin import error_result
@@ -54,7 +55,11 @@ def resolve_tool_names(names: Sequence[str], commands: Mapping[str, CommandDecl]
 
 
 def build_tools(
-    workflow: Workflow, workspace: Path, *, names: Sequence[str] | None = None
+    workflow: Workflow,
+    workspace: Path,
+    *,
+    names: Sequence[str] | None = None,
+    skills: bool = False,
 ) -> dict[str, Tool]:
     """The tools a run may use, by name; with ``names`` (a step's list) only those.
 
@@ -63,7 +68,9 @@ def build_tools(
     run those and resume must know whether each is idempotent, then what steps' own lists
     add. Which of them the model is *offered* is ``offered_tool_names``. A declared command
     wins over a built-in of the same name; only ``workflow.commands`` can produce a command
-    tool. WorkflowError if a command's ``cwd`` leaves ``workspace``.
+    tool. WorkflowError if a command's ``cwd`` leaves ``workspace``. With ``skills`` (a run
+    that offers skills) ``load_skill`` is among them too, so resume can tell that a load in
+    flight is safe to run again.
     """
     wanted = list(workflow.tools if names is None else names)
     if names is None:
@@ -78,6 +85,8 @@ def build_tools(
             if decl is not None
             else _builtin(name, workflow, workspace)
         )
+    if skills and LOAD_TOOL not in tools:
+        tools[LOAD_TOOL] = _builtin(LOAD_TOOL, workflow, workspace)
     return tools
 
 
@@ -103,6 +112,7 @@ TOOLS.register("manage_todo_list", "promptflow_resume.tools.notes:ManageTodoList
 TOOLS.register("think", "promptflow_resume.tools.notes:Think")
 TOOLS.register("runTests", "promptflow_resume.tools.terminal:RunTests")
 TOOLS.register("testFailure", "promptflow_resume.tools.terminal:FailingTests")
+TOOLS.register("load_skill", "promptflow_resume.tools.skills:LoadSkill")
 
 
 def _builtin(name: str, workflow: Workflow, workspace: Path) -> Tool:

@@ -12,17 +12,24 @@ from typing import Any, Protocol
 
 from ..chat import ToolSpec
 from ..workflow.model import Workflow
+from ..workflow.skillfile import Skill
 from .consent import Consent
 
 
 @dataclass(frozen=True)
 class ToolContext:
-    """Where a tool runs: the workspace root it is confined to, the environment, and who
-    consents to model-chosen commands and fetches (None: nobody, so they are refused)."""
+    """Where a tool runs: the workspace root it is confined to, the environment, who
+    consents to model-chosen commands and fetches (None: nobody, so they are refused), and
+    the skills the run may load (the read tools may also read inside their folders)."""
 
     workspace: Path
     env: dict[str, str] = field(default_factory=dict)
     consent: Consent | None = None
+    skills: tuple[Skill, ...] = ()
+
+    def skill_folders(self) -> tuple[Path, ...]:
+        """The folders of the skills the model may load: readable besides the workspace."""
+        return tuple(s.folder for s in self.skills if s.model_invocable)
 
 
 @dataclass(frozen=True)

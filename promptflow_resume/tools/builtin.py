@@ -25,6 +25,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -128,14 +129,42 @@ def _object_schema(properties: dict[str, Any], required: list[str]) -> dict[str,
     }
 
 
+def skill_target(ctx: ToolContext, path: Any) -> tuple[Path, str] | None:
+    """(folder, path relative to it) when ``path`` leads outside the workspace into the
+    folder of a skill the run may load; None otherwise (the workspace's own rules apply).
+
+    Only where the path is written to lead counts here; the tool then confines the rest to
+    that folder like to a workspace, so a link inside a skill cannot lead further out.
+    """
+    if not isinstance(path, str) or "\x00" in path:
+        return None
+    root = Path(os.path.abspath(ctx.workspace))
+    candidate = Path(os.path.normpath(root / path))
+    if _is_within(candidate, root):
+        return None
+    for folder in ctx.skill_folders():
+        base = Path(os.path.abspath(folder))
+        if _is_within(candidate, base):
+            return base, os.path.relpath(candidate, base)
+    return None
+
+
 class BuiltinTool(Standalone):
     """Shared behaviour of the file tools: argument check, workspace, errors as results."""
 
     spec: ToolSpec
     idempotent: bool = True
+    #: The read tools also read inside the folders of the run's skills (``skill_target``).
+    reads_skills: bool = False
 
     def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        """Check ``arguments`` against the spec, then do the work inside ``ctx.workspace``."""
+        """Check ``arguments`` against the spec, then do the work inside ``ctx.workspace``
+        (or inside a skill's folder, for a read tool given a path there)."""
+        target = skill_target(ctx, arguments.get("path")) if self.reads_skills else None
+        if target is not None:
+            folder, rel = target
+            inside = replace(ctx, workspace=folder)
+            return guarded_call(self.spec, {**arguments, "path": rel}, inside, self._run)
         return guarded_call(self.spec, arguments, ctx, self._run)
 
     def _run(self, arguments: dict[str, Any], root: Path) -> ToolResult:
@@ -187,6 +216,7 @@ class ReadFile(BuiltinTool):
     and the ``offset`` to read on from. Binary files are described (size, kind), not shown.
     """
 
+    reads_skills = True
     spec = ToolSpec(
         name="read_file",
         description=(
@@ -389,6 +419,7 @@ class ListFiles(BuiltinTool):
     ``SKIPPED_DIRS`` (``.git``, ``node_modules`` …) and does not follow links to folders.
     """
 
+    reads_skills = True
     spec = ToolSpec(
         name="list_files",
         description=(
@@ -494,6 +525,7 @@ class SearchFiles(BuiltinTool):
     files, files above ``MAX_SEARCH_FILE_BYTES`` and ``SKIPPED_DIRS`` are skipped.
     """
 
+    reads_skills = True
     spec = ToolSpec(
         name="search_files",
         description=(

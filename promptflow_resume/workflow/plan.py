@@ -185,6 +185,13 @@ def _table(rows: list[list[str]], indent: str = "    ") -> list[str]:
 def format_plan(plan: dict[str, Any]) -> str:
     """The readable plan printed by ``flow check``."""
     lines = [plan["path"]]
+    if "skill" in plan:
+        skill = plan["skill"]
+        about = skill["description"]
+        about = about if len(about) <= 100 else about[:99] + "…"
+        lines.append(f"  skill     {skill['name']} — {about}")
+        lines.append(f"  hash      {skill['hash']}")
+        lines.append(f"  files     {', '.join(skill['files']) or 'none besides SKILL.md'}")
     if "steps" in plan:
         title = plan["name"] + (f" — {plan['description']}" if plan["description"] else "")
         lines.append(f"  workflow  {title}")
@@ -294,6 +301,8 @@ def format_summary(plan: dict[str, Any]) -> str:
         if x
     )
     steps = f"{count(len(plan['steps']), 'step')}" if "steps" in plan else ""
+    if plan.get("kind") == "skill":
+        steps = "skill"
     if not counts:
         return f"{plan['path']}: ok ({steps})"
     first = next(

@@ -34,6 +34,7 @@ BUILTIN_TOOLS: tuple[str, ...] = (
     "think",
     "runTests",
     "testFailure",
+    "load_skill",
 )
 
 _READ = ("read_file",)
