@@ -19,7 +19,14 @@ from ..base.safeopen import read_regular
 from ..base.textnorm import normalize_newlines, normalize_text
 from .body import ID_PATTERN, ParsedBody, RawStep, parse_body, slugify
 from .commands import check_argument, command_definition
-from .config import WorkflowSettings, build_config, is_ask_mode, resolve_tool, without_editing
+from .config import (
+    WorkflowSettings,
+    build_config,
+    is_ask_mode,
+    model_choice,
+    resolve_tool,
+    without_editing,
+)
 from .diagnostics import Collector, did_you_mean
 from .frontmatter import read_front_matter, validate_front_matter
 from .hashing import digest
@@ -254,6 +261,7 @@ def _analyze(
         tools=cfg.tools,
         provider=cfg.provider,
         model=cfg.model,
+        models=cfg.models,
         params=cfg.params,
         budget=cfg.budget,
         retry=cfg.retry,
@@ -823,7 +831,7 @@ def _hash_steps(steps: list[Step], context: str, cfg: WorkflowSettings) -> list[
         if step.kind == "prompt":
             payload.update(
                 provider=cfg.provider,
-                model=cfg.model,
+                model=model_choice(cfg),
                 params=cfg.params,
                 tools=_tool_definitions(tools, cfg),
                 max_turns=step.max_turns,
@@ -865,7 +873,7 @@ def _workflow_hash(
             "commands": {n: command_definition(c) for n, c in sorted(cfg.commands.items())},
             "tools": list(cfg.tools),
             "provider": cfg.provider,
-            "model": cfg.model,
+            "model": model_choice(cfg),
             "params": cfg.params,
         }
     )

@@ -174,6 +174,7 @@ class Workflow:
     #: Tool names the model may call (commands, built-ins, mapped prompt-file names).
     tools: tuple[str, ...]
     provider: str | None
+    #: The first choice of ``model:`` as a model id; None: the command line decides.
     model: str | None
     #: Model parameters: temperature, max_tokens, top_p, ...
     params: dict[str, Any]
@@ -191,6 +192,10 @@ class Workflow:
     #: ``recovery:`` — ``person`` (the default) or ``model``: ``flow resume`` lets the model
     #: decide ambiguous states as with ``--decide``.
     recovery: Recovery = Recovery.PERSON
+    #: Every model id of ``model:`` in order, ``model`` first: one for a single name, none
+    #: without ``model:``. A model the provider refuses as unknown or unavailable to the key
+    #: is replaced by the next for the rest of the attempt (docs/spec.md 5.3).
+    models: tuple[str, ...] = ()
 
     def step(self, step_id: str) -> Step | None:
         """The step with ``step_id``, or None."""
