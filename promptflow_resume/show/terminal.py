@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..base.printing import visible
-from ..progress.model import Entry, Run
+from ..progress.model import Entry, Run, attempt_models_text
 from ..progress.render import ROLE_LABELS, one_line
 from ..progress.state import RunState
 from .excerpt import excerpt, left_out_note
@@ -187,7 +187,10 @@ def terminal_view(
         f"{len(run.transcript):,} entries · {len(run.attempts)} attempt"
         f"{'s' if len(run.attempts) != 1 else ''}"
     )
-    parts: list[RenderableType] = [header, status, facts, Text()]
+    parts: list[RenderableType] = [header, status, facts]
+    if run.config.models:
+        parts.append(Text(safe(one_line(_models_line(run), 600))))
+    parts.append(Text())
     if run.steps:
         parts += [timeline_table(run), Text()]
     parts.append(Rule(Text("Conversation", style="bold")))
@@ -197,3 +200,12 @@ def terminal_view(
         message = f"last error: {one_line(e.type, 80)}: {one_line(e.message, 300)}"
         parts.append(Text(message, style="red"))
     return Group(*parts)
+
+
+def _models_line(run: Run) -> str:
+    """The run's models in the order tried, and what each attempt did with them."""
+    line = "models: " + " → ".join(run.config.models)
+    done = [
+        f"attempt {a.n}: {attempt_models_text(a)}" for a in run.attempts if a.model or a.refused
+    ]
+    return line + (" · " + " · ".join(done) if done else "")

@@ -84,7 +84,9 @@ def build_config(
     return cfg
 
 
-def _build_models(cfg: WorkflowSettings, raw: str | list[str], pos: YamlPositions, col: Collector) -> None:
+def _build_models(
+    cfg: WorkflowSettings, raw: str | list[str], pos: YamlPositions, col: Collector
+) -> None:
     """``model:`` (one name or an ordered list) as model ids in ``cfg.models``; the first
     entry that names a provider names the workflow's, unless ``provider:`` does."""
     names = [raw] if isinstance(raw, str) else list(raw)

@@ -192,9 +192,7 @@ def format_plan(plan: dict[str, Any]) -> str:
         lines.append(f"  hash      {plan['hash']}")
         # A list of models reads in the order they are tried.
         chosen = " → ".join(plan.get("models") or ()) or plan["model"]
-        model = (
-            " · ".join(x for x in (plan["provider"], chosen) if x) or "(from the command line)"
-        )
+        model = " · ".join(x for x in (plan["provider"], chosen) if x) or "(from the command line)"
         params = ", ".join(f"{k}={v}" for k, v in plan["params"].items())
         lines.append(f"  model     {model}" + (f" ({params})" if params else ""))
         if plan["budget"]:
