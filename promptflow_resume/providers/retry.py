@@ -254,6 +254,17 @@ def http_failure(
             status_code=status,
             reason="rate_limited" if status == 429 else "provider_transient",
         )
+    named = f"`{model}`" if model else "the requested model"
+    at = f" at {base_url}" if base_url else ""
+    if is_model_refusal(status, text, error_type, error_code, model):
+        return ModelUnavailableError(
+            lead,
+            model=model,
+            status_code=status,
+            hint=f"The provider{at} does not offer {named} to this key: check the model name "
+            "(`model:` in the workflow or --model), the key and the base URL, or list other "
+            "models to try in `model:`, then resume the run.",
+        )
     lowered = f"{text} {' '.join(kinds)}".lower()
     key_hint = f"`{key_env}`" if key_env else "the API key"
     if status == 401:
@@ -271,17 +282,6 @@ def http_failure(
             reason="permission",
             hint=f"The key in {key_hint} has no access to this model or endpoint: use a key "
             "with access or choose another model, then resume the run.",
-        )
-    named = f"`{model}`" if model else "the requested model"
-    at = f" at {base_url}" if base_url else ""
-    if is_model_refusal(status, text, error_type, error_code, model):
-        return ModelUnavailableError(
-            lead,
-            model=model,
-            status_code=status,
-            hint=f"The provider{at} does not offer {named} to this key: check the model name "
-            "(`model:` in the workflow or --model), the key and the base URL, or list other "
-            "models to try in `model:`, then resume the run.",
         )
     if status == 404:
         # A 404 that does not say the model is unknown: most often a wrong base URL path.

@@ -159,9 +159,7 @@ def test_a_refused_model_falls_to_the_next_with_the_same_request(
 
     status = _json(where, "status", PROGRESS)
     assert status["models"] == ["missing-model", "good-model"]
-    assert status["model_attempts"] == [
-        {"attempt": 1, "model": "good-model", "refused": [refused]}
-    ]
+    assert status["model_attempts"] == [{"attempt": 1, "model": "good-model", "refused": [refused]}]
     assert _json(where, "show", PROGRESS)["model_attempts"] == status["model_attempts"]
     shown = flow("show", PROGRESS, cwd=where, env=_env(COLUMNS="200"))
     assert "models: missing-model → good-model" in shown.stdout
