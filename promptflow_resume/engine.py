@@ -232,7 +232,7 @@ class Engine:
         self._attempt = self._begin_attempt()
         #: The run's models in the order tried; every attempt starts from the first, so a
         #: model that has become available is used again (docs/spec.md 5.3).
-        self._models = ModelChoices(run.config.models or [run.config.model])
+        self._models = ModelChoices(run.config.model_order())
         #: Entries appended but not yet saved (a model reply waits for its first tool start).
         self._unsaved: list[Entry] = []
         self._log = MessageLog()

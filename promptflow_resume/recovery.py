@@ -309,7 +309,7 @@ def ask_model(provider: Provider, run: Run, situation: Situation) -> Decision:
     from .providers.fallback import ModelChoices
 
     # The run's models in order, as its own model calls try them.
-    choices = ModelChoices(run.config.models or [run.config.model])
+    choices = ModelChoices(run.config.model_order())
     try:
         reply = choices.call(request_for(run, situation), provider.complete)
     except ReplayMismatchError as error:

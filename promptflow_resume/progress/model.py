@@ -270,6 +270,11 @@ class RunConfig:
     #: provider refuses is replaced by the next (docs/spec.md 5.3). Empty: ``model`` only.
     models: list[str] = field(default_factory=list)
 
+    def model_order(self) -> list[str | None]:
+        """The models requests go to, in the order tried: ``model`` first (also when edited by
+        hand to a model the list lacks), then the rest of ``models``."""
+        return [self.model, *(m for m in self.models if m != self.model)]
+
 
 @dataclass
 class Cursor:
@@ -372,9 +377,7 @@ class Run:
 def run_models(run: Run) -> list[str]:
     """The models the run's requests may go to, in the order tried (none: the provider's
     default)."""
-    if run.config.models:
-        return list(run.config.models)
-    return [run.config.model] if run.config.model else []
+    return [m for m in run.config.model_order() if m is not None]
 
 
 def model_attempts(run: Run) -> list[dict[str, Any]]:

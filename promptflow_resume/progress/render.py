@@ -365,7 +365,8 @@ def _metadata(run: Run) -> str:
 def _configuration(run: Run) -> str:
     rows = [("Provider", cell(run.config.provider))]
     if run.config.models:
-        rows.append(("Models", cell(" → ".join(run.config.models), 300) + " (tried in order)"))
+        order = " → ".join(m or "(default)" for m in run.config.model_order())
+        rows.append(("Models", cell(order, 300) + " (tried in order)"))
     else:
         rows.append(("Model", cell(run.config.model) if run.config.model else "_default_"))
     if run.config.base_url:

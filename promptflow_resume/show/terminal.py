@@ -204,7 +204,7 @@ def terminal_view(
 
 def _models_line(run: Run) -> str:
     """The run's models in the order tried, and what each attempt did with them."""
-    line = "models: " + " → ".join(run.config.models)
+    line = "models: " + " → ".join(m or "(default)" for m in run.config.model_order())
     done = [
         f"attempt {a.n}: {attempt_models_text(a)}" for a in run.attempts if a.model or a.refused
     ]

@@ -77,3 +77,15 @@ def test_bad_model_records_are_schema_errors(
     with pytest.raises(ProgressSchemaError) as info:
         load_progress(path)
     assert info.value.field is not None and info.value.field.startswith(field)
+
+
+def test_the_model_is_tried_first_even_when_edited_to_one_the_list_lacks() -> None:
+    run = _example()
+    run.config.model, run.config.models = "a", ["a", "b", "c"]
+    assert run.config.model_order() == ["a", "b", "c"]
+    run.config.model = "b"
+    assert run.config.model_order() == ["b", "a", "c"]
+    run.config.model = "z"
+    assert run.config.model_order() == ["z", "a", "b", "c"]
+    run.config.models = []
+    assert run.config.model_order() == ["z"]
