@@ -271,9 +271,28 @@ def test_model_on_the_command_line_is_one_model_without_fallbacks(
     assert front["last_error"]["type"] == "ModelUnavailableError"
 
 
-def test_a_kill_after_a_refusal_resumes_from_the_first_model(
-    tmp_path: Path, server: ModelServer, protocol: Protocol
+#: Where the first process is killed: right after the refusal was checkpointed, or after the
+#: next model answered step 1 (the run had fallen back). For each: the models the killed
+#: process sent, the models its resume sends, and each attempt's model.
+KILLS = {
+    "engine.model_refused": (
+        ["missing-model"],
+        ["missing-model", "good-model", "good-model"],
+        None,
+    ),
+    "engine.step_completed": (
+        ["missing-model", "good-model"],
+        ["missing-model", "good-model"],
+        "good-model",
+    ),
+}
+
+
+@pytest.mark.parametrize("point", sorted(KILLS))
+def test_a_kill_in_a_run_that_fell_back_resumes_from_the_first_model(
+    tmp_path: Path, server: ModelServer, protocol: Protocol, point: str
 ) -> None:
+    before_kill, after_resume, first_model = KILLS[point]
     # The uninterrupted run, for its transcript.
     (tmp_path / "clean").mkdir()
     clean = _project(tmp_path / "clean", protocol, ["missing-model", "good-model"])
@@ -284,26 +303,26 @@ def test_a_kill_after_a_refusal_resumes_from_the_first_model(
 
     (tmp_path / "killed").mkdir()
     where = _project(tmp_path / "killed", protocol, ["missing-model", "good-model"])
-    sent_before = len(server.requests)
-    killed = _run(where, server, protocol, FLOW_CRASH_AT="engine.model_refused")
-    assert killed.returncode == -9, killed.stderr
-    run, _ = load_progress(where / PROGRESS)
-    # The refusal was durable before the process died; nothing else happened.
-    assert [r.model for r in run.attempts[0].refused] == ["missing-model"]
-    assert run.usage.turns == 0
-
+    sent = len(server.requests)
     server.push(protocol.reply("Bee one."), protocol.reply("Bee two."))
+    killed = _run(where, server, protocol, FLOW_CRASH_AT=point)
+    assert killed.returncode == -9, killed.stderr
+    assert _models_sent(server)[sent:] == before_kill
+    run, _ = load_progress(where / PROGRESS)
+    # The refusal was durable before the process died, and so was the model that answered.
+    assert [r.model for r in run.attempts[0].refused] == ["missing-model"]
+    assert run.attempts[0].model == first_model
+
+    sent = len(server.requests)
     resumed = _resume(where, server, protocol)
     assert resumed.returncode == 0, resumed.stderr
-    assert _models_sent(server)[sent_before:] == [
-        "missing-model",
-        "missing-model",
-        "good-model",
-        "good-model",
-    ]
+    # Every attempt starts again from the first model; the rest of it keeps to the one that
+    # answered.
+    assert _models_sent(server)[sent:] == after_resume
+    assert server.pending == 0
     run, _ = load_progress(where / PROGRESS)
     assert run.status == "completed" and run.usage.turns == 2
-    assert [a.model for a in run.attempts] == [None, "good-model"]
+    assert [a.model for a in run.attempts] == [first_model, "good-model"]
     assert [[r.model for r in a.refused] for a in run.attempts] == [
         ["missing-model"],
         ["missing-model"],
