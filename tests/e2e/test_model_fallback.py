@@ -164,6 +164,10 @@ def test_a_refused_model_falls_to_the_next_with_the_same_request(
     shown = flow("show", PROGRESS, cwd=where, env=_env(COLUMNS="200"))
     assert "models: missing-model → good-model" in shown.stdout
     assert "attempt 1: model good-model; refused missing-model" in shown.stdout
+    log = flow("log", PROGRESS, cwd=where, env=_env(COLUMNS="200"))
+    assert "    model: good-model\n    refused model missing-model: " in log.stdout
+    [logged] = _json(where, "log", PROGRESS)["attempts"]
+    assert (logged["model"], logged["refused"]) == ("good-model", [refused])
 
 
 def test_every_model_refused_stops_with_each_reason_and_resumes_from_the_first(
