@@ -85,6 +85,10 @@ ANSWER_MARK = "\n\nAnswer: "
 ANSWER_PLACEHOLDER = "WRITE YOUR ANSWER HERE, then run flow resume"
 
 
+#: How much of a provider's refusal of a model the attempt records.
+_REFUSAL_CHARS = 500
+
+
 def awaiting_reason(step_id: str) -> str:
     """The status reason of a run waiting for a person's answer."""
     return f"step {step_id!r} waits for a person's answer, to be written in the progress file"
@@ -767,6 +771,9 @@ class Engine:
         """Record a refused model in the attempt (the provider's words, redacted) and say
         which model the request goes to next; nothing was spent on the refused request."""
         message = self._redacted(error.message, "attempt refused models")
+        if len(message) > _REFUSAL_CHARS:
+            # An error page in place of an API error must not swell the front matter.
+            message = message[:_REFUSAL_CHARS].rstrip() + " …"
         self._attempt.refused.append(RefusedModel(model=model, message=message))
         # The refusal is saved now: a crash before the next reply still shows it.
         self._save()

@@ -333,3 +333,21 @@ def test_a_kill_in_a_run_that_fell_back_resumes_from_the_first_model(
     ]
     # The clean run's transcript, plus flow's note to the model that the run was resumed.
     assert [row for row in transcript(where / PROGRESS) if row[0] != "note"] == reference
+
+
+def test_a_long_refusal_is_recorded_cut(tmp_path: Path, server: ModelServer) -> None:
+    protocol = PROTOCOLS["openai"]
+    where = _project(tmp_path, protocol, ["missing-model", "good-model"])
+    page = "The model `missing-model` does not exist. " + "x" * 5000
+    server.push(
+        Canned(
+            status=404, body=error_body(page, type="invalid_request_error", code="model_not_found")
+        ),
+        protocol.reply("Bee one."),
+        protocol.reply("Bee two."),
+    )
+    result = _run(where, server, protocol)
+    assert result.returncode == 0, result.stderr
+    [refused] = _front(where)["attempts"][0]["refused"]
+    assert refused["message"].endswith(" …") and len(refused["message"]) <= 502
+    assert "does not exist" in refused["message"]
