@@ -29,6 +29,7 @@ from tests.support.providers_server import (
     openai_completion,
     openai_usage,
 )
+from tests.support.slow import sweep
 
 WORKFLOW = """\
 ---
@@ -292,10 +293,17 @@ KILLS = {
 }
 
 
-@pytest.mark.parametrize("point", sorted(KILLS))
+@pytest.mark.parametrize(
+    ("name", "point"),
+    sweep(
+        [(name, point) for name in sorted(PROTOCOLS) for point in sorted(KILLS)],
+        keep={("openai", "engine.step_completed")},
+    ),
+)
 def test_a_kill_in_a_run_that_fell_back_resumes_from_the_first_model(
-    tmp_path: Path, server: ModelServer, protocol: Protocol, point: str
+    tmp_path: Path, server: ModelServer, name: str, point: str
 ) -> None:
+    protocol = PROTOCOLS[name]
     before_kill, after_resume, first_model = KILLS[point]
     # The uninterrupted run, for its transcript.
     (tmp_path / "clean").mkdir()
