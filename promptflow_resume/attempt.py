@@ -21,6 +21,8 @@ from .base.errors import (
     EXIT_OK,
     EXIT_PROVIDER,
     EXIT_RUN_INCOMPLETE,
+    ModelsRefusedError,
+    ModelUnavailableError,
     ProviderError,
     ProviderSetupError,
     ReplayMismatchError,
@@ -58,7 +60,14 @@ _EXIT_BY_STATUS = {
 
 #: ``last_error.type`` of a run that failed because of its model provider.
 _PROVIDER_ERRORS = frozenset(
-    c.__name__ for c in (ProviderError, ProviderSetupError, ReplayMismatchError)
+    c.__name__
+    for c in (
+        ProviderError,
+        ProviderSetupError,
+        ReplayMismatchError,
+        ModelUnavailableError,
+        ModelsRefusedError,
+    )
 )
 
 
@@ -172,6 +181,8 @@ def new_run(
         config=RunConfig(
             provider=provider or workflow.provider or "openai",
             model=model or workflow.model,
+            # ``--model`` is one model, no fallbacks; a list of one is no list.
+            models=list(workflow.models) if model is None and len(workflow.models) > 1 else [],
             params=dict(workflow.params),
             budget=limits.apply(_budget_dict(workflow)),
             base_url=clean_url,

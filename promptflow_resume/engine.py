@@ -29,7 +29,14 @@ from typing import Any, Protocol
 
 from .base import collector, faults
 from .base.clock import now_iso
-from .base.errors import DeadlineError, FlowError, NeedsReviewError, ProviderError, ToolServerError
+from .base.errors import (
+    DeadlineError,
+    FlowError,
+    ModelUnavailableError,
+    NeedsReviewError,
+    ProviderError,
+    ToolServerError,
+)
 from .base.redact import Redactor
 from .base.stops import routed_to
 from .chat import ToolSpec
@@ -42,13 +49,23 @@ from .conversation import (
     unanswered_calls,
 )
 from .events import Reporter
-from .handoffs import is_chained, latest_system, part_model, part_system
+from .handoffs import is_chained, latest_system, part_model, part_system, pinned_model
 from .progress import ProgressStore
-from .progress.model import Attempt, Entry, ErrorInfo, InFlight, Run, StepState, Usage
+from .progress.model import (
+    Attempt,
+    Entry,
+    ErrorInfo,
+    InFlight,
+    RefusedModel,
+    Run,
+    StepState,
+    Usage,
+)
 from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unsealed_calls
 from .progress.sidecar import sidecar_extension
 from .progress.store import read_text
 from .providers.base import Provider, Reply, ReplyUsage, Request
+from .providers.fallback import ModelChoices
 from .tools import TOOLS, offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
 from .tools.commands import command_output, stop_running_commands
@@ -69,6 +86,10 @@ _UNKNOWN_TOOL = (
 #: the placeholder.
 ANSWER_MARK = "\n\nAnswer: "
 ANSWER_PLACEHOLDER = "WRITE YOUR ANSWER HERE, then run flow resume"
+
+
+#: How much of a provider's refusal of a model the attempt records.
+_REFUSAL_CHARS = 500
 
 
 def awaiting_reason(step_id: str) -> str:
@@ -221,6 +242,9 @@ class Engine:
         self._key = Key.ensure()
         self._deadline = self._compute_deadline()
         self._attempt = self._begin_attempt()
+        #: The run's models in the order tried; every attempt starts from the first, so a
+        #: model that has become available is used again (docs/spec.md 5.3).
+        self._models = ModelChoices(run.config.model_order())
         #: Entries appended but not yet saved (a model reply waits for its first tool start).
         self._unsaved: list[Entry] = []
         self._log = MessageLog()
@@ -633,7 +657,7 @@ class Engine:
         return Request(
             messages=latest_system(messages) if self._chained else messages,
             tools=self._tool_specs(step),
-            model=part_model(step, self.run),
+            model=part_model(step, self.run, self._model),
             params=dict(self.run.config.params),
         )
 
@@ -656,7 +680,7 @@ class Engine:
         from .compaction import window_for
 
         settings = self.workflow.compaction
-        window = window_for(settings, part_model(step, self.run))
+        window = window_for(settings, part_model(step, self.run, self._model))
         if not settings.enabled or window is None:
             return request
         # A few rounds at most: each covers what fits the summariser's own request.
@@ -673,7 +697,7 @@ class Engine:
     ) -> tuple[Request, Reply]:
         """Call the model; a context-length error compacts once and retries once."""
         try:
-            return request, self._call_model(request)
+            return request, self._call_model(request, pinned=self._pinned(step))
         except ProviderError as error:
             if error.reason != "context_length_exceeded" or not self.workflow.compaction.enabled:
                 raise
@@ -681,7 +705,7 @@ class Engine:
 
             # The request did not fit: take its size as the window when none is known.
             size = self._request_tokens(request)
-            known = window_for(self.workflow.compaction, part_model(step, self.run))
+            known = window_for(self.workflow.compaction, part_model(step, self.run, self._model))
             window = min(known, size) if known else size
             self.reporter.notice(
                 f"step {step.id}: the provider refused the request as too long for the "
@@ -690,7 +714,7 @@ class Engine:
             if not self._compact(step, state, window):
                 raise
             request = self._turn_request(step)
-            return request, self._call_model(request)
+            return request, self._call_model(request, pinned=self._pinned(step))
 
     def _compact(self, step: Step, state: StepState, window: int) -> bool:
         """Summarise the oldest turns into one durable ``compaction`` entry; False when
@@ -711,7 +735,7 @@ class Engine:
             window,
             call=self._call_model,
             cost=self._cost,
-            model=self.run.config.model,
+            model=self._model,
             params=self.run.config.params,
             step=step.id,
             redact=lambda text: self._redacted(text, "compaction"),
@@ -726,7 +750,12 @@ class Engine:
         faults.point("compaction.recorded")
         return True
 
-    def _call_model(self, request: Request) -> Reply:
+    def _pinned(self, step: Step) -> bool:
+        """True when the step's requests keep their one model (a part of a handoff chain with
+        its own model): the run's fallback models are not tried for it."""
+        return pinned_model(step, self.run) is not None
+
+    def _call_model(self, request: Request, *, pinned: bool = False) -> Reply:
         from .providers.retry import RetryEvent, call_with_retry
 
         def on_retry(event: RetryEvent) -> None:
@@ -738,27 +767,57 @@ class Engine:
             self._attempt.notes.append(note)
             self.reporter.retry(event.attempt, event.delay, event.error.message)
 
-        try:
+        def send(to_model: Request) -> Reply:
             return call_with_retry(
                 self.provider,
-                request,
+                to_model,
                 self.workflow.retry,
                 on_text=self.reporter.text,
                 on_retry=on_retry,
                 sleep=self.options.sleep,
                 deadline=self._deadline,
             )
+
+        try:
+            if pinned:
+                return send(request)
+            reply = self._models.call(request, send, on_refused=self._model_refused)
         except ProviderError as error:
             # DeadlineError: retry.call_with_retry refused a wait that would pass the limit.
             deadline_hit = self._deadline is not None and time.monotonic() >= self._deadline
             if deadline_hit or isinstance(error, DeadlineError):
                 raise _RunEnds("timeout", self._timeout_reason()) from None
             raise
+        if self._models.has_fallbacks:
+            self._attempt.model = self._models.current
+        return reply
+
+    @property
+    def _model(self) -> str | None:
+        """The model requests go to now: the first of the run's models not refused."""
+        return self._models.current
+
+    def _model_refused(self, model: str, error: ModelUnavailableError) -> None:
+        """Record a refused model in the attempt (the provider's words, redacted) and say
+        which model the request goes to next; nothing was spent on the refused request."""
+        message = self._redacted(error.message, "attempt refused models")
+        if len(message) > _REFUSAL_CHARS:
+            # An error page in place of an API error must not swell the front matter.
+            message = message[:_REFUSAL_CHARS].rstrip() + " …"
+        self._attempt.refused.append(RefusedModel(model=model, message=message))
+        # The refusal is saved now: a crash before the next reply still shows it.
+        self._save()
+        faults.point("engine.model_refused")
+        models = self._models.models
+        following = models.index(model) + 1 if model in models else len(models)
+        said = message.rstrip().rstrip(".")
+        then = f"; trying `{models[following]}`" if following < len(models) else ""
+        self.reporter.notice(f"the provider refused model `{model}`: {said}{then}.")
 
     def _cost(self, reply: Reply) -> float:
         from .providers.pricing import cost_usd
 
-        return cost_usd(reply.model or self.run.config.model, reply.usage) or 0.0
+        return cost_usd(reply.model or self._model, reply.usage) or 0.0
 
     def _tool_specs(self, step: Step) -> tuple[ToolSpec, ...]:
         return tuple(self.tools[name].spec for name in self._offered(step) if name in self.tools)
@@ -996,10 +1055,10 @@ class Engine:
 
             request = Request(
                 messages=self._log.messages(self.run.transcript),
-                model=self.run.config.model,
+                model=self._model,
                 params=dict(self.run.config.params),
             )
-            estimate = estimate_request_cost(self.run.config.model, request) or 0.0
+            estimate = estimate_request_cost(self._model, request) or 0.0
             # Written so that NaN stops the run: every comparison with NaN is false, and a
             # budget a NaN could switch off would be no budget (docs/spec.md 10.5).
             if not usage.cost_usd + estimate <= float(max_cost):

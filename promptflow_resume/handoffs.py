@@ -295,13 +295,20 @@ def rebase_chain(run: Run, old_folder: Path, new_folder: Path) -> None:
         part.path = rebase(part.path, old_folder, new_folder)
 
 
-def part_model(step: Step, run: Run) -> str | None:
-    """The model a step's requests use: ``--model`` given to a chained run, else the part's
-    own (the handoff's ``model:``, else its agent's), else the run's."""
+def pinned_model(step: Step, run: Run) -> str | None:
+    """The one model a part of a chain is held to: ``--model`` given to the chained run, else
+    the part's own (the handoff's ``model:``, else its agent's); None when the run's models
+    (with their fallbacks, docs/spec.md 5.3) apply."""
     chain = run.workflow.handoffs
     if chain is not None and chain.model:
         return chain.model
-    return step.model or run.config.model
+    return step.model
+
+
+def part_model(step: Step, run: Run, current: str | None) -> str | None:
+    """The model a step's requests use: its pinned model (``pinned_model``), else
+    ``current``, the run's model now (the first of its models not refused)."""
+    return pinned_model(step, run) or current
 
 
 def part_system(

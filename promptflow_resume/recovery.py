@@ -306,8 +306,12 @@ def request_for(run: Run, situation: Situation) -> Request:
 
 def ask_model(provider: Provider, run: Run, situation: Situation) -> Decision:
     """Ask the run's model to decide; a failed call or a bad answer becomes ``ASK``."""
+    from .providers.fallback import ModelChoices
+
+    # The run's models in order, as its own model calls try them.
+    choices = ModelChoices(run.config.model_order())
     try:
-        reply = provider.complete(request_for(run, situation))
+        reply = choices.call(request_for(run, situation), provider.complete)
     except ReplayMismatchError as error:
         # A replay that would decide otherwise than the recorded session is not a decision a
         # person should review but a replay that went astray: say so, like any mismatch.
@@ -315,7 +319,7 @@ def ask_model(provider: Provider, run: Run, situation: Situation) -> Decision:
         raise
     except ProviderError as error:
         return failed_call(situation, error)
-    return read_answer(reply, situation, usage_of(reply, run.config.model))
+    return read_answer(reply, situation, usage_of(reply, choices.current))
 
 
 def model_decision(
@@ -341,6 +345,8 @@ def model_decision(
         run.config,
         provider=provider or run.config.provider,
         model=model or run.config.model,
+        # A model given for this resume is one model, without the run's fallbacks.
+        models=[] if model else list(run.config.models),
     )
     try:
         decider = make_provider(

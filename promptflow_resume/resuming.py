@@ -313,9 +313,11 @@ def _override_config(run: Run, options: RunOptions) -> None:
     if options.provider is not None:
         run.config.provider = options.provider
     if options.model is not None:
+        # One model, no fallbacks: the run keeps to it from now on, as to any --model.
         run.config.model = options.model
         if run.workflow.handoffs is not None:
             run.workflow.handoffs.model = options.model  # wins over every part's own model
+        run.config.models = []
     if options.base_url is not None:
         run.config.base_url, hidden = Redactor.from_environment().redact(options.base_url)
         if hidden and "config.base_url" not in run.redactions.where:

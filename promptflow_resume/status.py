@@ -20,7 +20,7 @@ from .base.errors import FileNotFoundFlowError, FlowError
 from .handoffs import chain_line, chain_view
 from .progress import load_progress
 from .progress.location import progress_file
-from .progress.model import LoadReport, Run
+from .progress.model import LoadReport, Run, model_attempts, run_models
 from .progress.state import RunState, run_state
 from .reconcile import Choices, ResumePlan, Stop, plan_resume
 from .recorded import check_endpoint, outside_workspace, workflow_for
@@ -129,6 +129,8 @@ class StatusReport:
             "warnings": list(self.load.warnings),
             "usage": run.usage.to_dict(),
             "attempts": len(run.attempts),
+            "models": run_models(run),
+            "model_attempts": model_attempts(run),
             "last_error": None
             if run.last_error is None
             else {

@@ -311,6 +311,10 @@ class SubworkflowRunner:
             model=workflow.model or config.model,
             base_url=config.base_url,
         )
+        # Its models too: its own list, or the parent's when it names none.
+        run.config.models = list(workflow.models if workflow.model else config.models)
+        if len(run.config.models) < 2:
+            run.config.models = []
         run.config.recording = (
             None
             if config.recording is None

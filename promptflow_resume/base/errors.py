@@ -246,6 +246,32 @@ class ProviderError(FlowError):
         self.reason = reason
 
 
+class ModelUnavailableError(ProviderError):
+    """The provider said the requested model does not exist or is not available to this key
+    (OpenAI: HTTP 404/403 with code ``model_not_found``; Anthropic: 404 ``not_found_error``
+    naming the model). Only this class lets a run fall to the next model of its ``model:``
+    list (docs/spec.md 5.3); ``model`` is the model that was refused."""
+
+    REASON = "model_not_found"
+
+    def __init__(
+        self, message: str, *, model: str | None, status_code: int | None, hint: str | None = None
+    ) -> None:
+        super().__init__(
+            message, transient=False, status_code=status_code, reason=self.REASON, hint=hint
+        )
+        self.model = model
+
+
+class ModelsRefusedError(ProviderError):
+    """Every model of a run's ``model:`` list was refused as unknown or unavailable."""
+
+    REASON = "models_refused"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, transient=False, status_code=None, reason=self.REASON, hint=hint)
+
+
 class ProviderSetupError(ProviderError):
     """A provider cannot be used at all: missing key, missing extra, unknown name."""
 

@@ -188,6 +188,10 @@ def log_command(
             f"    {count(u.turns, 'turn')} · {u.input_tokens:,} in / {u.output_tokens:,} out tokens"
             f" · ${u.cost_usd:.4f}"
         )
+        if a.model:
+            out(f"    model: {a.model}")
+        for refused in a.refused:
+            out(f"    refused model {refused['model']}: {refused['message']}")
         for note in a.notes:
             out(f"    {'edit' if note in a.edits else 'note'}: {note}")
     if log.pending_edits:

@@ -29,6 +29,7 @@ from .model import (
     HandoffPart,
     InFlight,
     Redactions,
+    RefusedModel,
     Run,
     RunConfig,
     RunStatus,
@@ -116,6 +117,12 @@ def _attempt(a: Attempt) -> dict[str, Any]:
     _put(out, "edits", list(a.edits))
     if a.mcp_tools:
         out["mcp_tools"] = OneLine(dict(a.mcp_tools))
+    _put(out, "model", a.model)
+    _put(
+        out,
+        "refused",
+        [OneLine({"model": r.model, "message": r.message}) for r in a.refused],
+    )
     return out
 
 
@@ -168,6 +175,7 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
     out["updated"] = run.updated
     config: dict[str, Any] = {"provider": run.config.provider}
     _put(config, "model", run.config.model)
+    _put(config, "models", OneLineList(run.config.models))
     _put(config, "params", _record(run.config.params))
     _put(config, "budget", _record(run.config.budget))
     _put(config, "base_url", run.config.base_url)
@@ -294,6 +302,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
             budget=dict(config.get("budget") or {}),
             base_url=config.get("base_url"),
             recording=config.get("recording"),
+            models=list(config.get("models") or []),
             permissions=AllowLists(
                 commands=list((config.get("permissions") or {}).get("allow-commands") or []),
                 hosts=list((config.get("permissions") or {}).get("allow-fetch") or []),
@@ -328,6 +337,11 @@ def run_from_valid(data: dict[str, Any]) -> Run:
                 notes=list(a.get("notes") or []),
                 edits=list(a.get("edits") or []),
                 mcp_tools=dict(a.get("mcp_tools") or {}),
+                model=a.get("model"),
+                refused=[
+                    RefusedModel(model=r["model"], message=r["message"])
+                    for r in a.get("refused") or []
+                ],
             )
             for a in data.get("attempts") or []
         ],

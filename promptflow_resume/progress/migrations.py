@@ -3,7 +3,8 @@
 A file is parsed with the upgrades registered from its version up to ``FORMAT_VERSION``; the
 next write saves it in the current format. Version 2 changed how the file is written (message
 content as Markdown, one-line records in the front matter) and one default; version 3 added
-keys; version 4 made two kinds of attempt note fields (``edits``, ``mcp_tools``)::
+keys; version 4 made two kinds of attempt note fields (``edits``, ``mcp_tools``); version 5
+added the model list and what each attempt did with it::
 
     data, body = MIGRATIONS[1](data, body)     # a version 1 front matter and body
 """
@@ -100,8 +101,15 @@ def v3_to_v4(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
     return {**data, "flow_progress": 4}, body
 
 
+def v4_to_v5(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
+    """Version 4 to 5: version 5 adds keys only (``config.models``, ``attempts[].model``,
+    ``attempts[].refused``: a ``model:`` list and what each attempt did with it); a version 4
+    file has none, which reads as a run with one model and attempts that were refused none."""
+    return {**data, "flow_progress": 5}, body
+
+
 #: Registered upgrades by the version they upgrade *from*.
-MIGRATIONS: dict[int, Migration] = {1: v1_to_v2, 2: v2_to_v3, 3: v3_to_v4}
+MIGRATIONS: dict[int, Migration] = {1: v1_to_v2, 2: v2_to_v3, 3: v3_to_v4, 4: v4_to_v5}
 
 
 def upgrade_front_matter(data: dict[str, Any]) -> dict[str, Any]:

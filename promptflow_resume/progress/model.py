@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 
 RunStatus = Literal[
     "running",
@@ -173,6 +173,14 @@ class ErrorInfo:
 
 
 @dataclass
+class RefusedModel:
+    """A model the provider refused during an attempt, and what it said."""
+
+    model: str
+    message: str
+
+
+@dataclass
 class Attempt:
     """One process's go at the run: from ``flow run``/``flow resume`` until it stopped."""
 
@@ -191,6 +199,12 @@ class Attempt:
     #: The hash of each MCP server's tool list when this attempt started (server name ->
     #: ``sha256:<16 hex>``), so the next resume notices a changed list.
     mcp_tools: dict[str, str] = field(default_factory=dict)
+    #: For a run with fallback models (``RunConfig.models``): the model this attempt's last
+    #: model call went to (None until one answered, or when every model was refused).
+    model: str | None = None
+    #: The models the provider refused in this attempt as unknown or unavailable to the key,
+    #: in the order they were tried, each with the provider's message (redacted).
+    refused: list[RefusedModel] = field(default_factory=list)
 
     def add_notes(self, notes: Iterable[str]) -> None:
         """Record ``notes``; those that are ``EditNote`` go into ``edits`` too (as plain text)."""
@@ -270,6 +284,7 @@ class RunConfig:
     """
 
     provider: str
+    #: The model requests go to first (None: the provider's own default, if it has one).
     model: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
     #: Limits: max_tokens, max_cost_usd, max_turns, max_seconds (absent = unlimited).
@@ -280,6 +295,15 @@ class RunConfig:
     recording: str | None = None
     #: The workflow's allow-lists as of the last attempt (never what grants consent).
     permissions: AllowLists = field(default_factory=AllowLists)
+    #: The workflow's ``model:`` list when it names more than one model: every model in the
+    #: order tried, ``model`` first. Each attempt starts again from the first; a model the
+    #: provider refuses is replaced by the next (docs/spec.md 5.3). Empty: ``model`` only.
+    models: list[str] = field(default_factory=list)
+
+    def model_order(self) -> list[str | None]:
+        """The models requests go to, in the order tried: ``model`` first (also when edited by
+        hand to a model the list lacks), then the rest of ``models``."""
+        return [self.model, *(m for m in self.models if m != self.model)]
 
 
 @dataclass
@@ -378,6 +402,36 @@ class Run:
         if 0 <= index < len(self.transcript) and self.transcript[index].id == entry_id:
             return self.transcript[index]
         return next((e for e in self.transcript if e.id == entry_id), None)
+
+
+def run_models(run: Run) -> list[str]:
+    """The models the run's requests may go to, in the order tried (none: the provider's
+    default)."""
+    return [m for m in run.config.model_order() if m is not None]
+
+
+def model_attempts(run: Run) -> list[dict[str, Any]]:
+    """What each attempt did with the run's models: ``{attempt, model, refused: [{model,
+    message}]}`` for each attempt that used a fallback list or was refused a model (the
+    ``--json`` form of ``flow status`` and ``flow show``)."""
+    return [
+        {
+            "attempt": a.n,
+            "model": a.model,
+            "refused": [{"model": r.model, "message": r.message} for r in a.refused],
+        }
+        for a in run.attempts
+        if a.model is not None or a.refused
+    ]
+
+
+def attempt_models_text(attempt: Attempt) -> str:
+    """One line on an attempt's models (empty when it records none): ``model gpt-4o-mini;
+    refused missing-model``."""
+    parts = [f"model {attempt.model}"] if attempt.model else []
+    if attempt.refused:
+        parts.append("refused " + ", ".join(r.model for r in attempt.refused))
+    return "; ".join(parts)
 
 
 @dataclass

@@ -32,7 +32,7 @@ from ..base import yamlio
 from ..base.textnorm import without_surrogates
 from .digest import Chain, entry_digest
 from .frontmatter import front_matter
-from .model import Entry, Run, Usage
+from .model import Entry, Run, Usage, attempt_models_text
 from .rawtext import EMPTY_MESSAGE, structure_safe
 
 ROLE_LABELS: dict[str, str] = {
@@ -364,7 +364,11 @@ def _metadata(run: Run) -> str:
 
 def _configuration(run: Run) -> str:
     rows = [("Provider", cell(run.config.provider))]
-    rows.append(("Model", cell(run.config.model) if run.config.model else "_default_"))
+    if run.config.models:
+        order = " → ".join(m or "(default)" for m in run.config.model_order())
+        rows.append(("Models", cell(order, 300) + " (tried in order)"))
+    else:
+        rows.append(("Model", cell(run.config.model) if run.config.model else "_default_"))
     if run.config.base_url:
         rows.append(("Base URL", cell(run.config.base_url)))
     if run.config.recording:
@@ -439,7 +443,7 @@ def _state(run: Run) -> str:
                 f"| {a.n} | {cell(a.started)} | {cell(a.ended or '')} | {cell(a.status or '')} "
                 f"| {cell(a.reason or '', 200)} | {a.usage.total_tokens:,} "
                 f"| ${a.usage.cost_usd:.4f} "
-                f"| {cell('; '.join(a.notes), 300)} |\n"
+                f"| {cell('; '.join(filter(None, [attempt_models_text(a), *a.notes])), 300)} |\n"
             )
         text += "\n"
     if run.redactions.count or run.redactions.where:

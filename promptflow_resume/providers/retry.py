@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timezone
 
-from ..base.errors import DeadlineError, ProviderError
+from ..base.errors import DeadlineError, ModelUnavailableError, ProviderError
 from ..base.retrypolicy import RetryPolicy
 from .base import Provider, Reply, Request
 
@@ -254,6 +254,17 @@ def http_failure(
             status_code=status,
             reason="rate_limited" if status == 429 else "provider_transient",
         )
+    named = f"`{model}`" if model else "the requested model"
+    at = f" at {base_url}" if base_url else ""
+    if is_model_refusal(status, text, error_type, error_code, model):
+        return ModelUnavailableError(
+            lead,
+            model=model,
+            status_code=status,
+            hint=f"The provider{at} does not offer {named} to this key: check the model name "
+            "(`model:` in the workflow or --model), the key and the base URL, or list other "
+            "models to try in `model:`, then resume the run.",
+        )
     lowered = f"{text} {' '.join(kinds)}".lower()
     key_hint = f"`{key_env}`" if key_env else "the API key"
     if status == 401:
@@ -273,14 +284,13 @@ def http_failure(
             "with access or choose another model, then resume the run.",
         )
     if status == 404:
-        named = f"`{model}`" if model else "the requested model"
-        at = f" at {base_url}" if base_url else ""
+        # A 404 that does not say the model is unknown: most often a wrong base URL path.
         return ProviderError(
             lead,
             status_code=status,
-            reason="model_not_found",
-            hint=f"The provider{at} does not know {named}: check the model name (`model:` in "
-            "the workflow or --model) and the base URL, then resume the run.",
+            reason="not_found",
+            hint=f"The provider{at} answered 404 to the request for {named} without saying "
+            "the model is unknown: check the base URL and the model name, then resume the run.",
         )
     if status in (400, 413, 422) and any(marker in lowered for marker in _CONTEXT_MARKERS):
         return ProviderError(
@@ -305,6 +315,35 @@ def http_failure(
         reason="provider_error",
         hint="This failure is not one flow retries: check the provider's status and the base "
         "URL, then resume the run.",
+    )
+
+
+def is_model_refusal(
+    status: int | None,
+    message: str,
+    error_type: str | None,
+    error_code: str | None,
+    model: str | None,
+) -> bool:
+    """Whether an HTTP error says the requested model does not exist or is not available to
+    this key, and nothing else: OpenAI's code ``model_not_found`` (404, or 403 for a project
+    without access), Anthropic's 404 ``not_found_error`` about the model (``model: NAME``), or
+    another server's 404 whose message names the model it was asked for (vLLM, Ollama: "The
+    model `x` does not exist", "model \"x\" not found"). Any other 4xx, a 404 about something
+    else and every transient error are not refusals of the model."""
+    if status not in (403, 404):
+        return False
+    if error_code == "model_not_found":
+        return True
+    if status != 404:
+        return False
+    lowered = message.lower()
+    if error_type == "not_found_error" and lowered.startswith("model:"):
+        return True
+    if not model:
+        return False
+    return model.lower() in lowered and any(
+        word in lowered for word in ("not found", "does not exist", "unknown model", "not exist")
     )
 
 

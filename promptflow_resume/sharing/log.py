@@ -33,6 +33,10 @@ class AttemptView:
     #: The notes that report hand edits detected before this attempt continued the run (the
     #: attempt's ``edits`` field; docs/spec.md 2.5).
     edits: list[str] = field(default_factory=list)
+    #: For a run with fallback models: the model the attempt ended on, and the models the
+    #: provider refused during it (``{model, message}``; docs/spec.md 5.3).
+    model: str | None = None
+    refused: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def seconds(self) -> int | None:
@@ -53,6 +57,8 @@ class AttemptView:
             usage=attempt.usage,
             notes=list(attempt.notes),
             edits=list(attempt.edits),
+            model=attempt.model,
+            refused=[{"model": r.model, "message": r.message} for r in attempt.refused],
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from ..base.durable import replace_file
 from ..base.textnorm import without_surrogates
 from ..handoffs import chain_view
 from ..progress import load_progress
-from ..progress.model import Run
+from ..progress.model import Run, model_attempts, run_models
 from ..progress.state import RunState, run_state
 from ..progress.store import storage_error
 
@@ -47,6 +47,8 @@ def run_json(path: Path) -> dict[str, Any]:
         "state": state.text(),
         "usage": asdict(run.usage),
         "entries": len(run.transcript),
+        "models": run_models(run),
+        "model_attempts": model_attempts(run),
         "steps": [asdict(row) for row in timeline(run)],
         # The handoff chain, part by part (docs/spec.md 4.13); null for a run without one.
         "handoffs": chain_view(run),

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from ..base.printing import visible
 from ..handoffs import chain_line, chain_view
-from ..progress.model import Entry, Run
+from ..progress.model import Entry, Run, attempt_models_text
 from ..progress.render import ROLE_LABELS, one_line
 from ..progress.state import RunState
 from .excerpt import excerpt, left_out_note
@@ -192,6 +192,8 @@ def terminal_view(
     chain = chain_view(run)
     if chain is not None:
         parts.append(Text(safe(f"handoffs: {one_line(chain_line(chain), 600)}")))
+    if run.config.models:
+        parts.append(Text(safe(one_line(_models_line(run), 600))))
     parts.append(Text())
     if run.steps:
         parts += [timeline_table(run), Text()]
@@ -202,3 +204,12 @@ def terminal_view(
         message = f"last error: {one_line(e.type, 80)}: {one_line(e.message, 300)}"
         parts.append(Text(message, style="red"))
     return Group(*parts)
+
+
+def _models_line(run: Run) -> str:
+    """The run's models in the order tried, and what each attempt did with them."""
+    line = "models: " + " → ".join(m or "(default)" for m in run.config.model_order())
+    done = [
+        f"attempt {a.n}: {attempt_models_text(a)}" for a in run.attempts if a.model or a.refused
+    ]
+    return line + (" · " + " · ".join(done) if done else "")

@@ -54,8 +54,6 @@ def read_agent(data: dict[str, Any], pos: YamlPositions, col: Collector, path: P
     )
     claude = is_claude_agent(path)
     shared = claude_to_copilot(data, pos, col) if claude else dict(data)
-    if isinstance(shared.get("model"), list):
-        shared["model"] = shared["model"][0]
     if isinstance(shared.get("tools"), str):
         # A Copilot agent written with Claude's habit: the same comma-separated names.
         shared["tools"] = [t.strip() for t in shared["tools"].split(",") if t.strip()]
@@ -122,6 +120,6 @@ def use_agent(cfg: WorkflowSettings, agent: Workflow, data: dict[str, Any]) -> N
     # A model id belongs to its provider: the agent's model goes with the agent's provider,
     # or with the file's own provider when the agent names none or the same one.
     if "provider" not in data:
-        cfg.provider, cfg.model = agent.provider, agent.model
+        cfg.provider, cfg.model, cfg.models = agent.provider, agent.model, agent.models
     elif agent.provider in (None, cfg.provider):
-        cfg.model = agent.model
+        cfg.model, cfg.models = agent.model, agent.models

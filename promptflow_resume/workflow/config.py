@@ -32,7 +32,11 @@ class WorkflowSettings:
     #: False when the front matter has no ``tools:`` key (then every command is offered).
     tools_listed: bool = False
     provider: str | None = None
+    #: The first choice of ``model:`` as a model id (None: the command line decides).
     model: str | None = None
+    #: Every model id of ``model:`` in order, ``model`` first (one for a single name, none
+    #: without ``model:``): a model the provider refuses is replaced by the next.
+    models: tuple[str, ...] = ()
     params: dict[str, Any] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -55,11 +59,7 @@ def build_config(
     if usable("provider"):
         cfg.provider = data["provider"]
     if usable("model"):
-        # A Copilot display name ("GPT-4.1") becomes the model id, and names its provider
-        # unless the file names one.
-        provider, cfg.model = model_id(data["model"])
-        if cfg.provider is None and provider is not None:
-            cfg.provider = provider
+        _build_models(cfg, data["model"], pos, col)
     cfg.params = _build_params(data, pos, col, bad)
     if usable("budget"):
         cfg.budget = _build_budget(data["budget"] or {}, pos, col)
@@ -138,6 +138,58 @@ def mode_tools(
     if mode == "plan":
         return read_only(tools, commands)
     return tools
+
+
+def _build_models(
+    cfg: WorkflowSettings, raw: str | list[str], pos: YamlPositions, col: Collector
+) -> None:
+    """``model:`` (one name or an ordered list) as model ids in ``cfg.models``; the first
+    entry that names a provider names the workflow's, unless ``provider:`` does."""
+    names = [raw] if isinstance(raw, str) else list(raw)
+    where = (lambda i: ("model",)) if isinstance(raw, str) else (lambda i: ("model", i))
+    ids: list[str] = []
+    #: (position in the list, name as written, the provider it names) of each model kept.
+    kept: list[tuple[int, str, str | None]] = []
+    for i, name in enumerate(names):
+        # A Copilot display name ("GPT-4.1") becomes the model id and names its provider.
+        provider, mid = model_id(name)
+        if mid in ids:
+            line, column = pos.value(where(i))
+            col.warning(
+                f"`{name}` is listed before (as model {ids.index(mid) + 1}, `{mid}`); it is "
+                "tried once.",
+                line=line,
+                column=column,
+                field=field_path(where(i)),
+                code="model-repeated",
+            )
+            continue
+        ids.append(mid)
+        kept.append((i, name, provider))
+    if cfg.provider is None:
+        cfg.provider = next((p for _, _, p in kept if p is not None), None)
+    cfg.models = tuple(ids)
+    cfg.model = ids[0] if ids else None
+    if len(names) < 2:
+        return
+    for i, name, provider in kept:
+        if provider is not None and provider != cfg.provider:
+            line, column = pos.value(where(i))
+            col.warning(
+                f"`{name}` is a model of the {provider} provider, but this workflow's models "
+                f"go to {cfg.provider} (`provider:`, or the first model that names one); it is "
+                f"asked of {cfg.provider}, which may not offer it.",
+                line=line,
+                column=column,
+                field=field_path(where(i)),
+                code="model-provider",
+            )
+
+
+def model_choice(cfg: WorkflowSettings) -> str | list[str] | None:
+    """What the hashes cover of ``model:``: the model id, or the ordered list when there is
+    more than one (a one-entry list hashes like the name alone: it is the same choice)."""
+    return list(cfg.models) if len(cfg.models) > 1 else cfg.model
 
 
 def is_ask_mode(data: dict[str, Any]) -> bool:

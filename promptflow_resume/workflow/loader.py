@@ -23,7 +23,14 @@ from .agentfile import TASK_INPUT, agent_name, is_agent_file
 from .agentload import LoadedAgent, read_agent, task_input, task_step, use_agent
 from .body import ID_PATTERN, ParsedBody, RawStep, parse_body, slugify
 from .commands import check_argument, command_definition
-from .config import WorkflowSettings, build_config, custom_agent, mode_tools, resolve_tool
+from .config import (
+    WorkflowSettings,
+    build_config,
+    custom_agent,
+    mode_tools,
+    model_choice,
+    resolve_tool,
+)
 from .diagnostics import Collector, did_you_mean
 from .frontmatter import read_front_matter, validate_front_matter
 from .hashing import digest
@@ -325,6 +332,7 @@ def _analyze(
         tools=cfg.tools,
         provider=cfg.provider,
         model=cfg.model,
+        models=cfg.models,
         params=cfg.params,
         budget=cfg.budget,
         retry=cfg.retry,
@@ -954,7 +962,7 @@ def _hash_steps(steps: list[Step], context: str, cfg: WorkflowSettings) -> list[
         if step.kind == "prompt":
             payload.update(
                 provider=cfg.provider,
-                model=cfg.model,
+                model=model_choice(cfg),
                 params=cfg.params,
                 tools=_tool_definitions(tools, cfg),
                 max_turns=step.max_turns,
@@ -996,7 +1004,7 @@ def _workflow_hash(
             "commands": {n: command_definition(c) for n, c in sorted(cfg.commands.items())},
             "tools": list(cfg.tools),
             "provider": cfg.provider,
-            "model": cfg.model,
+            "model": model_choice(cfg),
             "params": cfg.params,
         }
     )

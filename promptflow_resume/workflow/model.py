@@ -225,6 +225,7 @@ class Workflow:
     #: Tool names the model may call (commands, built-ins, mapped prompt-file names).
     tools: tuple[str, ...]
     provider: str | None
+    #: The first choice of ``model:`` as a model id; None: the command line decides.
     model: str | None
     #: Model parameters: temperature, max_tokens, top_p, ...
     params: dict[str, Any]
@@ -250,6 +251,10 @@ class Workflow:
     #: agent a prompt file's ``agent: NAME`` names), by name as written, and that agent's file.
     mcp_servers: dict[str, Any] = field(default_factory=dict)
     mcp_servers_file: Path | None = None
+    #: Every model id of ``model:`` in order, ``model`` first: one for a single name, none
+    #: without ``model:``. A model the provider refuses as unknown or unavailable to the key
+    #: is replaced by the next for the rest of the attempt (docs/spec.md 5.3).
+    models: tuple[str, ...] = ()
 
     def step(self, step_id: str) -> Step | None:
         """The step with ``step_id``, or None."""

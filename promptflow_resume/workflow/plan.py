@@ -29,6 +29,7 @@ def plan_dict(path: str, wf: Workflow | None, diagnostics: list[Diagnostic]) -> 
             hash=wf.hash,
             provider=wf.provider,
             model=wf.model,
+            models=list(wf.models),
             params=wf.params,
             budget={k: v for k, v in vars(wf.budget).items() if v is not None},
             retry=dict(vars(wf.retry)),
@@ -196,10 +197,9 @@ def format_plan(plan: dict[str, Any]) -> str:
         title = plan["name"] + (f" — {plan['description']}" if plan["description"] else "")
         lines.append(f"  workflow  {title}")
         lines.append(f"  hash      {plan['hash']}")
-        model = (
-            " · ".join(x for x in (plan["provider"], plan["model"]) if x)
-            or "(from the command line)"
-        )
+        # A list of models reads in the order they are tried.
+        chosen = " → ".join(plan.get("models") or ()) or plan["model"]
+        model = " · ".join(x for x in (plan["provider"], chosen) if x) or "(from the command line)"
         params = ", ".join(f"{k}={v}" for k, v in plan["params"].items())
         lines.append(f"  model     {model}" + (f" ({params})" if params else ""))
         if plan["budget"]:

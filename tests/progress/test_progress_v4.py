@@ -80,7 +80,7 @@ def test_a_v3_file_upgrades_its_edit_and_mcp_notes_to_fields(tmp_path: Path) -> 
 
     _save(path, run)
     front = _front(path)
-    assert front["flow_progress"] == 4
+    assert front["flow_progress"] == FORMAT_VERSION
     assert front["attempts"][0]["edits"] == attempt.edits
     assert front["attempts"][0]["mcp_tools"] == {"notes": HASH}
     assert f"\n  mcp_tools: {{notes: '{HASH}'}}\n" in path.read_text(encoding="utf-8")
@@ -133,7 +133,7 @@ def test_a_resume_records_the_hand_edit_it_used_as_a_field(project: Path) -> Non
     path.write_text(text.replace("holds one line.", "holds exactly one line."), encoding="utf-8")
     resume(path, project)
     front = _front(path)
-    assert front["flow_progress"] == 4
+    assert front["flow_progress"] == FORMAT_VERSION
     assert front["attempts"][1]["edits"] == ["entry 11 edited by hand"]
     assert "edits" not in front["attempts"][0]
     assert read_log(path).attempts[1].edits == ["entry 11 edited by hand"]

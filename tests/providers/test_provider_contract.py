@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
-from promptflow_resume.base.errors import ProviderError
+from promptflow_resume.base.errors import ModelUnavailableError, ProviderError
 from promptflow_resume.chat import Message, ToolCall, ToolSpec
 from promptflow_resume.providers.anthropic import AnthropicProvider
 from promptflow_resume.providers.base import Provider, ProviderSettings, Request
+from promptflow_resume.providers.fallback import ModelChoices
 from promptflow_resume.providers.openai import OpenAIProvider
 from promptflow_resume.providers.retry import RetryEvent, call_with_retry
 from tests.support.providers import FAST, PROXY_ENV_VARS, Sleeps, ask
@@ -373,3 +374,31 @@ def test_an_unknown_model_is_reported_at_once(protocol: Protocol, server: ModelS
     assert not err.transient and err.reason == "model_not_found"
     assert "`no-such-model`" in str(err)
     assert sleeps.calls == [] and len(server.requests) == 1
+
+
+def test_a_model_the_server_does_not_offer_is_refused_and_the_next_is_asked(
+    protocol: Protocol, server: ModelServer
+) -> None:
+    # The provider's own 404 for the model (OpenAI's model_not_found, Anthropic's
+    # not_found_error) is the one failure that moves a model list on.
+    server.unknown_models = {"retired-model"}
+    server.push(Canned(body=protocol.reply("hello", False, (12, 3))))
+    sent = provider(protocol, server)
+    with pytest.raises(ModelUnavailableError) as info:
+        call_with_retry(sent, ask(model="retired-model"), FAST, sleep=Sleeps())
+    assert info.value.model == "retired-model" and info.value.status_code == 404
+    assert info.value.reason == "model_not_found" and not info.value.transient
+
+    choices = ModelChoices(["retired-model", "current-model"])
+    refused: list[str] = []
+    reply = choices.call(
+        ask(model="ignored"),
+        lambda request: call_with_retry(sent, request, FAST, sleep=Sleeps()),
+        on_refused=lambda model, error: refused.append(model),
+    )
+    assert reply.content == "hello" and refused == ["retired-model"]
+    assert choices.current == "current-model"
+    assert [r.body["model"] for r in server.requests] == ["retired-model"] * 2 + ["current-model"]
+    # The same request, but for the model.
+    same = [{k: v for k, v in r.body.items() if k != "model"} for r in server.requests[1:]]
+    assert same[0] == same[1]

@@ -70,6 +70,9 @@ class ModelServer:
         #: Answers computed from the request (a server with state of its own, e.g. one that
         #: enforces a context limit); when it returns None the queue answers.
         self.responder: Callable[[Received], Canned | None] | None = None
+        #: Models this server does not offer: a request for one is answered with the
+        #: provider's own 404 for an unknown model (``model_not_found``), whatever is queued.
+        self.unknown_models: set[str] = set()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         # Quiet: a client that gives up mid-answer (timeout tests) is expected here.
@@ -103,6 +106,15 @@ class ModelServer:
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
+
+    def _refusal(self, received: Received) -> Canned | None:
+        """The 404 for a request whose model this server does not offer, else None."""
+        model = received.body.get("model") if isinstance(received.body, dict) else None
+        if not isinstance(model, str) or model not in self.unknown_models:
+            return None
+        if received.path.endswith("/messages"):
+            return anthropic_model_not_found(model)
+        return openai_model_not_found(model)
 
     def _next(self) -> Canned | None:
         with self._lock:
@@ -143,7 +155,9 @@ class ModelServer:
                 )
                 with server._lock:
                     server.requests.append(received)
-                    canned = server.responder(received) if server.responder else None
+                    canned = server._refusal(received)
+                    if canned is None and server.responder is not None:
+                        canned = server.responder(received)
                 if canned is None:
                     canned = server._next()
                 if canned is None:
@@ -435,3 +449,22 @@ def anthropic_stream(
 def anthropic_error(message: str, type: str = "api_error") -> dict[str, Any]:
     """An Anthropic error body."""
     return {"type": "error", "error": {"type": type, "message": message}}
+
+
+def openai_model_not_found(model: str) -> Canned:
+    """OpenAI's answer to a model that does not exist or that the key may not use."""
+    return Canned(
+        status=404,
+        body=error_body(
+            f"The model `{model}` does not exist or you do not have access to it.",
+            type="invalid_request_error",
+            code="model_not_found",
+        ),
+    )
+
+
+def anthropic_model_not_found(model: str) -> Canned:
+    """Anthropic's answer to a model it does not know."""
+    body = anthropic_error(f"model: {model}", "not_found_error")
+    body["request_id"] = "req_011CUnknownModel000000000"
+    return Canned(status=404, body=body)
