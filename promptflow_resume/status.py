@@ -267,7 +267,7 @@ def run_status(
     from .compaction import context_status
 
     children: list[ChildNode] = []
-    if any(state.child for state in run.steps.values()):
+    if any(state.child or state.agents for state in run.steps.values()):
         # Reading the children loads each child's file; a run without children need not.
         from .progress.children import child_runs
 

@@ -559,8 +559,12 @@ def _print_tree(data: dict[str, Any]) -> None:
             # An invalid child says why (a broken file, a link back to a run above it).
             why = child["reason"] or child.get("error")
             reason = f" — {why}" if why else ""
+            # A subagent's child is named by its agent within the step that called it.
+            who = (
+                f"{child['step']} › agent {child['agent']}" if child.get("agent") else child["step"]
+            )
             out(
-                f"{indent}{child['step']}: {child['status']}{reason} · "
+                f"{indent}{who}: {child['status']}{reason} · "
                 f"{child['steps_done']}/{child['steps_total']} steps · "
                 f"{count(usage['turns'], 'turn')}, ${usage['cost_usd']:.4f} · {child['path']}"
             )

@@ -28,7 +28,7 @@ from .frontmatter import validate_front_matter
 from .hashing import digest
 from .model import AgentSpec, InputDecl, Step
 from .source import YamlPositions
-from .toolnames import BUILTIN_TOOLS
+from .toolnames import BUILTIN_TOOLS, SUBAGENT_TOOL
 
 #: The id of an agent's one step (the task).
 TASK_STEP_ID = "task"
@@ -62,8 +62,9 @@ def read_agent(data: dict[str, Any], pos: YamlPositions, col: Collector, path: P
     settings = build_config(shared, pos, col, bad)
     if "tools" not in shared:
         # An agent without `tools:` gets the host's defaults: every built-in (commands and
-        # fetches still ask for consent) and every command it declares.
-        settings.tools = (*settings.commands, *BUILTIN_TOOLS)
+        # fetches still ask for consent), every command it declares, and the subagent tool
+        # (offered only when another agent may be called).
+        settings.tools = (*settings.commands, *BUILTIN_TOOLS, SUBAGENT_TOOL)
     return LoadedAgent(bad, settings, read_agent_keys(data, pos, col, claude=claude))
 
 

@@ -1,0 +1,379 @@
+"""Subagents: an agent calls another agent as a tool, and the call is a child run of its own.
+
+Real ``flow`` processes against the local OpenAI-protocol server: a parent agent calls a
+subagent that completes (its file is linked both ways, usage rolls up once); a SIGKILL while
+the subagent's second model call is on the wire, then ``flow resume`` of the parent resumes
+inside the child without redoing its first turn; an agent that is not offered (not in
+``agents:``, or ``disable-model-invocation: true``) is never offered and a call naming it is
+refused; a progress file edited to name another agent does not run it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.flowproc import flow, flow_env, spawn, transcript
+from tests.support.providers_server import (
+    Canned,
+    ModelServer,
+    openai_completion,
+    openai_tool_call,
+    openai_usage,
+)
+
+LEAD = """\
+---
+name: lead
+description: Leads the work and hands parts of it to helpers.
+model: gpt-4o
+tools: ['agent']
+agents: ['helper']
+---
+You lead. Hand counting to the helper.
+"""
+
+HELPER = """\
+---
+name: helper
+description: Counts things carefully.
+tools: ['think']
+---
+You count things.
+"""
+
+#: Another agent in the same folder: `lead` may not call it (not in its `agents:`).
+OTHER = """\
+---
+name: other
+description: Not one of the lead's agents.
+---
+You are the other agent.
+"""
+
+#: Hidden from every agent: `disable-model-invocation: true`.
+HIDDEN = """\
+---
+name: hidden
+description: Only people run this one.
+disable-model-invocation: true
+---
+You are hidden.
+"""
+
+CALL = json.dumps({"agent": "helper", "task": "Count the bees."})
+CHILD_FILE = Path("run") / "progress.steps" / "task" / "agents" / "call_lead_1" / "progress.md"
+
+
+def _replies(delay_at: int | None = None) -> list[Canned]:
+    """lead calls helper; helper thinks, then answers; lead reports (4 model calls)."""
+    bodies: list[dict[str, Any]] = [
+        openai_completion(
+            None,
+            [openai_tool_call("call_lead_1", "run_agent", CALL)],
+            usage=openai_usage(100, 10),
+        ),
+        openai_completion(
+            None,
+            [openai_tool_call("call_helper_1", "think", json.dumps({"thought": "one by one"}))],
+            usage=openai_usage(101, 11),
+        ),
+        openai_completion("There are 3 bees.", usage=openai_usage(102, 12)),
+        openai_completion("Report: 3 bees.", usage=openai_usage(103, 13)),
+    ]
+    return [Canned(body=b, delay=10 if n == delay_at else 0.0) for n, b in enumerate(bodies)]
+
+
+@pytest.fixture
+def server() -> Iterator[ModelServer]:
+    with ModelServer() as srv:
+        yield srv
+
+
+def _project(where: Path, lead: str = LEAD) -> Path:
+    agents = where / "agents"
+    agents.mkdir(parents=True)
+    (agents / "lead.agent.md").write_text(lead, encoding="utf-8")
+    (agents / "helper.agent.md").write_text(HELPER, encoding="utf-8")
+    (agents / "other.agent.md").write_text(OTHER, encoding="utf-8")
+    (agents / "hidden.agent.md").write_text(HIDDEN, encoding="utf-8")
+    return where
+
+
+def _env() -> dict[str, str]:
+    env = flow_env(OPENAI_API_KEY="sk-test-not-a-key")
+    env.pop("OPENAI_BASE_URL", None)
+    return env
+
+
+def _run_args(server: ModelServer) -> tuple[str, ...]:
+    return (
+        "run",
+        "agents/lead.agent.md",
+        "--task",
+        "How many bees?",
+        "--agents",
+        "agents",
+        "--provider",
+        "openai",
+        "--base-url",
+        server.url + "/v1",
+        "--progress",
+        "run/progress.md",
+        "--new",
+    )
+
+
+def _resume(where: Path, server: ModelServer, *extra: str) -> subprocess.CompletedProcess[str]:
+    return flow(
+        "resume",
+        "run/progress.md",
+        "--agents",
+        "agents",
+        "--base-url",
+        server.url + "/v1",
+        *extra,
+        cwd=where,
+        env=_env(),
+    )
+
+
+def _status(where: Path) -> dict[str, Any]:
+    result = flow("status", "--json", "run/progress.md", cwd=where, env=_env())
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def _kill_when(proc: subprocess.Popen[str], server: ModelServer, requests: int) -> None:
+    """SIGKILL ``proc`` once the server has received ``requests`` requests."""
+    deadline = time.monotonic() + 60
+    while len(server.requests) < requests and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    assert len(server.requests) == requests
+    os.kill(proc.pid, 9)
+    proc.wait(timeout=30)
+
+
+def _stop_when(proc: subprocess.Popen[str], server: ModelServer, requests: int) -> None:
+    """Ctrl-C (SIGINT) ``proc`` once the server has received ``requests`` requests: both
+    files are folded, so a person can edit them."""
+    deadline = time.monotonic() + 60
+    while len(server.requests) < requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(proc.pid, 2)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+
+
+def test_a_subagent_call_is_a_linked_child_run_and_its_usage_rolls_up_once(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    where = _project(tmp_path / "p")
+    server.push(*_replies())
+    result = flow(*_run_args(server), cwd=where, env=_env())
+    assert result.returncode == 0, result.stderr
+
+    # The tool offered: only helper (not other, not hidden, not lead itself), described.
+    [spec] = server.requests[0].body["tools"]
+    function = spec["function"]
+    assert function["name"] == "run_agent"
+    assert function["parameters"]["properties"]["agent"]["enum"] == ["helper"]
+    assert "helper: Counts things carefully." in function["description"]
+    # The child got the task as its user message, the helper's body as its instructions.
+    child_messages = server.requests[1].body["messages"]
+    assert child_messages[0] == {"role": "system", "content": "You count things."}
+    assert child_messages[-1]["content"] == "Count the bees."
+    # The child's final answer is the call's result in the parent.
+    assert server.requests[3].body["messages"][-1]["content"] == "There are 3 bees."
+
+    # Linked both ways.
+    parent_text = (where / "run" / "progress.md").read_text(encoding="utf-8")
+    assert "call_lead_1:" in parent_text and "agent: helper" in parent_text
+    child_text = (where / CHILD_FILE).read_text(encoding="utf-8")
+    assert "kind: agent" in child_text and "call: call_lead_1" in child_text
+
+    data = _status(where)
+    assert data["status"] == "completed"
+    # Every reply counted once: the parent's own two and the child's two.
+    assert data["usage"]["turns"] == 4
+    assert data["usage"]["input_tokens"] == 100 + 101 + 102 + 103
+    assert data["usage_total"] == data["usage"]
+    [child] = data["children"]
+    assert (child["agent"], child["call"], child["status"]) == (
+        "helper",
+        "call_lead_1",
+        "completed",
+    )
+    assert child["usage"]["turns"] == 2
+
+    # flow resume of the child itself is refused and names the parent.
+    refused = flow("resume", str(CHILD_FILE), cwd=where, env=_env())
+    assert refused.returncode != 0
+    assert "subagent" in refused.stderr and "progress.md" in refused.stderr
+
+
+def test_sigkill_inside_the_subagent_then_resume_the_parent_resumes_inside_it(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    reference = _project(tmp_path / "reference")
+    server.push(*_replies())
+    assert flow(*_run_args(server), cwd=reference, env=_env()).returncode == 0
+    parent_ref = transcript(reference / "run" / "progress.md")
+    child_ref = transcript(reference / CHILD_FILE)
+    server.requests.clear()
+
+    where = _project(tmp_path / "killed")
+    # The helper's second call (its answer) hangs on the wire; flow is killed meanwhile, after
+    # the helper's first turn and its think call are durable in the child's file.
+    server.push(*_replies(delay_at=2)[:3])
+    proc = spawn(*_run_args(server), cwd=where, env=_env())
+    _kill_when(proc, server, 3)
+    # The helper's first turn and its think call are durable (in the child's journal).
+    assert [e[0] for e in transcript(where / CHILD_FILE)] == [
+        "system",
+        "user",
+        "assistant",
+        "tool_call",
+        "tool_result",
+    ]
+
+    data = _status(where)
+    assert data["status"] == "interrupted"
+    [child] = data["children"]
+    assert child["agent"] == "helper" and child["status"] == "interrupted"
+    assert child["usage"]["turns"] == 1
+    assert data["usage_total"]["turns"] == 2  # the parent's turn and the child's, not yet rolled
+
+    server.requests.clear()
+    server.push(*_replies()[2:])
+    result = _resume(where, server)
+    assert result.returncode == 0, result.stderr
+    # Only the call that was cut off was sent again, then the parent's last: the child's first
+    # turn was not redone, and the parent did not call the subagent again.
+    assert len(server.requests) == 2
+    resent = server.requests[0].body["messages"]
+    assert [m.get("tool_call_id") for m in resent if m["role"] == "tool"] == ["call_helper_1"]
+    assert transcript(where / CHILD_FILE) == child_ref
+    assert transcript(where / "run" / "progress.md") == parent_ref
+    data = _status(where)
+    assert data["status"] == "completed"
+    # Every reply counted once (the one cut off never arrived, so it was never counted).
+    assert data["usage"]["turns"] == 4
+    assert data["usage"]["input_tokens"] == 100 + 101 + 102 + 103
+    assert data["usage_total"] == data["usage"]
+
+
+def test_an_agent_not_offered_is_never_run_and_the_call_is_refused(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    where = _project(tmp_path / "p")
+    bad = [
+        openai_completion(
+            None,
+            [
+                openai_tool_call("c1", "run_agent", json.dumps({"agent": "other", "task": "x"})),
+                openai_tool_call("c2", "run_agent", json.dumps({"agent": "hidden", "task": "x"})),
+            ],
+        ),
+        openai_completion("Done without them."),
+    ]
+    server.push(*(Canned(body=b) for b in bad))
+    result = flow(*_run_args(server), cwd=where, env=_env())
+    assert result.returncode == 0, result.stderr
+    assert len(server.requests) == 2  # nothing ran in between: no child made a model call
+    results = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
+    assert [r["tool_call_id"] for r in results] == ["c1", "c2"]
+    for r in results:
+        assert "may not be run from here" in r["content"] and "helper" in r["content"]
+    assert not (where / "run" / "progress.steps").exists()
+
+
+def test_an_agent_without_agents_list_offers_every_callable_agent_but_hidden_ones(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    lead = LEAD.replace("agents: ['helper']\n", "")
+    where = _project(tmp_path / "p", lead=lead)
+    server.push(Canned(body=openai_completion("Nothing to hand out.")))
+    assert flow(*_run_args(server), cwd=where, env=_env()).returncode == 0
+    [spec] = server.requests[0].body["tools"]
+    assert spec["function"]["parameters"]["properties"]["agent"]["enum"] == ["helper", "other"]
+
+
+def test_a_progress_file_edited_to_name_another_agent_does_not_run_it(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    where = _project(tmp_path / "p")
+    server.push(*_replies(delay_at=1)[:2])
+    proc = spawn(*_run_args(server), cwd=where, env=_env())
+    _stop_when(proc, server, 2)  # inside the child's first call
+    progress = where / "run" / "progress.md"
+    text = progress.read_text(encoding="utf-8")
+    assert '"agent": "helper"' in text
+    progress.write_text(text.replace('"agent": "helper"', '"agent": "other"'), encoding="utf-8")
+
+    server.requests.clear()
+    result = _resume(where, server)
+    # The edited call is not this machine's record: nothing runs until a person decides.
+    assert result.returncode != 0
+    assert "run_agent" in result.stderr and server.requests == []
+    # Trusting it as written still never runs `other`: it is not offered, so the call is
+    # refused, the model is told so, and the helper's child is left as it was.
+    server.push(Canned(body=openai_completion("Fine.")))
+    result = _resume(where, server, "--trust-calls")
+    assert result.returncode == 0, result.stderr
+    assert len(server.requests) == 1
+    [refusal] = [m for m in server.requests[0].body["messages"] if m["role"] == "tool"]
+    assert "may not be run from here" in refusal["content"]
+    assert "You are the other agent." not in json.dumps(server.requests[0].body)
+
+
+def test_a_child_that_ran_another_agent_file_is_not_resumed(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    where = _project(tmp_path / "p")
+    server.push(*_replies(delay_at=1)[:2])
+    proc = spawn(*_run_args(server), cwd=where, env=_env())
+    _stop_when(proc, server, 2)
+    child = where / CHILD_FILE
+    text = child.read_text(encoding="utf-8")
+    # The child's own file is edited to say it runs `other`'s file.
+    old = next(line for line in text.splitlines() if "helper.agent.md" in line)
+    child.write_text(text.replace(old, old.replace("helper.agent.md", "other.agent.md")))
+
+    server.requests.clear()
+    result = _resume(where, server)
+    assert result.returncode != 0
+    assert "other.agent.md" in result.stderr and "helper" in result.stderr
+    assert server.requests == []
+
+
+def test_a_resume_offers_the_agents_found_then_and_reports_a_changed_offer(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    lead = LEAD.replace("agents: ['helper']\n", "")
+    where = _project(tmp_path / "p", lead=lead)
+    server.push(Canned(body=openai_completion("slow"), delay=10))
+    proc = spawn(*_run_args(server), cwd=where, env=_env())
+    _stop_when(proc, server, 1)
+    third = HELPER.replace("name: helper", "name: third")
+    (where / "agents" / "third.agent.md").write_text(third, encoding="utf-8")
+
+    server.requests.clear()
+    server.push(Canned(body=openai_completion("Nothing to hand out.")))
+    result = _resume(where, server)
+    assert result.returncode == 0, result.stderr
+    assert "the agents the subagent tool offers changed" in result.stderr
+    assert "added third" in result.stderr
+    [spec] = server.requests[0].body["tools"]
+    enum = spec["function"]["parameters"]["properties"]["agent"]["enum"]
+    assert enum == ["helper", "other", "third"]
+    text = (where / "run" / "progress.md").read_text(encoding="utf-8")
+    assert "added third" in text  # the attempt's note
