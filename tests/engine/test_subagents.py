@@ -28,6 +28,7 @@ from tests.support.providers_server import (
     openai_tool_call,
     openai_usage,
 )
+from tests.support.slow import sweep
 
 LEAD = """\
 ---
@@ -213,6 +214,10 @@ def test_a_subagent_call_is_a_linked_child_run_and_its_usage_rolls_up_once(
         "completed",
     )
     assert child["usage"]["turns"] == 2
+    shown = flow("status", "run/progress.md", cwd=where, env=_env()).stdout
+    assert "task › agent helper: completed" in shown and str(CHILD_FILE.name) in shown
+    # The parent's Execution state section names the child's file.
+    assert "call `call_lead_1`: agent `helper`" in parent_text
 
     # flow resume of the child itself is refused and names the parent.
     refused = flow("resume", str(CHILD_FILE), cwd=where, env=_env())
@@ -377,3 +382,94 @@ def test_a_resume_offers_the_agents_found_then_and_reports_a_changed_offer(
     assert enum == ["helper", "other", "third"]
     text = (where / "run" / "progress.md").read_text(encoding="utf-8")
     assert "added third" in text  # the attempt's note
+
+
+# --- SIGKILL at named crash points, in the parent and inside the subagent ---------------------
+
+#: The scripted provider answers a request with ``replies[k]``, k being the assistant messages
+#: already in it, so parent and child (separate conversations) get the same sequence: the
+#: parent's first reply calls the helper; the helper, which has no subagent tool, gets an error
+#: result for the same call (a durable first turn), then both answer with the second reply.
+SCRIPT = """\
+replies:
+  - tool_calls:
+      - name: run_agent
+        arguments: {agent: helper, task: Count the bees.}
+    usage: {input_tokens: 10, output_tokens: 1}
+  - content: "There are 3 bees."
+    usage: {input_tokens: 20, output_tokens: 2}
+"""
+
+SCRIPTED_RUN = (
+    "run",
+    "agents/lead.agent.md",
+    "--task",
+    "How many bees?",
+    "--agents",
+    "agents",
+    "--provider",
+    "scripted",
+    "--recording",
+    "script.yaml",
+    "--progress",
+    "run/progress.md",
+    "--new",
+)
+#: Where the scripted run's child goes (the script gives the first reply's call ``call_0_0``).
+SCRIPTED_CHILD = Path("run") / "progress.steps" / "task" / "agents" / "call_0_0" / "progress.md"
+
+#: The points a run of these agents passes; the two ``subagent`` points are the call's own.
+POINTS = (
+    "engine.subagent_started",
+    "engine.subagent_returned",
+    "engine.before_tool_start_record",
+    "engine.tool_start_recorded",
+    "engine.tool_ran",
+    "engine.tool_result_recorded",
+    "engine.model_replied",
+    "store.journal_after_fsync",
+    "store.checkpoint_after_rename",
+)
+
+
+def _scripted_project(where: Path) -> Path:
+    _project(where)
+    (where / "script.yaml").write_text(SCRIPT, encoding="utf-8")
+    return where
+
+
+@pytest.fixture(scope="module")
+def scripted_reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, object]:
+    where = _scripted_project(tmp_path_factory.mktemp("scripted") / "reference")
+    result = flow(*SCRIPTED_RUN, cwd=where)
+    assert result.returncode == 0, result.stderr
+    return transcript(where / "run" / "progress.md"), transcript(where / SCRIPTED_CHILD)
+
+
+@pytest.mark.parametrize(
+    "point", sweep(POINTS, keep={"engine.subagent_started", "engine.subagent_returned"})
+)
+@pytest.mark.parametrize("n", sweep([1, 2, 3], keep={1}))
+def test_sigkill_at_a_crash_point_then_resume(
+    point: str, n: int, tmp_path: Path, scripted_reference: tuple[object, object]
+) -> None:
+    where = _scripted_project(tmp_path / "p")
+    first = flow(*SCRIPTED_RUN, cwd=where, env=flow_env(FLOW_CRASH_AT=f"{point}:{n}"))
+    assert first.returncode in (0, -9), first.stderr
+    if n == 1:
+        assert first.returncode == -9  # every point is on this run's path at least once
+    progress = where / "run" / "progress.md"
+    for _ in range(3):
+        if not progress.exists():
+            result = flow(*SCRIPTED_RUN, cwd=where)
+        else:
+            result = flow("resume", "run/progress.md", "--agents", "agents", cwd=where)
+        if result.returncode == 0:
+            break
+    assert result.returncode == 0, result.stderr
+    assert (transcript(progress), transcript(where / SCRIPTED_CHILD)) == scripted_reference
+    parent = _status(where)
+    # Four replies (two of the parent's, two of the child's), each counted once however often
+    # the run was resumed.
+    assert parent["usage"]["turns"] == 4 and parent["usage"]["input_tokens"] == 60
+    assert parent["usage_total"] == parent["usage"]
