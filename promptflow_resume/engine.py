@@ -931,6 +931,9 @@ class Engine:
         call_id = call.call_id or ""
         if runner is not None and call_id not in state.agents:
             where = runner.agent_location(self.store.path, step.id, call_id)
+            # A step run again (rewound, changed) can repeat a call id (scripted and replayed
+            # replies do): the earlier call's child is set aside, never resumed for this one.
+            runner.set_aside(self.store.path, where)
             state.agents[call_id] = AgentChild(agent=agent.name, child=where)
 
     def _run_subagent(self, step: Step, call: Entry, agent: OfferedAgent, task: str) -> ToolResult:

@@ -258,7 +258,8 @@ class SubworkflowRunner:
         return SubagentTool(offer) if offer else None
 
     def set_aside(self, parent_path: Path, child: str) -> None:
-        """Rename an earlier child's folder to ``<step-id>.archive-N`` (nothing is deleted)."""
+        """Rename an earlier child's folder to ``<step-id>.archive-N`` (a subagent's:
+        ``<call-id>.archive-N``); nothing is deleted."""
         target = parent_path.parent / child
         folder = target.parent
         if not target.exists():

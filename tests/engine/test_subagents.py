@@ -473,3 +473,24 @@ def test_sigkill_at_a_crash_point_then_resume(
     # the run was resumed.
     assert parent["usage"]["turns"] == 4 and parent["usage"]["input_tokens"] == 60
     assert parent["usage_total"] == parent["usage"]
+
+
+def test_a_rewound_step_sets_the_earlier_subagent_run_aside_and_runs_a_new_one(
+    tmp_path: Path,
+) -> None:
+    where = _scripted_project(tmp_path / "p")
+    assert flow(*SCRIPTED_RUN, cwd=where).returncode == 0
+    first = (where / SCRIPTED_CHILD).read_text(encoding="utf-8")
+    rewound = flow("rewind", "run/progress.md", "--to", "task", cwd=where)
+    assert rewound.returncode == 0, rewound.stderr
+    # The same script gives the same call id again: a new child, the old one kept aside.
+    result = flow("resume", "run/progress.md", "--agents", "agents", cwd=where)
+    assert result.returncode == 0, result.stderr
+    aside = SCRIPTED_CHILD.parent.parent / "call_0_0.archive-1" / "progress.md"
+    assert (where / aside).read_text(encoding="utf-8") == first
+    again = (where / SCRIPTED_CHILD).read_text(encoding="utf-8")
+    assert again != first and "status: completed" in again
+    data = _status(where)
+    assert data["status"] == "completed"
+    [child] = data["children"]
+    assert child["status"] == "completed" and child["usage"]["turns"] == 2
