@@ -834,6 +834,7 @@ class Engine:
         command_args = self._command_step_arguments(step, call) if step.kind == "command" else None
         allowed = step.kind == "command" or name in self._offered(step)
         tool = self.tools.get(name) if allowed else None
+        self._keep_subagent_child(step, call, tool)
         if tool is None:
             self.reporter.notice(
                 f"entry {call.id} calls the tool {name!r}, which step {step.id} does not offer; "
@@ -878,6 +879,29 @@ class Engine:
         first_line = entry.content.strip().splitlines()[0] if entry.content.strip() else ""
         # Whole (within reason): the display fits it to its width at a word boundary.
         self.reporter.tool_finished(name, entry.is_error, first_line[:1000])
+
+    def _keep_subagent_child(self, step: Step, call: Entry, tool: Tool | None) -> None:
+        """A subagent call that has a child run is answered by that child or not at all: when
+        the agent it names is not offered here now, the run stops for review instead of
+        giving the call an error and leaving the child's work behind."""
+        state = self.run.steps.get(step.id)
+        link = state.agents.get(call.call_id or "") if state is not None else None
+        if link is None or call.tool != SUBAGENT_TOOL:
+            return
+        if isinstance(tool, SubagentTool):
+            try:
+                arguments = json.loads(call.content or "{}")
+            except (ValueError, RecursionError):
+                arguments = None
+            if isinstance(arguments, dict) and isinstance(tool.check(arguments), OfferedAgent):
+                return
+        raise NeedsReviewError(
+            f"tool call {call.call_id} of step {step.id!r} has a subagent run ({link.child}, "
+            f"agent {link.agent}), but the agent its arguments name is not offered here now "
+            "(subagents come from the --agents folders, the workspace's and the user's agent "
+            "folders); nothing was run.",
+            hint="Resume with the --agents DIR the run started with, or restore the agent file.",
+        )
 
     def _tool_effect(
         self, step: Step, call: Entry, tool: Tool, arguments: dict[str, Any]

@@ -329,15 +329,34 @@ def test_a_progress_file_edited_to_name_another_agent_does_not_run_it(
     # The edited call is not this machine's record: nothing runs until a person decides.
     assert result.returncode != 0
     assert "run_agent" in result.stderr and server.requests == []
-    # Trusting it as written still never runs `other`: it is not offered, so the call is
-    # refused, the model is told so, and the helper's child is left as it was.
-    server.push(Canned(body=openai_completion("Fine.")))
+    # Trusting it as written still never runs `other`: it is not offered, and the call has a
+    # child run of its own (the helper's), so the run stops for review and nothing is sent.
     result = _resume(where, server, "--trust-calls")
+    assert result.returncode == 8, result.stderr
+    assert "not offered here now" in result.stderr and server.requests == []
+    assert not any(p.name == "other" for p in (where / "run").rglob("*"))
+
+
+def test_a_resume_that_no_longer_finds_the_subagent_stops_for_review(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    where = _project(tmp_path / "p")
+    server.push(*_replies(delay_at=1)[:2])
+    proc = spawn(*_run_args(server), cwd=where, env=_env())
+    _kill_when(proc, server, 2)  # inside the helper's first call
+    server.requests.clear()
+    # Resumed without --agents: the helper is not found, and its child is not given up.
+    result = flow(
+        "resume", "run/progress.md", "--base-url", server.url + "/v1", cwd=where, env=_env()
+    )
+    assert result.returncode == 8, result.stderr
+    assert "not offered here now" in result.stderr and "--agents" in result.stderr
+    assert server.requests == []
+    # With the folder again, the child resumes and the run completes.
+    server.push(*_replies()[1:])
+    result = _resume(where, server)
     assert result.returncode == 0, result.stderr
-    assert len(server.requests) == 1
-    [refusal] = [m for m in server.requests[0].body["messages"] if m["role"] == "tool"]
-    assert "may not be run from here" in refusal["content"]
-    assert "You are the other agent." not in json.dumps(server.requests[0].body)
+    assert len(server.requests) == 3
 
 
 def test_a_child_that_ran_another_agent_file_is_not_resumed(
