@@ -326,7 +326,7 @@ class SubworkflowRunner:
             source=call.parent_path,
             field=field_name,
         )
-        self._refuse_cycle(call.parent_path, call.step.id, call.child, path)
+        self._refuse_cycle(call.parent_path, call.step.id, call.child, path, call.call_id)
         workflow = load_workflow(call.agent_path)
         state = call.parent.steps.get(call.step.id)
         recorded = state.agents.get(call.call_id) if state is not None else None
@@ -362,11 +362,13 @@ class SubworkflowRunner:
                 path=parent_path,
             )
 
-    def _refuse_cycle(self, parent_path: Path, step_id: str, link: str, path: Path) -> None:
+    def _refuse_cycle(
+        self, parent_path: Path, step_id: str, link: str, path: Path, call_id: str | None = None
+    ) -> None:
         chain = [*self.above, parent_path]
         if os.path.realpath(path) in {os.path.realpath(p) for p in chain}:
             # A file from someone else can point a step back at its own run (docs/spec.md 10.5).
-            raise child_cycle_error(parent_path, step_id, link, chain)
+            raise child_cycle_error(parent_path, step_id, link, chain, call_id)
 
     # --- one child ---------------------------------------------------------------------------
 
@@ -544,18 +546,19 @@ def refuse_child_cycles(run: Run, path: Path) -> None:
             continue
         seen = {os.path.realpath(p) for p in chain}
         for step_id, state in current.steps.items():
-            if not state.child:
-                continue
-            child_path = where.parent / state.child
-            if os.path.realpath(child_path) in seen:
-                raise child_cycle_error(where, step_id, state.child, list(chain))
-            if not child_path.is_file():
-                continue
-            try:
-                child, _report = load_progress(child_path)
-            except FlowError:
-                continue  # the resume that reaches this child reports it
-            stack.append((child, child_path, chain))
+            links: list[tuple[str, str | None]] = [(state.child, None)] if state.child else []
+            links += [(a.child, call_id) for call_id, a in state.agents.items()]
+            for link, call_id in links:
+                child_path = where.parent / link
+                if os.path.realpath(child_path) in seen:
+                    raise child_cycle_error(where, step_id, link, list(chain), call_id)
+                if not child_path.is_file():
+                    continue
+                try:
+                    child, _report = load_progress(child_path)
+                except FlowError:
+                    continue  # the resume that reaches this child reports it
+                stack.append((child, child_path, chain))
 
 
 def question_at(path: Path) -> tuple[Path, int] | None:

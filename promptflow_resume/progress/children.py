@@ -172,7 +172,7 @@ def _node(
     )
     if os.path.realpath(where) in {os.path.realpath(p) for p in above}:
         node.status = "invalid"
-        node.error = str(child_cycle_error(path, step_id, link, list(above)))
+        node.error = str(child_cycle_error(path, step_id, link, list(above), call_id))
         return node
     if not os.path.lexists(where):
         return node

@@ -513,3 +513,37 @@ def test_a_rewound_step_sets_the_earlier_subagent_run_aside_and_runs_a_new_one(
     assert data["status"] == "completed"
     [child] = data["children"]
     assert child["status"] == "completed" and child["usage"]["turns"] == 2
+
+
+@pytest.mark.parametrize(
+    ("link", "words"),
+    [
+        ("progress.md", "a child run cannot contain its parent"),
+        ("../elsewhere/progress.md", "leaves the folder of the file that names it"),
+    ],
+)
+def test_a_subagent_link_that_leads_back_or_out_is_refused(
+    tmp_path: Path, link: str, words: str
+) -> None:
+    where = _scripted_project(tmp_path / "p")
+    killed = flow(*SCRIPTED_RUN, cwd=where, env=flow_env(FLOW_CRASH_AT="engine.subagent_started"))
+    assert killed.returncode == -9, killed.stderr
+    progress = where / "run" / "progress.md"
+    before = progress.read_text(encoding="utf-8")
+    # Killed before a fold, the link may be in the journal beside the file: rewrite it in
+    # whichever of them holds it, as someone handing over a doctored run could.
+    journal = [p for p in progress.parent.iterdir() if p.name != "progress.md" and p.is_file()]
+    where_link = SCRIPTED_CHILD.relative_to("run").as_posix()
+    edited = False
+    for path in [progress, *journal]:
+        text = path.read_text(encoding="utf-8")
+        if where_link in text:
+            path.write_text(text.replace(where_link, link), encoding="utf-8")
+            edited = True
+    assert edited, before
+    result = flow("resume", "run/progress.md", "--agents", "agents", cwd=where)
+    assert result.returncode != 0
+    assert words in result.stderr, result.stderr
+    assert not (where / "run" / "progress.steps" / "task" / "agents").exists() or not any(
+        (where / "run" / "progress.steps" / "task" / "agents").rglob("progress.md")
+    )
