@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..chat import ToolSpec
-from ..workflow.agentfind import find_agents
+from ..workflow.agentfind import agent_stem, find_agents
 from ..workflow.model import Workflow
 from ..workflow.toolnames import SUBAGENT_TOOL
 from .base import ToolContext, ToolResult
@@ -54,7 +54,7 @@ def subagent_offer(
             continue
         if found.path.resolve() == own:
             continue
-        if wanted is not None and not {found.name.lower(), _stem(found.path)} & wanted:
+        if wanted is not None and not {found.name.lower(), agent_stem(found.path)} & wanted:
             continue
         offer.append(OfferedAgent(found.name, agent.description or "", found.path, agent.hash))
     return tuple(offer)
@@ -66,14 +66,6 @@ def wants_subagents(workflow: Workflow, offered: Sequence[str]) -> bool:
     if SUBAGENT_TOOL in offered:
         return True
     return workflow.agent is not None and bool(workflow.agent.agents)
-
-
-def _stem(path: Path) -> str:
-    base = path.name.lower()
-    for suffix in (".agent.md", ".md"):
-        if base.endswith(suffix):
-            return base[: -len(suffix)]
-    return base
 
 
 class SubagentTool:

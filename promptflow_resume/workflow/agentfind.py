@@ -104,7 +104,7 @@ def agent_path(name: str, workspace: Path, extra: Sequence[Path] = ()) -> Path:
     wanted = name.strip().lower()
     agents = find_agents(workspace, extra)
     for agent in agents:
-        if agent.name.lower() == wanted or _stem(agent.path) == wanted:
+        if agent.name.lower() == wanted or agent_stem(agent.path) == wanted:
             return agent.path
     searched = ", ".join(str(f) for f, _ in agent_folders(workspace, extra))
     known = ", ".join(a.name for a in agents) or "none"
@@ -114,7 +114,8 @@ def agent_path(name: str, workspace: Path, extra: Sequence[Path] = ()) -> Path:
     )
 
 
-def _stem(path: Path) -> str:
+def agent_stem(path: Path) -> str:
+    """An agent file's name without ``.agent.md`` / ``.md``, lower-cased (a name it goes by)."""
     base = path.name.lower()
     for suffix in (AGENT_SUFFIX, ".md"):
         if base.endswith(suffix):
