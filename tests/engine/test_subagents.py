@@ -547,3 +547,18 @@ def test_a_subagent_link_that_leads_back_or_out_is_refused(
     assert not (where / "run" / "progress.steps" / "task" / "agents").exists() or not any(
         (where / "run" / "progress.steps" / "task" / "agents").rglob("progress.md")
     )
+
+
+def test_flow_list_shows_a_subagent_run_under_its_parent_not_as_a_run_of_its_own(
+    tmp_path: Path,
+) -> None:
+    where = _scripted_project(tmp_path / "p")
+    run = tuple(a for a in SCRIPTED_RUN if a not in ("--progress", "run/progress.md"))
+    assert flow(*run, cwd=where).returncode == 0
+    listed = json.loads(flow("list", "--all", "--json", cwd=where).stdout)
+    runs = listed["runs"] if isinstance(listed, dict) else listed
+    [parent] = runs
+    [child] = parent["children"]
+    assert (child["agent"], child["call"], child["status"]) == ("helper", "call_0_0", "completed")
+    text = flow("list", "--all", cwd=where, env={**flow_env(), "COLUMNS": "200"}).stdout
+    assert "task › agent helper" in text
