@@ -562,3 +562,27 @@ def test_flow_list_shows_a_subagent_run_under_its_parent_not_as_a_run_of_its_own
     assert (child["agent"], child["call"], child["status"]) == ("helper", "call_0_0", "completed")
     text = flow("list", "--all", cwd=where, env={**flow_env(), "COLUMNS": "200"}).stdout
     assert "task › agent helper" in text
+
+
+def test_a_subagent_gets_what_is_left_of_the_budget_and_a_partial_roll_up_counts_once(
+    tmp_path: Path,
+) -> None:
+    where = _scripted_project(tmp_path / "p")
+    # Two turns in all: the parent's first, then one left for the helper, which needs two.
+    first = flow(*SCRIPTED_RUN, "--max-turns", "2", cwd=where)
+    assert first.returncode != 0
+    data = _status(where)
+    assert data["status"] == "budget_exhausted"
+    assert data["reason"].startswith("in the subagent helper called in step 'task'")
+    [child] = data["children"]
+    assert child["status"] == "budget_exhausted" and child["usage"]["turns"] == 1
+    # The helper's turn is rolled up already (it stopped): the parent counts both.
+    assert data["usage"]["turns"] == 2 and data["usage_total"] == data["usage"]
+
+    result = flow("resume", "run/progress.md", "--agents", "agents", "--max-turns", "4", cwd=where)
+    assert result.returncode == 0, result.stderr
+    data = _status(where)
+    assert data["status"] == "completed"
+    # Rolled up again when the helper completed: only what was new, so each reply once.
+    assert data["usage"]["turns"] == 4 and data["usage"]["input_tokens"] == 60
+    assert data["usage_total"] == data["usage"]
