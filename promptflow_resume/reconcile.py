@@ -785,7 +785,14 @@ def _drop_retried_placeholders(run: Run, plan: ResumePlan) -> list[str]:
         placeholder = _result_for(run, flight.call_id)
         if placeholder is not None and placeholder is run.transcript[-1]:
             run.transcript.pop()
-        notes.append(f"tool call {flight.call_id} ({flight.tool}) was in flight; running it again")
+        if flight.tool == SUBAGENT_TOOL:
+            notes.append(
+                f"subagent call {flight.call_id} ({flight.tool}) was in flight; resuming its run"
+            )
+        else:
+            notes.append(
+                f"tool call {flight.call_id} ({flight.tool}) was in flight; running it again"
+            )
     return notes
 
 

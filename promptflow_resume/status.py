@@ -26,6 +26,7 @@ from .recorded import check_endpoint, outside_workspace, workflow_for
 from .runoptions import RunOptions
 from .runrequests import ResumeRequest
 from .workflow.model import Compaction, Workflow
+from .workflow.toolnames import SUBAGENT_TOOL
 
 if TYPE_CHECKING:
     from .compaction import ContextStatus
@@ -108,6 +109,10 @@ class StatusReport:
             "blocked": plan.blocked if plan else self.workflow_error,
             "stop": None if self.stop is None else self.stop.value,
             "retry_tools": [f.call_id for f in plan.retry_tools] if plan else [],
+            # Of those, the subagent calls: they resume inside their child runs (4.14).
+            "resume_agents": [f.call_id for f in plan.retry_tools if f.tool == SUBAGENT_TOOL]
+            if plan
+            else [],
             "review_tools": [f.call_id for f in plan.review_tools] if plan else [],
             "unsealed_calls": [asdict(c) for c in plan.unsealed_tools] if plan else [],
             "rerun_steps": plan.rerun if plan else [],

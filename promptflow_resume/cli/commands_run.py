@@ -655,8 +655,12 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
         out(f"resume   can resume from step {data['resume_from']}")
         if data["reset_steps"]:
             out(f"         steps that run again: {', '.join(data['reset_steps'])}")
-        if data["retry_tools"]:
-            out(f"         tool calls run again (idempotent): {', '.join(data['retry_tools'])}")
+        agents = data.get("resume_agents") or []
+        again = [c for c in data["retry_tools"] if c not in agents]
+        if again:
+            out(f"         tool calls run again (idempotent): {', '.join(again)}")
+        if agents:
+            out(f"         subagent calls resumed inside their runs: {', '.join(agents)}")
         if plan and status.plan is not None:
             p = status.plan
             reused, to_run = ", ".join(p.reuse) or "nothing", ", ".join(p.rerun) or "nothing"

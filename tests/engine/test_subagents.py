@@ -256,6 +256,10 @@ def test_sigkill_inside_the_subagent_then_resume_the_parent_resumes_inside_it(
     assert child["agent"] == "helper" and child["status"] == "interrupted"
     assert child["usage"]["turns"] == 1
     assert data["usage_total"]["turns"] == 2  # the parent's turn and the child's, not yet rolled
+    assert data["resume_agents"] == ["call_lead_1"]
+    shown = flow("status", "run/progress.md", cwd=where, env=_env()).stdout
+    assert "subagent calls resumed inside their runs: call_lead_1" in shown
+    assert "run again (idempotent)" not in shown
 
     server.requests.clear()
     server.push(*_replies()[2:])
