@@ -258,7 +258,8 @@ def _instructions(root: Path, file: Path | None) -> str:
 
 
 def children(options: RunOptions, choices: Choices = Choices()) -> SubworkflowRunner:
-    """The runner of the sub-workflows of workflow steps (docs/spec.md 4.10)."""
+    """The runner of the sub-workflows of workflow steps and of subagent calls (docs/spec.md
+    4.10, 4.14)."""
     from .subworkflows import SubworkflowRunner
 
     return SubworkflowRunner(
@@ -267,6 +268,7 @@ def children(options: RunOptions, choices: Choices = Choices()) -> SubworkflowRu
         choices=choices,
         mcp_config=options.mcp_config,
         mcp_ask=options.mcp_ask,
+        agent_dirs=tuple(options.agent_dirs),
     )
 
 

@@ -52,6 +52,7 @@ from .events import Reporter
 from .handoffs import is_chained, latest_system, part_model, part_system, pinned_model
 from .progress import ProgressStore
 from .progress.model import (
+    AgentChild,
     Attempt,
     Entry,
     ErrorInfo,
@@ -70,11 +71,12 @@ from .tools import TOOLS, offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
 from .tools.commands import command_output, stop_running_commands
 from .tools.consent import Consent
+from .tools.subagent import OfferedAgent, SubagentTool, offer_changes, wants_subagents
 from .workflow import context_prompt, step_command_args, step_prompt, step_workflow_inputs
 from .workflow.model import Step, Workflow
 from .workflow.skillfile import Skill
 from .workflow.skills import LOAD_TOOL, skills_block
-from .workflow.toolnames import editor_only_line, is_editor_only
+from .workflow.toolnames import SUBAGENT_TOOL, editor_only_line, is_editor_only
 
 #: How the model is told that a tool is not available (a hand-edited or hostile transcript).
 _UNKNOWN_TOOL = (
@@ -155,6 +157,30 @@ class ChildCall:
 
 
 @dataclass
+class AgentCall:
+    """What a subagent call asks of the runner: run or resume the called agent's child run."""
+
+    parent_path: Path
+    parent: Run
+    step: Step
+    #: The tool call's id: with the step, it fixes where the child's file goes.
+    call_id: str
+    #: The agent's name and its file, as this machine's agent folders offer it (never a path
+    #: from the progress file).
+    agent: str
+    agent_path: Path
+    #: The child's progress file, relative to the parent's folder (``steps.<id>.agents``).
+    child: str
+    task: str
+    #: What is left of the parent's budget for this call (turns, tokens, cost), as limits.
+    budget: dict[str, Any]
+    #: Seconds left of this attempt's time limit, or None.
+    timeout: float | None
+    provider: Provider
+    options: EngineOptions
+
+
+@dataclass
 class ChildResult:
     """How a child run ended: the run itself and, once completed, its final output."""
 
@@ -175,6 +201,18 @@ class ChildRunner(Protocol):
 
     def run(self, call: ChildCall) -> ChildResult:
         """Start the child, or resume it when its progress file exists; until it stops."""
+        ...
+
+    def agent_location(self, parent_path: Path, step_id: str, call_id: str) -> str:
+        """Where a subagent call's child progress file goes, relative to the parent's folder."""
+        ...
+
+    def agent_tool(self, workflow: Workflow, workspace: Path) -> Tool | None:
+        """The subagent tool for a run of ``workflow`` (None: no agent may be called)."""
+        ...
+
+    def run_agent(self, call: AgentCall) -> ChildResult:
+        """Start a subagent call's child, or resume it when its file exists; until it stops."""
         ...
 
 
@@ -245,6 +283,7 @@ class Engine:
         #: The run's models in the order tried; every attempt starts from the first, so a
         #: model that has become available is used again (docs/spec.md 5.3).
         self._models = ModelChoices(run.config.model_order())
+        self._add_subagent_tool()
         #: Entries appended but not yet saved (a model reply waits for its first tool start).
         self._unsaved: list[Entry] = []
         self._log = MessageLog()
@@ -255,6 +294,27 @@ class Engine:
         self._compactions = CompactionTally()
         #: A handoff chain: each part's system entry replaces the one before in requests.
         self._chained = is_chained(workflow)
+
+    def _add_subagent_tool(self) -> None:
+        """Offer the subagent tool when the workflow wants it and there is an agent to call:
+        resolved now, from this machine's agent folders (docs/spec.md 4.14)."""
+        runner = self.options.children
+        workflow = self.workflow
+        names = {*offered_tool_names(workflow)}
+        for step in workflow.steps:
+            names.update(offered_tool_names(workflow, step))
+        if runner is None or not wants_subagents(workflow, tuple(names)):
+            return
+        tool = runner.agent_tool(workflow, self.options.workspace)
+        if tool is not None:
+            self.tools[SUBAGENT_TOOL] = tool
+        offered = {a.name: a.hash for a in tool.agents} if isinstance(tool, SubagentTool) else {}
+        earlier = [a.agents for a in self.run.attempts[:-1] if a.agents]
+        self._attempt.agents = offered
+        news = offer_changes(earlier[-1], offered) if earlier else None
+        if news is not None:
+            self._attempt.notes.append(news)
+            self.reporter.notice(news)
 
     def attempt_notes(self, notes: list[str]) -> None:
         """Record notes (resume decisions, hand edits) in this attempt's history; an
@@ -494,7 +554,7 @@ class Engine:
                 step=step,
                 child=state.child,
                 inputs=inputs,
-                budget=self._budget_left(state),
+                budget=self._budget_left(state.usage),
                 timeout=left,
                 provider=self.provider,
                 options=self.options,
@@ -536,18 +596,19 @@ class Engine:
         state.usage = Usage(**vars(child))
         state.turns = child.turns
 
-    def _budget_left(self, state: StepState) -> dict[str, Any]:
-        """The parent's limits less what the rest of the run used: the child's ceiling."""
+    def _budget_left(self, own: Usage) -> dict[str, Any]:
+        """The parent's limits less what the rest of the run used (all but ``own``, what the
+        child has used and the run counts already): the child's ceiling."""
         budget = self.run.config.budget
         usage = self.run.usage
         left: dict[str, Any] = {}
         if budget.get("max_turns") is not None:
-            left["max_turns"] = int(budget["max_turns"]) - (usage.turns - state.usage.turns)
+            left["max_turns"] = int(budget["max_turns"]) - (usage.turns - own.turns)
         if budget.get("max_tokens") is not None:
-            used = usage.total_tokens - state.usage.total_tokens
+            used = usage.total_tokens - own.total_tokens
             left["max_tokens"] = int(budget["max_tokens"]) - used
         if budget.get("max_cost_usd") is not None:
-            used_cost = usage.cost_usd - state.usage.cost_usd
+            used_cost = usage.cost_usd - own.cost_usd
             left["max_cost_usd"] = round(float(budget["max_cost_usd"]) - used_cost, 6)
         return {k: max(v, 0) for k, v in left.items()}
 
@@ -831,6 +892,9 @@ class Engine:
         if LOAD_TOOL not in names and any(s.model_invocable for s in self.options.skills):
             # Every step may load a skill, whatever its own tool list says (spec 1.11).
             names += (LOAD_TOOL,)
+        agent = self.workflow.agent
+        if SUBAGENT_TOOL in self.tools and SUBAGENT_TOOL not in names and agent and agent.agents:
+            names += (SUBAGENT_TOOL,)  # an agent's `agents:` list asks for the tool by itself
         return names
 
     # --- tool calls -----------------------------------------------------------------------
@@ -847,6 +911,7 @@ class Engine:
         command_args = self._command_step_arguments(step, call) if step.kind == "command" else None
         allowed = step.kind == "command" or name in self._offered(step)
         tool = self.tools.get(name) if allowed else None
+        self._keep_subagent_child(step, call, tool)
         if tool is None:
             self.reporter.notice(
                 f"entry {call.id} calls the tool {name!r}, which step {step.id} does not offer; "
@@ -883,31 +948,7 @@ class Engine:
             except (ValueError, RecursionError) as error:
                 result = ToolResult(f"error: invalid tool arguments: {error}", is_error=True)
             else:
-                run.in_flight.append(
-                    InFlight(
-                        call_id=call.call_id or "",
-                        tool=name,
-                        step=step.id,
-                        entry=call.id,
-                        started=now_iso(),
-                        idempotent=tool.idempotent,
-                        expect=self._expectation(tool, arguments),
-                        server=getattr(tool, "server_ref", None),
-                    )
-                )
-                if step.kind != "command":
-                    # The start record is sealed with the call: resume decides by it.
-                    seal_calls(run, self._key, [call])
-                faults.point("engine.before_tool_start_record")
-                self._save()  # the intent is durable before the tool runs
-                faults.point("engine.tool_start_recorded")
-                self.reporter.tool_started(name, call.content)
-                result = self._invoke(tool, arguments)
-                faults.point("engine.tool_ran")
-                run.in_flight = [f for f in run.in_flight if f.call_id != call.call_id]
-                if step.kind != "command":
-                    # Without its start record until the result is saved, as before it started.
-                    seal_calls(run, self._key, [call])
+                result = self._tool_effect(step, call, tool, arguments)
         entry = self._result_entry(step, call, result)
         settle_call(run, call.call_id)
         self._append([entry])
@@ -915,6 +956,147 @@ class Engine:
         first_line = entry.content.strip().splitlines()[0] if entry.content.strip() else ""
         # Whole (within reason): the display fits it to its width at a word boundary.
         self.reporter.tool_finished(name, entry.is_error, first_line[:1000])
+
+    def _keep_subagent_child(self, step: Step, call: Entry, tool: Tool | None) -> None:
+        """A subagent call that has a child run is answered by that child or not at all: when
+        the agent it names is not offered here now, the run stops for review instead of
+        giving the call an error and leaving the child's work behind."""
+        state = self.run.steps.get(step.id)
+        link = state.agents.get(call.call_id or "") if state is not None else None
+        if link is None or call.tool != SUBAGENT_TOOL:
+            return
+        if isinstance(tool, SubagentTool):
+            try:
+                arguments = json.loads(call.content or "{}")
+            except (ValueError, RecursionError):
+                arguments = None
+            if isinstance(arguments, dict) and isinstance(tool.check(arguments), OfferedAgent):
+                return
+        raise NeedsReviewError(
+            f"tool call {call.call_id} of step {step.id!r} has a subagent run ({link.child}, "
+            f"agent {link.agent}), but the agent its arguments name is not offered here now "
+            "(subagents come from the --agents folders, the workspace's and the user's agent "
+            "folders); nothing was run.",
+            hint="Resume with the --agents DIR the run started with, or restore the agent file.",
+        )
+
+    def _tool_effect(
+        self, step: Step, call: Entry, tool: Tool, arguments: dict[str, Any]
+    ) -> ToolResult:
+        """Run one tool call with its start durable first and its in-flight record cleared
+        after; a subagent call runs its agent as a child run (``_run_subagent``)."""
+        run = self.run
+        name = call.tool or ""
+        agent: OfferedAgent | None = None
+        if isinstance(tool, SubagentTool):
+            checked = tool.check(arguments)
+            if isinstance(checked, ToolResult):
+                return checked  # an agent not offered here is never run
+            agent = checked
+            self._link_subagent(step, call, agent)
+        run.in_flight.append(
+            InFlight(
+                call_id=call.call_id or "",
+                tool=name,
+                step=step.id,
+                entry=call.id,
+                started=now_iso(),
+                idempotent=tool.idempotent,
+                expect=self._expectation(tool, arguments),
+                server=getattr(tool, "server_ref", None),
+            )
+        )
+        if step.kind != "command":
+            # The start record is sealed with the call: resume decides by it.
+            seal_calls(run, self._key, [call])
+        faults.point("engine.before_tool_start_record")
+        self._save()  # the intent is durable before the tool runs
+        faults.point("engine.tool_start_recorded")
+        self.reporter.tool_started(name, call.content)
+        if agent is None:
+            result = self._invoke(tool, arguments)
+        else:
+            result = self._run_subagent(step, call, agent, str(arguments["task"]))
+        faults.point("engine.tool_ran")
+        run.in_flight = [f for f in run.in_flight if f.call_id != call.call_id]
+        if step.kind != "command":
+            # Without its start record until the result is saved, as before it started.
+            seal_calls(run, self._key, [call])
+        return result
+
+    def _link_subagent(self, step: Step, call: Entry, agent: OfferedAgent) -> None:
+        """Record where the call's child run goes (saved with its start record), so a
+        resumed parent finds the child and never starts it again."""
+        runner = self.options.children
+        state = self.run.steps.setdefault(step.id, StepState())
+        call_id = call.call_id or ""
+        if runner is not None and call_id not in state.agents:
+            where = runner.agent_location(self.store.path, step.id, call_id)
+            # A step run again (rewound, changed) can repeat a call id (scripted and replayed
+            # replies do): the earlier call's child is set aside, never resumed for this one.
+            runner.set_aside(self.store.path, where)
+            state.agents[call_id] = AgentChild(agent=agent.name, child=where)
+
+    def _run_subagent(self, step: Step, call: Entry, agent: OfferedAgent, task: str) -> ToolResult:
+        """The call's child run, started or resumed until it stops; its final answer is the
+        result. A child that stopped stops the parent too, with the call still in flight, so
+        the next resume continues inside the child."""
+        runner = self.options.children
+        state = self.run.steps[step.id]
+        link = state.agents[call.call_id or ""]
+        if runner is None:  # the tool is offered only with a runner; a guard for callers
+            return ToolResult("error: subagents cannot run here.", is_error=True)
+        self._check_deadline()
+        faults.point("engine.subagent_started")
+        left = self._deadline - time.monotonic() if self._deadline is not None else None
+        self.reporter.notice(f"step {step.id}: runs the agent {agent.name} ({link.child})")
+        outcome = runner.run_agent(
+            AgentCall(
+                parent_path=self.store.path,
+                parent=self.run,
+                step=step,
+                call_id=call.call_id or "",
+                agent=agent.name,
+                agent_path=agent.path,
+                child=link.child,
+                task=task,
+                budget=self._budget_left(link.usage),
+                timeout=left,
+                provider=self.provider,
+                options=self.options,
+            )
+        )
+        faults.point("engine.subagent_returned")
+        self._roll_up_subagent(state, link, outcome.run.usage)
+        child = outcome.run
+        if child.status != "completed" or outcome.output is None:
+            if child.last_error is not None:
+                self.run.last_error = ErrorInfo(
+                    type=child.last_error.type,
+                    message=child.last_error.message,
+                    at=child.last_error.at,
+                    step=step.id,
+                )
+            raise _RunEnds(
+                child.status,
+                f"in the subagent {agent.name} called in step {step.id!r} ({link.child}): "
+                f"{child.reason or child.status}",
+            )
+        return ToolResult(outcome.output)
+
+    def _roll_up_subagent(self, state: StepState, link: AgentChild, child: Usage) -> None:
+        """Add what the child used since the last roll-up to the step, the run and the
+        attempt; the link remembers it, so a child resumed later is counted once."""
+        delta = Usage(
+            input_tokens=child.input_tokens - link.usage.input_tokens,
+            output_tokens=child.output_tokens - link.usage.output_tokens,
+            cached_tokens=child.cached_tokens - link.usage.cached_tokens,
+            cost_usd=round(child.cost_usd - link.usage.cost_usd, 6),
+            turns=child.turns - link.usage.turns,
+        )
+        for total in (self.run.usage, state.usage, self._attempt.usage):
+            total.add(delta)
+        link.usage = Usage(**vars(child))
 
     def _command_step_arguments(self, step: Step, call: Entry) -> dict[str, Any]:
         """What a command step's recorded call runs with: always the workflow's ``run:`` line.

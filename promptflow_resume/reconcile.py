@@ -51,6 +51,7 @@ from .conversation import skipped_output, unanswered_calls
 from .progress.model import EditNote, Entry, InFlight, LoadReport, Run, StepState
 from .progress.seal import Key, seal_calls, settle_call, unsealed_calls
 from .workflow.model import Workflow
+from .workflow.toolnames import SUBAGENT_TOOL
 
 if TYPE_CHECKING:
     # Importing tools.base imports every tool module; ``flow status`` plans without them.
@@ -561,7 +562,11 @@ def _may_run_again(flight: InFlight, tool: Tool | None) -> bool:
     """Whether a call in flight may run again: what was recorded when it started decides (a
     later configuration never makes a call safe to repeat), and for the workflow's own tools
     the workflow must still say so. An MCP call is judged by its record alone: no server is
-    started to decide (``flow status`` starts nothing)."""
+    started to decide (``flow status`` starts nothing). A subagent call runs again by resuming
+    its child run where it stopped, so nothing it completed is done twice (docs/spec.md 4.14);
+    which agent it runs is decided again from this machine's agent folders."""
+    if flight.tool == SUBAGENT_TOOL:
+        return True
     if flight.server is not None:
         return flight.idempotent
     return flight.idempotent and tool is not None and tool.idempotent
@@ -780,7 +785,14 @@ def _drop_retried_placeholders(run: Run, plan: ResumePlan) -> list[str]:
         placeholder = _result_for(run, flight.call_id)
         if placeholder is not None and placeholder is run.transcript[-1]:
             run.transcript.pop()
-        notes.append(f"tool call {flight.call_id} ({flight.tool}) was in flight; running it again")
+        if flight.tool == SUBAGENT_TOOL:
+            notes.append(
+                f"subagent call {flight.call_id} ({flight.tool}) was in flight; resuming its run"
+            )
+        else:
+            notes.append(
+                f"tool call {flight.call_id} ({flight.tool}) was in flight; running it again"
+            )
     return notes
 
 

@@ -27,6 +27,7 @@ from .recorded import check_endpoint, outside_workspace, workflow_for
 from .runoptions import RunOptions
 from .runrequests import ResumeRequest
 from .workflow.model import Compaction, Workflow
+from .workflow.toolnames import SUBAGENT_TOOL
 
 if TYPE_CHECKING:
     from .compaction import ContextStatus
@@ -114,6 +115,10 @@ class StatusReport:
             "blocked": plan.blocked if plan else self.workflow_error,
             "stop": None if self.stop is None else self.stop.value,
             "retry_tools": [f.call_id for f in plan.retry_tools] if plan else [],
+            # Of those, the subagent calls: they resume inside their child runs (4.14).
+            "resume_agents": [f.call_id for f in plan.retry_tools if f.tool == SUBAGENT_TOOL]
+            if plan
+            else [],
             "review_tools": [f.call_id for f in plan.review_tools] if plan else [],
             "unsealed_calls": [asdict(c) for c in plan.unsealed_tools] if plan else [],
             "rerun_steps": plan.rerun if plan else [],
@@ -277,7 +282,7 @@ def run_status(
     from .compaction import context_status
 
     children: list[ChildNode] = []
-    if any(state.child for state in run.steps.values()):
+    if any(state.child or state.agents for state in run.steps.values()):
         # Reading the children loads each child's file; a run without children need not.
         from .progress.children import child_runs
 

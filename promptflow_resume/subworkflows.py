@@ -42,39 +42,47 @@ from .base.errors import (
     StorageError,
 )
 from .base.paths import rebase, relative_path
-from .engine import ChildCall, ChildResult, Engine, EngineOptions, answer_line
+from .base.safeopen import linked_file
+from .engine import AgentCall, ChildCall, ChildResult, Engine, EngineOptions, answer_line
 from .events import Reporter
 from .progress import ProgressStore
 from .progress.children import (
     MAX_DEPTH,
     child_folder,
     children_of_file,
+    folder_name,
     usage_difference,
 )
 from .progress.links import child_cycle_error, child_file
 from .progress.model import EditNote, Run, Usage
 from .progress.render import entries_phrase
-from .providers.base import Request
+from .providers.base import Provider, Request
 from .reconcile import Choices, apply_plan, check_servers, plan_resume, resume_note
 from .tools import build_tools
+from .tools.base import Tool
 from .tools.commands import command_output
 from .tools.consent import Consent
+from .tools.subagent import SubagentTool, subagent_offer
 
 if TYPE_CHECKING:
     from .tools.mcp import McpServers
 from .workflow import load_workflow
+from .workflow.agentfile import TASK_INPUT
 from .workflow.model import Workflow
 
 #: ``parent.kind`` of a child run (a fork's ``parent`` has no ``kind``).
 CHILD_KIND = "workflow"
+#: ``parent.kind`` of a subagent call's child run (docs/spec.md 4.14).
+AGENT_KIND = "agent"
 
 #: ``make_run(workflow, inputs, progress_path, provider=, model=, limits_budget=)`` → new Run.
 MakeRun = Callable[..., Run]
 
 
 def is_child(run: Run) -> bool:
-    """True for the run of a sub-workflow (its ``parent`` has ``kind: workflow``)."""
-    return run.parent is not None and run.parent.get("kind") == CHILD_KIND
+    """True for the run of a sub-workflow or a subagent (its ``parent`` has ``kind:
+    workflow`` or ``kind: agent``)."""
+    return run.parent is not None and run.parent.get("kind") in (CHILD_KIND, AGENT_KIND)
 
 
 def parent_of(run: Run, path: Path) -> Path | None:
@@ -90,8 +98,9 @@ def refuse_direct_resume(run: Run, path: Path) -> None:
     if parent is None:
         return
     step = run.parent.get("step", "?") if run.parent else "?"
+    what = "a subagent" if run.parent and run.parent.get("kind") == AGENT_KIND else "a sub-workflow"
     raise InputError(
-        f"{path} is the run of a sub-workflow: step {step!r} of the run in {parent}. It is "
+        f"{path} is the run of {what}: step {step!r} of the run in {parent}. It is "
         "resumed through that run, which then goes on with its own steps.",
         path=path,
         field="$.parent",
@@ -140,16 +149,16 @@ class _ChildReporter(Reporter):
     (``Triage › step 1/2 Collect: started``), its model calls count toward the parent's step,
     and the totals shown are the parent's with the child's usage so far."""
 
-    def __init__(self, parent: Reporter, call: ChildCall) -> None:
+    def __init__(self, parent: Reporter, child: _Child) -> None:
         self.parent = parent
-        self.step_id = call.step.id
-        self.title = call.step.title
-        self.run = call.parent
+        self.step_id = child.step_id
+        self.title = child.title
+        self.run = child.parent
+        self.rolled_up = child.rolled_up
 
     def _with_parent(self, child_total: Usage) -> Usage:
-        state = self.run.steps.get(self.step_id)
         total = Usage(**vars(self.run.usage))
-        total.add(usage_difference(child_total, state.usage if state is not None else Usage()))
+        total.add(usage_difference(child_total, self.rolled_up()))
         return total
 
     def notice(self, text: str) -> None:
@@ -192,8 +201,30 @@ class _ChildReporter(Reporter):
 
 
 @dataclass
+class _Child:
+    """One child run as the runner starts or resumes it: a workflow step's or a subagent
+    call's, told apart only by the link the child records and the title it is shown with."""
+
+    parent_path: Path
+    parent: Run
+    step_id: str
+    #: How the parent's display names the child (``Triage``, ``agent reviewer``).
+    title: str
+    #: The child's ``parent`` link (``path``, ``run_id``, ``step``, ``kind`` …).
+    link: dict[str, str]
+    inputs: dict[str, Any]
+    budget: dict[str, Any]
+    timeout: float | None
+    provider: Provider
+    options: EngineOptions
+    #: What of the child's usage the parent has added to its own so far.
+    rolled_up: Callable[[], Usage]
+
+
+@dataclass
 class SubworkflowRunner:
-    """Starts and resumes the child runs of workflow steps (``engine.ChildRunner``)."""
+    """Starts and resumes the child runs of workflow steps and of subagent calls
+    (``engine.ChildRunner``)."""
 
     #: ``api.new_run``: the checkpoint of a run that has not started.
     make_run: MakeRun
@@ -208,13 +239,27 @@ class SubworkflowRunner:
     mcp_config: str | Path | None = None
     #: Asks for an MCP configuration input on a terminal (``id, description, password``).
     mcp_ask: Callable[[str, str, bool], str] | None = None
+    #: ``--agents DIR``: searched for subagents before the workspace's and the user's folders.
+    agent_dirs: tuple[Path, ...] = ()
 
     def location(self, parent_path: Path, step_id: str) -> str:
         """``<stem>.steps/<step-id>/progress.md``, relative to the parent's folder."""
         return f"{child_folder(parent_path)}/{step_id}/progress.md"
 
+    def agent_location(self, parent_path: Path, step_id: str, call_id: str) -> str:
+        """``<stem>.steps/<step-id>/agents/<call-id>/progress.md``: fixed by the step and the
+        tool call, so a resume finds the child a crash left behind."""
+        return f"{child_folder(parent_path)}/{step_id}/agents/{folder_name(call_id)}/progress.md"
+
+    def agent_tool(self, workflow: Workflow, workspace: Path) -> Tool | None:
+        """The subagent tool of a run of ``workflow``, offering the agents this machine's
+        folders hold that it may call; None when there are none."""
+        offer = subagent_offer(workflow, workspace, self.agent_dirs)
+        return SubagentTool(offer) if offer else None
+
     def set_aside(self, parent_path: Path, child: str) -> None:
-        """Rename an earlier child's folder to ``<step-id>.archive-N`` (nothing is deleted)."""
+        """Rename an earlier child's folder to ``<step-id>.archive-N`` (a subagent's:
+        ``<call-id>.archive-N``); nothing is deleted."""
         target = parent_path.parent / child
         folder = target.parent
         if not target.exists():
@@ -234,12 +279,7 @@ class SubworkflowRunner:
 
     def run(self, call: ChildCall) -> ChildResult:
         """Start the step's child run, or resume it, and execute it until it stops."""
-        if self.depth >= MAX_DEPTH:
-            raise InputError(
-                f"step {call.step.id!r} would run workflows {MAX_DEPTH} levels deep; "
-                "flow stops there.",
-                path=call.parent_path,
-            )
+        self._check_depth(call.step.id, call.parent_path)
         workflow = call.step.child
         if workflow is None:  # the loader refuses such a step; a guard for library callers
             raise FileNotFoundFlowError(
@@ -248,64 +288,130 @@ class SubworkflowRunner:
                 path=call.parent_path,
             )
         path = child_file(call.parent_path, call.step.id, call.child)
-        chain = [*self.above, call.parent_path]
+        self._refuse_cycle(call.parent_path, call.step.id, call.child, path)
+        state = call.parent.steps.get(call.step.id)
+        child = _Child(
+            parent_path=call.parent_path,
+            parent=call.parent,
+            step_id=call.step.id,
+            title=call.step.title,
+            link={
+                "path": relative_path(call.parent_path, path.parent),
+                "run_id": call.parent.run_id,
+                "step": call.step.id,
+                "kind": CHILD_KIND,
+            },
+            inputs=call.inputs,
+            budget=call.budget,
+            timeout=call.timeout,
+            provider=call.provider,
+            options=call.options,
+            rolled_up=lambda: state.usage if state is not None else Usage(),
+        )
+        if path.exists():
+            return self._resume(child, path, lambda run: _step_workflow(call, path, run))
+        return self._start(child, path, workflow)
+
+    def run_agent(self, call: AgentCall) -> ChildResult:
+        """Start a subagent call's child run, or resume it, and execute it until it stops.
+
+        The agent file is the one this machine's folders hold for the name (the tool's offer);
+        a child whose file records another agent file is not run (docs/spec.md 10)."""
+        self._check_depth(call.step.id, call.parent_path)
+        field_name = f"$.steps.{call.step.id}.agents.{call.call_id}.child"
+        path = linked_file(
+            call.parent_path.parent,
+            call.child,
+            what="subagent run file",
+            source=call.parent_path,
+            field=field_name,
+        )
+        self._refuse_cycle(call.parent_path, call.step.id, call.child, path, call.call_id)
+        workflow = load_workflow(call.agent_path)
+        state = call.parent.steps.get(call.step.id)
+        recorded = state.agents.get(call.call_id) if state is not None else None
+        child = _Child(
+            parent_path=call.parent_path,
+            parent=call.parent,
+            step_id=call.step.id,
+            title=f"agent {call.agent}",
+            link={
+                "path": relative_path(call.parent_path, path.parent),
+                "run_id": call.parent.run_id,
+                "step": call.step.id,
+                "kind": AGENT_KIND,
+                "call": call.call_id,
+                "agent": call.agent,
+            },
+            inputs={TASK_INPUT: call.task},
+            budget=call.budget,
+            timeout=call.timeout,
+            provider=call.provider,
+            options=call.options,
+            rolled_up=lambda: recorded.usage if recorded is not None else Usage(),
+        )
+        if path.exists():
+            return self._resume(child, path, lambda run: _agent_workflow(call, path, run, workflow))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return self._start(child, path, workflow)
+
+    def _check_depth(self, step_id: str, parent_path: Path) -> None:
+        if self.depth >= MAX_DEPTH:
+            raise InputError(
+                f"step {step_id!r} would run workflows {MAX_DEPTH} levels deep; flow stops there.",
+                path=parent_path,
+            )
+
+    def _refuse_cycle(
+        self, parent_path: Path, step_id: str, link: str, path: Path, call_id: str | None = None
+    ) -> None:
+        chain = [*self.above, parent_path]
         if os.path.realpath(path) in {os.path.realpath(p) for p in chain}:
             # A file from someone else can point a step back at its own run (docs/spec.md 10.5).
-            raise child_cycle_error(call.parent_path, call.step.id, call.child, chain)
-        if path.exists():
-            return self._resume(call, path)
-        return self._start(call, path, workflow)
+            raise child_cycle_error(parent_path, step_id, link, chain, call_id)
 
     # --- one child ---------------------------------------------------------------------------
 
     def _child_options(
-        self, call: ChildCall, workflow: Workflow, servers: McpServers | None
+        self, child: _Child, workflow: Workflow, servers: McpServers | None
     ) -> EngineOptions:
-        parent = call.options
+        parent = child.options
         secrets = servers.config.secrets if servers is not None else ()
         if servers is not None:
             servers.notice = parent.reporter.notice  # says which server Ctrl-C stops
         return replace(
             parent,
-            reporter=_ChildReporter(parent.reporter, call),
-            timeout=call.timeout,
+            reporter=_ChildReporter(parent.reporter, child),
+            timeout=child.timeout,
             resume_note=None,
             consent=self.consent_for(workflow),
             # The child's own MCP tools, never the parent's (its tools: list is its own).
             extra_tools=servers.offer() if servers is not None else (),
             redactor=parent.redactor.with_values(secrets) if secrets else parent.redactor,
-            children=replace(self, depth=self.depth + 1, above=(*self.above, call.parent_path)),
+            children=replace(self, depth=self.depth + 1, above=(*self.above, child.parent_path)),
         )
 
     def _servers(
-        self, call: ChildCall, workflow: Workflow, path: Path, tools: dict[str, Any]
+        self, child: _Child, workflow: Workflow, path: Path, tools: dict[str, Any]
     ) -> McpServers | None:
         """Start the MCP servers the child's workflow names, adding their tools to ``tools``;
         their logs go beside the child's file, and their secrets join the parent's redactor."""
         from .tools.mcp_wiring import find_mcp_config, start_mcp
 
-        workspace = call.options.workspace
+        workspace = child.options.workspace
         config = find_mcp_config(workflow, workspace, self.mcp_config, self.mcp_ask)
         if config is None:
             return None
-        redactor = call.options.redactor.with_values(config.secrets)
+        redactor = child.options.redactor.with_values(config.secrets)
         return start_mcp(workflow, workspace, tools, config, path, redactor)
 
-    def _link(self, call: ChildCall, path: Path) -> dict[str, str]:
-        return {
-            "path": relative_path(call.parent_path, path.parent),
-            "run_id": call.parent.run_id,
-            "step": call.step.id,
-            "kind": CHILD_KIND,
-        }
-
-    def _start(self, call: ChildCall, path: Path, workflow: Workflow) -> ChildResult:
-        config = call.parent.config
+    def _start(self, child: _Child, path: Path, workflow: Workflow) -> ChildResult:
+        config = child.parent.config
         run = self.make_run(
             workflow,
-            call.inputs,
+            child.inputs,
             path,
-            redactor=call.options.redactor,
+            redactor=child.options.redactor,
             provider=config.provider,
             # The connection is the parent's; a child that names its own model uses it.
             model=workflow.model or config.model,
@@ -318,18 +424,18 @@ class SubworkflowRunner:
         run.config.recording = (
             None
             if config.recording is None
-            else rebase(config.recording, call.parent_path.parent, path.parent)
+            else rebase(config.recording, child.parent_path.parent, path.parent)
         )
-        run.config.budget = _tighter(_own_budget(workflow), call.budget)
-        run.parent = self._link(call, path)
+        run.config.budget = _tighter(_own_budget(workflow), child.budget)
+        run.parent = dict(child.link)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tools = build_tools(workflow, call.options.workspace, skills=bool(call.options.skills))
+        tools = build_tools(workflow, child.options.workspace, skills=bool(child.options.skills))
         # Before the child's file exists: a server that cannot start leaves no child behind.
-        servers = self._servers(call, workflow, path, tools)
+        servers = self._servers(child, workflow, path, tools)
         try:
             store = ProgressStore.create(path, run)
             try:
-                self._execute(call, workflow, run, store, note=None, tools=tools, servers=servers)
+                self._execute(child, workflow, run, store, note=None, tools=tools, servers=servers)
             finally:
                 store.close()
         finally:
@@ -337,21 +443,21 @@ class SubworkflowRunner:
                 servers.close()
         return ChildResult(run=run, output=child_output(run, workflow))
 
-    def _resume(self, call: ChildCall, path: Path) -> ChildResult:
+    def _resume(
+        self, child: _Child, path: Path, workflow_of: Callable[[Run], Workflow]
+    ) -> ChildResult:
         store, run, report = ProgressStore.open(path)
         servers: McpServers | None = None
         try:
-            workflow = call.step.child
-            recorded = (path.parent / run.workflow.path).resolve()
-            if workflow is None or recorded != workflow.path.resolve():
-                # The step now names another workflow than the child ran: read the child's own.
-                workflow = load_workflow(recorded)
+            workflow = workflow_of(run)
             if run.status == "completed":
                 return ChildResult(run=run, output=child_output(run, workflow))
-            tools = build_tools(workflow, call.options.workspace, skills=bool(call.options.skills))
-            servers = self._servers(call, workflow, path, tools)
+            tools = build_tools(
+                workflow, child.options.workspace, skills=bool(child.options.skills)
+            )
+            servers = self._servers(child, workflow, path, tools)
             plan = plan_resume(
-                run, workflow, report, tools, self.choices, workspace=call.options.workspace
+                run, workflow, report, tools, self.choices, workspace=child.options.workspace
             )
             check_servers(plan, tools)
             stopped_status, stopped_reason = run.status, run.reason
@@ -364,11 +470,11 @@ class SubworkflowRunner:
                 store.checkpoint(run)
             if report.edited_entries:
                 notes.append(EditNote(f"{entries_phrase(report.edited_entries)} edited by hand"))
-            run.config.budget = _tighter(_own_budget(workflow), call.budget)
+            run.config.budget = _tighter(_own_budget(workflow), child.budget)
             stopped = replace(run, status=stopped_status, reason=stopped_reason)
             note = resume_note(stopped, plan, workflow)
             self._execute(
-                call, workflow, run, store, note=note, notes=notes, tools=tools, servers=servers
+                child, workflow, run, store, note=note, notes=notes, tools=tools, servers=servers
             )
         finally:
             store.close()
@@ -378,7 +484,7 @@ class SubworkflowRunner:
 
     def _execute(
         self,
-        call: ChildCall,
+        child: _Child,
         workflow: Workflow,
         run: Run,
         store: ProgressStore,
@@ -390,14 +496,14 @@ class SubworkflowRunner:
     ) -> None:
         from .tools.mcp_wiring import mcp_attempt_notes, notice_missing_tools
 
-        options = self._child_options(call, workflow, servers)
+        options = self._child_options(child, workflow, servers)
         options.resume_note = note
         tools = (
             tools
             if tools is not None
-            else build_tools(workflow, call.options.workspace, skills=bool(call.options.skills))
+            else build_tools(workflow, child.options.workspace, skills=bool(child.options.skills))
         )
-        engine = Engine(workflow, run, store, call.provider, tools, options)
+        engine = Engine(workflow, run, store, child.provider, tools, options)
         # After the engine began the attempt: the tool-list hashes are recorded in it.
         mcp_notes = mcp_attempt_notes(run, servers) if servers is not None else []
         if notes or mcp_notes:
@@ -406,6 +512,35 @@ class SubworkflowRunner:
             options.reporter.notice(news)
         notice_missing_tools(workflow, servers, options.reporter.notice)
         engine.execute()
+
+
+def _step_workflow(call: ChildCall, path: Path, run: Run) -> Workflow:
+    """The workflow a step's existing child resumes with: the step's, or, when the step now
+    names another workflow than the child ran, the child's own."""
+    workflow = call.step.child
+    recorded = (path.parent / run.workflow.path).resolve()
+    if workflow is None or recorded != workflow.path.resolve():
+        return load_workflow(recorded)
+    return workflow
+
+
+def _agent_workflow(call: AgentCall, path: Path, run: Run, workflow: Workflow) -> Workflow:
+    """The agent a subagent's existing child resumes with: always the file this machine's
+    agent folders hold for the called name; a child that ran another file is refused, so a
+    progress file cannot choose which agent runs (docs/spec.md 10)."""
+    recorded = (path.parent / run.workflow.path).resolve()
+    if recorded != call.agent_path.resolve():
+        raise NeedsReviewError(
+            f"the subagent run {path} (tool call {call.call_id} of step {call.step.id!r}) ran "
+            f"the agent file {recorded}, but the agent `{call.agent}` is {call.agent_path} "
+            "here; flow runs only the agents this machine's agent folders offer, so it was not "
+            "resumed.",
+            hint=(
+                "Check the file: if it was edited, restore it from version control; else move "
+                "the subagent run's folder away and resume to start the call afresh."
+            ),
+        )
+    return workflow
 
 
 def refuse_child_cycles(run: Run, path: Path) -> None:
@@ -421,18 +556,19 @@ def refuse_child_cycles(run: Run, path: Path) -> None:
             continue
         seen = {os.path.realpath(p) for p in chain}
         for step_id, state in current.steps.items():
-            if not state.child:
-                continue
-            child_path = where.parent / state.child
-            if os.path.realpath(child_path) in seen:
-                raise child_cycle_error(where, step_id, state.child, list(chain))
-            if not child_path.is_file():
-                continue
-            try:
-                child, _report = load_progress(child_path)
-            except FlowError:
-                continue  # the resume that reaches this child reports it
-            stack.append((child, child_path, chain))
+            links: list[tuple[str, str | None]] = [(state.child, None)] if state.child else []
+            links += [(a.child, call_id) for call_id, a in state.agents.items()]
+            for link, call_id in links:
+                child_path = where.parent / link
+                if os.path.realpath(child_path) in seen:
+                    raise child_cycle_error(where, step_id, link, list(chain), call_id)
+                if not child_path.is_file():
+                    continue
+                try:
+                    child, _report = load_progress(child_path)
+                except FlowError:
+                    continue  # the resume that reaches this child reports it
+                stack.append((child, child_path, chain))
 
 
 def question_at(path: Path) -> tuple[Path, int] | None:

@@ -140,7 +140,7 @@ def _child_rows(table: Any, nodes: list[ChildNode], indent: str, unicode: bool) 
         mark = "└ " if unicode else "- "
         table.add_row(
             Text(f"{indent}{mark}{node.run_id or '-'}"),
-            Text(f"step {node.step}"),
+            Text(f"step {node.step}" + (f" › agent {node.agent}" if node.agent else "")),
             Text(status_text(node.status, node.reason)),
             Text(steps),
             Text(format_cost(node.total_usage().cost_usd)),

@@ -577,8 +577,12 @@ def _print_tree(data: dict[str, Any]) -> None:
             # An invalid child says why (a broken file, a link back to a run above it).
             why = child["reason"] or child.get("error")
             reason = f" — {why}" if why else ""
+            # A subagent's child is named by its agent within the step that called it.
+            who = (
+                f"{child['step']} › agent {child['agent']}" if child.get("agent") else child["step"]
+            )
             out(
-                f"{indent}{child['step']}: {child['status']}{reason} · "
+                f"{indent}{who}: {child['status']}{reason} · "
                 f"{child['steps_done']}/{child['steps_total']} steps · "
                 f"{count(usage['turns'], 'turn')}, ${usage['cost_usd']:.4f} · {child['path']}"
             )
@@ -672,8 +676,12 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
         out(f"resume   can resume from step {data['resume_from']}")
         if data["reset_steps"]:
             out(f"         steps that run again: {', '.join(data['reset_steps'])}")
-        if data["retry_tools"]:
-            out(f"         tool calls run again (idempotent): {', '.join(data['retry_tools'])}")
+        agents = data.get("resume_agents") or []
+        again = [c for c in data["retry_tools"] if c not in agents]
+        if again:
+            out(f"         tool calls run again (idempotent): {', '.join(again)}")
+        if agents:
+            out(f"         subagent calls resumed inside their runs: {', '.join(agents)}")
         if plan and status.plan is not None:
             p = status.plan
             reused, to_run = ", ".join(p.reuse) or "nothing", ", ".join(p.rerun) or "nothing"

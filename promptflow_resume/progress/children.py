@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..base.errors import FlowError
-from .links import child_cycle_error, child_file
+from ..base.safeopen import linked_file
+from .links import child_cycle_error
 from .model import Run, Usage
 from .state import run_state
 from .store import load_progress
@@ -36,8 +37,24 @@ def child_folder(parent_path: Path) -> str:
 
 
 def is_child_path(path: Path) -> bool:
-    """True for a progress file stored as a child: ``…/<stem>.steps/<step-id>/<file>``."""
-    return path.parent.parent.name.endswith(".steps")
+    """True for a progress file stored as a child: ``…/<stem>.steps/<step-id>/<file>``, or a
+    subagent's ``…/<stem>.steps/<step-id>/agents/<call-id>/<file>``."""
+    if path.parent.parent.name.endswith(".steps"):
+        return True
+    return path.parent.parent.name == "agents" and path.parents[3].name.endswith(".steps")
+
+
+def folder_name(call_id: str) -> str:
+    """A tool call id as one safe folder name: letters, digits, ``-`` and ``_`` kept, the
+    rest (and an empty or over-long id) replaced by a short hash of the whole id."""
+    import hashlib
+    import re
+
+    if re.fullmatch(r"[A-Za-z0-9_-]{1,80}", call_id):
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8")).hexdigest()[:16]
+    kept = re.sub(r"[^A-Za-z0-9_-]+", "-", call_id)[:40].strip("-")
+    return f"{kept}-{digest}" if kept else f"call-{digest}"
 
 
 def usage_difference(a: Usage, b: Usage) -> Usage:
@@ -66,13 +83,22 @@ class ChildNode:
     children: list[ChildNode] = field(default_factory=list)
     #: Why the child's file could not be read (then the other fields are defaults).
     error: str | None = None
+    #: A subagent call's child: the agent's name and the tool call id (None for a step's).
+    agent: str | None = None
+    call: str | None = None
+    #: A subagent's usage that its parent has added to its own (None for a step's child,
+    #: whose parent step's usage says it).
+    rolled_up: Usage | None = None
 
     def total_usage(self) -> Usage:
         """The child's usage (its own children's usage is rolled up into it already, or is
         counted here when a grandchild is still running)."""
         total = Usage(**vars(self.usage))
         for child in self.children:
-            total.add(_unrolled(child, self.usage_of_step(child.step)))
+            recorded = (
+                child.rolled_up if child.rolled_up is not None else self.usage_of_step(child.step)
+            )
+            total.add(_unrolled(child, recorded))
         return total
 
     #: The child's own step usages, to tell what of a grandchild is not rolled up yet.
@@ -94,6 +120,7 @@ class ChildNode:
             "steps_total": self.steps_total,
             "usage": self.total_usage().to_dict(),
             "error": self.error,
+            **({"agent": self.agent, "call": self.call} if self.agent is not None else {}),
             "children": [c.to_dict() for c in self.children],
         }
 
@@ -106,48 +133,66 @@ def _unrolled(child: ChildNode, recorded: Usage) -> Usage:
 def child_runs(
     run: Run, path: Path, *, depth: int = 0, _above: tuple[Path, ...] = ()
 ) -> list[ChildNode]:
-    """The child runs of ``run`` (stored at ``path``), each with its own children, in step order.
+    """The child runs of ``run`` (stored at ``path``), each with its own children, in step order
+    (a step's subagent calls after its workflow child, in call order).
 
     A child that leads back to a run above it is listed as invalid, not followed."""
     nodes: list[ChildNode] = []
     if depth >= MAX_DEPTH:
         return nodes
     above = (*_above, path)
-    seen = {os.path.realpath(p) for p in above}
     for step_id, state in run.steps.items():
-        if not state.child:
-            continue
-        where = path.parent / state.child
-        node = ChildNode(
-            step=step_id,
-            path=where,
-            run_id=None,
-            status="not started",
-            reason=None,
-            steps_done=0,
-            steps_total=0,
-            usage=Usage(),
-        )
-        if os.path.realpath(where) in seen:
-            node.status = "invalid"
-            node.error = str(child_cycle_error(path, step_id, state.child, list(above)))
-        elif os.path.lexists(where):
-            try:
-                child, _report = load_progress(child_file(path, step_id, state.child))
-            except FlowError as error:
-                node.status, node.error = "invalid", str(error)
-            else:
-                node.run_id = child.run_id
-                # As every reader says it: a dead owner's "running" child is interrupted.
-                effective = run_state(where, child.status, child.reason)
-                node.status, node.reason = effective.status, effective.reason
-                node.steps_done = sum(1 for s in child.steps.values() if s.status == "completed")
-                node.steps_total = child.cursor.total or len(child.steps)
-                node.usage = child.usage
-                node.step_usage = {sid: s.usage for sid, s in child.steps.items()}
-                node.children = child_runs(child, where, depth=depth + 1, _above=above)
-        nodes.append(node)
+        if state.child:
+            nodes.append(_node(path, step_id, state.child, depth, above))
+        for call_id, link in state.agents.items():
+            node = _node(path, step_id, link.child, depth, above, call_id)
+            node.agent, node.call, node.rolled_up = link.agent, call_id, link.usage
+            nodes.append(node)
     return nodes
+
+
+def _node(
+    path: Path,
+    step_id: str,
+    link: str,
+    depth: int,
+    above: tuple[Path, ...],
+    call_id: str | None = None,
+) -> ChildNode:
+    where = path.parent / link
+    node = ChildNode(
+        step=step_id,
+        path=where,
+        run_id=None,
+        status="not started",
+        reason=None,
+        steps_done=0,
+        steps_total=0,
+        usage=Usage(),
+    )
+    if os.path.realpath(where) in {os.path.realpath(p) for p in above}:
+        node.status = "invalid"
+        node.error = str(child_cycle_error(path, step_id, link, list(above), call_id))
+        return node
+    if not os.path.lexists(where):
+        return node
+    field = f"$.steps.{step_id}.agents.{call_id}.child" if call_id else f"$.steps.{step_id}.child"
+    try:
+        target = linked_file(path.parent, link, what="child run file", source=path, field=field)
+        child, _report = load_progress(target)
+    except FlowError as error:
+        node.status, node.error = "invalid", str(error)
+        return node
+    node.run_id = child.run_id
+    # As every reader says it: a dead owner's "running" child is interrupted.
+    effective = run_state(where, child.status, child.reason)
+    node.status, node.reason = effective.status, effective.reason
+    node.steps_done = sum(1 for s in child.steps.values() if s.status == "completed")
+    node.steps_total = child.cursor.total or len(child.steps)
+    node.usage = child.usage
+    node.step_usage = {sid: s.usage for sid, s in child.steps.items()}
+    node.children = child_runs(child, where, depth=depth + 1, _above=above)
+    return node
 
 
 def usage_with_children(run: Run, children: list[ChildNode]) -> Usage:
@@ -155,7 +200,10 @@ def usage_with_children(run: Run, children: list[ChildNode]) -> Usage:
     total = Usage(**vars(run.usage))
     for child in children:
         state = run.steps.get(child.step)
-        total.add(_unrolled(child, state.usage if state is not None else Usage()))
+        recorded = child.rolled_up if child.rolled_up is not None else None
+        if recorded is None:
+            recorded = state.usage if state is not None else Usage()
+        total.add(_unrolled(child, recorded))
     return total
 
 

@@ -21,6 +21,7 @@ from ..base.yamlio import OneLine, OneLineList
 from .digest import transcript_digest
 from .model import (
     FORMAT_VERSION,
+    AgentChild,
     AllowLists,
     Attempt,
     Cursor,
@@ -103,6 +104,15 @@ def _step(state: StepState) -> dict[str, Any]:
     if not _is_zero(state.usage):
         out["usage"] = _usage(state.usage)
     _put(out, "child", state.child)
+    if state.agents:
+        out["agents"] = {call: _agent_child(a) for call, a in state.agents.items()}
+    return out
+
+
+def _agent_child(a: AgentChild) -> dict[str, Any]:
+    out: dict[str, Any] = {"agent": a.agent, "child": a.child}
+    if not _is_zero(a.usage):
+        out["usage"] = _usage(a.usage)
     return out
 
 
@@ -123,6 +133,8 @@ def _attempt(a: Attempt) -> dict[str, Any]:
         "refused",
         [OneLine({"model": r.model, "message": r.message}) for r in a.refused],
     )
+    if a.agents:
+        out["agents"] = dict(a.agents)
     return out
 
 
@@ -277,6 +289,10 @@ def run_from_valid(data: dict[str, Any]) -> Run:
             usage=_usage_from(s.get("usage")),
             turns=s["turns"] if "turns" in s else _usage_from(s.get("usage")).turns,
             child=s.get("child"),
+            agents={
+                call: AgentChild(a["agent"], a["child"], _usage_from(a.get("usage")))
+                for call, a in (s.get("agents") or {}).items()
+            },
         )
         for sid, s in (data.get("steps") or {}).items()
     }
@@ -342,6 +358,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
                     RefusedModel(model=r["model"], message=r["message"])
                     for r in a.get("refused") or []
                 ],
+                agents=dict(a.get("agents") or {}),
             )
             for a in data.get("attempts") or []
         ],

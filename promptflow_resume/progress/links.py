@@ -18,11 +18,22 @@ from .schema import field_position
 
 
 def child_cycle_error(
-    path: Path, step_id: str, child: str, ancestors: list[Path]
+    path: Path, step_id: str, child: str, ancestors: list[Path], call_id: str | None = None
 ) -> ProgressFormatError:
-    """The error for a ``steps.<id>.child`` that leads back to this run or one above it: a
+    """The error for a ``steps.<id>.child`` (or, with ``call_id``, a subagent call's
+    ``steps.<id>.agents.<call-id>.child``) that leads back to this run or one above it: a
     file from someone else can say so, and following it would never end (docs/spec.md 10.5)."""
-    parts = ["steps", step_id, "child"]
+    parts = (
+        ["steps", step_id, "child"]
+        if call_id is None
+        else [
+            "steps",
+            step_id,
+            "agents",
+            call_id,
+            "child",
+        ]
+    )
     line, column = field_position(path, parts)
     what = "this run itself" if len(ancestors) == 1 else "a run that contains this one"
     chain = " → ".join(str(a) for a in [*ancestors, path.parent / child])

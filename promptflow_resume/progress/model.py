@@ -140,6 +140,21 @@ class StepState:
     turns: int = 0
     #: A workflow step's child run: its progress file, relative to this file's folder.
     child: str | None = None
+    #: The child runs of the step's subagent calls, by tool call id (docs/spec.md 4.14).
+    agents: dict[str, AgentChild] = field(default_factory=dict)
+
+
+@dataclass
+class AgentChild:
+    """The child run of one subagent call (``steps.<id>.agents.<call-id>``)."""
+
+    #: The agent's name, as the call named it.
+    agent: str
+    #: Its progress file, relative to this file's folder, with forward slashes.
+    child: str
+    #: What of the child's usage is added to this run's so far: a child that stopped and
+    #: resumed adds only what is new, so its usage is counted once.
+    usage: Usage = field(default_factory=Usage)
 
 
 @dataclass
@@ -205,6 +220,9 @@ class Attempt:
     #: The models the provider refused in this attempt as unknown or unavailable to the key,
     #: in the order they were tried, each with the provider's message (redacted).
     refused: list[RefusedModel] = field(default_factory=list)
+    #: The agents the subagent tool offered in this attempt (name -> the agent file's hash),
+    #: so the next resume reports a changed offer (docs/spec.md 4.14).
+    agents: dict[str, str] = field(default_factory=dict)
 
     def add_notes(self, notes: Iterable[str]) -> None:
         """Record ``notes``; those that are ``EditNote`` go into ``edits`` too (as plain text)."""

@@ -422,6 +422,15 @@ def _state(run: Run) -> str:
             text += "Sub-workflow runs (progress files relative to this one):\n\n"
             text += "".join(f"- step {code(sid, 80)}: {code(p, 300)}\n" for sid, p in children)
             text += "\n"
+        agents = [(sid, c, a) for sid, s in run.steps.items() for c, a in s.agents.items()]
+        if agents:
+            text += "Subagent runs (progress files relative to this one):\n\n"
+            text += "".join(
+                f"- step {code(sid, 80)}, call {code(c, 80)}: agent {code(a.agent, 80)}, "
+                f"{code(a.child, 300)}\n"
+                for sid, c, a in agents
+            )
+            text += "\n"
     if run.in_flight:
         text += "Tool calls in flight (started, result not recorded):\n\n"
         for f in run.in_flight:

@@ -22,7 +22,7 @@ from typing import Any
 from ..base.registry import Registry
 from ..workflow.model import CommandDecl, Step, Workflow
 from ..workflow.skills import LOAD_TOOL
-from ..workflow.toolnames import BUILTIN_TOOLS, map_tool_name
+from ..workflow.toolnames import BUILTIN_TOOLS, SUBAGENT_TOOL, map_tool_name
 from .base import Tool, ToolContext, ToolFactory, ToolResult
 from .builtin import error_result
 from .commands import CommandTool, command_tool
@@ -68,9 +68,10 @@ def build_tools(
     run those and resume must know whether each is idempotent, then what steps' own lists
     add. Which of them the model is *offered* is ``offered_tool_names``. A declared command
     wins over a built-in of the same name; only ``workflow.commands`` can produce a command
-    tool. WorkflowError if a command's ``cwd`` leaves ``workspace``. With ``skills`` (a run
-    that offers skills) ``load_skill`` is among them too, so resume can tell that a load in
-    flight is safe to run again.
+    tool. The subagent tool is not built here (its offer depends on the agents found).
+    WorkflowError if a command's ``cwd`` leaves ``workspace``. With ``skills`` (a run that
+    offers skills) ``load_skill`` is among them too, so resume can tell that a load in flight
+    is safe to run again.
     """
     wanted = list(workflow.tools if names is None else names)
     if names is None:
@@ -80,6 +81,8 @@ def build_tools(
     tools: dict[str, Tool] = {}
     for name in resolve_tool_names(wanted, workflow.commands):
         decl = workflow.commands.get(name)
+        if decl is None and name == SUBAGENT_TOOL:
+            continue  # built per run from the agents found (subworkflows.SubworkflowRunner)
         tools[name] = (
             command_tool(decl, workspace)
             if decl is not None

@@ -28,7 +28,7 @@ from .frontmatter import validate_front_matter
 from .hashing import digest
 from .model import AgentSpec, InputDecl, Step, Workflow
 from .source import YamlPositions
-from .toolnames import BUILTIN_TOOLS
+from .toolnames import BUILTIN_TOOLS, SUBAGENT_TOOL
 
 #: The id of an agent's one step (the task).
 TASK_STEP_ID = "task"
@@ -61,9 +61,10 @@ def read_agent(data: dict[str, Any], pos: YamlPositions, col: Collector, path: P
     spec = read_agent_keys(data, pos, col, claude=claude)
     if "tools" not in shared:
         # An agent without `tools:` gets the host's defaults: every built-in (commands and
-        # fetches still ask for consent), every command it declares, and the tools of the
-        # MCP servers it defines.
-        settings.tools = (*settings.commands, *BUILTIN_TOOLS)
+        # fetches still ask for consent), every command it declares, the tools of the MCP
+        # servers it defines, and the subagent tool (offered only when another agent may be
+        # called).
+        settings.tools = (*settings.commands, *BUILTIN_TOOLS, SUBAGENT_TOOL)
         settings.tool_map.update(dict.fromkeys(server_tool_names(spec.mcp_servers), ()))
     return LoadedAgent(bad, settings, spec)
 

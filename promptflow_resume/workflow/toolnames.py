@@ -37,6 +37,11 @@ BUILTIN_TOOLS: tuple[str, ...] = (
     "load_skill",
 )
 
+#: The tool that runs another custom agent as a subagent: a child run of its own
+#: (docs/spec.md 4.14). Not in ``BUILTIN_TOOLS``: its offer depends on the agents found, so
+#: the sub-run machinery builds it for a run, not the tool registry.
+SUBAGENT_TOOL = "run_agent"
+
 _READ = ("read_file",)
 _EDIT = (
     "read_file",
@@ -87,6 +92,10 @@ COPILOT_TOOLS: dict[str, tuple[str, ...]] = {
     "web": ("fetch_webpage",),
     "web/fetch": ("fetch_webpage",),
     "fetch": ("fetch_webpage",),
+    # subagents (Copilot's agent tool set; Claude's Task/Agent translates to it)
+    "agent": (SUBAGENT_TOOL,),
+    "runsubagent": (SUBAGENT_TOOL,),
+    "agent/runsubagent": (SUBAGENT_TOOL,),
     "todos": ("manage_todo_list",),
     "todo": ("manage_todo_list",),
     "think": ("think",),
@@ -128,8 +137,6 @@ EDITOR_ONLY: frozenset[str] = frozenset(
         "getnotebooksummary",
         "findtestfiles",
         "copilotcodingagent",
-        "runsubagent",
-        "agent",
         "searchsubagent",
         "askquestions",
         "awaitterminal",
@@ -167,7 +174,7 @@ def _key(name: str) -> tuple[str, str]:
 def map_tool_name(name: str) -> tuple[str, ...] | None:
     """Built-ins a prompt-file tool name stands for; ``()`` for an editor-only tool, None when
     the name is unknown."""
-    if name in BUILTIN_TOOLS:
+    if name in BUILTIN_TOOLS or name == SUBAGENT_TOOL:
         return (name,)
     key, tail = _key(name)
     if key in COPILOT_TOOLS:
