@@ -66,9 +66,9 @@ def read_selection(value: str | None, option: str = "--selection") -> str | None
 
 
 def task_inputs(wf: Workflow, task: str | None, given: dict[str, str], asks: bool) -> None:
-    """Put ``--task`` into ``given`` as the input ``task``; an agent without a task and with
-    nobody to ask (``asks``: a terminal, or an inputs file that may hold it) is refused here,
-    with the ways to give one."""
+    """Put ``--task`` into ``given`` as the input ``task``; an agent or skill without a task and
+    with nobody to ask (``asks``: a terminal, or an inputs file that may hold it) is refused
+    here, with the ways to give one."""
     from .workflow.agentfile import TASK_INPUT
 
     if task is not None:
@@ -82,12 +82,13 @@ def task_inputs(wf: Workflow, task: str | None, given: dict[str, str], asks: boo
             raise InputError("--task and --input task=... both give the task; give one.")
         given[TASK_INPUT] = task
         return
-    if wf.kind == "agent" and TASK_INPUT not in given and not asks:
-        hint = wf.agent.argument_hint if wf.agent is not None else None
+    if wf.kind != "prompt" and TASK_INPUT not in given and not asks:
+        hint = wf.inputs[TASK_INPUT].description if TASK_INPUT in wf.inputs else None
         wanted = f" It asks for: {hint}." if hint else ""
+        what = "a custom agent" if wf.kind == "agent" else "a skill"
         raise InputError(
-            f"{display_path(wf.path)} is a custom agent: it needs a task, and there is no "
-            f"terminal to ask for one.{wanted}",
+            f"{display_path(wf.path)} is {what}: it needs a task, and there is no terminal "
+            f"to ask for one.{wanted}",
             hint="Pass --task TEXT, --task @FILE (the file's text) or --task - (read stdin).",
         )
 

@@ -35,6 +35,8 @@ from .diagnostics import Collector, did_you_mean
 from .frontmatter import read_front_matter, validate_front_matter
 from .hashing import digest
 from .model import Diagnostic, InputDecl, Recovery, Step, StepKind, VariableUse, Workflow
+from .skillfile import SKILL_FILE
+from .skillrun import skill_workflow
 from .source import (
     MAX_WORKFLOW_BYTES,
     FrontMatterUnclosed,
@@ -75,6 +77,9 @@ def load_workflow(
     the (resolved) workflows that run this one as a sub-workflow, to refuse cycles.
     ``workspace`` (default: the working directory) and ``agent_dirs`` (``--agents``) are
     where a prompt file's ``agent: NAME`` is looked up."""
+    if Path(path).name == SKILL_FILE:
+        # A skill run directly (`flow run path/SKILL.md --task`) has its own format (1.11).
+        return skill_workflow(Path(path))
     text, problem = _read(Path(path))
     if problem is not None:
         raise _as_error(problem, 1)

@@ -18,8 +18,9 @@ InputType = Literal["string", "integer", "number", "boolean", "list"]
 StepKind = Literal["prompt", "command", "human", "workflow"]
 Severity = Literal["error", "warning"]
 VariableKind = Literal["input", "step", "editor"]
-#: What a file is: a prompt file (the task is in the file) or a custom agent (the task is given).
-WorkflowKind = Literal["prompt", "agent"]
+#: What a file is: a prompt file (the task is in the file), or a custom agent or a skill run
+#: directly (the task is given).
+WorkflowKind = Literal["prompt", "agent", "skill"]
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,8 @@ class Skill:
     license: str | None = None
     compatibility: str | None = None
     allowed_tools: tuple[str, ...] = ()
+    #: ``argument-hint``: what a person running the skill directly should give as the task.
+    argument_hint: str | None = None
     #: Where it was found: ``workspace``, ``user`` or ``option`` (``--skills DIR``).
     source: str = "workspace"
 
@@ -268,6 +270,10 @@ def _digest(text: str, files: list[tuple[str, Path]]) -> str:
     return outer.hexdigest()[:16]
 
 
+def _text(value: Any) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
 def _skill(
     data: dict[str, Any],
     path: Path,
@@ -292,5 +298,8 @@ def _skill(
         license=data.get("license") if isinstance(data.get("license"), str) else None,
         compatibility=data.get("compatibility"),
         allowed_tools=tuple(tools.split()) if isinstance(tools, str) else (),
+        argument_hint=hint.strip() or None
+        if isinstance(hint := data.get("argument-hint"), str)
+        else None,
         source=source,
     )
