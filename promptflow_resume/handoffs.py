@@ -85,6 +85,7 @@ def resolve_chain(
     """The handoffs ``follow`` names, from ``first`` on, each next agent found by name
     (``workflow.agentfind``). An unknown label is an ``InputError`` naming the agent's labels;
     an agent not found a ``FileNotFoundFlowError`` naming the folders searched."""
+    from .workflow.agentdirs import beside
     from .workflow.agentfind import agent_path
 
     if first.kind != "agent" or first.agent is None:
@@ -100,7 +101,7 @@ def resolve_chain(
         handoff = _next_handoff(current, label)
         if handoff is None:
             break  # auto: the agent sends nothing on
-        path = agent_path(handoff.agent, workspace, agent_dirs)
+        path = agent_path(handoff.agent, workspace, beside(current, agent_dirs))
         agent = _load_agent(path, current, handoff)
         links.append(Link(handoff, agent, path))
         current = agent

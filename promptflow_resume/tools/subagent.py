@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..chat import ToolSpec
-from ..workflow.agentdirs import file_stem
+from ..workflow.agentdirs import beside, file_stem
 from ..workflow.agentfind import find_agents
 from ..workflow.model import Workflow
 from ..workflow.toolnames import SUBAGENT_TOOL
@@ -49,7 +49,7 @@ def subagent_offer(
     wanted = {a.strip().lower() for a in allowed} if allowed is not None else None
     own = workflow.path.resolve()
     offer: list[OfferedAgent] = []
-    for found in find_agents(workspace, extra):
+    for found in find_agents(workspace, beside(workflow, extra)):
         agent = found.workflow
         if agent is None or agent.agent is None or not agent.agent.model_invocable:
             continue

@@ -24,6 +24,7 @@ from ..base.textnorm import normalize_newlines
 from .agentfile import AGENT_SUFFIX, agent_name
 from .diagnostics import Collector
 from .frontmatter import read_front_matter
+from .model import Workflow
 from .source import FrontMatterUnclosed, split_source
 
 #: Where a workspace keeps its agents, relative to its root.
@@ -115,6 +116,16 @@ def agent_names(workspace: Path, extra: Sequence[Path] = ()) -> list[tuple[str, 
             seen.add(name.lower())
             found.append((name, path))
     return found
+
+
+def beside(workflow: Workflow, extra: Sequence[Path] = ()) -> tuple[Path, ...]:
+    """The folders to search for the agents ``workflow`` hands off to or calls: ``extra``
+    (``--agents``), then, for an agent file, its own folder, so agents kept side by side find
+    each other wherever they live (the workspace's and the user's folders come after)."""
+    if workflow.kind != "agent":
+        return tuple(extra)
+    own = workflow.path.parent
+    return (*extra, own) if own not in extra else tuple(extra)
 
 
 def locate_agent(name: str, workspace: Path, extra: Sequence[Path] = ()) -> Path | None:

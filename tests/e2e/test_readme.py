@@ -38,3 +38,21 @@ def test_the_example_runs_end_to_end_offline(tmp_path: Path) -> None:
     results = [content for role, _, tool, content in entries if role == "tool_result"]
     assert "inventory.py:" in results[0] and "TODO" in results[0]  # the grep tool really ran
     assert entries[-1][0] == "assistant" and "Task list" in entries[-1][3]
+
+
+def test_the_agent_example_follows_its_handoff_offline(tmp_path: Path) -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"`(flow run workflows/agents/[^`]+)`", text)
+    assert found is not None, "README.md must show the offline agent example"
+    args = [*shlex.split(found.group(1))[1:], "--progress", str(tmp_path / "progress.md")]
+    result = flow(*args, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("completed: 2/2 steps")
+    entries = transcript(tmp_path / "progress.md")
+    systems = [content for role, _, _, content in entries if role == "system"]
+    # Each agent's body is the system text of its part; the planner's search really ran.
+    assert systems[0].startswith("You plan work from the TODO comments")
+    assert systems[1].startswith("You review plans written by another agent")
+    results = [content for role, _, tool, content in entries if role == "tool_result"]
+    assert "inventory.py" in results[0]
+    assert entries[-1][0] == "assistant" and entries[-1][3].startswith("Riskiest: item 1")

@@ -349,14 +349,15 @@ def test_a_resume_that_no_longer_finds_the_subagent_stops_for_review(
     proc = spawn(*_run_args(server), cwd=where, env=_env())
     _kill_when(proc, server, 2)  # inside the helper's first call
     server.requests.clear()
-    # Resumed without --agents: the helper is not found, and its child is not given up.
-    result = flow(
-        "resume", "run/progress.md", "--base-url", server.url + "/v1", cwd=where, env=_env()
-    )
+    # The helper's file is moved away: it is not found, and its child is not given up.
+    helper = where / "agents" / "helper.agent.md"
+    aside = helper.rename(where / "helper.agent.md.aside")
+    result = _resume(where, server)
     assert result.returncode == 8, result.stderr
     assert "not offered here now" in result.stderr and "--agents" in result.stderr
     assert server.requests == []
-    # With the folder again, the child resumes and the run completes.
+    # With the file back, the child resumes and the run completes.
+    aside.rename(helper)
     server.push(*_replies()[1:])
     result = _resume(where, server)
     assert result.returncode == 0, result.stderr
@@ -590,3 +591,14 @@ def test_a_subagent_gets_what_is_left_of_the_budget_and_a_partial_roll_up_counts
     # Rolled up again when the helper completed: only what was new, so each reply once.
     assert data["usage"]["turns"] == 4 and data["usage"]["input_tokens"] == 60
     assert data["usage_total"] == data["usage"]
+
+
+def test_agents_side_by_side_find_each_other_without_agents_folders(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    where = _project(tmp_path / "p")
+    server.push(*_replies())
+    args = [a for a in _run_args(server) if a not in ("--agents", "agents")]
+    result = flow(*args, cwd=where, env=_env())
+    assert result.returncode == 0, result.stderr
+    assert (where / CHILD_FILE).is_file()  # the helper, found beside the lead, ran
