@@ -42,6 +42,7 @@ from .conversation import (
     unanswered_calls,
 )
 from .events import Reporter
+from .hooks import RunHooks, RunHookSet
 from .progress import ProgressStore
 from .progress.model import Attempt, Entry, ErrorInfo, InFlight, Run, StepState, Usage
 from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unsealed_calls
@@ -188,6 +189,8 @@ class EngineOptions:
     on_step_completed: Callable[[str], None] | None = None
     #: Runs the sub-workflows of workflow steps (None: a workflow step cannot run here).
     children: ChildRunner | None = None
+    #: The hooks files this attempt runs (``hooks.py``).
+    hooks: RunHookSet = field(default_factory=RunHookSet)
 
 
 class Engine:
@@ -221,6 +224,17 @@ class Engine:
         self._reported: tuple[int, int, ReplyUsage] | None = None
         #: This attempt's compactions, summed in one attempt note (``flow log``).
         self._compactions = CompactionTally()
+        self._attempt.hooks = options.hooks.digests()
+        self._hooks = RunHooks(
+            options.hooks.commands,
+            run,
+            self._save,
+            options.workspace,
+            options.redactor,
+            notice=self.reporter.notice,
+            note=self._attempt.notes.append,
+            attempt=self._attempt.n,
+        )
 
     def attempt_notes(self, notes: list[str]) -> None:
         """Record notes (resume decisions, hand edits) in this attempt's history; an
@@ -240,6 +254,7 @@ class Engine:
                 self._forget_settled_seals()
                 self._set_status("running", None)
                 self._ensure_context()
+                self._hooks.begin(initial_prompt=None)
                 for step in self.workflow.steps:
                     state = run.steps.setdefault(step.id, StepState())
                     if state.status in ("completed", "skipped"):
@@ -255,6 +270,7 @@ class Engine:
         except ProviderError as error:
             self._record_error(error, type(error).__name__)
             self._set_status("failed", error.reason)
+            self._hooks.error(error, "model_call")
         except NeedsReviewError as error:
             self._record_error(error, type(error).__name__)
             self._set_status("needs_review", error.message)
@@ -264,11 +280,14 @@ class Engine:
             # to the caller, which reports it.
             self._record_error(error, type(error).__name__)
             self._set_status("failed", str(error).splitlines()[0][:200] if str(error) else None)
+            self._hooks.error(error, "system")
             raise
         finally:
             self._end_attempt()
-            # The fold must happen even when a second signal arrives: ignore them meanwhile.
+            # The fold must happen even when a second signal arrives: one exits at once
+            # (the journal holds every event), also while the sessionEnd hooks run.
             with _signals_force_exit():
+                self._hooks.end(self.run.status)
                 self._fold()
             self.reporter.close()
         return run
@@ -317,7 +336,10 @@ class Engine:
             self._workflow_step(step, state, mine)
             return
         if not mine:
-            self._append(self._opening_entries(step))
+            opening = self._opening_entries(step)
+            self._hooks.expect_prompt(opening, run.next_entry_id())
+            self._append(opening)
+            self._hooks.settle()
 
         if step.kind == "command":
             self._settle_tool_calls(step)
@@ -798,38 +820,53 @@ class Engine:
             except (ValueError, RecursionError) as error:
                 result = ToolResult(f"error: invalid tool arguments: {error}", is_error=True)
             else:
-                run.in_flight.append(
-                    InFlight(
-                        call_id=call.call_id or "",
-                        tool=name,
-                        step=step.id,
-                        entry=call.id,
-                        started=now_iso(),
-                        idempotent=tool.idempotent,
-                        expect=self._expectation(tool, arguments),
-                        server=getattr(tool, "server_ref", None),
-                    )
-                )
-                if step.kind != "command":
-                    # The start record is sealed with the call: resume decides by it.
-                    seal_calls(run, self._key, [call])
-                faults.point("engine.before_tool_start_record")
-                self._save()  # the intent is durable before the tool runs
-                faults.point("engine.tool_start_recorded")
-                self.reporter.tool_started(name, call.content)
-                result = self._invoke(tool, arguments)
-                faults.point("engine.tool_ran")
-                run.in_flight = [f for f in run.in_flight if f.call_id != call.call_id]
-                if step.kind != "command":
-                    # Without its start record until the result is saved, as before it started.
-                    seal_calls(run, self._key, [call])
+                result = self._start_and_invoke(step, call, tool, arguments)
         entry = self._result_entry(step, call, result)
         settle_call(run, call.call_id)
+        self._hooks.tool_done(call, run.next_entry_id())
         self._append([entry])
         faults.point("engine.tool_result_recorded")
         first_line = entry.content.strip().splitlines()[0] if entry.content.strip() else ""
         # Whole (within reason): the display fits it to its width at a word boundary.
         self.reporter.tool_finished(name, entry.is_error, first_line[:1000])
+        self._hooks.settle()
+
+    def _start_and_invoke(
+        self, step: Step, call: Entry, tool: Tool, arguments: dict[str, Any]
+    ) -> ToolResult:
+        """The call's ``preToolUse`` hooks, then its durable start record, then the tool;
+        a denial is the call's result and nothing runs."""
+        run, name = self.run, call.tool or ""
+        denied = self._hooks.pre_tool(call)
+        if denied is not None:
+            return ToolResult(denied, is_error=True)
+        faults.point("engine.hooks_allowed")
+        run.in_flight.append(
+            InFlight(
+                call_id=call.call_id or "",
+                tool=name,
+                step=step.id,
+                entry=call.id,
+                started=now_iso(),
+                idempotent=tool.idempotent,
+                expect=self._expectation(tool, arguments),
+                server=getattr(tool, "server_ref", None),
+            )
+        )
+        if step.kind != "command":
+            # The start record is sealed with the call: resume decides by it.
+            seal_calls(run, self._key, [call])
+        faults.point("engine.before_tool_start_record")
+        self._save()  # the intent is durable before the tool runs
+        faults.point("engine.tool_start_recorded")
+        self.reporter.tool_started(name, call.content)
+        result = self._invoke(tool, arguments)
+        faults.point("engine.tool_ran")
+        run.in_flight = [f for f in run.in_flight if f.call_id != call.call_id]
+        if step.kind != "command":
+            # Without its start record until the result is saved, as before it started.
+            seal_calls(run, self._key, [call])
+        return result
 
     def _command_step_arguments(self, step: Step, call: Entry) -> dict[str, Any]:
         """What a command step's recorded call runs with: always the workflow's ``run:`` line.

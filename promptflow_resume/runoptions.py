@@ -107,6 +107,10 @@ class RunOptions:
     selection: str | None = None
     #: Send the repository's custom instructions (``--no-instructions`` turns this off).
     instructions: bool = True
+    #: Run the workspace's hooks files (``--no-hooks`` turns this off) and ``hook_files``
+    #: (``--hooks FILE``, run whatever ``hooks`` says).
+    hooks: bool = True
+    hook_files: tuple[str | Path, ...] = ()
     permissions: Permissions = field(default_factory=Permissions)
     #: MCP servers come from ``mcp_config`` or the workspace's ``.vscode/mcp.json``;
     #: ``mcp_ask`` asks for a configuration input on a terminal.

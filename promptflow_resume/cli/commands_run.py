@@ -24,6 +24,7 @@ from .options import (
     AllowFetchOpt,
     BaseUrlOpt,
     FileOpt,
+    HooksOpt,
     InputOpt,
     InputsFileOpt,
     MaxCostOpt,
@@ -31,6 +32,7 @@ from .options import (
     MaxTurnsOpt,
     McpConfigOpt,
     ModelOpt,
+    NoHooksOpt,
     NoInstructionsOpt,
     ProgressArg,
     ProviderOpt,
@@ -244,6 +246,8 @@ def run_command(
     file: FileOpt = None,
     selection: SelectionOpt = None,
     no_instructions: NoInstructionsOpt = False,
+    hooks: HooksOpt = [],  # noqa: B006 - typer copies list defaults
+    no_hooks: NoHooksOpt = False,
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     accept_permissions: AcceptPermissionsOpt = False,
@@ -305,6 +309,8 @@ def run_command(
         limits=Limits(max_cost, max_tokens, max_turns, option_seconds("--timeout", timeout)),
         file=file,
         instructions=not no_instructions,
+        hooks=not no_hooks,
+        hook_files=tuple(hooks),
         permissions=_permissions(
             allow_commands, allow_fetch, interactive, reporter, accept=accept_permissions
         ),
@@ -454,6 +460,8 @@ def resume_command(
     file: FileOpt = None,
     selection: SelectionOpt = None,
     no_instructions: NoInstructionsOpt = False,
+    hooks: HooksOpt = [],  # noqa: B006 - typer copies list defaults
+    no_hooks: NoHooksOpt = False,
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     accept_permissions: AcceptPermissionsOpt = False,
@@ -519,6 +527,8 @@ def resume_command(
         file=file,
         selection=read_selection(selection),
         instructions=not no_instructions,
+        hooks=not no_hooks,
+        hook_files=tuple(hooks),
         permissions=_permissions(
             allow_commands, allow_fetch, interactive, reporter, accept=accept_permissions
         ),

@@ -135,6 +135,21 @@ NoInstructionsOpt = Annotated[
     bool,
     typer.Option("--no-instructions", help="Leave out the workspace's custom instructions."),
 ]
+HooksOpt = Annotated[
+    list[Path],
+    typer.Option(
+        "--hooks",
+        metavar="FILE",
+        help="Also run the hooks of this hooks.json (Copilot format; repeatable).",
+    ),
+]
+NoHooksOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-hooks",
+        help="Do not run the workspace's hooks (.github/hooks/); --hooks files still run.",
+    ),
+]
 AllowCommandsOpt = Annotated[
     list[str],
     typer.Option(

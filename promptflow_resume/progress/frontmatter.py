@@ -25,6 +25,9 @@ from .model import (
     Attempt,
     Cursor,
     ErrorInfo,
+    HookEvent,
+    HookLedger,
+    HookRun,
     InFlight,
     Redactions,
     Run,
@@ -53,6 +56,7 @@ KEY_ORDER: tuple[str, ...] = (
     "cursor",
     "steps",
     "in_flight",
+    "hooks",
     "usage",
     "attempts",
     "last_error",
@@ -114,7 +118,61 @@ def _attempt(a: Attempt) -> dict[str, Any]:
     _put(out, "edits", list(a.edits))
     if a.mcp_tools:
         out["mcp_tools"] = OneLine(dict(a.mcp_tools))
+    _put(out, "hooks", dict(a.hooks))
     return out
+
+
+def _hook_run(r: HookRun) -> dict[str, Any]:
+    out: dict[str, Any] = {"hook": r.hook, "exit": r.exit, "ms": r.ms}
+    if r.timed_out:
+        out["timed_out"] = True
+    _put(out, "decision", r.decision)
+    _put(out, "reason", r.reason)
+    _put(out, "output", r.output)
+    return OneLine(out)
+
+
+def _hooks(ledger: HookLedger) -> dict[str, Any] | None:
+    if ledger == HookLedger():
+        return None
+    out: dict[str, Any] = {}
+    _put(
+        out,
+        "open",
+        [
+            {"event": e.event, "key": e.key, "ran": [_hook_run(r) for r in e.ran]}
+            for e in ledger.open
+        ],
+    )
+    out["runs"] = ledger.runs
+    return out
+
+
+def _hooks_from(data: Any) -> HookLedger:
+    if not isinstance(data, dict):
+        return HookLedger()
+    return HookLedger(
+        open=[
+            HookEvent(
+                event=e["event"],
+                key=e["key"],
+                ran=[
+                    HookRun(
+                        hook=r["hook"],
+                        exit=r["exit"],
+                        ms=r["ms"],
+                        timed_out=r.get("timed_out", False),
+                        decision=r.get("decision"),
+                        reason=r.get("reason"),
+                        output=r.get("output"),
+                    )
+                    for r in e.get("ran") or []
+                ],
+            )
+            for e in data.get("open") or []
+        ],
+        runs=data.get("runs", 0),
+    )
 
 
 def _record(values: dict[str, Any]) -> dict[str, Any]:
@@ -174,6 +232,7 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
             for f in run.in_flight
         ],
     )
+    _put(out, "hooks", _hooks(run.hooks))
     out["usage"] = _usage(run.usage)
     _put(out, "attempts", [_attempt(a) for a in run.attempts])
     if run.last_error is not None:
@@ -286,6 +345,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
             )
             for f in data.get("in_flight") or []
         ],
+        hooks=_hooks_from(data.get("hooks")),
         usage=_usage_from(data.get("usage")),
         attempts=[
             Attempt(
@@ -298,6 +358,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
                 notes=list(a.get("notes") or []),
                 edits=list(a.get("edits") or []),
                 mcp_tools=dict(a.get("mcp_tools") or {}),
+                hooks=dict(a.get("hooks") or {}),
             )
             for a in data.get("attempts") or []
         ],

@@ -51,7 +51,7 @@ LAYERS: list[set[str]] = [
     {"status"},
     {"subworkflows", "runrequests"},
     {"check", "engine", "reconcile", "recovery", "sharing", "detect", "show", "compaction"},
-    {"conversation", "events", "recorded", "runoptions"},
+    {"conversation", "events", "hooks", "recorded", "runoptions"},
     {"worktree"},
     # What a run is made of: tools, the workflow file, the model providers.
     {"tools"},
