@@ -110,6 +110,27 @@ class HooksFile:
         return not any(d.severity == "error" for d in self.diagnostics)
 
 
+def hooks_plan(loaded: HooksFile) -> dict[str, Any]:
+    """What ``flow check`` adds for a hooks file: ``kind``, ``hash`` and each hook it runs
+    (the values of its ``env`` are left out: they may hold secrets)."""
+    return {
+        "kind": "hooks",
+        "hash": loaded.digest,
+        "hooks": [
+            {
+                "event": h.event,
+                "index": h.index,
+                "bash": h.bash,
+                "cwd": h.cwd,
+                "env": sorted(h.env),
+                "timeout": h.timeout,
+                "matcher": h.matcher,
+            }
+            for h in loaded.hooks
+        ],
+    }
+
+
 def find_hook_files(workspace: Path) -> list[Path]:
     """The workspace's hooks files: ``.github/hooks/*.json`` then ``.github/hooks/*/hooks.json``,
     each group sorted by name."""
