@@ -2,11 +2,11 @@
 
 A hook runs the way a command tool runs (``tools.commands.run_process``): in its own session
 under the supervisor, so its whole process tree ends with flow however flow ends; its time
-limit (``timeoutSec``) ends the group with SIGTERM, then SIGKILL. Its environment is ``PATH``
-plus the variables its entry names in ``env`` (``$NAME`` / ``${NAME}`` in a value are taken
-from flow's environment); nothing else of flow's environment reaches it. Its folder is its
-``cwd`` relative to the workspace (the workspace when none is given), which must stay inside
-the workspace. What it printed is redacted before anything keeps it::
+limit (``timeoutSec``) ends the group with SIGTERM, then SIGKILL. Its environment is
+``PATH`` and ``HOME`` plus the variables its entry names in ``env`` (``$NAME`` / ``${NAME}``
+in a value are taken from flow's environment); nothing else of flow's environment reaches
+it. Its folder is its ``cwd`` relative to the workspace (the workspace when none is given),
+which must stay inside the workspace. What it printed is redacted before anything keeps it::
 
     outcome = run_hook(hook, {"timestamp": 1, "cwd": "/repo", ...}, workspace, redactor)
     outcome.failed, outcome.decision, outcome.preview
@@ -77,14 +77,17 @@ class HookOutcome:
 
 
 def hook_environment(hook: HookCommand, env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``PATH`` and the hook's own variables, ``$NAME`` in their values expanded from ``env``
-    (flow's environment by default)."""
+    """``PATH``, ``HOME`` and the hook's own variables, ``$NAME`` in their values expanded
+    from ``env`` (flow's environment by default)."""
     source = os.environ if env is None else env
 
     def expand(value: str) -> str:
         return _VARIABLE.sub(lambda m: source.get(m.group(1) or m.group(2), ""), value)
 
     out = {"PATH": source.get("PATH", os.defpath)}
+    # Hooks are scripts written for Copilot, many of which keep logs under ``~``.
+    if "HOME" in source:
+        out["HOME"] = source["HOME"]
     out.update({name: expand(value) for name, value in hook.env.items()})
     return out
 

@@ -248,6 +248,10 @@ class _Reader:
         self, severity: str, parts: tuple[Any, ...], message: str, *, key: bool = False
     ) -> None:
         at = self.where.get(tuple([*parts[:-1], "@key", parts[-1]]) if key and parts else parts)
+        up = parts
+        while at is None and up:  # a missing key: the object that lacks it
+            up = up[:-1]
+            at = self.where.get(up)
         line, column = at if at else (None, None)
         self.out.add(
             "error" if severity == "error" else "warning",
