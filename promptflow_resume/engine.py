@@ -620,6 +620,7 @@ class Engine:
             )
         # A reply with tool calls is saved together with the first call's start record: one
         # durable write instead of two, and still before the tool has any effect.
+        self._hooks.replied()
         self._append(entries, durable=not reply.tool_calls)
         if reply.tool_calls:
             seal_calls(run, self._key, entries)

@@ -12,10 +12,12 @@ about:
 
 - ``sessionStart`` (``attempt:N``) when an attempt begins and ``sessionEnd`` when it ends:
   once per attempt, so a resumed run runs them again (``source: "resume"``);
-- ``userPromptSubmitted`` (``entry:N``, the step's prompt) and ``postToolUse`` (``entry:N``,
-  the tool's result): opened by the same save that records their entry, run right after,
-  closed with the last hook's record; a crash in between leaves them open and the next
-  attempt runs the hooks not yet recorded;
+- ``userPromptSubmitted`` (``entry:N#HASH``, the step's prompt and its text) and
+  ``postToolUse`` (``entry:N``, the tool's result): opened by the same save that records their
+  entry and run right after; a crash in between leaves them open and the next attempt runs
+  the hooks not yet recorded. A tool's event closes with its last hook's record; a prompt's
+  when the model answers it, so the same prompt written again by a resume is not sent to the
+  hooks again;
 - ``preToolUse`` (``call:ID``): run before the tool's start record; the record stays until the
   call's result is saved, so a resume reuses its decision instead of asking again;
 - ``errorOccurred`` (``error:N``): when an error stops the attempt.
@@ -26,6 +28,7 @@ died (its record not yet written) runs again on resume: the record follows the r
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -135,14 +138,18 @@ class RunHooks:
 
     def expect_prompt(self, entries: Iterable[Entry], first_id: int) -> None:
         """A step's prompt is about to be saved: its ``userPromptSubmitted`` event opens in
-        the same save (no save here)."""
+        the same save (no save here). A prompt written again as it was (a resume rewrites the
+        unanswered prompt of the step it stopped in) is the same event."""
         if not self._for("userPromptSubmitted"):
             return
         for offset, entry in enumerate(entries):
-            if entry.role == "user":
-                self.run.hooks.open.append(
-                    HookEvent("userPromptSubmitted", f"entry:{first_id + offset}")
-                )
+            key = _prompt_key(first_id + offset, entry.content)
+            if entry.role == "user" and self.run.hooks.find("userPromptSubmitted", key) is None:
+                self.run.hooks.open.append(HookEvent("userPromptSubmitted", key))
+
+    def replied(self) -> None:
+        """The model answered: the prompts' events are done with (closed by the next save)."""
+        self.run.hooks.open = [e for e in self.run.hooks.open if e.event != "userPromptSubmitted"]
 
     def pre_tool(self, call: Entry) -> str | None:
         """Run the ``preToolUse`` hooks of ``call`` not yet recorded; the denial's text when
@@ -168,13 +175,19 @@ class RunHooks:
     def settle(self) -> None:
         """Run the hooks of the prompt and tool events still open, in the order opened."""
         for record in [e for e in self.run.hooks.open if e.event in _SETTLED]:
-            entry = self.run.entry(int(record.key.removeprefix("entry:")))
+            number = record.key.removeprefix("entry:").partition("#")[0]
+            entry = self.run.entry(int(number)) if number.isdigit() else None
             payload = self._settled_payload(record.event, entry)
-            if payload is None:  # the entry was set aside (a rewind) or edited away
-                self.run.hooks.close(record.event, record.key)
+            if payload is None:
+                # A result set aside (a rewind) is done with; an unanswered prompt is taken
+                # out by a resume and written again, and its record must then still be here.
+                if record.event == "postToolUse":
+                    self.run.hooks.close(record.event, record.key)
                 continue
-            tool = payload.get("toolName", "")
-            self._event(record.event, record.key, payload, tool=str(tool), close=True)
+            tool = str(payload.get("toolName", ""))
+            # A prompt's record stays until the model answers it (see ``expect_prompt``).
+            close = record.event == "postToolUse"
+            self._event(record.event, record.key, payload, tool=tool, close=close)
 
     def error(self, error: BaseException, context: str) -> None:
         """Run the ``errorOccurred`` hooks for an error that stops the attempt."""
@@ -303,4 +316,11 @@ class RunHooks:
 
 
 _SETTLED = ("userPromptSubmitted", "postToolUse")
+
+
+def _prompt_key(entry_id: int, text: str) -> str:
+    """``entry:N#<8 hex>``: a prompt's event is its entry with this text."""
+    return f"entry:{entry_id}#{hashlib.sha256(text.encode('utf-8')).hexdigest()[:8]}"
+
+
 _TOOL_EVENTS = ("preToolUse", "postToolUse")
