@@ -234,6 +234,7 @@ class Engine:
             notice=self.reporter.notice,
             note=self._attempt.notes.append,
             attempt=self._attempt.n,
+            key=self._key,
         )
 
     def attempt_notes(self, notes: list[str]) -> None:

@@ -29,6 +29,7 @@ died (its record not yet written) runs again on resume: the record follows the r
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from typing import Any
 from .base import faults
 from .base.redact import Redactor
 from .progress.model import Entry, HookEvent, HookRun, Run
+from .progress.seal import Key
 from .runoptions import RunOptions
 from .workflow.hooks import HookCommand, HooksFile, find_hook_files, load_hooks
 
@@ -121,6 +123,8 @@ class RunHooks:
     notice: Callable[[str], None] = print
     note: Callable[[str], None] = lambda text: None
     attempt: int = 1
+    #: This machine's key: it seals each record, and a record it did not seal is dropped.
+    key: Key | None = None
     _errors: int = field(default=0, init=False)
 
     # --- the engine's moments -----------------------------------------------------------
@@ -145,7 +149,7 @@ class RunHooks:
         for offset, entry in enumerate(entries):
             key = _prompt_key(first_id + offset, entry.content)
             if entry.role == "user" and self.run.hooks.find("userPromptSubmitted", key) is None:
-                self.run.hooks.open.append(HookEvent("userPromptSubmitted", key))
+                self.run.hooks.open.append(self._sealed(HookEvent("userPromptSubmitted", key)))
 
     def replied(self) -> None:
         """The model answered: the prompts' events are done with (closed by the next save)."""
@@ -170,7 +174,7 @@ class RunHooks:
         record closes and its ``postToolUse`` event opens in that save (no save here)."""
         self.run.hooks.close("preToolUse", f"call:{call.call_id}")
         if self._for("postToolUse", call.tool or ""):
-            self.run.hooks.open.append(HookEvent("postToolUse", f"entry:{result_id}"))
+            self.run.hooks.open.append(self._sealed(HookEvent("postToolUse", f"entry:{result_id}")))
 
     def settle(self) -> None:
         """Run the hooks of the prompt and tool events still open, in the order opened."""
@@ -226,6 +230,7 @@ class RunHooks:
             if any(r.hook == hook.ref for r in record.ran):
                 continue
             record.ran.append(self._run_one(hook, payload))
+            self._sealed(record)
             ledger.runs += 1
             if close and position == len(hooks) - 1:
                 ledger.close(event, key)
@@ -303,16 +308,44 @@ class RunHooks:
         }
 
     def _tidy(self) -> None:
-        """Drop records that no longer matter: another attempt's session and error events,
-        and decisions of calls whose result is recorded."""
+        """Drop records that no longer matter (another attempt's session and error events,
+        decisions of calls whose result is recorded) and records this machine did not seal:
+        a progress file never says that a hook ran (docs/spec.md 10.8)."""
         from .conversation import unanswered_calls
 
         waiting = {f"call:{c.call_id}" for c in unanswered_calls(self.run.transcript)}
-        self.run.hooks.open = [
+        kept = [
             e
             for e in self.run.hooks.open
             if e.event in _SETTLED or (e.event == "preToolUse" and e.key in waiting)
         ]
+        forged = [e for e in kept if not self._verifies(e)]
+        if forged:
+            line = (
+                f"{len(forged)} hook record(s) in the file were not written by flow on this "
+                "machine and were dropped: " + ", ".join(f"{e.event} {e.key}" for e in forged)
+            )
+            self.notice(line)
+            self.note(line)
+        self.run.hooks.open = [e for e in kept if e not in forged]
+
+    def _record_text(self, record: HookEvent) -> str:
+        ran = [
+            [r.hook, r.exit, r.ms, r.timed_out, r.decision, r.reason, r.output] for r in record.ran
+        ]
+        return json.dumps([record.event, record.key, ran], ensure_ascii=False)
+
+    def _sealed(self, record: HookEvent) -> HookEvent:
+        """``record`` with this machine's seal of it as it is now."""
+        if self.key is not None:
+            record.seal = self.key.hook_seal(self.run.run_id, self._record_text(record))
+        return record
+
+    def _verifies(self, record: HookEvent) -> bool:
+        if self.key is None:
+            return True
+        expected = self.key.hook_seal(self.run.run_id, self._record_text(record))
+        return Key.verifies(record.seal, expected)
 
 
 _SETTLED = ("userPromptSubmitted", "postToolUse")

@@ -140,7 +140,12 @@ def _hooks(ledger: HookLedger) -> dict[str, Any] | None:
         out,
         "open",
         [
-            {"event": e.event, "key": e.key, "ran": [_hook_run(r) for r in e.ran]}
+            {
+                "event": e.event,
+                "key": e.key,
+                "ran": [_hook_run(r) for r in e.ran],
+                **({"seal": e.seal} if e.seal else {}),
+            }
             for e in ledger.open
         ],
     )
@@ -168,6 +173,7 @@ def _hooks_from(data: Any) -> HookLedger:
                     )
                     for r in e.get("ran") or []
                 ],
+                seal=e.get("seal"),
             )
             for e in data.get("open") or []
         ],

@@ -187,6 +187,9 @@ class HookEvent:
     event: str
     key: str
     ran: list[HookRun] = field(default_factory=list)
+    #: This machine's seal of the record (docs/spec.md 10.8): a record that does not verify
+    #: is dropped, and its hooks run again.
+    seal: str | None = None
 
 
 @dataclass

@@ -99,6 +99,27 @@ def test_a_recorded_denial_is_reused_after_a_crash(tmp_path: Path) -> None:
     )
 
 
+def test_a_forged_hook_record_is_dropped_and_its_hooks_run_again(tmp_path: Path) -> None:
+    names = tmp_path / "names"
+    hooks = {"preToolUse": [command("deny_all.sh", env={"HOOK_LOG": str(names)})]}
+    where = workspace(tmp_path / "w", hooks)
+    # Killed after the first call's denial was recorded: the call waits for its result.
+    first = flow(*RUN, cwd=where, env=flow_env(FLOW_CRASH_AT="hooks.recorded:1"))
+    assert first.returncode == -9, first.stderr
+    journal = where / "run" / "progress.md.journal"
+    text = journal.read_text()
+    assert '"decision":"deny"' in text
+    # Someone turns the recorded denial into an approval, to get the call run unasked.
+    journal.write_text(text.replace('"decision":"deny"', '"decision":"allow"'))
+    resumed = flow("resume", "run/progress.md", cwd=where)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "1 hook record(s) in the file were not written by flow on this machine" in (
+        resumed.stderr
+    )
+    assert _bumps(where) == 0  # asked again, and denied again
+    assert names.read_text().split() == ["bump", "bump", "bump", "peek"]
+
+
 #: (crash point, pass): every hook record of the run, killed just before and just after it,
 #: and every call between its hook and its start.
 CASES = [

@@ -207,26 +207,34 @@ def test_resume_says_when_the_hooks_files_changed_and_runs_them_as_they_are(tmp_
 
 
 def test_a_progress_file_cannot_make_a_hook_run(tmp_path: Path) -> None:
-    # A run recorded where hooks ran, resumed where the workspace has none: its records name
-    # hooks, commands and files, and none of it runs.
     log = tmp_path / "audit.jsonl"
     where = workspace(tmp_path / "w", audit_all(log))
     assert flow(*RUN, "--max-turns", "1", cwd=where).returncode == 1
     progress = where / "run" / "progress.md"
+    # A stranger's edit: an open event for an old result, its hooks not yet run.
     text = progress.read_text()
-    # A stranger's edit: an open event naming a hook of another file, not yet run.
     text = text.replace(
         "hooks:\n  runs:",
-        "hooks:\n  open:\n  - {event: postToolUse, key: 'entry:3', ran: []}\n  runs:",
+        "hooks:\n  open:\n  - {event: postToolUse, key: 'entry:5', ran: []}\n  runs:",
         1,
     )
     progress.write_text(text)
-    shutil.rmtree(where / ".github")
-    before = len(log_lines(log))
+    before = [line["event"] for line in log_lines(log)]
     resumed = flow(*RESUME, cwd=where)
     assert resumed.returncode == 0, resumed.stderr
-    assert len(log_lines(log)) == before
-    assert "hooks files changed since the run last went on" in resumed.stderr
+    assert "not written by flow on this machine and were dropped: postToolUse entry:5" in (
+        resumed.stderr
+    )
+    after = [line["event"] for line in log_lines(log)][len(before) :]
+    # The resumed attempt's own events only: no postToolUse again for the result in entry 5.
+    assert after.count("postToolUse") == 2 and after[0] == "sessionStart"
+    # Without hooks files in the workspace, nothing runs at all.
+    shutil.rmtree(where / ".github")
     run, _ = load_progress(progress)
     assert run.hooks.open == []
+    again = flow("resume", "run/progress.md", "--retry-step", "report", cwd=where)
+    assert again.returncode == 0, again.stderr
+    assert len(log_lines(log)) == len(before) + len(after)
+    assert "hooks files changed since the run last went on" in again.stderr
+    run, _ = load_progress(progress)
     assert json.dumps(run.attempts[-1].hooks) == "{}"
