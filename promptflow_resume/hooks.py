@@ -198,17 +198,28 @@ class RunHooks:
         if not self._for("errorOccurred"):
             return
         self._errors += 1
+        message, _ = self.redactor.redact(str(error)[:2000])
         payload = {
-            "error": {"message": str(error)[:2000], "name": type(error).__name__},
+            "error": {"message": message, "name": type(error).__name__},
             "errorContext": context,
             "recoverable": True,
         }
-        self._event("errorOccurred", f"error:{self.attempt}.{self._errors}", payload, close=True)
+        key = f"error:{self.attempt}.{self._errors}"
+        self._while_stopping(lambda: self._event("errorOccurred", key, payload, close=True))
 
     def end(self, status: str) -> None:
         """Run the ``sessionEnd`` hooks as the attempt ends with ``status``."""
-        reason = _END_REASONS.get(status, "user_exit")
-        self._event("sessionEnd", f"attempt:{self.attempt}", {"reason": reason}, close=True)
+        payload = {"reason": _END_REASONS.get(status, "user_exit")}
+        key = f"attempt:{self.attempt}"
+        self._while_stopping(lambda: self._event("sessionEnd", key, payload, close=True))
+
+    def _while_stopping(self, step: Callable[[], object]) -> None:
+        """Hooks run while the attempt stops: a failure to record them (a full disk) must not
+        hide why the attempt stopped, nor keep the run's last checkpoint from being written."""
+        try:
+            step()
+        except Exception as exc:
+            self.notice(f"hooks could not be recorded as the run stopped: {exc}")
 
     # --- one event ------------------------------------------------------------------------
 
@@ -288,11 +299,14 @@ class RunHooks:
             return {"prompt": entry.content} if entry.role == "user" else None
         if entry.role != "tool_result":
             return None
+        transcript = self.run.transcript
+        # The call sits just before its result: walk back from there (no copy of the list).
+        start = min(entry.id, len(transcript)) - 1
         call = next(
             (
-                e
-                for e in reversed(self.run.transcript[: entry.id])
-                if e.role == "tool_call" and e.call_id == entry.call_id
+                transcript[i]
+                for i in range(start, -1, -1)
+                if transcript[i].role == "tool_call" and transcript[i].call_id == entry.call_id
             ),
             None,
         )

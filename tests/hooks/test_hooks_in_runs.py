@@ -238,3 +238,39 @@ def test_a_progress_file_cannot_make_a_hook_run(tmp_path: Path) -> None:
     assert "hooks files changed since the run last went on" in again.stderr
     run, _ = load_progress(progress)
     assert json.dumps(run.attempts[-1].hooks) == "{}"
+
+
+def test_an_error_that_stops_the_run_reaches_error_and_end_hooks(tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    where = workspace(tmp_path / "w", audit_all(log))
+    secret = "sk-ant-api03-" + "k1" * 20
+    script = where / "counter.script.yaml"
+    script.write_text(
+        script.read_text()
+        + "failures:\n"
+        + f"  0: {{transient: false, reason: auth, message: 'bad key {secret}', times: always}}\n"
+    )
+    result = flow(*RUN, cwd=where)
+    assert result.returncode == 10, result.stderr
+    lines = log_lines(log)
+    assert [line["event"] for line in lines] == [
+        "sessionStart",
+        "userPromptSubmitted",
+        "errorOccurred",
+        "sessionEnd",
+    ]
+    error = lines[2]["payload"]
+    assert error["errorContext"] == "model_call" and error["recoverable"] is True
+    assert error["error"]["name"] == "ProviderError"
+    assert "bad key" in error["error"]["message"] and secret not in error["error"]["message"]
+    assert lines[3]["payload"]["reason"] == "error"
+
+
+def test_an_interrupted_run_ends_its_session_with_abort(tmp_path: Path) -> None:
+    log = tmp_path / "audit.jsonl"
+    where = workspace(tmp_path / "w", audit_all(log))
+    env = flow_env(FLOW_CRASH_AT="engine.tool_ran", FLOW_CRASH_SIGNAL="TERM")
+    result = flow(*RUN, cwd=where, env=env)
+    assert result.returncode == 130, result.stderr
+    assert log_lines(log)[-1]["event"] == "sessionEnd"
+    assert log_lines(log)[-1]["payload"]["reason"] == "abort"
