@@ -64,11 +64,11 @@ def flow_runs(rounds: int, folder: Path, hooks: bool) -> list[float]:
             shutil.copy(ENGINE / name, where / name)
         if hooks:
             log = str(where / "audit.jsonl")
-            hooks = {
+            events = {
                 e: [{"type": "command", "bash": f"{AUDIT} {e}", "env": {"HOOK_LOG": log}}]
                 for e in EVENTS
             }
-            spec = {"version": 1, "hooks": hooks}
+            spec = {"version": 1, "hooks": events}
             (where / ".github" / "hooks" / "b").mkdir(parents=True)
             (where / ".github" / "hooks" / "b" / "hooks.json").write_text(json.dumps(spec))
         argv = [sys.executable, "-m", "promptflow_resume", "run", "counter.prompt.md"]
