@@ -236,7 +236,10 @@ class RunHooks:
         if record is None:
             record = HookEvent(event, key)
             if hooks:
-                ledger.open.append(record)
+                # Durable before any hook has an effect, with what it is about (a reply whose
+                # calls these are is saved here, not after the hook).
+                ledger.open.append(self._sealed(record))
+                self.save()
         for position, hook in enumerate(hooks):
             if any(r.hook == hook.ref for r in record.ran):
                 continue
