@@ -31,6 +31,7 @@ from .base.paths import relative_path
 from .base.redact import Redactor
 from .base.runids import id_from_folder, new_run_id
 from .events import Reporter
+from .hooks import load_run_hooks
 from .progress import ProgressStore
 from .progress.model import Cursor, Run, RunConfig, StepState, WorkflowRef
 from .progress.seal import Key, mark_written_here
@@ -233,6 +234,7 @@ def engine_options(
         consent=options.permissions.consent(workflow),
         instructions=_instructions(workspace, file) if options.instructions else "",
         skills=run_skills(workspace, options),
+        hooks=load_run_hooks(workspace, options),
     )
 
 

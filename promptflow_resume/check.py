@@ -71,6 +71,8 @@ def check_file(
 
     if path.name == "SKILL.md":
         return check_skill(path)
+    if path.suffix == ".json":
+        return _check_hooks_file(path)
     try:
         workflow, diagnostics = check_workflow(path, workspace=Path.cwd(), agent_dirs=agent_dirs)
     except FileNotFoundFlowError as error:
@@ -79,6 +81,22 @@ def check_file(
     plan = plan_dict(str(path), workflow, diagnostics)
     if workflow is not None and (mcp or mcp_config or mcp_names(workflow) or workflow.mcp_servers):
         add_mcp_plan(plan, workflow, Path.cwd(), config_path=mcp_config, start=mcp)
+    return plan, EXIT_OK if plan["ok"] else EXIT_INVALID_FILE
+
+
+def _check_hooks_file(path: Path) -> tuple[dict[str, Any], int]:
+    """A hooks file's plan record (``kind: hooks``) and its exit code."""
+    from .workflow.hooks import check_hooks, hooks_plan
+    from .workflow.model import Diagnostic
+    from .workflow.plan import plan_dict
+
+    try:
+        loaded = check_hooks(path, Path.cwd())
+    except FileNotFoundFlowError as error:
+        diagnostic = Diagnostic("error", error.message, str(path), code="not-found")
+        return plan_dict(str(path), None, [diagnostic]), EXIT_NOT_FOUND
+    plan = plan_dict(str(path), None, list(loaded.diagnostics))
+    plan.update(hooks_plan(loaded))
     return plan, EXIT_OK if plan["ok"] else EXIT_INVALID_FILE
 
 

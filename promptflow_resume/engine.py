@@ -50,6 +50,7 @@ from .conversation import (
 )
 from .events import Reporter
 from .handoffs import is_chained, latest_system, part_model, part_system, pinned_model
+from .hooks import RunHooks, RunHookSet
 from .progress import ProgressStore
 from .progress.model import (
     AgentChild,
@@ -252,6 +253,8 @@ class EngineOptions:
     on_step_completed: Callable[[str], None] | None = None
     #: Runs the sub-workflows of workflow steps (None: a workflow step cannot run here).
     children: ChildRunner | None = None
+    #: The hooks files this attempt runs (``hooks.py``).
+    hooks: RunHookSet = field(default_factory=RunHookSet)
 
 
 class Engine:
@@ -294,6 +297,18 @@ class Engine:
         self._compactions = CompactionTally()
         #: A handoff chain: each part's system entry replaces the one before in requests.
         self._chained = is_chained(workflow)
+        self._attempt.hooks = options.hooks.digests()
+        self._hooks = RunHooks(
+            options.hooks.commands,
+            run,
+            self._save,
+            options.workspace,
+            options.redactor,
+            notice=self.reporter.notice,
+            note=self._attempt.notes.append,
+            attempt=self._attempt.n,
+            key=self._key,
+        )
 
     def _add_subagent_tool(self) -> None:
         """Offer the subagent tool when the workflow wants it and there is an agent to call:
@@ -334,6 +349,7 @@ class Engine:
                 self._forget_settled_seals()
                 self._set_status("running", None)
                 self._ensure_context()
+                self._hooks.begin(initial_prompt=None)
                 for step in self.workflow.steps:
                     state = run.steps.setdefault(step.id, StepState())
                     if state.status in ("completed", "skipped"):
@@ -349,6 +365,7 @@ class Engine:
         except ProviderError as error:
             self._record_error(error, type(error).__name__)
             self._set_status("failed", error.reason)
+            self._hooks.error(error, "model_call")
         except NeedsReviewError as error:
             self._record_error(error, type(error).__name__)
             self._set_status("needs_review", error.message)
@@ -358,11 +375,14 @@ class Engine:
             # to the caller, which reports it.
             self._record_error(error, type(error).__name__)
             self._set_status("failed", str(error).splitlines()[0][:200] if str(error) else None)
+            self._hooks.error(error, "system")
             raise
         finally:
             self._end_attempt()
-            # The fold must happen even when a second signal arrives: ignore them meanwhile.
+            # The fold must happen even when a second signal arrives: one exits at once
+            # (the journal holds every event), also while the sessionEnd hooks run.
             with _signals_force_exit():
+                self._hooks.end(self.run.status)
                 self._fold()
             self.reporter.close()
         return run
@@ -411,7 +431,10 @@ class Engine:
             self._workflow_step(step, state, mine)
             return
         if not mine:
-            self._append(self._opening_entries(step))
+            opening = self._opening_entries(step)
+            self._hooks.expect_prompt(opening, run.next_entry_id())
+            self._append(opening)
+            self._hooks.settle()
 
         if step.kind == "command":
             self._settle_tool_calls(step)
@@ -705,6 +728,7 @@ class Engine:
             )
         # A reply with tool calls is saved together with the first call's start record: one
         # durable write instead of two, and still before the tool has any effect.
+        self._hooks.replied()
         self._append(entries, durable=not reply.tool_calls)
         if reply.tool_calls:
             seal_calls(run, self._key, entries)
@@ -951,11 +975,13 @@ class Engine:
                 result = self._tool_effect(step, call, tool, arguments)
         entry = self._result_entry(step, call, result)
         settle_call(run, call.call_id)
+        self._hooks.tool_done(call, run.next_entry_id())
         self._append([entry])
         faults.point("engine.tool_result_recorded")
         first_line = entry.content.strip().splitlines()[0] if entry.content.strip() else ""
         # Whole (within reason): the display fits it to its width at a word boundary.
         self.reporter.tool_finished(name, entry.is_error, first_line[:1000])
+        self._hooks.settle()
 
     def _keep_subagent_child(self, step: Step, call: Entry, tool: Tool | None) -> None:
         """A subagent call that has a child run is answered by that child or not at all: when
@@ -983,8 +1009,9 @@ class Engine:
     def _tool_effect(
         self, step: Step, call: Entry, tool: Tool, arguments: dict[str, Any]
     ) -> ToolResult:
-        """Run one tool call with its start durable first and its in-flight record cleared
-        after; a subagent call runs its agent as a child run (``_run_subagent``)."""
+        """Run one tool call: its ``preToolUse`` hooks (a denial is the call's result and
+        nothing runs), its start durable, the tool, then its in-flight record cleared; a
+        subagent call runs its agent as a child run (``_run_subagent``)."""
         run = self.run
         name = call.tool or ""
         agent: OfferedAgent | None = None
@@ -993,6 +1020,11 @@ class Engine:
             if isinstance(checked, ToolResult):
                 return checked  # an agent not offered here is never run
             agent = checked
+        denied = self._hooks.pre_tool(call)
+        if denied is not None:
+            return ToolResult(denied, is_error=True)
+        faults.point("engine.hooks_allowed")
+        if agent is not None:
             self._link_subagent(step, call, agent)
         run.in_flight.append(
             InFlight(

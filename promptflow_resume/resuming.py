@@ -29,6 +29,7 @@ from .base.errors import (
     PermissionsNotConfirmedError,
 )
 from .base.redact import Redactor
+from .hooks import hooks_changed, load_run_hooks
 from .progress import ProgressStore
 from .progress.location import progress_file
 from .progress.model import AllowLists, EditNote, LoadReport, Run, RunStatus
@@ -148,6 +149,8 @@ def _check(state: _Resume) -> None:
 
         state.root, tree_note = attach_worktree(run.worktree, path)
     state.found = [note for note in (outside, permissions_note, tree_note) if note]
+    # Hooks come from the workspace and --hooks, never from the file; a bad one stops here.
+    state.found += hooks_changed(run, load_run_hooks(state.root, options))
 
 
 def _start_tools(state: _Resume) -> None:

@@ -111,6 +111,10 @@ class RunOptions:
     #: searched before the workspace's and the user's (docs/spec.md 1.10).
     skills: bool = True
     skill_dirs: tuple[str | Path, ...] = ()
+    #: Run the workspace's hooks files (``--no-hooks`` turns this off) and ``hook_files``
+    #: (``--hooks FILE``, run whatever ``hooks`` says).
+    hooks: bool = True
+    hook_files: tuple[str | Path, ...] = ()
     permissions: Permissions = field(default_factory=Permissions)
     #: MCP servers come from ``mcp_config`` or the workspace's ``.vscode/mcp.json``;
     #: ``mcp_ask`` asks for a configuration input on a terminal.

@@ -30,6 +30,7 @@ from .base.errors import FileNotFoundFlowError
 from .base.redact import Redactor
 from .base.stops import routed_to
 from .events import Reporter
+from .hooks import load_run_hooks
 from .progress import ProgressStore
 from .progress.model import Run, WorktreeRef
 from .recorded import make_provider
@@ -59,6 +60,8 @@ def start(request: StartRequest, options: RunOptions) -> Outcome:
         run_id = run_id_for(path, wf)
         tree, root = create_worktree(root, run_id, progress=path)
     try:
+        # A hooks file with an error stops the run before its file exists.
+        load_run_hooks(root, options)
         return _start_in(wf, values, path, root, (run_id, tree), request, options)
     except BaseException:
         if tree is not None and not path.exists():

@@ -27,6 +27,7 @@ from .options import (
     FileOpt,
     HandoffOpt,
     HandoffsOpt,
+    HooksOpt,
     InputOpt,
     InputsFileOpt,
     MaxCostOpt,
@@ -35,6 +36,7 @@ from .options import (
     MaxTurnsOpt,
     McpConfigOpt,
     ModelOpt,
+    NoHooksOpt,
     NoInstructionsOpt,
     NoSkillsOpt,
     ProgressArg,
@@ -258,6 +260,8 @@ def run_command(
     no_instructions: NoInstructionsOpt = False,
     skills: SkillsOpt = [],  # noqa: B006 - typer copies list defaults
     no_skills: NoSkillsOpt = False,
+    hooks: HooksOpt = [],  # noqa: B006 - typer copies list defaults
+    no_hooks: NoHooksOpt = False,
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     accept_permissions: AcceptPermissionsOpt = False,
@@ -327,6 +331,8 @@ def run_command(
         instructions=not no_instructions,
         skills=not no_skills,
         skill_dirs=tuple(skills),
+        hooks=not no_hooks,
+        hook_files=tuple(hooks),
         permissions=_permissions(
             allow_commands, allow_fetch, interactive, reporter, accept=accept_permissions
         ),
@@ -480,6 +486,8 @@ def resume_command(
     no_instructions: NoInstructionsOpt = False,
     skills: SkillsOpt = [],  # noqa: B006 - typer copies list defaults
     no_skills: NoSkillsOpt = False,
+    hooks: HooksOpt = [],  # noqa: B006 - typer copies list defaults
+    no_hooks: NoHooksOpt = False,
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     accept_permissions: AcceptPermissionsOpt = False,
@@ -547,6 +555,8 @@ def resume_command(
         instructions=not no_instructions,
         skills=not no_skills,
         skill_dirs=tuple(skills),
+        hooks=not no_hooks,
+        hook_files=tuple(hooks),
         permissions=_permissions(
             allow_commands, allow_fetch, interactive, reporter, accept=accept_permissions
         ),

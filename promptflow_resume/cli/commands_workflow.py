@@ -27,7 +27,9 @@ def _with_mcp(text: str, plan: dict[str, object]) -> str:
 @app.command("check")
 def check(
     workflows: list[Path] = typer.Argument(
-        ..., metavar="WORKFLOW", help="Workflow files (*.prompt.md), or folders holding them."
+        ...,
+        metavar="WORKFLOW",
+        help="Workflow files (*.prompt.md) or folders holding them; hooks files (*.json).",
     ),
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="Print every file's whole plan, not one line per file."
@@ -40,6 +42,8 @@ def check(
     agents: AgentsDirOpt = [],  # noqa: B006 - typer copies list defaults
 ) -> None:
     """Check workflow files and print each one's plan: steps, inputs, variables, tools, problems.
+
+    A *.json file is checked as a hooks file (Copilot's format): the hooks it runs, problems.
 
     One file: its whole plan. Several files or a folder: one line per file and a tally
     (-v prints every plan).
@@ -61,8 +65,9 @@ def check(
     elif checked:
         lines = [format_summary(plan) for plan in checked]
         out("\n".join([*lines, "", format_tally(checked)]))
-    if len(checked) > 1:
-        out(format_tool_tally(checked))
+    workflows_checked = [plan for plan in checked if "hooks" not in plan]
+    if len(workflows_checked) > 1:
+        out(format_tool_tally(workflows_checked))
     if report.names_unknown_tools:
         out(f"Built-in tools: {', '.join(BUILTIN_TOOLS)}.")
     raise typer.Exit(code)

@@ -193,6 +193,21 @@ NoSkillsOpt = Annotated[
     bool,
     typer.Option("--no-skills", help="Offer no skills (no list, no load_skill tool)."),
 ]
+HooksOpt = Annotated[
+    list[Path],
+    typer.Option(
+        "--hooks",
+        metavar="FILE",
+        help="Also run the hooks of this hooks.json (Copilot format; repeatable).",
+    ),
+]
+NoHooksOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-hooks",
+        help="Do not run the workspace's hooks (.github/hooks/); --hooks files still run.",
+    ),
+]
 AllowCommandsOpt = Annotated[
     list[str],
     typer.Option(

@@ -28,6 +28,9 @@ from .model import (
     ErrorInfo,
     HandoffChain,
     HandoffPart,
+    HookEvent,
+    HookLedger,
+    HookRun,
     InFlight,
     Redactions,
     RefusedModel,
@@ -57,6 +60,7 @@ KEY_ORDER: tuple[str, ...] = (
     "cursor",
     "steps",
     "in_flight",
+    "hooks",
     "usage",
     "attempts",
     "last_error",
@@ -135,6 +139,7 @@ def _attempt(a: Attempt) -> dict[str, Any]:
     )
     if a.agents:
         out["agents"] = dict(a.agents)
+    _put(out, "hooks", dict(a.hooks))
     return out
 
 
@@ -160,6 +165,65 @@ def _handoffs_from(data: dict[str, Any] | None) -> HandoffChain | None:
         ],
         max=data.get("max"),
         model=data.get("model"),
+    )
+
+
+def _hook_run(r: HookRun) -> dict[str, Any]:
+    out: dict[str, Any] = {"hook": r.hook, "exit": r.exit, "ms": r.ms}
+    if r.timed_out:
+        out["timed_out"] = True
+    _put(out, "decision", r.decision)
+    _put(out, "reason", r.reason)
+    _put(out, "output", r.output)
+    return OneLine(out)
+
+
+def _hooks(ledger: HookLedger) -> dict[str, Any] | None:
+    if ledger == HookLedger():
+        return None
+    out: dict[str, Any] = {}
+    _put(
+        out,
+        "open",
+        [
+            {
+                "event": e.event,
+                "key": e.key,
+                "ran": [_hook_run(r) for r in e.ran],
+                **({"seal": e.seal} if e.seal else {}),
+            }
+            for e in ledger.open
+        ],
+    )
+    out["runs"] = ledger.runs
+    return out
+
+
+def _hooks_from(data: Any) -> HookLedger:
+    if not isinstance(data, dict):
+        return HookLedger()
+    return HookLedger(
+        open=[
+            HookEvent(
+                event=e["event"],
+                key=e["key"],
+                ran=[
+                    HookRun(
+                        hook=r["hook"],
+                        exit=r["exit"],
+                        ms=r["ms"],
+                        timed_out=r.get("timed_out", False),
+                        decision=r.get("decision"),
+                        reason=r.get("reason"),
+                        output=r.get("output"),
+                    )
+                    for r in e.get("ran") or []
+                ],
+                seal=e.get("seal"),
+            )
+            for e in data.get("open") or []
+        ],
+        runs=data.get("runs", 0),
     )
 
 
@@ -223,6 +287,7 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
             for f in run.in_flight
         ],
     )
+    _put(out, "hooks", _hooks(run.hooks))
     out["usage"] = _usage(run.usage)
     _put(out, "attempts", [_attempt(a) for a in run.attempts])
     if run.last_error is not None:
@@ -341,6 +406,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
             )
             for f in data.get("in_flight") or []
         ],
+        hooks=_hooks_from(data.get("hooks")),
         usage=_usage_from(data.get("usage")),
         attempts=[
             Attempt(
@@ -359,6 +425,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
                     for r in a.get("refused") or []
                 ],
                 agents=dict(a.get("agents") or {}),
+                hooks=dict(a.get("hooks") or {}),
             )
             for a in data.get("attempts") or []
         ],

@@ -178,6 +178,52 @@ class InFlight:
 
 
 @dataclass
+class HookRun:
+    """One hook's run for one event: how it ended, its redacted output's start."""
+
+    #: ``FILE#event[i]``: the hooks file, the event and the entry's index there.
+    hook: str
+    #: The exit code (negative: the signal that killed it); None when it could not start.
+    exit: int | None
+    ms: int
+    timed_out: bool = False
+    #: A ``preToolUse`` hook's ``permissionDecision`` and its reason.
+    decision: str | None = None
+    reason: str | None = None
+    output: str | None = None
+
+
+@dataclass
+class HookEvent:
+    """An event whose hooks have not all run yet, or (``preToolUse``) whose decision the run
+    still needs: what it is about (``call:ID``, ``entry:N``, ``attempt:N``) and the runs so
+    far. A crash never runs a hook recorded here again for the same event."""
+
+    event: str
+    key: str
+    ran: list[HookRun] = field(default_factory=list)
+    #: This machine's seal of the record (docs/spec.md 10.8): a record that does not verify
+    #: is dropped, and its hooks run again.
+    seal: str | None = None
+
+
+@dataclass
+class HookLedger:
+    """The run's hook events still open, and how many hook runs the run has had."""
+
+    open: list[HookEvent] = field(default_factory=list)
+    runs: int = 0
+
+    def find(self, event: str, key: str) -> HookEvent | None:
+        """The open record of ``event`` about ``key``, if any."""
+        return next((e for e in self.open if e.event == event and e.key == key), None)
+
+    def close(self, event: str, key: str) -> None:
+        """Forget the record of ``event`` about ``key`` (its hooks are done with)."""
+        self.open = [e for e in self.open if not (e.event == event and e.key == key)]
+
+
+@dataclass
 class ErrorInfo:
     """The last error that stopped a run."""
 
@@ -223,6 +269,9 @@ class Attempt:
     #: The agents the subagent tool offered in this attempt (name -> the agent file's hash),
     #: so the next resume reports a changed offer (docs/spec.md 4.14).
     agents: dict[str, str] = field(default_factory=dict)
+    #: The hooks files this attempt ran with (file -> ``sha256:<16 hex>`` of its bytes), so
+    #: the next resume notices a changed, added or removed file.
+    hooks: dict[str, str] = field(default_factory=dict)
 
     def add_notes(self, notes: Iterable[str]) -> None:
         """Record ``notes``; those that are ``EditNote`` go into ``edits`` too (as plain text)."""
@@ -388,6 +437,8 @@ class Run:
     inputs: dict[str, Any] = field(default_factory=dict)
     steps: dict[str, StepState] = field(default_factory=dict)
     in_flight: list[InFlight] = field(default_factory=list)
+    #: Hook events still open (see ``HookLedger``).
+    hooks: HookLedger = field(default_factory=HookLedger)
     usage: Usage = field(default_factory=Usage)
     attempts: list[Attempt] = field(default_factory=list)
     last_error: ErrorInfo | None = None

@@ -164,6 +164,10 @@ class Key:
             fields += ["started", str(flight.entry), str(flight.idempotent), server]
         return self._mac("call", *fields, call.content)
 
+    def hook_seal(self, run_id: str, record: str) -> str:
+        """The seal of a hook event's record (``hooks.open[]``): what ran for it, and how."""
+        return self._mac("hook", run_id, record)
+
     @staticmethod
     def verifies(recorded: str | None, expected: str) -> bool:
         """True when a recorded seal equals the expected one (compared in constant time)."""

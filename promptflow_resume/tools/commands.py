@@ -210,6 +210,19 @@ class _Capture:
         return b"".join(self.chunks)
 
 
+class _Feed:
+    """Writes ``data`` to a pipe on a thread and closes it; a program that exits or closes
+    its input without reading it all is not an error."""
+
+    def __init__(self, pipe: IO[bytes], data: bytes) -> None:
+        self._pipe, self._data = pipe, data
+        threading.Thread(target=self._write, daemon=True).start()
+
+    def _write(self) -> None:
+        with contextlib.suppress(OSError), self._pipe:
+            self._pipe.write(self._data)
+
+
 @dataclass(frozen=True)
 class ProcessOutcome:
     """What one process run produced."""
@@ -239,9 +252,16 @@ def stop_running_commands() -> None:
 
 
 def run_process(
-    argv: list[str], *, cwd: Path, env: Mapping[str, str], timeout: float | None
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float | None,
+    stdin: bytes | None = None,
 ) -> ProcessOutcome:
-    """Run ``argv`` in its own process group and capture everything (see module docstring)."""
+    """Run ``argv`` in its own process group and capture everything (see module docstring);
+    ``stdin``, when given, is written to the program's standard input, which is then closed
+    (a hook reads its event this way)."""
     limit = timeout if timeout and timeout > 0 else None
     # Under the supervisor, the command's whole tree dies with flow, however flow dies; what
     # it leaves running when it exits is dealt with here, as before (see DRAIN_GRACE).
@@ -250,7 +270,7 @@ def run_process(
         supervised(argv, leave=True),
         cwd=cwd,
         env=dict(env),
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -259,6 +279,9 @@ def run_process(
     _RUNNING.add(proc.pid)
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Capture(proc.stdout), _Capture(proc.stderr)
+    if stdin is not None:
+        assert proc.stdin is not None
+        _Feed(proc.stdin, stdin)
     timed_out = stopped_leftovers = False
     try:
         try:

@@ -193,6 +193,8 @@ def format_plan(plan: dict[str, Any]) -> str:
         lines.append(f"  skill     {skill['name']} — {about}")
         lines.append(f"  hash      {skill['hash']}")
         lines.append(f"  files     {', '.join(skill['files']) or 'none besides SKILL.md'}")
+    if "hooks" in plan:
+        lines.extend(_hook_lines(plan))
     if "steps" in plan:
         title = plan["name"] + (f" — {plan['description']}" if plan["description"] else "")
         lines.append(f"  workflow  {title}")
@@ -290,6 +292,23 @@ def format_plan(plan: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _hook_lines(plan: dict[str, Any]) -> list[str]:
+    """A hooks file's part of its plan: its hash, then each hook it runs."""
+    lines = [f"  hooks     {plan['hash']}", f"  runs ({len(plan['hooks'])})"]
+    rows = []
+    for h in plan["hooks"]:
+        how = f"timeout {h['timeout']:g}s"
+        if h["cwd"]:
+            how += f" · cwd {h['cwd']}"
+        if h["env"]:
+            how += " · env " + ", ".join(h["env"])
+        if h["matcher"]:
+            how += f" · tools matching {h['matcher']}"
+        rows.append([f"{h['event']}[{h['index']}]", h["bash"], how])
+    lines.extend(_table(rows))
+    return lines
+
+
 def format_summary(plan: dict[str, Any]) -> str:
     """One line for a file in a folder-wide ``flow check``: its verdict and first problem."""
     counts = ", ".join(
@@ -303,6 +322,8 @@ def format_summary(plan: dict[str, Any]) -> str:
     steps = f"{count(len(plan['steps']), 'step')}" if "steps" in plan else ""
     if plan.get("kind") == "skill":
         steps = "skill"
+    elif "hooks" in plan:
+        steps = count(len(plan["hooks"]), "hook")
     if not counts:
         return f"{plan['path']}: ok ({steps})"
     first = next(

@@ -51,8 +51,8 @@ LAYERS: list[set[str]] = [
     {"status"},
     {"subworkflows", "runrequests"},
     {"check", "engine", "reconcile", "recovery", "sharing", "detect", "show", "compaction"},
-    # Handoff chains: composed from agent files, recorded in the progress file.
-    {"conversation", "events", "recorded", "runoptions", "handoffs"},
+    # Handoff chains (composed from agent files) and hooks, both recorded in the progress file.
+    {"conversation", "events", "hooks", "recorded", "runoptions", "handoffs"},
     {"worktree"},
     # What a run is made of: tools, the workflow file, the model providers.
     {"tools"},

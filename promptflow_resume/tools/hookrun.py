@@ -1,0 +1,153 @@
+"""Running one hook: its command under ``bash -c``, the event's JSON on its standard input.
+
+A hook runs the way a command tool runs (``tools.commands.run_process``): in its own session
+under the supervisor, so its whole process tree ends with flow however flow ends; its time
+limit (``timeoutSec``) ends the group with SIGTERM, then SIGKILL. Its environment is
+``PATH`` and ``HOME`` plus the variables its entry names in ``env`` (``$NAME`` / ``${NAME}``
+in a value are taken from flow's environment); nothing else of flow's environment reaches
+it. Its folder is its ``cwd`` relative to the workspace (the workspace when none is given),
+which must stay inside the workspace. What it printed is redacted before anything keeps it::
+
+    outcome = run_hook(hook, {"timestamp": 1, "cwd": "/repo", ...}, workspace, redactor)
+    outcome.failed, outcome.decision, outcome.preview
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..base.redact import Redactor
+from ..workflow.hooks import HookCommand
+from .builtin import PathEscapeError, confine
+from .commands import run_process
+
+#: Characters of a hook's output kept in records and messages.
+PREVIEW_CHARS = 300
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+@dataclass(frozen=True)
+class HookOutcome:
+    """How one hook run ended, its output already redacted."""
+
+    hook: HookCommand
+    #: The exit code (negative: killed by that signal); None when it could not start.
+    exit: int | None
+    ms: int
+    timed_out: bool = False
+    stdout: str = ""
+    stderr: str = ""
+    #: Why it could not start (no such folder, no bash).
+    error: str | None = None
+    #: A ``preToolUse`` hook's ``permissionDecision`` (``allow``, ``deny``, ``ask``), if any.
+    decision: str | None = None
+    reason: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """True when the hook did not run to a zero exit in time."""
+        return self.error is not None or self.timed_out or self.exit != 0
+
+    @property
+    def preview(self) -> str:
+        """The start of what it printed (stderr for a failure), on one line."""
+        text = (self.stderr or self.stdout) if self.failed else (self.stdout or self.stderr)
+        flat = " ".join(text.split())
+        return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+
+    def describe(self) -> str:
+        """One line for people: which hook, how it ended, what it said."""
+        if self.error is not None:
+            how = f"could not start: {self.error}"
+        elif self.timed_out:
+            how = f"timed out after {self.hook.timeout:g} s and was stopped"
+        elif self.exit is not None and self.exit < 0:
+            how = f"was killed by signal {-self.exit}"
+        else:
+            how = f"exited with {self.exit}"
+        said = f": {self.preview}" if self.preview else ""
+        return f"hook {self.hook.ref} {how} after {self.ms} ms{said}"
+
+
+def hook_environment(hook: HookCommand, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``PATH``, ``HOME`` and the hook's own variables, ``$NAME`` in their values expanded
+    from ``env`` (flow's environment by default)."""
+    source = os.environ if env is None else env
+
+    def expand(value: str) -> str:
+        return _VARIABLE.sub(lambda m: source.get(m.group(1) or m.group(2), ""), value)
+
+    out = {"PATH": source.get("PATH", os.defpath)}
+    # Hooks are scripts written for Copilot, many of which keep logs under ``~``.
+    if "HOME" in source:
+        out["HOME"] = source["HOME"]
+    out.update({name: expand(value) for name, value in hook.env.items()})
+    return out
+
+
+def run_hook(
+    hook: HookCommand,
+    payload: Mapping[str, Any],
+    workspace: Path,
+    redactor: Redactor,
+    *,
+    env: Mapping[str, str] | None = None,
+) -> HookOutcome:
+    """Run ``hook`` once with ``payload`` on its stdin; every failure is an outcome."""
+    started = time.monotonic()
+
+    def elapsed() -> int:
+        return int((time.monotonic() - started) * 1000)
+
+    try:
+        cwd = confine(workspace, hook.cwd or ".")
+    except PathEscapeError as exc:
+        return HookOutcome(hook, None, elapsed(), error=f"cwd {exc}")
+    if not cwd.is_dir():
+        return HookOutcome(hook, None, elapsed(), error=f"its folder {hook.cwd!r} does not exist")
+    data = json.dumps(dict(payload), ensure_ascii=False).encode("utf-8")
+    try:
+        outcome = run_process(
+            ["bash", "-c", hook.bash],
+            cwd=cwd,
+            env=hook_environment(hook, env),
+            timeout=hook.timeout,
+            stdin=data,
+        )
+    except OSError as exc:
+        return HookOutcome(hook, None, elapsed(), error=exc.strerror or str(exc))
+    stdout, _ = redactor.redact(outcome.stdout.decode("utf-8", "replace"))
+    stderr, _ = redactor.redact(outcome.stderr.decode("utf-8", "replace"))
+    decision, reason = _decision(stdout) if hook.event == "preToolUse" else (None, None)
+    return HookOutcome(
+        hook,
+        outcome.returncode,
+        elapsed(),
+        timed_out=outcome.timed_out,
+        stdout=stdout,
+        stderr=stderr,
+        decision=decision if outcome.returncode == 0 and not outcome.timed_out else None,
+        reason=reason,
+    )
+
+
+def _decision(stdout: str) -> tuple[str | None, str | None]:
+    """``permissionDecision`` and its reason from a ``preToolUse`` hook's output: the whole
+    output as one JSON object, else its last line that is one."""
+    candidates = [stdout.strip(), *reversed(stdout.strip().splitlines())]
+    for text in candidates:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("permissionDecision"), str):
+            reason = value.get("permissionDecisionReason")
+            return value["permissionDecision"], reason if isinstance(reason, str) else None
+    return None, None
