@@ -38,7 +38,8 @@ def find_mcp_config(
     ask: Callable[[str, str, bool], str] | None,
 ) -> McpConfig | None:
     """The MCP configuration a run of ``workflow`` uses (never one from a progress file)."""
-    if config_path is None and not _names_unresolved_tools(workflow) and not workflow.mcp_servers:
+    agents = (workflow, *workflow.parts())  # a handoff chain's parts name their own
+    if config_path is None and not any(_names_unresolved_tools(a) or a.mcp_servers for a in agents):
         return None  # what load_servers answers, without importing the MCP client (asyncio)
     from .mcp import load_servers
 
@@ -90,6 +91,19 @@ def _names_unresolved_tools(wf: Workflow) -> bool:
     from ..workflow.toolnames import is_editor_only
 
     return any(not targets and not is_editor_only(n) for n, targets in wf.tool_map.items())
+
+
+def offer_mcp(servers: McpServers, workflow: Workflow) -> dict[str, tuple[str, ...]]:
+    """The MCP tools a run offers, started if need be: per step id of a handoff chain's later
+    part, the tools its agent names; under ``""``, those of the workflow's own ``tools:``
+    (offered in steps without their own list)."""
+    from .mcp import mcp_names
+
+    offered = {"": servers.tools_for(mcp_names(workflow))}
+    for step in workflow.steps:
+        if step.part is not None:
+            offered[step.id] = servers.tools_for(mcp_names(step.part))
+    return offered
 
 
 def mcp_attempt_notes(run: Run, servers: McpServers) -> list[str]:
