@@ -188,3 +188,17 @@ def test_a_part_killed_in_its_mcp_call_resumes_it_durably(
     assert "read_notes" in _tools(server.requests[0].body)
     roles = [e[0] for e in transcript(where / "run" / "progress.md") if e[0] != "note"]
     assert roles[-3:] == ["tool_call", "tool_result", "assistant"]
+
+
+def test_two_agents_defining_one_server_differently_are_refused(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    where = _project(tmp_path / "p", REVIEWER_OWN, workspace_config=False)
+    writer = WRITER.replace("tools: [think]\n", "tools: [think]\nmcp-servers:\n")
+    writer = writer.replace("mcp-servers:\n", "mcp-servers:\n  notes:\n    command: other\n")
+    (where / "agents" / "writer.agent.md").write_text(writer, encoding="utf-8")
+    result = flow(*_run_args(server), cwd=where, env=_env())
+    assert result.returncode == 4, result.stderr
+    assert "define the MCP server `notes` differently" in result.stderr
+    assert "reviewer.agent.md" in result.stderr and "$.mcp-servers.notes" in result.stderr
+    assert server.requests == [] and not (where / "run").exists()
