@@ -73,16 +73,21 @@ def notice_missing_tools(
     wf: Workflow, servers: McpServers | None, notice: Callable[[str], None]
 ) -> None:
     """Say once, at the start, which names in ``tools:`` nothing provides, and what the MCP
-    configuration leaves out (broken entries the workflow does not name, task-only tools)."""
-    if not _names_unresolved_tools(wf):
+    configuration leaves out (broken entries the workflow does not name, task-only tools);
+    a handoff chain's later parts are looked at with the first agent."""
+    agents = [a for a in (wf, *wf.parts()) if _names_unresolved_tools(a)]
+    if not agents:
         return
     from .mcp import missing_tools_notice
 
     for line in servers.notices() if servers is not None else []:
         notice(line)
-    missing = missing_tools_notice(wf, servers)
-    if missing is not None:
-        notice(missing)
+    said: list[str] = []
+    for agent in agents:
+        missing = missing_tools_notice(agent, servers)
+        if missing is not None and missing not in said:
+            said.append(missing)
+            notice(missing)
 
 
 def _names_unresolved_tools(wf: Workflow) -> bool:

@@ -202,3 +202,14 @@ def test_two_agents_defining_one_server_differently_are_refused(
     assert "define the MCP server `notes` differently" in result.stderr
     assert "reviewer.agent.md" in result.stderr and "$.mcp-servers.notes" in result.stderr
     assert server.requests == [] and not (where / "run").exists()
+
+
+def test_a_part_naming_a_server_nothing_configures_is_told_at_the_start(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    where = _project(tmp_path / "p", REVIEWER, workspace_config=False)
+    server.push(_replies("stats")[0], _replies("stats")[2])
+    result = flow(*_run_args(server), cwd=where, env=_env())
+    assert result.returncode == 0, result.stderr
+    assert "`notes/*`, which no built-in, command or MCP server provides" in result.stderr
+    assert "stats" not in _tools(server.requests[1].body)
