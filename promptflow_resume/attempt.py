@@ -301,7 +301,7 @@ def run_attempt(
     call is counted in this attempt; a ``first`` attempt also says which ``tools:`` names
     nothing provides."""
     from .engine import Engine
-    from .tools.mcp_wiring import mcp_attempt_notes, notice_missing_tools
+    from .tools.mcp_wiring import mcp_attempt_notes, notice_missing_tools, offer_mcp
 
     wf, run, options, servers = attempt.workflow, attempt.run, attempt.options, attempt.servers
     options.children = attempt.children
@@ -317,7 +317,9 @@ def run_attempt(
         options.reporter.notice(note)
     if servers is not None:
         servers.notice = options.reporter.notice
-        options.extra_tools = servers.offer()
+        offered = offer_mcp(servers, wf)
+        options.extra_tools = offered.pop("")
+        options.part_tools = offered
     if first:
         notice_missing_tools(wf, servers, options.reporter.notice)
     engine.execute()

@@ -249,6 +249,8 @@ class EngineOptions:
     skills: tuple[Skill, ...] = ()
     #: Tools offered besides the workflow's own in steps without a ``tools`` list (MCP).
     extra_tools: tuple[str, ...] = ()
+    #: A handoff chain's parts: per step id, the MCP tools its agent names (spec 4.13).
+    part_tools: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: Called with a step's id when the step completes (a run in a worktree commits there).
     on_step_completed: Callable[[str], None] | None = None
     #: Runs the sub-workflows of workflow steps (None: a workflow step cannot run here).
@@ -913,6 +915,7 @@ class Engine:
         names = offered_tool_names(self.workflow, step)
         if step.tools is None and self.options.extra_tools:
             names += tuple(n for n in self.options.extra_tools if n not in names)
+        names += tuple(n for n in self.options.part_tools.get(step.id, ()) if n not in names)
         if LOAD_TOOL not in names and any(s.model_invocable for s in self.options.skills):
             # Every step may load a skill, whatever its own tool list says (spec 1.11).
             names += (LOAD_TOOL,)

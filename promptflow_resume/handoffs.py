@@ -145,8 +145,9 @@ def _load_agent(path: Path, previous: Workflow, handoff: Handoff) -> Workflow:
 def compose(first: Workflow, links: Sequence[Link]) -> Workflow:
     """``first`` with one step per handoff after its task: the workflow a chained run runs.
 
-    Its tools stay the first agent's (the task's); each part's step lists its agent's. The
-    commands of every agent are the run's (a name two agents declare differently is refused).
+    Its tools stay the first agent's (the task's); each part's step lists its agent's, and
+    carries the agent (``Step.part``: the MCP tools and servers it names). The commands of
+    every agent are the run's (a name two agents declare differently is refused).
     """
     steps = list(first.steps)
     commands = dict(first.commands)
@@ -196,6 +197,7 @@ def _part_step(link: Link, n: int, index: int) -> Step:
     # Imported here: the readers of a chain (status, show) need none of the file parsers.
     from .workflow.body import slugify
     from .workflow.commands import command_definition
+    from .workflow.toolnames import mcp_tool_names
 
     agent, handoff = link.agent, link.handoff
     model = handoff.model or agent.model
@@ -214,6 +216,11 @@ def _part_step(link: Link, n: int, index: int) -> Step:
         "params": agent.params,
         "tools": tools,
     }
+    mcp = mcp_tool_names(agent.tool_map)
+    if mcp:
+        # The MCP tools the part's agent names are its tools too (a step without them keeps
+        # the hash it had before parts were offered MCP tools).
+        payload["mcp"] = mcp
     return Step(
         id=f"{STEP_PREFIX}-{n}-{slugify(handoff.label) or 'part'}",
         title=f"Handoff: {handoff.label} → {agent.name}",
@@ -227,6 +234,7 @@ def _part_step(link: Link, n: int, index: int) -> Step:
         model=model,
         agent=agent.name,
         handoff=handoff.label,
+        part=agent,
     )
 
 

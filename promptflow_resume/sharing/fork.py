@@ -6,9 +6,11 @@ the earlier steps' states and outputs, and every step from that one on pending. 
 relative to the fork, its run id, the step). The original is only read, never written.
 
 Sub-workflows (docs/spec.md 4.10): the child runs of the steps the fork keeps are copied into
-the fork's own ``<stem>.steps/<step-id>/progress.md`` (grandchildren too), each with a new run
-id and its ``parent`` naming the fork; the steps the fork runs again lose their link and get a
-new child when they run. A run in a git worktree gets a worktree of its own (``forktree``).
+the fork's own ``<stem>.steps/<step-id>/progress.md`` (grandchildren too), and their subagent
+calls' runs into ``<stem>.steps/<step-id>/agents/<call-id>/progress.md`` (4.14), each with a
+new run id and its ``parent`` naming the fork; the steps the fork runs again lose their link
+and get a new child when they run. A run in a git worktree gets a worktree of its own
+(``forktree``).
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from ..base.clock import now_iso
 from ..base.errors import InputError
 from ..base.paths import rebase, relative_path
 from ..base.runids import new_run_id
+from ..base.safeopen import linked_file
 from ..flowfolder import make_folder
 from ..handoffs import rebase_chain
 from ..progress import ProgressStore, load_progress
+from ..progress.children import folder_name
 from ..progress.links import child_file
 from ..progress.location import progress_file
 from ..progress.model import Cursor, Run, StepState
@@ -188,55 +192,80 @@ def fork(path: str | Path, at_step: str, out: str | Path | None = None) -> ForkR
 def _copy_children(
     run: Run, source: Path, output: Path, steps: list[str], copied: list[str], prefix: str = ""
 ) -> None:
-    """Copy the child runs of ``steps`` of ``run`` (read from ``source``) beside ``output``.
+    """Copy the child runs of ``steps`` of ``run`` (read from ``source``) beside ``output``:
+    each step's sub-workflow run and each of its subagent calls' runs.
 
     Each copy gets a new run id and a ``parent`` naming ``output``; its own children follow.
     A link to a child file that does not exist is pointed at where the copy's child goes.
     """
+    stem = stem_of(output)
     for step_id in steps:
         state = run.steps.get(step_id)
-        if state is None or not state.child:
+        if state is None:
             continue
-        child_source = child_file(source, step_id, state.child)
-        state.child = f"{stem_of(output)}.steps/{step_id}/progress.md"
-        if not child_source.exists():
-            continue
-        target = output.parent / state.child
-        child, _report = load_progress(child_source)
-        child.run_id = new_run_id(
-            child.workflow.name or Path(child.workflow.path).name.split(".")[0]
-        )
-        child.parent = {
-            **(child.parent or {}),
-            "path": relative_path(output, target.parent),
-            "run_id": run.run_id,
-            "step": step_id,
-        }
-        child.workflow.path = rebase(child.workflow.path, child_source.parent, target.parent)
-        recording = getattr(child.config, "recording", None)
-        if recording:
-            child.config.recording = rebase(recording, child_source.parent, target.parent)
-        child.journal_seq = 0
-        target.parent.mkdir(parents=True, exist_ok=True)
-        for entry in child.transcript:
-            if entry.sidecar is not None:
-                data = read_sidecar(child_source, entry)
-                rel, digest = write_sidecar(target, entry.sidecar.rsplit("/", 1)[-1], data)
-                entry.sidecar, entry.sidecar_sha256, entry.sidecar_bytes = rel, digest, len(data)
-        for archive in archive_files(child_source):
-            # Attempt notes name archives by the folder's name, the same for the copy.
-            write_sidecar(target, archive.name, read_archive(archive))
-        shown = f"{prefix}{state.child}"
-        copied.append(shown)
-        _copy_children(
-            child,
-            child_source,
-            target,
-            list(child.steps),
-            copied,
-            prefix=shown.rsplit("/", 1)[0] + "/",
-        )
-        ProgressStore.create(target, child).close()
+        if state.child:
+            child_source = child_file(source, step_id, state.child)
+            state.child = f"{stem}.steps/{step_id}/progress.md"
+            _copy_child(run, child_source, output, step_id, state.child, copied, prefix)
+        for call_id, link in state.agents.items():
+            child_source = linked_file(
+                source.parent,
+                link.child,
+                what="subagent run file",
+                source=source,
+                field=f"$.steps.{step_id}.agents.{call_id}.child",
+            )
+            link.child = f"{stem}.steps/{step_id}/agents/{folder_name(call_id)}/progress.md"
+            _copy_child(run, child_source, output, step_id, link.child, copied, prefix)
+
+
+def _copy_child(
+    run: Run,
+    child_source: Path,
+    output: Path,
+    step_id: str,
+    where: str,
+    copied: list[str],
+    prefix: str,
+) -> None:
+    """Copy one child run to ``where`` (relative to ``output``'s folder), then its own."""
+    if not child_source.exists():
+        return
+    target = output.parent / where
+    child, _report = load_progress(child_source)
+    child.run_id = new_run_id(child.workflow.name or Path(child.workflow.path).name.split(".")[0])
+    # A subagent's link keeps its kind, call and agent; only where and whose it is change.
+    child.parent = {
+        **(child.parent or {}),
+        "path": relative_path(output, target.parent),
+        "run_id": run.run_id,
+        "step": step_id,
+    }
+    child.workflow.path = rebase(child.workflow.path, child_source.parent, target.parent)
+    recording = getattr(child.config, "recording", None)
+    if recording:
+        child.config.recording = rebase(recording, child_source.parent, target.parent)
+    child.journal_seq = 0
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for entry in child.transcript:
+        if entry.sidecar is not None:
+            data = read_sidecar(child_source, entry)
+            rel, digest = write_sidecar(target, entry.sidecar.rsplit("/", 1)[-1], data)
+            entry.sidecar, entry.sidecar_sha256, entry.sidecar_bytes = rel, digest, len(data)
+    for archive in archive_files(child_source):
+        # Attempt notes name archives by the folder's name, the same for the copy.
+        write_sidecar(target, archive.name, read_archive(archive))
+    shown = f"{prefix}{where}"
+    copied.append(shown)
+    _copy_children(
+        child,
+        child_source,
+        target,
+        list(child.steps),
+        copied,
+        prefix=shown.rsplit("/", 1)[0] + "/",
+    )
+    ProgressStore.create(target, child).close()
 
 
 def fork_run(path: str | Path, at_step: str, out: str | Path | None = None) -> Path:

@@ -14,7 +14,11 @@ The copy is the run as ``load_progress`` sees it (journal replayed), with:
   into the copy's own ``<name>.steps/<step-id>/progress.md``, with both links (the parent's
   ``steps.<id>.child``, the child's ``parent``) naming the copies, so the copy resumes and
   ``flow status`` shows the same tree. Set-aside children (``<step-id>.archive-N``) are history
-  the run no longer links to: they stay behind.
+  the run no longer links to: they stay behind;
+- the child runs of its subagent calls (docs/spec.md 4.14), linked from
+  ``steps.<id>.agents.<call-id>``, shared the same way into the copy's
+  ``<name>.steps/<step-id>/agents/<call-id>/progress.md``, so a call that was cut off resumes
+  inside its copied child.
 
 Sidecars are bundled, never inlined into the transcript: an entry's text is what the model
 sees on resume, so inlining a full output in place of its preview would change the next
@@ -37,9 +41,11 @@ from ..base.durable import replace_file
 from ..base.errors import InputError
 from ..base.paths import rebase, relative_path
 from ..base.redact import Redactor
+from ..base.safeopen import linked_file
 from ..flowfolder import ignored_by_flow
 from ..handoffs import rebase_chain
 from ..progress import load_progress
+from ..progress.children import folder_name as call_folder
 from ..progress.links import child_cycle_error, child_file
 from ..progress.location import progress_file
 from ..progress.model import LoadReport, Run
@@ -180,7 +186,7 @@ def steps_folder(path: Path) -> Path:
 
 
 def _has_children(run: Run) -> bool:
-    return any(state.child for state in run.steps.values())
+    return any(state.child or state.agents for state in run.steps.values())
 
 
 def _check_target(output: Path, source: Path, force: bool, *, children: bool = False) -> None:
@@ -353,7 +359,7 @@ def _share_file(
     header = (
         _header(result, output, run.status)
         if parent_copy is None
-        else _child_header(result, output, parent_copy)
+        else _child_header(result, output, parent_copy, (run.parent or {}).get("kind", ""))
     )
     text = render_copy(run, path=output, keep=keep, header=header)
     replace_file(output, text.encode("utf-8", "surrogatepass"))
@@ -364,39 +370,73 @@ def _share_file(
 def _share_children(
     run: Run, source: Path, output: Path, options: _Options, result: ShareResult
 ) -> None:
-    """Share each step's child run into the copy's ``<stem>.steps/<step-id>/progress.md``."""
-    seen = {os.path.realpath(p) for p in options.above}
+    """Share each step's child run into the copy's ``<stem>.steps/<step-id>/progress.md``,
+    and each subagent call's into ``<stem>.steps/<step-id>/agents/<call-id>/progress.md``."""
     for step_id, state in run.steps.items():
-        if not state.child:
-            continue
-        child_source = child_file(source, step_id, state.child)
-        if os.path.realpath(child_source) in seen:
-            raise child_cycle_error(source, step_id, state.child, list(options.above))
-        # The link always names where the copy's child goes, even for a child not written
-        # yet (a crash between the call and the child): a resume of the copy starts it there.
-        state.child = f"{steps_folder(output).name}/{step_id}/progress.md"
-        if not child_source.exists():
-            continue
-        child_output = output.parent / state.child
-        child_output.parent.mkdir(parents=True, exist_ok=True)
-        child, child_report = load_progress(child_source)
-        shared = _share_file(
-            child_source, child, child_report, child_output, options, parent_copy=output
+        if state.child:
+            # The link always names where the copy's child goes, even for a child not
+            # written yet (a crash between the call and the child): a resume of the copy
+            # starts it there.
+            where = f"{steps_folder(output).name}/{step_id}/progress.md"
+            _share_child(source, output, options, result, step_id, state.child, where, None)
+            state.child = where
+        for call_id, link in state.agents.items():
+            where = (
+                f"{steps_folder(output).name}/{step_id}/agents/{call_folder(call_id)}/progress.md"
+            )
+            _share_child(source, output, options, result, step_id, link.child, where, call_id)
+            link.child = where
+
+
+def _share_child(
+    source: Path,
+    output: Path,
+    options: _Options,
+    result: ShareResult,
+    step_id: str,
+    link: str,
+    where: str,
+    call_id: str | None,
+) -> None:
+    """Share the child run ``link`` names (relative to ``source``) to ``where`` (relative to
+    ``output``); a link whose file does not exist yet is only rewritten by the caller."""
+    seen = {os.path.realpath(p) for p in options.above}
+    if call_id is None:
+        child_source = child_file(source, step_id, link)
+    else:
+        child_source = linked_file(
+            source.parent,
+            link,
+            what="subagent run file",
+            source=source,
+            field=f"$.steps.{step_id}.agents.{call_id}.child",
         )
-        prefix = f"{steps_folder(output).name}/{step_id}/"
-        result.children.append(state.child)
-        result.children += [prefix + c for c in shared.children]
-        result.bundled += [prefix + b for b in shared.bundled]
-        result.redacted += shared.redacted
-        result.home_paths += shared.home_paths
-        result.warnings += [f"child run of step {step_id!r}: {w}" for w in shared.warnings]
+    if os.path.realpath(child_source) in seen:
+        raise child_cycle_error(source, step_id, link, list(options.above), call_id)
+    if not child_source.exists():
+        return
+    child_output = output.parent / where
+    child_output.parent.mkdir(parents=True, exist_ok=True)
+    child, child_report = load_progress(child_source)
+    shared = _share_file(
+        child_source, child, child_report, child_output, options, parent_copy=output
+    )
+    prefix = where.rsplit("/", 1)[0] + "/"
+    result.children.append(where)
+    result.children += [prefix + c for c in shared.children]
+    result.bundled += [prefix + b for b in shared.bundled]
+    result.redacted += shared.redacted
+    result.home_paths += shared.home_paths
+    what = f"step {step_id!r}" if call_id is None else f"call {call_id} of step {step_id!r}"
+    result.warnings += [f"child run of {what}: {w}" for w in shared.warnings]
 
 
-def _child_header(result: ShareResult, output: Path, parent_copy: Path) -> str:
+def _child_header(result: ShareResult, output: Path, parent_copy: Path, kind: str) -> str:
     shown = relative_path(parent_copy, output.parent)
+    what = "subagent" if kind == "agent" else "sub-workflow"
     return "\n".join(
         [
-            f"**Shared copy of a flow sub-workflow run** ({result.run_id}), written by "
+            f"**Shared copy of a flow {what} run** ({result.run_id}), written by "
             f"`flow share` on {now_iso()} with the run of its parent ({shown}, relative to "
             "this file).",
             "It is resumed through its parent: `flow resume` that file.",

@@ -52,11 +52,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..base.errors import ToolServerError
+from ..base.errors import ToolServerError, WorkflowError
 from ..base.safeopen import refuse_special
 from ..chat import ToolSpec
 from ..workflow.model import Workflow
-from ..workflow.toolnames import BUILTIN_TOOLS, is_editor_only
+from ..workflow.toolnames import BUILTIN_TOOLS, mcp_tool_names
 from .base import ToolContext, ToolResult
 from .commands import head_and_tail
 from .mcp_config import (
@@ -203,6 +203,15 @@ class McpServers:
             offered.extend(t for t in targets if t not in offered)
         self._offered = tuple(offered)
         return self._offered
+
+    def tools_for(self, names: Iterable[str]) -> tuple[str, ...]:
+        """The model-facing tools that written names resolve to (after ``offer``): what a
+        step whose own list (a handoff chain's part) names those is offered."""
+        offered = self.offer()
+        found: list[str] = []
+        for name in names:
+            found.extend(t for t in self.resolved.get(name, ()) if t not in found)
+        return tuple(t for t in offered if t in found)
 
     def _name_tools(self, infos: list[McpToolInfo]) -> None:
         infos = [info for info in infos if not info.task_required]
@@ -698,7 +707,48 @@ def _describe(exc: BaseException) -> str:
 def mcp_names(workflow: Workflow) -> list[str]:
     """Names in the workflow's ``tools:`` that no built-in or declared command resolves (an
     editor-only name such as ``execute/getTerminalOutput`` is none: it is no MCP tool)."""
-    return [n for n, targets in workflow.tool_map.items() if not targets and not is_editor_only(n)]
+    return mcp_tool_names(workflow.tool_map)
+
+
+def run_mcp_names(workflow: Workflow) -> list[str]:
+    """The MCP tool names a run of ``workflow`` needs: its own, then those of each later part
+    of a handoff chain (whose agent names its own, docs/spec.md 4.13), without repeats."""
+    names = mcp_names(workflow)
+    for part in workflow.parts():
+        names += [n for n in mcp_names(part) if n not in names]
+    return names
+
+
+def chain_agent_servers(workflow: Workflow) -> list[tuple[Path, dict[str, Any]]]:
+    """The ``mcp-servers:`` of the run's agents (the first, then each later part's), one entry
+    per agent file, each server once: a server a later agent defines again the same way is
+    the earlier one's; defined differently, it is a ``WorkflowError`` (a run has one server
+    of each name, as it has one command of each name)."""
+    found: list[tuple[Path, dict[str, Any]]] = []
+    seen: dict[str, tuple[Path, Any]] = {}
+    for agent in (workflow, *workflow.parts()):
+        file = agent.mcp_servers_file
+        if not agent.mcp_servers or file is None:
+            continue
+        if any(file.resolve() == f.resolve() for f, _ in found):
+            continue
+        own: dict[str, Any] = {}
+        for name, spec in agent.mcp_servers.items():
+            if name in seen:
+                where, earlier = seen[name]
+                if earlier != spec:
+                    raise WorkflowError(
+                        f"the agents of the handoff chain define the MCP server `{name}` "
+                        f"differently ({where} and {file}); a run has one server of each name.",
+                        path=file,
+                        field=f"$.mcp-servers.{name}",
+                        hint="Give one of them another name, or define it the same way in both.",
+                    )
+                continue
+            seen[name] = (file, spec)
+            own[name] = spec
+        found.append((file, own))
+    return found
 
 
 def load_servers(
@@ -713,28 +763,25 @@ def load_servers(
 
     Read only when the workflow names tools that nothing else provides, when ``config_path``
     is given (``--mcp-config``), or when its agent defines servers (``mcp-servers:``, which
-    win over the files' on a name clash). A wrong entry is an error only for a server
-    the workflow names; others are skipped (``McpServers.notices`` says so).
+    win over the files' on a name clash). A handoff chain's later parts count with the
+    first agent: the tools their agents name, the servers they define. A wrong entry is an
+    error only for a server the workflow names; others are skipped (``McpServers.notices``
+    says so).
     """
-    names = mcp_names(workflow)
-    if not names and config_path is None and not workflow.mcp_servers:
+    names = run_mcp_names(workflow)
+    agents = chain_agent_servers(workflow)
+    if not names and config_path is None and not agents:
         return None
     paths = find_configs(workspace, config_path)
-    files = (
+    config = (
         load_configs(paths, workspace=workspace, env=env, ask=ask, wanted=names) if paths else None
     )
-    if not workflow.mcp_servers or workflow.mcp_servers_file is None:
-        return files
-    # The servers the agent defines itself come first: on a name clash they win.
-    own = agent_config(
-        workflow.mcp_servers_file,
-        workflow.mcp_servers,
-        workspace=workspace,
-        env=env,
-        ask=ask,
-        wanted=names,
-    )
-    return with_agent_servers(own, files)
+    # The servers the agents define themselves come first: on a name clash they win. The
+    # first agent's are laid on last, so its file stays the configuration's own.
+    for file, servers in reversed(agents):
+        own = agent_config(file, servers, workspace=workspace, env=env, ask=ask, wanted=names)
+        config = with_agent_servers(own, config)
+    return config
 
 
 def tool_list_note(fingerprints: Mapping[str, str]) -> str:
@@ -774,7 +821,7 @@ def start_servers(
     made = folders_made(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     servers = McpServers(
-        config, wanted=mcp_names(workflow), reserved=tools, log_dir=log_dir, redact=redact
+        config, wanted=run_mcp_names(workflow), reserved=tools, log_dir=log_dir, redact=redact
     )
     servers.logs_discarded = bool(made)
     try:

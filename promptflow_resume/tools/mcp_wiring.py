@@ -38,7 +38,8 @@ def find_mcp_config(
     ask: Callable[[str, str, bool], str] | None,
 ) -> McpConfig | None:
     """The MCP configuration a run of ``workflow`` uses (never one from a progress file)."""
-    if config_path is None and not _names_unresolved_tools(workflow) and not workflow.mcp_servers:
+    agents = (workflow, *workflow.parts())  # a handoff chain's parts name their own
+    if config_path is None and not any(_names_unresolved_tools(a) or a.mcp_servers for a in agents):
         return None  # what load_servers answers, without importing the MCP client (asyncio)
     from .mcp import load_servers
 
@@ -72,16 +73,21 @@ def notice_missing_tools(
     wf: Workflow, servers: McpServers | None, notice: Callable[[str], None]
 ) -> None:
     """Say once, at the start, which names in ``tools:`` nothing provides, and what the MCP
-    configuration leaves out (broken entries the workflow does not name, task-only tools)."""
-    if not _names_unresolved_tools(wf):
+    configuration leaves out (broken entries the workflow does not name, task-only tools);
+    a handoff chain's later parts are looked at with the first agent."""
+    agents = [a for a in (wf, *wf.parts()) if _names_unresolved_tools(a)]
+    if not agents:
         return
     from .mcp import missing_tools_notice
 
     for line in servers.notices() if servers is not None else []:
         notice(line)
-    missing = missing_tools_notice(wf, servers)
-    if missing is not None:
-        notice(missing)
+    said: list[str] = []
+    for agent in agents:
+        missing = missing_tools_notice(agent, servers)
+        if missing is not None and missing not in said:
+            said.append(missing)
+            notice(missing)
 
 
 def _names_unresolved_tools(wf: Workflow) -> bool:
@@ -90,6 +96,19 @@ def _names_unresolved_tools(wf: Workflow) -> bool:
     from ..workflow.toolnames import is_editor_only
 
     return any(not targets and not is_editor_only(n) for n, targets in wf.tool_map.items())
+
+
+def offer_mcp(servers: McpServers, workflow: Workflow) -> dict[str, tuple[str, ...]]:
+    """The MCP tools a run offers, started if need be: per step id of a handoff chain's later
+    part, the tools its agent names; under ``""``, those of the workflow's own ``tools:``
+    (offered in steps without their own list)."""
+    from .mcp import mcp_names
+
+    offered = {"": servers.tools_for(mcp_names(workflow))}
+    for step in workflow.steps:
+        if step.part is not None:
+            offered[step.id] = servers.tools_for(mcp_names(step.part))
+    return offered
 
 
 def mcp_attempt_notes(run: Run, servers: McpServers) -> list[str]:

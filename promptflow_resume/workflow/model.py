@@ -142,6 +142,9 @@ class Step:
     model: str | None = None
     agent: str | None = None
     handoff: str | None = None
+    #: A part of a handoff chain: its agent, loaded (its MCP tool names and ``mcp-servers:``
+    #: decide the MCP tools the part is offered, docs/spec.md 4.13).
+    part: Workflow | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -260,6 +263,10 @@ class Workflow:
     def step(self, step_id: str) -> Step | None:
         """The step with ``step_id``, or None."""
         return next((s for s in self.steps if s.id == step_id), None)
+
+    def parts(self) -> tuple[Workflow, ...]:
+        """The agents of a handoff chain's later parts, in step order (none for any other)."""
+        return tuple(s.part for s in self.steps if s.part is not None)
 
     @property
     def errors(self) -> tuple[Diagnostic, ...]:

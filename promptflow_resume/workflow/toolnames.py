@@ -16,6 +16,8 @@ Every built-in name satisfies the function-name rules of the providers (letters,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 #: Built-in tools, confined to the workspace root.
 BUILTIN_TOOLS: tuple[str, ...] = (
     "read_file",
@@ -189,6 +191,12 @@ def map_tool_name(name: str) -> tuple[str, ...] | None:
 def is_editor_only(name: str) -> bool:
     """True for a Copilot tool name that exists only in the editor (no flow tool does its job)."""
     return map_tool_name(name) == ()
+
+
+def mcp_tool_names(tool_map: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """The names of a ``tools:`` map (``Workflow.tool_map``) that no built-in or declared
+    command resolves and that are not editor-only: MCP tool names (``server/*``, ``tool``)."""
+    return [n for n, targets in tool_map.items() if not targets and not is_editor_only(n)]
 
 
 def editor_only_line(names: list[str] | tuple[str, ...]) -> str:

@@ -519,3 +519,42 @@ def test_the_page_lists_the_chain(tmp_path: Path) -> None:
         '<p class="facts" id="handoffs">handoffs: planner (completed) → [Start coding] coder '
         "(completed)</p>" in text
     )
+
+
+def test_a_compaction_in_a_later_part_sends_one_system_prompt_in_every_request(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    """The summariser's request and the part's requests after it each carry exactly one
+    system prompt (Anthropic's ``system`` field): the summariser's instructions, then the
+    current agent's; no earlier agent's instructions travel in the messages."""
+    from promptflow_resume.compaction import INSTRUCTIONS
+    from tests.support.providers_server import anthropic_message
+
+    where = tmp_path / "p"
+    (where / "agents").mkdir(parents=True)
+    first = "---\nname: a\nmodel: claude-sonnet-4-5\ntools: []\ncontext_window: 1500\n"
+    first += "handoffs:\n  - label: Next\n    agent: b\n    prompt: Go on.\n---\nYou are A.\n"
+    (where / "agents" / "a.agent.md").write_text(first, encoding="utf-8")
+    (where / "agents" / "b.agent.md").write_text("---\nname: b\ntools: []\n---\nYou are B.\n")
+    # A's long answer pushes B's first request over 80% of the 1,500-token window.
+    server.push(
+        Canned(body=anthropic_message("word " * 1500)),
+        Canned(body=anthropic_message("A wrote many words.")),
+        Canned(body=anthropic_message("B is done.")),
+    )
+    env = _env(ANTHROPIC_API_KEY="sk-ant-test-not-a-key")
+    env.pop("ANTHROPIC_BASE_URL", None)
+    result = flow(
+        "run", "agents/a.agent.md", "--task", "write", "--handoff", "Next", "--agents", "agents",
+        "--provider", "anthropic", "--base-url", server.url, "--progress", "run/progress.md",
+        "--new", cwd=where, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "compacting entries" in result.stderr
+    assert [r.body["system"] for r in server.requests] == ["You are A.", INSTRUCTIONS, "You are B."]
+    for request in server.requests:
+        assert all(m["role"] in ("user", "assistant") for m in request.body["messages"])
+    summary, after = server.requests[1].body, server.requests[2].body
+    assert "You are A." not in json.dumps(summary) and "You are B." not in json.dumps(summary)
+    assert "You are A." not in json.dumps(after["messages"])
+    assert "A wrote many words." in json.dumps(after["messages"])
