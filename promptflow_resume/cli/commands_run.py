@@ -24,6 +24,7 @@ from .options import (
     AllowCommandsOpt,
     AllowFetchOpt,
     BaseUrlOpt,
+    EventsOpt,
     FileOpt,
     HandoffOpt,
     HandoffsOpt,
@@ -131,7 +132,9 @@ class ConsoleReporter(Reporter):
     def notice(self, text: str) -> None:
         self._print(f"flow: {text}")
 
-    def step_started(self, step_id: str, title: str, index: int, total: int) -> None:
+    def step_started(
+        self, step_id: str, title: str, index: int, total: int, agent: str | None = None
+    ) -> None:
         self._step = f"step {index}/{total} {title}"
         self._step_began = (time.monotonic(), dataclasses.replace(self._usage))
         if self.live or self.verbose:
@@ -165,12 +168,14 @@ class ConsoleReporter(Reporter):
         self._usage = run_usage
         self._show("reply recorded")
 
-    def tool_started(self, name: str, arguments: str) -> None:
+    def tool_started(self, name: str, arguments: str, call_id: str = "") -> None:
         self._show(f"running {name}")
         if self.verbose:
             self._print(self._fit(f"  → {name} {arguments}", 0))
 
-    def tool_finished(self, name: str, is_error: bool, summary: str) -> None:
+    def tool_finished(
+        self, name: str, is_error: bool, summary: str, call_id: str = ""
+    ) -> None:
         if self.live or self.verbose:
             mark = "✗" if is_error else "✓"
             self._print(self._fit(f"  {mark} {name}: {summary}", 0))
@@ -219,6 +224,21 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
             f"See the changes with: flow review {path}"
         )
     return exit_code
+
+
+def _event_stream(option: str | None) -> Any:
+    """The event stream ``--events`` (or ``$FLOW_EVENTS``) asks for, else None."""
+    from ..eventstream import EventStream, events_target
+
+    where = events_target(option)
+    return EventStream.open(where, take_stdout=True) if where else None
+
+
+def _watchers(console: Reporter, stream: Reporter | None) -> Reporter:
+    """The terminal display, and the event stream beside it when there is one."""
+    from ..events import Tee
+
+    return console if stream is None else Tee(console, stream)
 
 
 @app.command("run")
@@ -278,6 +298,7 @@ def run_command(
         "clean checkout); the progress file stays here. Then: flow review, flow merge, "
         "flow discard. Always starts a new run.",
     ),
+    events: EventsOpt = None,
     as_json: SummaryJson = False,
     verbose: VerboseOpt = False,
 ) -> int:
@@ -297,6 +318,7 @@ def run_command(
     interactive = _stdin_is_terminal() and not as_json and task != "-"
     live = sys.stderr.isatty() and not as_json
     reporter = ConsoleReporter(live=live, verbose=verbose, quiet_dry_run=as_json)
+    stream = _event_stream(events)
     command = RunCommand(
         workflow,
         input_items=tuple(input_),
@@ -332,10 +354,14 @@ def run_command(
         ),
         mcp_config=mcp_config,
         mcp_ask=_ask_mcp_input if interactive else None,
-        reporter=reporter,
+        reporter=_watchers(reporter, stream),
         agent_dirs=tuple(agents),
     )
-    outcome = run_workflow(command, options)
+    try:
+        outcome = run_workflow(command, options)
+    finally:
+        if stream is not None:
+            stream.close_target()
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
 
 
@@ -485,6 +511,7 @@ def resume_command(
     accept_permissions: AcceptPermissionsOpt = False,
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask questions on a terminal."),
     mcp_config: McpConfigOpt = None,
+    events: EventsOpt = None,
     as_json: SummaryJson = False,
     verbose: VerboseOpt = False,
 ) -> int:
@@ -530,6 +557,7 @@ def resume_command(
     interactive = _stdin_is_terminal() and not as_json and not yes
     live = sys.stderr.isatty() and not as_json
     reporter = ConsoleReporter(live=live, verbose=verbose)
+    stream = _event_stream(events)
     request = dataclasses.replace(
         request,
         set_values=parse_assignments(set_, "--set"),
@@ -552,10 +580,14 @@ def resume_command(
         ),
         mcp_config=mcp_config,
         mcp_ask=_ask_mcp_input if interactive else None,
-        reporter=reporter,
+        reporter=_watchers(reporter, stream),
         agent_dirs=tuple(agents),
     )
-    outcome = resume_run(progress, options, request)
+    try:
+        outcome = resume_run(progress, options, request)
+    finally:
+        if stream is not None:
+            stream.close_target()
     if outcome.already_completed and not as_json:
         out(f"already completed: nothing to resume — {outcome.path}")
         return 0
