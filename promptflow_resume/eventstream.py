@@ -68,7 +68,10 @@ class EventStream(Reporter):
     """Writes a run's events as JSON Lines to ``target`` (a file opened for appending, or
     stdout); ``fields`` go into every event (a batch's ``row``)."""
 
-    def __init__(self, target: TextIO, *, owned: bool, fields: dict[str, Any] | None = None):
+    def __init__(
+        self, target: TextIO | int, *, owned: bool, fields: dict[str, Any] | None = None
+    ) -> None:
+        #: A text stream (stdout), or the file descriptor of a file opened for appending.
         self._target = target
         self._owned = owned
         self._fields = dict(fields or {})
@@ -98,13 +101,12 @@ class EventStream(Reporter):
                 sys.stdout.flush()
                 kept = os.dup(fd)
                 os.dup2(sys.stderr.fileno(), fd)
-                stream = os.fdopen(kept, "w", encoding="utf-8", newline="")
-                return cls(stream, owned=True, fields=fields)
+                return cls(kept, owned=True, fields=fields)
             return cls(sys.stdout, owned=False, fields=fields)
         path = Path(where)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        return cls(os.fdopen(fd, "a", encoding="utf-8", newline=""), owned=True, fields=fields)
+        return cls(fd, owned=True, fields=fields)
 
     # --- writing --------------------------------------------------------------------------
 
@@ -130,16 +132,24 @@ class EventStream(Reporter):
         clean, _ = self._redactor.redact_value(event)
         line = json.dumps(clean, ensure_ascii=False, separators=(",", ":"), default=str)
         try:
-            self._target.write(line + "\n")
-            self._target.flush()
+            if isinstance(self._target, int):
+                # One write per line on a file opened for appending: processes that share the
+                # file (a batch's rows, a test session) never interleave within a line.
+                data = (line + "\n").encode("utf-8")
+                while data:  # a pipe (``-``) may take a long line in parts
+                    data = data[os.write(self._target, data) :]
+            else:
+                self._target.write(line + "\n")
+                self._target.flush()
         except (OSError, ValueError):
             # A reader that went away (a closed pipe) never stops the run it watches.
             pass
 
     def close_target(self) -> None:
         """Close the file (not stdout)."""
-        if self._owned:
-            self._target.close()
+        if self._owned and isinstance(self._target, int):
+            os.close(self._target)
+            self._owned = False
 
     # --- the engine's hooks ---------------------------------------------------------------
 
@@ -151,8 +161,8 @@ class EventStream(Reporter):
         self.emit(
             "run_started",
             run_id=run.run_id,
-            progress=str(progress),
-            workflow=os.path.normpath(progress.parent / run.workflow.path),
+            progress=os.path.abspath(progress),
+            workflow=os.path.abspath(progress.parent / run.workflow.path),
             attempt=attempt,
             resumed=attempt > 1,
         )
