@@ -130,7 +130,9 @@ class EventStream(Reporter):
             event["run_id"] = run_id
         event.update(fields)
         clean, _ = self._redactor.redact_value(event)
-        line = json.dumps(clean, ensure_ascii=False, separators=(",", ":"), default=str)
+        self._put(json.dumps(clean, ensure_ascii=False, separators=(",", ":"), default=str))
+
+    def _put(self, line: str) -> None:
         try:
             if isinstance(self._target, int):
                 # One write per line on a file opened for appending: processes that share the
@@ -144,6 +146,10 @@ class EventStream(Reporter):
         except (OSError, ValueError):
             # A reader that went away (a closed pipe) never stops the run it watches.
             pass
+
+    def copy_line(self, line: str) -> None:
+        """Write an event another stream already wrote (a batch row's), as it is."""
+        self._put(line)
 
     def close_target(self) -> None:
         """Close the file (not stdout)."""

@@ -17,7 +17,7 @@ from ..base.wording import count
 from ..events import Reporter
 from ..progress.model import Run, Usage
 from ..providers.base import Request
-from .app import app, err, out, print_json
+from .app import app, err, event_stream, out, print_json
 from .options import (
     AcceptPermissionsOpt,
     AgentsDirOpt,
@@ -173,9 +173,7 @@ class ConsoleReporter(Reporter):
         if self.verbose:
             self._print(self._fit(f"  → {name} {arguments}", 0))
 
-    def tool_finished(
-        self, name: str, is_error: bool, summary: str, call_id: str = ""
-    ) -> None:
+    def tool_finished(self, name: str, is_error: bool, summary: str, call_id: str = "") -> None:
         if self.live or self.verbose:
             mark = "✗" if is_error else "✓"
             self._print(self._fit(f"  {mark} {name}: {summary}", 0))
@@ -224,14 +222,6 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
             f"See the changes with: flow review {path}"
         )
     return exit_code
-
-
-def _event_stream(option: str | None) -> Any:
-    """The event stream ``--events`` (or ``$FLOW_EVENTS``) asks for, else None."""
-    from ..eventstream import EventStream, events_target
-
-    where = events_target(option)
-    return EventStream.open(where, take_stdout=True) if where else None
 
 
 def _watchers(console: Reporter, stream: Reporter | None) -> Reporter:
@@ -318,7 +308,7 @@ def run_command(
     interactive = _stdin_is_terminal() and not as_json and task != "-"
     live = sys.stderr.isatty() and not as_json
     reporter = ConsoleReporter(live=live, verbose=verbose, quiet_dry_run=as_json)
-    stream = _event_stream(events)
+    stream = event_stream(events)
     command = RunCommand(
         workflow,
         input_items=tuple(input_),
@@ -550,6 +540,7 @@ def resume_command(
             rerun_changed=rerun_changed,
             keep_completed=keep_completed,
             as_json=as_json,
+            events=events,
         )
     if plan_only:
         connection = RunOptions(provider=provider, model=model, base_url=base_url)
@@ -557,7 +548,7 @@ def resume_command(
     interactive = _stdin_is_terminal() and not as_json and not yes
     live = sys.stderr.isatty() and not as_json
     reporter = ConsoleReporter(live=live, verbose=verbose)
-    stream = _event_stream(events)
+    stream = event_stream(events)
     request = dataclasses.replace(
         request,
         set_values=parse_assignments(set_, "--set"),

@@ -183,9 +183,9 @@ def test_an_interrupted_run_ends_its_stream_with_run_finished(tmp_path: Path) ->
     for name in ("slow.prompt.md", "slow.script.yaml"):
         (tmp_path / name).write_text((fixtures / name).read_text(encoding="utf-8"))
     events_file = tmp_path / "events.jsonl"
+    args = ("run", "slow.prompt.md", "--recording", "slow.script.yaml", "--new")
     proc = subprocess.Popen(
-        [*FLOW, "run", "slow.prompt.md", "--recording", "slow.script.yaml", "--new"]
-        + ["--events", str(events_file)],
+        [*FLOW, *args, "--events", str(events_file)],
         cwd=tmp_path,
         env=_env(),
         stdin=subprocess.DEVNULL,

@@ -53,9 +53,7 @@ def problems(lines: list[str], source: str) -> list[str]:
         kind = event.get("type") if isinstance(event, dict) else None
         for error in validator(kind if isinstance(kind, str) else None).iter_errors(event):
             where = "/".join(str(p) for p in error.absolute_path) or "(event)"
-            found.append(
-                f"{source}:{number}: {event.get('type')}: {where}: {error.message[:300]}"
-            )
+            found.append(f"{source}:{number}: {event.get('type')}: {where}: {error.message[:300]}")
     return found
 
 
