@@ -1,7 +1,9 @@
 """What the engine tells whoever watches a run (the terminal display, tests, other programs).
 
 The engine calls these hooks; it never prints. ``Reporter`` is the no-op base: subclass it and
-override what you need.
+override what you need; ``Tee`` tells several reporters (the terminal display and the event
+stream of ``--events``, docs/spec.md 4.16). A hook that reports a fact is called once the fact
+is saved in the progress file, so what a reporter is told never runs ahead of the record.
 """
 
 from __future__ import annotations

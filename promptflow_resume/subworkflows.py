@@ -199,6 +199,14 @@ class _ChildReporter(Reporter):
         """Forwarded."""
         self.parent.model_refused(model, message)
 
+    def question_asked(self, step_id: str, text: str) -> None:
+        """Forwarded as a question of the parent's step (``parent/child`` step ids)."""
+        self.parent.question_asked(f"{self.step_id}/{step_id}", text)
+
+    def compacted(self, step_id: str, first: int, last: int, tokens: int) -> None:
+        """Forwarded as the parent step's (the entries are the child's)."""
+        self.parent.compacted(f"{self.step_id}/{step_id}", first, last, tokens)
+
     def retry(self, attempt: int, delay: float, message: str) -> None:
         """Forwarded."""
         self.parent.retry(attempt, delay, message)

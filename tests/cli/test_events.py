@@ -227,3 +227,35 @@ def test_flow_schema_events_prints_the_published_schema() -> None:
 def test_the_package_ships_the_events_schema() -> None:
     packaged = REPO / "promptflow_resume" / "schemas" / "events.schema.json"
     assert packaged.exists() and os.path.samefile(packaged.parent, REPO / "schemas")
+
+
+def test_a_child_runs_question_reaches_the_parents_stream(tmp_path: Path) -> None:
+    (tmp_path / "parent.prompt.md").write_text(
+        "---\ndescription: Delegate\nprovider: scripted\n---\n"
+        "## Step 1: Delegate {#delegate}\n> workflow: child.prompt.md\n\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "child.prompt.md").write_text(
+        "---\ndescription: Ask a person\nprovider: scripted\n---\n"
+        "## Step 1: Ask {#ask}\n> kind: human\n\nWhich colour?\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "s.yaml").write_text("replies: []\n", encoding="utf-8")
+    done = flow(
+        "run",
+        "parent.prompt.md",
+        "--recording",
+        "s.yaml",
+        "--new",
+        "--events",
+        "events.jsonl",
+        cwd=tmp_path,
+        env=_env(),
+    )
+    assert done.returncode == 11, done.stderr
+    events = check_events(tmp_path / "events.jsonl")
+    # One run_started / run_finished pair: the child reports through its parent's stream.
+    assert [e["type"] for e in events].count("run_started") == 1
+    asked = next(e for e in events if e["type"] == "question_asked")
+    assert asked["step"] == "delegate/ask" and "Which colour?" in asked["question"]
+    assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "awaiting_input"
