@@ -29,7 +29,7 @@ from typing import Any, TextIO
 
 from .attempt import exit_code_for
 from .base.clock import now_iso
-from .base.errors import EXIT_BUG, FlowError
+from .base.errors import EXIT_BUG, FlowError, StorageError
 from .base.redact import Redactor
 from .events import Reporter
 from .progress.model import Run, Usage
@@ -104,8 +104,16 @@ class EventStream(Reporter):
                 return cls(kept, owned=True, fields=fields)
             return cls(sys.stdout, owned=False, fields=fields)
         path = Path(where)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError as error:
+            raise StorageError(
+                f"cannot open the events file {where}: {error.strerror or error}.",
+                path=path,
+                hint="Give --events (or FLOW_EVENTS) a file in a folder you can write, "
+                "or - for stdout.",
+            ) from None
         return cls(fd, owned=True, fields=fields)
 
     # --- writing --------------------------------------------------------------------------

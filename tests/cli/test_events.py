@@ -259,3 +259,13 @@ def test_a_child_runs_question_reaches_the_parents_stream(tmp_path: Path) -> Non
     asked = next(e for e in events if e["type"] == "question_asked")
     assert asked["step"] == "delegate/ask" and "Which colour?" in asked["question"]
     assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "awaiting_input"
+
+
+def test_an_events_file_that_cannot_be_opened_stops_before_the_run(tmp_path: Path) -> None:
+    work = _workspace(tmp_path)
+    (work / "blocked").write_text("a file, not a folder", encoding="utf-8")
+    done = _start(work, "--events", "blocked/events.jsonl")
+    assert done.returncode == 12, done.stderr
+    assert "cannot open the events file blocked/events.jsonl" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (work / "run").exists()
