@@ -81,6 +81,8 @@ class EventStream(Reporter):
         #: Events told before the run opened (resume notes): written right after run_started.
         self._early: list[dict[str, Any]] = []
         self._model: str | None = None
+        #: The step the engine works on now: its tool calls are that step's.
+        self._step: str | None = None
 
     @classmethod
     def open(
@@ -213,6 +215,7 @@ class EventStream(Reporter):
         self, step_id: str, title: str, index: int, total: int, agent: str | None = None
     ) -> None:
         """``step_started`` (with the step's agent in a handoff chain)."""
+        self._step = step_id
         extra = {"agent": agent} if agent else {}
         self.emit("step_started", step=step_id, title=title, index=index, total=total, **extra)
 
@@ -223,6 +226,7 @@ class EventStream(Reporter):
     def model_call(self, step_id: str, turn: int, request: Request) -> None:
         """``model_request``: the step's next turn is being sent."""
         self._model = request.model
+        self._step = step_id
         self.emit(
             "model_request",
             step=step_id,
@@ -245,9 +249,18 @@ class EventStream(Reporter):
         """``model_refused``."""
         self.emit("model_refused", model=model, message=message)
 
+    def _in_step(self) -> dict[str, str]:
+        return {"step": self._step} if self._step else {}
+
     def tool_started(self, name: str, arguments: str, call_id: str = "") -> None:
         """``tool_started``: the call's start record is saved."""
-        self.emit("tool_started", call_id=call_id, tool=name, arguments=_preview(arguments))
+        self.emit(
+            "tool_started",
+            call_id=call_id,
+            tool=name,
+            **self._in_step(),
+            arguments=_preview(arguments),
+        )
 
     def tool_finished(self, name: str, is_error: bool, summary: str, call_id: str = "") -> None:
         """``tool_finished``: the result is recorded."""
@@ -255,6 +268,7 @@ class EventStream(Reporter):
             "tool_finished",
             call_id=call_id,
             tool=name,
+            **self._in_step(),
             status="error" if is_error else "ok",
             preview=_preview(summary),
         )

@@ -114,6 +114,7 @@ def test_a_run_and_its_resume_append_one_stream_of_valid_events(tmp_path: Path) 
     tool = next(e for e in events if e["type"] == "tool_finished")
     tool_start = next(e for e in events if e["type"] == "tool_started")
     assert tool["tool"] == "show" and tool["status"] == "ok" and tool["call_id"]
+    assert tool["step"] == "look"
     assert tool["call_id"] == next(e for e in events if e["type"] == "tool_started")["call_id"]
     reply = next(e for e in events if e["type"] == "model_reply")
     assert reply["usage"]["input_tokens"] == 100 and reply["usage"]["output_tokens"] == 10
