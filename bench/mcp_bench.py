@@ -118,7 +118,9 @@ def run_rows(folder: Path) -> dict[str, float]:
 
         began = ended = 0.0
 
-        def step_started(self, step_id: str, title: str, index: int, total: int) -> None:
+        def step_started(
+            self, step_id: str, title: str, index: int, total: int, agent: str | None = None
+        ) -> None:
             self.began = time.perf_counter()
 
         def close(self) -> None:

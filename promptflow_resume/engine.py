@@ -291,6 +291,8 @@ class Engine:
         self._add_subagent_tool()
         #: Entries appended but not yet saved (a model reply waits for its first tool start).
         self._unsaved: list[Entry] = []
+        #: Reporter calls waiting for the save that makes their fact durable.
+        self._untold: list[Callable[[], None]] = []
         self._log = MessageLog()
         #: The last turn's view generation, message count and reported usage: the base of
         #: the next request's size estimate (see ``_request_tokens``).
@@ -344,12 +346,14 @@ class Engine:
         """Run until the workflow completes or the run stops; the file is always folded."""
         run = self.run
         self.reporter.run_started(run.usage)
+        escaping: BaseException | None = None
         try:
             with _signals_raise_interrupted(), collector.during_run():
                 self._notice_editor_only()
                 mark_written_here(run, self._key)
                 self._forget_settled_seals()
                 self._set_status("running", None)
+                self.reporter.run_opened(run, self.store.path, self.options.redactor)
                 self._ensure_context()
                 self._hooks.begin(initial_prompt=None)
                 for step in self.workflow.steps:
@@ -378,6 +382,7 @@ class Engine:
             self._record_error(error, type(error).__name__)
             self._set_status("failed", str(error).splitlines()[0][:200] if str(error) else None)
             self._hooks.error(error, "system")
+            escaping = error
             raise
         finally:
             self._end_attempt()
@@ -386,6 +391,7 @@ class Engine:
             with _signals_force_exit():
                 self._hooks.end(self.run.status)
                 self._fold()
+            self.reporter.run_stopped(run, escaping)
             self.reporter.close()
         return run
 
@@ -423,7 +429,9 @@ class Engine:
             state.attempts += 1
             state.started = state.started or now_iso()
             self._save()
-        self.reporter.step_started(step.id, step.title, step.index, len(self.workflow.steps))
+        self.reporter.step_started(
+            step.id, step.title, step.index, len(self.workflow.steps), agent=step.agent
+        )
 
         mine = step_entries(run.transcript, step.id)
         if step.kind == "human":
@@ -493,6 +501,7 @@ class Engine:
                     )
                 ]
             )
+            self.reporter.question_asked(step.id, question.rstrip())
             raise _RunEnds("awaiting_input", awaiting_reason(step.id))
         entry = mine[0]
         answer = human_answer(entry.content)
@@ -688,7 +697,6 @@ class Engine:
         following = self.workflow.steps[index] if index < len(self.workflow.steps) else None
         self.run.cursor.step = following.id if following else None
         self.run.cursor.index = min(index + 1, len(self.workflow.steps))
-        self.reporter.step_finished(step.id, "completed")
         if self.options.on_step_completed is not None:
             self.options.on_step_completed(step.id)
         faults.point("engine.step_completed")
@@ -696,6 +704,8 @@ class Engine:
             self._fold()
         else:
             self._save()  # the last step: the run's own end folds right after
+        # Told once the step's end is durable: a watcher never sees an end a crash undoes.
+        self.reporter.step_finished(step.id, "completed")
 
     # --- model turns ----------------------------------------------------------------------
 
@@ -734,7 +744,8 @@ class Engine:
         self._append(entries, durable=not reply.tool_calls)
         if reply.tool_calls:
             seal_calls(run, self._key, entries)
-        self.reporter.model_reply(step.id, usage, run.usage)
+        # A reply with tool calls is durable with its first call's start: told then.
+        self._when_saved(lambda: self.reporter.model_reply(step.id, usage, run.usage))
 
     # --- context compaction (see compaction.py) -------------------------------------------
 
@@ -834,6 +845,8 @@ class Engine:
             total.add(done.usage)
         self._compactions.add(done, self._attempt.notes)
         self._append([done.entry])
+        first, last = done.plan.covers
+        self.reporter.compacted(step.id, first, last, done.plan.tokens)
         faults.point("compaction.recorded")
         return True
 
@@ -899,6 +912,7 @@ class Engine:
         following = models.index(model) + 1 if model in models else len(models)
         said = message.rstrip().rstrip(".")
         then = f"; trying `{models[following]}`" if following < len(models) else ""
+        self.reporter.model_refused(model, message)
         self.reporter.notice(f"the provider refused model `{model}`: {said}{then}.")
 
     def _cost(self, reply: Reply) -> float:
@@ -983,7 +997,7 @@ class Engine:
         faults.point("engine.tool_result_recorded")
         first_line = entry.content.strip().splitlines()[0] if entry.content.strip() else ""
         # Whole (within reason): the display fits it to its width at a word boundary.
-        self.reporter.tool_finished(name, entry.is_error, first_line[:1000])
+        self.reporter.tool_finished(name, entry.is_error, first_line[:1000], call.call_id or "")
         self._hooks.settle()
 
     def _keep_subagent_child(self, step: Step, call: Entry, tool: Tool | None) -> None:
@@ -1047,7 +1061,7 @@ class Engine:
         faults.point("engine.before_tool_start_record")
         self._save()  # the intent is durable before the tool runs
         faults.point("engine.tool_start_recorded")
-        self.reporter.tool_started(name, call.content)
+        self.reporter.tool_started(name, call.content, call.call_id or "")
         if agent is None:
             result = self._invoke(tool, arguments)
         else:
@@ -1326,12 +1340,27 @@ class Engine:
         self.run.updated = now_iso()
         entries, self._unsaved = self._unsaved, []
         self.store.save(self.run, entries)
+        self._tell_saved()
+
+    def _when_saved(self, tell: Callable[[], None]) -> None:
+        """Tell the reporter now if nothing waits to be saved, else right after the save
+        that makes it durable (``--events`` reports durable facts only, spec 4.16)."""
+        if self._unsaved:
+            self._untold.append(tell)
+        else:
+            tell()
+
+    def _tell_saved(self) -> None:
+        told, self._untold = self._untold, []
+        for tell in told:
+            tell()
 
     def _fold(self) -> None:
         """Fold the journal into progress.md (step boundaries and exit)."""
         self.run.updated = now_iso()
         self.store.checkpoint(self.run)
         self._unsaved.clear()
+        self._tell_saved()
 
     def _step_outputs(self) -> dict[str, str]:
         """``${step:id}`` values: a step's final answer, or for a command step its stdout."""

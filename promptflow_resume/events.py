@@ -1,13 +1,21 @@
 """What the engine tells whoever watches a run (the terminal display, tests, other programs).
 
 The engine calls these hooks; it never prints. ``Reporter`` is the no-op base: subclass it and
-override what you need.
+override what you need; ``Tee`` tells several reporters (the terminal display and the event
+stream of ``--events``, docs/spec.md 4.16). A hook that reports a fact is called once the fact
+is saved in the progress file, so what a reporter is told never runs ahead of the record.
 """
 
 from __future__ import annotations
 
-from .progress.model import Usage
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .progress.model import Run, Usage
 from .providers.base import Request
+
+if TYPE_CHECKING:
+    from .base.redact import Redactor
 
 
 class Reporter:
@@ -16,14 +24,25 @@ class Reporter:
     def run_started(self, run_usage: Usage) -> None:
         """The run starts or resumes; ``run_usage`` is what earlier attempts already used."""
 
+    def run_opened(self, run: Run, progress: Path, redactor: Redactor) -> None:
+        """The attempt's ``running`` status is saved, before any model call: ``run`` has its
+        id and attempt number, ``progress`` is its file; ``redactor`` is what the run records
+        with, for anything a watcher writes down (docs/spec.md 4.16)."""
+
+    def run_stopped(self, run: Run, error: BaseException | None) -> None:
+        """The attempt ended and its last status is folded into the file; ``error`` is what
+        goes on to the caller (a user error met mid-run, or a bug), else None."""
+
     def dry_run(self) -> None:
         """The run sends nothing (the ``echo`` provider): its requests are only shown."""
 
     def notice(self, text: str) -> None:
         """A one-line message for the user (resume decisions, workflow changes, warnings)."""
 
-    def step_started(self, step_id: str, title: str, index: int, total: int) -> None:
-        """A step begins (or resumes)."""
+    def step_started(
+        self, step_id: str, title: str, index: int, total: int, agent: str | None = None
+    ) -> None:
+        """A step begins (or resumes); ``agent`` names the step's agent in a handoff chain."""
 
     def step_finished(self, step_id: str, status: str) -> None:
         """A step ended."""
@@ -37,14 +56,136 @@ class Reporter:
     def model_reply(self, step_id: str, usage: Usage, run_usage: Usage) -> None:
         """A model reply was recorded; ``run_usage`` is the run's total so far."""
 
-    def tool_started(self, name: str, arguments: str) -> None:
+    def tool_started(self, name: str, arguments: str, call_id: str = "") -> None:
         """A tool call starts (its start is already durable)."""
 
-    def tool_finished(self, name: str, is_error: bool, summary: str) -> None:
+    def tool_finished(self, name: str, is_error: bool, summary: str, call_id: str = "") -> None:
         """A tool call's result was recorded."""
+
+    def model_refused(self, model: str, message: str) -> None:
+        """The provider refused ``model`` (recorded in the attempt); the next one is tried."""
+
+    def compacted(self, step_id: str, first: int, last: int, tokens: int) -> None:
+        """Entries ``first``..``last`` were summarised into a durable compaction entry."""
+
+    def approval_needed(self, calls: list[dict[str, str]]) -> None:
+        """The run stops with status ``awaiting_approval``, saved: ``calls`` are the pending
+        tool calls, each ``{"call_id", "tool", "arguments"}`` (arguments as recorded, i.e.
+        redacted, and possibly cut to a preview)."""
+
+    def question_asked(self, step_id: str, text: str) -> None:
+        """A human step's question is saved in the file; the run stops for its answer."""
+
+    def suspended(self, until: str, reason: str) -> None:
+        """The run is saved ``suspended`` until ``until`` (ISO 8601 UTC), e.g. a quota window."""
 
     def retry(self, attempt: int, delay: float, message: str) -> None:
         """A transient provider error; the call is retried after ``delay`` seconds."""
 
     def close(self) -> None:
         """The run stopped; tear down any live display."""
+
+
+class Tee(Reporter):
+    """Tells every hook to each of ``reporters`` in turn (the terminal display and an event
+    stream both watch one run)."""
+
+    def __init__(self, *reporters: Reporter) -> None:
+        self.reporters = reporters
+
+    def run_started(self, run_usage: Usage) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.run_started(run_usage)
+
+    def run_opened(self, run: Run, progress: Path, redactor: Redactor) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.run_opened(run, progress, redactor)
+
+    def run_stopped(self, run: Run, error: BaseException | None) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.run_stopped(run, error)
+
+    def dry_run(self) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.dry_run()
+
+    def notice(self, text: str) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.notice(text)
+
+    def step_started(
+        self, step_id: str, title: str, index: int, total: int, agent: str | None = None
+    ) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.step_started(step_id, title, index, total, agent=agent)
+
+    def step_finished(self, step_id: str, status: str) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.step_finished(step_id, status)
+
+    def model_call(self, step_id: str, turn: int, request: Request) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.model_call(step_id, turn, request)
+
+    def text(self, delta: str) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.text(delta)
+
+    def model_reply(self, step_id: str, usage: Usage, run_usage: Usage) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.model_reply(step_id, usage, run_usage)
+
+    def tool_started(self, name: str, arguments: str, call_id: str = "") -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.tool_started(name, arguments, call_id)
+
+    def tool_finished(self, name: str, is_error: bool, summary: str, call_id: str = "") -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.tool_finished(name, is_error, summary, call_id)
+
+    def retry(self, attempt: int, delay: float, message: str) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.retry(attempt, delay, message)
+
+    def model_refused(self, model: str, message: str) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.model_refused(model, message)
+
+    def compacted(self, step_id: str, first: int, last: int, tokens: int) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.compacted(step_id, first, last, tokens)
+
+    def approval_needed(self, calls: list[dict[str, str]]) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.approval_needed(calls)
+
+    def question_asked(self, step_id: str, text: str) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.question_asked(step_id, text)
+
+    def suspended(self, until: str, reason: str) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.suspended(until, reason)
+
+    def close(self) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.close()

@@ -165,7 +165,9 @@ class _ChildReporter(Reporter):
         """Forwarded with the parent step's title in front."""
         self.parent.notice(f"{self.title} › {text}")
 
-    def step_started(self, step_id: str, title: str, index: int, total: int) -> None:
+    def step_started(
+        self, step_id: str, title: str, index: int, total: int, agent: str | None = None
+    ) -> None:
         """A notice: the child's step within the parent's."""
         self.parent.notice(f"{self.title} › step {index}/{total} {title}: started")
 
@@ -185,13 +187,25 @@ class _ChildReporter(Reporter):
         """Forwarded with the parent's totals including the child's usage so far."""
         self.parent.model_reply(self.step_id, usage, self._with_parent(run_usage))
 
-    def tool_started(self, name: str, arguments: str) -> None:
+    def tool_started(self, name: str, arguments: str, call_id: str = "") -> None:
         """Forwarded."""
-        self.parent.tool_started(name, arguments)
+        self.parent.tool_started(name, arguments, call_id)
 
-    def tool_finished(self, name: str, is_error: bool, summary: str) -> None:
+    def tool_finished(self, name: str, is_error: bool, summary: str, call_id: str = "") -> None:
         """Forwarded."""
-        self.parent.tool_finished(name, is_error, summary)
+        self.parent.tool_finished(name, is_error, summary, call_id)
+
+    def model_refused(self, model: str, message: str) -> None:
+        """Forwarded."""
+        self.parent.model_refused(model, message)
+
+    def question_asked(self, step_id: str, text: str) -> None:
+        """Forwarded as a question of the parent's step (``parent/child`` step ids)."""
+        self.parent.question_asked(f"{self.step_id}/{step_id}", text)
+
+    def compacted(self, step_id: str, first: int, last: int, tokens: int) -> None:
+        """Forwarded as the parent step's (the entries are the child's)."""
+        self.parent.compacted(f"{self.step_id}/{step_id}", first, last, tokens)
 
     def retry(self, attempt: int, delay: float, message: str) -> None:
         """Forwarded."""

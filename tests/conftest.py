@@ -12,17 +12,28 @@ or when the ``CI`` variable is set (as CI services set it, and ``.ci/run`` runs 
 A test that writes into the checkout (a ``.flow/runs`` folder left by a command run from the
 repository's root, a file beside the fixtures) fails, naming what appeared: tests write under
 their temp folders only.
+
+Every event the session's ``flow`` runs write is checked against ``schemas/events.schema.json``
+at the end (``FLOW_EVENTS`` points them at one file; see ``tests/support/events.py``): an
+invalid event fails the session, so the schema stays true to what every feature emits.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+#: The variable ``flow`` reads for an events file (docs/spec.md 4.16).
+EVENTS_VARIABLE = "FLOW_EVENTS"
+#: Where the session's events file is, on the process that checks it.
+_EVENTS_KEY = pytest.StashKey[Path]()
 
 #: Folders of the checkout not watched, and entries that may appear in watched ones: caches of
 #: Python and of the test tools, which are no test's output.
@@ -68,9 +79,40 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_configure(config: pytest.Config) -> None:
     """``pytest --collect-only`` runs no test, so every snapshot looks unused to syrupy, which
-    would fail the collection; a run that executes tests still fails on unused snapshots."""
+    would fail the collection; a run that executes tests still fails on unused snapshots.
+
+    The session's first process (the xdist controller, or the only one) points
+    ``FLOW_EVENTS`` at one events file for the whole session; the workers and every ``flow``
+    they start inherit it, so each run of the suite appends its events there."""
     if config.option.collectonly:
         config.option.warn_unused_snapshots = True
+    if not hasattr(config, "workerinput") and EVENTS_VARIABLE not in os.environ:
+        folder = Path(tempfile.mkdtemp(prefix="flow-session-events-"))
+        os.environ[EVENTS_VARIABLE] = str(folder / "events.jsonl")
+        config.stash[_EVENTS_KEY] = folder / "events.jsonl"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Check every event the session's runs wrote against ``schemas/events.schema.json``; an
+    invalid one fails the session, naming the line and the field."""
+    path = session.config.stash.get(_EVENTS_KEY, None)
+    if path is None:
+        return
+    from tests.support.events import problems
+
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    wrong = problems(lines, "session events")
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(
+            f"events: {len(lines)} events of the session's runs checked against "
+            f"schemas/events.schema.json; {len(wrong)} invalid"
+        )
+        for problem in wrong[:20]:
+            reporter.write_line(f"  {problem}")
+    if wrong:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    shutil.rmtree(path.parent, ignore_errors=True)
 
 
 def _watched_folders() -> dict[Path, tuple[int, frozenset[str]]]:

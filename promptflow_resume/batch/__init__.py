@@ -29,7 +29,7 @@ _EXPORTS = {
     "is_batch_file": "checkpoint",
     "load_batch": "checkpoint",
     "BatchOutcome": "runner",
-    "BatchReporter": "runner",
+    "BatchReporter": "reporting",
     "BatchStatus": "runner",
     "batch_status": "runner",
     "resume_batch": "runner",
@@ -38,9 +38,9 @@ _EXPORTS = {
 
 if TYPE_CHECKING:
     from .checkpoint import BATCH_FILE, Batch, RowState, is_batch_file, load_batch
+    from .reporting import BatchReporter
     from .runner import (
         BatchOutcome,
-        BatchReporter,
         BatchStatus,
         batch_status,
         resume_batch,

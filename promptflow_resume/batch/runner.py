@@ -20,13 +20,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..base import faults
 from ..base.clock import now_iso
 from ..base.errors import (
-    EXIT_OK,
-    EXIT_RUN_INCOMPLETE,
     FileNotFoundFlowError,
     FlowError,
     InputError,
@@ -40,7 +38,11 @@ from ..workflow.model import Workflow
 from .checkpoint import BATCH_FILE, DONE, Batch, RowState, load_batch, save_batch
 from .data import check_rows, data_digest, load_rows
 from .events import Done, EngineEvent, Lost, Started, UsageSeen
+from .reporting import BatchReporter, batch_exit_code
 from .worker import RowResult, RowTask
+
+if TYPE_CHECKING:
+    from ..eventstream import EventStream
 
 #: Seconds between rewrites of the batch file while rows run. Every row's own progress file is
 #: the truth about the row (read again on resume), so the batch file can lag a moment behind;
@@ -83,22 +85,6 @@ class BatchInterrupted(KeyboardInterrupt):
     def __init__(self, path: Path) -> None:
         super().__init__(str(path))
         self.path = path
-
-
-class BatchReporter:
-    """Hooks called as a batch progresses; every method does nothing by default."""
-
-    def begin(self, batch: Batch) -> None:
-        """The batch starts or resumes."""
-
-    def update(self, batch: Batch, live_usage: dict[int, tuple[int, int, float]]) -> None:
-        """A row changed (or usage came in); ``live_usage`` holds running rows' usage."""
-
-    def row_finished(self, batch: Batch, row: RowState) -> None:
-        """A row's run stopped (completed or not)."""
-
-    def end(self, batch: Batch) -> None:
-        """The batch stopped; the file is written."""
 
 
 @dataclass
@@ -174,6 +160,7 @@ def start_batch(
     recording: str | Path | None = None,
     max_cost: float | None = None,
     reporter: BatchReporter | None = None,
+    events: EventStream | None = None,
 ) -> BatchOutcome:
     """Check every row, write ``DIR/batch.md``, and run the rows until all have stopped."""
     if workers < 1:
@@ -239,8 +226,11 @@ def start_batch(
         model=model,
         base_url=base_url,
         recording=str(Path(recording).resolve()) if recording is not None else None,
+        events=events is not None,
     )
-    return _execute(path, batch, template, inputs, engine_obj, reporter, lock=lock)
+    return _execute(
+        path, batch, template, inputs, engine_obj, _watching(reporter, events, path), lock=lock
+    )
 
 
 def _workflow_of(batch: Batch, folder: Path, override: str | Path | None) -> Workflow:
@@ -331,6 +321,7 @@ def resume_batch(
     rerun_changed: bool = False,
     keep_completed: bool = False,
     reporter: BatchReporter | None = None,
+    events: EventStream | None = None,
 ) -> BatchOutcome:
     """Run every row of a batch that is not completed; completed rows are never re-run."""
     path = Path(batch_path)
@@ -372,6 +363,7 @@ def resume_batch(
         base_url=base_url,
         rerun_changed=rerun_changed,
         keep_completed=keep_completed,
+        events=events is not None,
     )
     # A row not yet started runs with the batch's settings (a started one keeps its own).
     start_settings = {"provider": batch.provider, "model": batch.model, "base_url": batch.base_url}
@@ -381,7 +373,7 @@ def resume_batch(
         template,
         inputs,
         engine_obj,
-        reporter,
+        _watching(reporter, events, path),
         start_settings=start_settings,
         lock=lock,
     )
@@ -396,6 +388,17 @@ def _resume_setup(
     if batch.workers < 1:
         raise InputError(f"--workers {batch.workers}: a batch needs at least 1 worker.")
     return make_engine(batch.engine, batch.workers, folder, address)
+
+
+def _watching(
+    reporter: BatchReporter | None, events: EventStream | None, path: Path
+) -> BatchReporter | None:
+    """``reporter``, and the batch's event stream beside it when there is one."""
+    if events is None:
+        return reporter
+    from .stream import BatchStream
+
+    return BatchStream(reporter or BatchReporter(), events, path.parent)
 
 
 def _task_for(
@@ -535,8 +538,7 @@ def _execute(
         reporter.end(batch)
     if interrupted:
         raise BatchInterrupted(path)
-    code = EXIT_OK if batch.status == "completed" else EXIT_RUN_INCOMPLETE
-    return BatchOutcome(batch=batch, path=path, exit_code=code, ran=ran)
+    return BatchOutcome(batch=batch, path=path, exit_code=batch_exit_code(batch.status), ran=ran)
 
 
 @dataclass
@@ -571,7 +573,6 @@ def batch_status(batch_path: str | Path) -> BatchStatus:
 __all__ = [
     "BatchInterrupted",
     "BatchOutcome",
-    "BatchReporter",
     "BatchStatus",
     "batch_status",
     "resume_batch",

@@ -56,6 +56,8 @@ class RowTask:
     recording: str | None = None
     rerun_changed: bool = False
     keep_completed: bool = False
+    #: Write the row's events beside its progress file (``flow batch --events``, spec 4.16).
+    events: bool = False
 
     def options(self, reporter: Reporter | None = None) -> RunOptions:
         """The row's run options: the batch's connection, in the batch's workspace."""
@@ -102,7 +104,24 @@ def worker_name() -> str:
 
 
 def run_row(task: RowTask, reporter: Reporter | None = None) -> RowResult:
-    """Start or resume the row's run until it stops; never raises for a user-caused failure."""
+    """Start or resume the row's run until it stops; never raises for a user-caused failure.
+    With ``task.events`` the run's events go to ``events.jsonl`` beside its progress file,
+    each tagged with the row (the batch copies them into its own stream)."""
+    if not task.events:
+        return _run_row(task, reporter)
+    from ..events import Tee
+    from ..eventstream import EventStream
+
+    progress = Path(task.progress)
+    make_folder(progress.parent)
+    stream = EventStream.open(str(progress.parent / "events.jsonl"), {"row": task.row})
+    try:
+        return _run_row(task, stream if reporter is None else Tee(reporter, stream))
+    finally:
+        stream.close_target()
+
+
+def _run_row(task: RowTask, reporter: Reporter | None) -> RowResult:
     from ..api import ResolvedInputs, ResumeRequest, StartRequest, resume_run, start_run
     from ..reconcile import Choices
 

@@ -34,6 +34,15 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+def event_stream(option: str | None) -> Any:
+    """The event stream ``--events`` (or ``$FLOW_EVENTS``) asks for, else None; with ``-``
+    stdout is the stream's alone (docs/spec.md 4.16). Close it with ``close_target()``."""
+    from ..eventstream import EventStream, events_target
+
+    where = events_target(option)
+    return EventStream.open(where, take_stdout=True) if where else None
+
+
 def err(text: str) -> None:
     """Write one line to stderr."""
     sys.stderr.write(text.rstrip("\n") + "\n")

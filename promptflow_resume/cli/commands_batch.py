@@ -11,8 +11,16 @@ import typer
 from ..base.errors import EXIT_INTERRUPTED
 from ..base.paths import display_path
 from ..base.wording import count
-from .app import app, err, out, print_json
-from .options import BaseUrlOpt, MaxCostOpt, ModelOpt, ProviderOpt, SummaryJson, WorkflowArg
+from .app import app, err, event_stream, out, print_json
+from .options import (
+    BaseUrlOpt,
+    EventsOpt,
+    MaxCostOpt,
+    ModelOpt,
+    ProviderOpt,
+    SummaryJson,
+    WorkflowArg,
+)
 
 if TYPE_CHECKING:
     from ..batch import BatchOutcome
@@ -159,6 +167,7 @@ def batch_command(
         help="With --provider replay or scripted: the recording or script every row uses.",
     ),
     max_cost: MaxCostOpt = None,
+    events: EventsOpt = None,
     as_json: SummaryJson = False,
 ) -> int:
     """Run WORKFLOW once per row of a data file, each row with its own progress file.
@@ -172,6 +181,7 @@ def batch_command(
     from ..batch.runner import BatchInterrupted
 
     live = sys.stderr.isatty() and not as_json
+    stream = event_stream(events)
     try:
         outcome = start_batch(
             workflow,
@@ -186,9 +196,13 @@ def batch_command(
             recording=recording,
             max_cost=max_cost,
             reporter=_reporter(live),
+            events=stream,
         )
     except BatchInterrupted as stop:
         return _interrupted(stop.path)
+    finally:
+        if stream is not None:
+            stream.close_target()
     return _report(outcome, as_json)
 
 
@@ -203,12 +217,14 @@ def resume_batch_command(
     rerun_changed: bool,
     keep_completed: bool,
     as_json: bool,
+    events: str | None = None,
 ) -> int:
     """``flow resume DIR/batch.md``: run every row that did not complete."""
     from ..batch import resume_batch
     from ..batch.runner import BatchInterrupted
 
     live = sys.stderr.isatty() and not as_json
+    stream = event_stream(events)
     try:
         outcome = resume_batch(
             path,
@@ -220,9 +236,13 @@ def resume_batch_command(
             rerun_changed=rerun_changed,
             keep_completed=keep_completed,
             reporter=_reporter(live),
+            events=stream,
         )
     except BatchInterrupted:
         return _interrupted(path)
+    finally:
+        if stream is not None:
+            stream.close_target()
     return _report(outcome, as_json)
 
 

@@ -65,7 +65,9 @@ def _print_error(path: Path, error: FlowError) -> None:
 @app.command("schema")
 def schema(
     name: str = typer.Argument(
-        "progress", metavar="NAME", help="Which schema: progress, workflow or batch."
+        "progress",
+        metavar="NAME",
+        help="Which schema: progress, workflow, batch, agent, skill or events.",
     ),
 ) -> None:
     """Print a JSON schema (JSON Schema 2020-12) of flow's files."""

@@ -17,13 +17,14 @@ from ..base.wording import count
 from ..events import Reporter
 from ..progress.model import Run, Usage
 from ..providers.base import Request
-from .app import app, err, out, print_json
+from .app import app, err, event_stream, out, print_json
 from .options import (
     AcceptPermissionsOpt,
     AgentsDirOpt,
     AllowCommandsOpt,
     AllowFetchOpt,
     BaseUrlOpt,
+    EventsOpt,
     FileOpt,
     HandoffOpt,
     HandoffsOpt,
@@ -133,7 +134,9 @@ class ConsoleReporter(Reporter):
     def notice(self, text: str) -> None:
         self._print(f"flow: {text}")
 
-    def step_started(self, step_id: str, title: str, index: int, total: int) -> None:
+    def step_started(
+        self, step_id: str, title: str, index: int, total: int, agent: str | None = None
+    ) -> None:
         self._step = f"step {index}/{total} {title}"
         self._step_began = (time.monotonic(), dataclasses.replace(self._usage))
         if self.live or self.verbose:
@@ -167,12 +170,12 @@ class ConsoleReporter(Reporter):
         self._usage = run_usage
         self._show("reply recorded")
 
-    def tool_started(self, name: str, arguments: str) -> None:
+    def tool_started(self, name: str, arguments: str, call_id: str = "") -> None:
         self._show(f"running {name}")
         if self.verbose:
             self._print(self._fit(f"  → {name} {arguments}", 0))
 
-    def tool_finished(self, name: str, is_error: bool, summary: str) -> None:
+    def tool_finished(self, name: str, is_error: bool, summary: str, call_id: str = "") -> None:
         if self.live or self.verbose:
             mark = "✗" if is_error else "✓"
             self._print(self._fit(f"  {mark} {name}: {summary}", 0))
@@ -221,6 +224,13 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
             f"See the changes with: flow review {path}"
         )
     return exit_code
+
+
+def _watchers(console: Reporter, stream: Reporter | None) -> Reporter:
+    """The terminal display, and the event stream beside it when there is one."""
+    from ..events import Tee
+
+    return console if stream is None else Tee(console, stream)
 
 
 @app.command("run")
@@ -282,6 +292,7 @@ def run_command(
         "clean checkout); the progress file stays here. Then: flow review, flow merge, "
         "flow discard. Always starts a new run.",
     ),
+    events: EventsOpt = None,
     as_json: SummaryJson = False,
     verbose: VerboseOpt = False,
 ) -> int:
@@ -301,6 +312,7 @@ def run_command(
     interactive = _stdin_is_terminal() and not as_json and task != "-"
     live = sys.stderr.isatty() and not as_json
     reporter = ConsoleReporter(live=live, verbose=verbose, quiet_dry_run=as_json)
+    stream = event_stream(events)
     command = RunCommand(
         workflow,
         input_items=tuple(input_),
@@ -338,10 +350,14 @@ def run_command(
         ),
         mcp_config=mcp_config,
         mcp_ask=_ask_mcp_input if interactive else None,
-        reporter=reporter,
+        reporter=_watchers(reporter, stream),
         agent_dirs=tuple(agents),
     )
-    outcome = run_workflow(command, options)
+    try:
+        outcome = run_workflow(command, options)
+    finally:
+        if stream is not None:
+            stream.close_target()
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
 
 
@@ -493,6 +509,7 @@ def resume_command(
     accept_permissions: AcceptPermissionsOpt = False,
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask questions on a terminal."),
     mcp_config: McpConfigOpt = None,
+    events: EventsOpt = None,
     as_json: SummaryJson = False,
     verbose: VerboseOpt = False,
 ) -> int:
@@ -531,6 +548,7 @@ def resume_command(
             rerun_changed=rerun_changed,
             keep_completed=keep_completed,
             as_json=as_json,
+            events=events,
         )
     if plan_only:
         connection = RunOptions(provider=provider, model=model, base_url=base_url)
@@ -538,6 +556,7 @@ def resume_command(
     interactive = _stdin_is_terminal() and not as_json and not yes
     live = sys.stderr.isatty() and not as_json
     reporter = ConsoleReporter(live=live, verbose=verbose)
+    stream = event_stream(events)
     request = dataclasses.replace(
         request,
         set_values=parse_assignments(set_, "--set"),
@@ -562,10 +581,14 @@ def resume_command(
         ),
         mcp_config=mcp_config,
         mcp_ask=_ask_mcp_input if interactive else None,
-        reporter=reporter,
+        reporter=_watchers(reporter, stream),
         agent_dirs=tuple(agents),
     )
-    outcome = resume_run(progress, options, request)
+    try:
+        outcome = resume_run(progress, options, request)
+    finally:
+        if stream is not None:
+            stream.close_target()
     if outcome.already_completed and not as_json:
         out(f"already completed: nothing to resume — {outcome.path}")
         return 0

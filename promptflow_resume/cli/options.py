@@ -243,3 +243,13 @@ McpConfigOpt = Annotated[
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Say more about what happens.")]
 #: ``--json`` of the commands that print a summary of what they did.
 SummaryJson = Annotated[bool, typer.Option("--json", help="Print a machine-readable summary.")]
+#: ``--events FILE`` of the commands that run workflows (docs/spec.md 4.16).
+EventsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--events",
+        metavar="FILE",
+        help="Append the run's events to FILE as JSON Lines (`-`: stdout, and everything "
+        "else flow prints goes to stderr); schema: flow schema events. Default: $FLOW_EVENTS.",
+    ),
+]

@@ -45,6 +45,8 @@ LAYERS: list[set[str]] = [
     # API's functions lazily, and the command line reads its version).
     {"__main__", "cli", "__init__"},
     {"batch", "front"},
+    # The event stream (--events): a reporter that writes what the engine tells.
+    {"eventstream"},
     {"api"},
     # The run machinery.
     {"starting", "resuming", "attempt"},

@@ -130,7 +130,9 @@ class _Thresholds(Reporter):
     def __init__(self) -> None:
         self.seen: list[tuple[int, int, int]] = []
 
-    def step_started(self, step_id: str, title: str, index: int, total: int) -> None:
+    def step_started(
+        self, step_id: str, title: str, index: int, total: int, agent: str | None = None
+    ) -> None:
         self.seen.append(gc.get_threshold())
 
 
