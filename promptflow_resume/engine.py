@@ -52,6 +52,7 @@ from .events import Reporter
 from .handoffs import is_chained, latest_system, part_model, part_system, pinned_model
 from .progress import ProgressStore
 from .progress.model import (
+    Approval,
     AgentChild,
     Attempt,
     Entry,
@@ -70,7 +71,8 @@ from .providers.fallback import ModelChoices
 from .tools import TOOLS, offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
 from .tools.commands import command_output, stop_running_commands
-from .tools.consent import Consent
+from .tools.approval import ApprovalPolicy, decider
+from .tools.consent import Asker, Consent
 from .tools.subagent import OfferedAgent, SubagentTool, offer_changes, wants_subagents
 from .workflow import context_prompt, step_command_args, step_prompt, step_workflow_inputs
 from .workflow.model import Step, Workflow
@@ -121,6 +123,12 @@ def answer_line(progress_path: Path) -> int | None:
         if ANSWER_PLACEHOLDER in line:
             return number
     return None
+
+
+def _preview(arguments: str, limit: int = 200) -> str:
+    """The start of a call's arguments on one line, for the person who decides about it."""
+    flat = " ".join(arguments.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 class Interrupted(BaseException):
@@ -252,6 +260,11 @@ class EngineOptions:
     on_step_completed: Callable[[str], None] | None = None
     #: Runs the sub-workflows of workflow steps (None: a workflow step cannot run here).
     children: ChildRunner | None = None
+    #: Which tool calls wait for a person's yes (``approve:``, ``--approve``; spec 4.17).
+    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    #: Asks a person about one held call on a terminal (None: the run stops
+    #: ``awaiting_approval`` instead).
+    approval_ask: Asker | None = None
 
 
 class Engine:
@@ -468,6 +481,7 @@ class Engine:
                     )
                 ]
             )
+            self.reporter.question_asked(step.id, question)
             raise _RunEnds("awaiting_input", awaiting_reason(step.id))
         entry = mine[0]
         answer = human_answer(entry.content)
@@ -900,9 +914,85 @@ class Engine:
     # --- tool calls -----------------------------------------------------------------------
 
     def _settle_tool_calls(self, step: Step) -> None:
-        """Run every unanswered tool call of the last reply, recording start and result."""
-        for call in unanswered_calls(self.run.transcript):
+        """Run every unanswered tool call of the last reply, recording start and result.
+
+        When the approval policy holds any of them, none of the reply's calls runs until
+        every held one is decided: the results stay in the order the model asked for them."""
+        calls = unanswered_calls(self.run.transcript)
+        if step.kind != "command":
+            self._hold_for_approval(step, calls)
+        for call in calls:
             self._run_tool(step, call)
+
+    def _hold_for_approval(self, step: Step, calls: list[Entry]) -> None:
+        """Record a pending approval for each call the policy holds; ask on a terminal, else
+        stop ``awaiting_approval`` while any is undecided (docs/spec.md 4.17)."""
+        policy = self.options.approval
+        if not policy:
+            return
+        for call in calls:
+            tool = self.tools.get(call.tool or "")
+            server = (getattr(tool, "server_ref", None) or {}).get("name")
+            why = policy.why(call.tool or "", server=server)
+            if why is None or self._approval(call) is not None:
+                continue
+            self.run.approvals.append(
+                Approval(
+                    call_id=call.call_id or "",
+                    tool=call.tool or "",
+                    step=step.id,
+                    entry=call.id,
+                    preview=_preview(call.content),
+                    why=why,
+                )
+            )
+        pending = [a for a in self.run.approvals if a.decision == "pending"]
+        ask = self.options.approval_ask
+        if pending and ask is not None:
+            who, host = decider()
+            for held in pending:
+                answer = ask(
+                    f"Run {held.tool} ({held.why}) with {held.preview}? "
+                    "[y]es / [n]o (the model is told it was denied)"
+                )
+                held.decision = "denied" if answer == "no" else "approved"
+                held.by, held.at, held.host = who, now_iso(), host
+                if held.decision == "denied":
+                    held.reason = "denied on the terminal"
+            pending = []
+        if pending:
+            self._save()
+            self.reporter.approval_needed(pending)
+            ids = ", ".join(a.call_id for a in pending)
+            raise _RunEnds(
+                "awaiting_approval",
+                f"{len(pending)} tool call(s) of step {step.id!r} wait for a person's "
+                f"approval: {ids}",
+            )
+
+    def _approval(self, call: Entry) -> Approval | None:
+        """The approval record of a recorded call, if it has one."""
+        return next(
+            (a for a in self.run.approvals if a.call_id == call.call_id and a.entry == call.id),
+            None,
+        )
+
+    def _decided(self, call: Entry) -> ToolResult | None:
+        """A denied call's result (the person's reason); None when it may run. The decision
+        is noted in the attempt's history and its record leaves the file's approvals."""
+        held = self._approval(call)
+        if held is None:
+            return None
+        self.run.approvals.remove(held)
+        by = f"by {held.by or 'someone'}" + (f" on {held.host}" if held.host else "")
+        at = f" at {held.at}" if held.at else ""
+        reason = f": {held.reason}" if held.reason else ""
+        self._attempt.notes.append(f"call {held.call_id} ({held.tool}) {held.decision} {by}{at}{reason}")
+        if held.decision == "denied":
+            return ToolResult(
+                f"error: a person denied this call ({by}){reason or '.'}", is_error=True
+            )
+        return None
 
     def _run_tool(self, step: Step, call: Entry) -> None:
         run = self.run
@@ -933,9 +1023,12 @@ class Engine:
                 "on this machine as it reads now, so it was not run.",
                 hint="Check it, then resume with --trust-calls or --deny-calls.",
             )
+        denied = self._decided(call) if step.kind != "command" else None
         if tool is None:
             names = ", ".join(sorted(self._offered(step))) or "none"
             result = ToolResult(_UNKNOWN_TOOL.format(name=name, names=names), is_error=True)
+        elif denied is not None:
+            result = denied
         else:
             self._check_deadline()
             try:

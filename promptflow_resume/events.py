@@ -6,7 +6,9 @@ override what you need.
 
 from __future__ import annotations
 
-from .progress.model import Usage
+from collections.abc import Sequence
+
+from .progress.model import Approval, Usage
 from .providers.base import Request
 
 
@@ -42,6 +44,12 @@ class Reporter:
 
     def tool_finished(self, name: str, is_error: bool, summary: str) -> None:
         """A tool call's result was recorded."""
+
+    def approval_needed(self, calls: Sequence[Approval]) -> None:
+        """The run stops ``awaiting_approval``: ``calls`` wait for a person's decision."""
+
+    def question_asked(self, step_id: str, text: str) -> None:
+        """A human step asked its question; the run stops ``awaiting_input``."""
 
     def retry(self, attempt: int, delay: float, message: str) -> None:
         """A transient provider error; the call is retried after ``delay`` seconds."""

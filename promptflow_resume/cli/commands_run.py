@@ -20,6 +20,8 @@ from ..providers.base import Request
 from .app import app, err, out, print_json
 from .options import (
     AcceptPermissionsOpt,
+    ApproveOpt,
+    NoApproveOpt,
     AgentsDirOpt,
     AllowCommandsOpt,
     AllowFetchOpt,
@@ -190,7 +192,7 @@ class ConsoleReporter(Reporter):
 
 
 def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
-    from ..api import answer_location, run_summary
+    from ..api import answer_location, approval_lines, run_summary
 
     path = Path(display_path(path))
     if as_json:
@@ -212,6 +214,10 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
             err("Progress saved.")
         if run.status == "awaiting_input":
             err(f"Write the answer at {answer_location(path)}, then resume.")
+            err(f"Or answer with: flow answer {path} --text TEXT")
+        if run.status == "awaiting_approval":
+            for line in approval_lines(run, path):
+                err(line)
         err(f"Resume with: flow resume {path}")
     if run.worktree is not None:
         err(
@@ -261,6 +267,8 @@ def run_command(
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     accept_permissions: AcceptPermissionsOpt = False,
+    approve: ApproveOpt = [],  # noqa: B006 - typer copies list defaults
+    no_approve: NoApproveOpt = False,
     new: bool = typer.Option(
         False, "--new", "-N", help="Start fresh without looking for similar incomplete runs."
     ),
@@ -334,6 +342,8 @@ def run_command(
         mcp_ask=_ask_mcp_input if interactive else None,
         reporter=reporter,
         agent_dirs=tuple(agents),
+        approve=tuple(approve),
+        approval=not no_approve,
     )
     outcome = run_workflow(command, options)
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
@@ -483,6 +493,8 @@ def resume_command(
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     accept_permissions: AcceptPermissionsOpt = False,
+    approve: ApproveOpt = [],  # noqa: B006 - typer copies list defaults
+    no_approve: NoApproveOpt = False,
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask questions on a terminal."),
     mcp_config: McpConfigOpt = None,
     as_json: SummaryJson = False,
@@ -554,6 +566,8 @@ def resume_command(
         mcp_ask=_ask_mcp_input if interactive else None,
         reporter=reporter,
         agent_dirs=tuple(agents),
+        approve=tuple(approve),
+        approval=not no_approve,
     )
     outcome = resume_run(progress, options, request)
     if outcome.already_completed and not as_json:

@@ -209,6 +209,23 @@ AllowFetchOpt = Annotated[
         help="Let the model fetch pages from this host ('*.example.org', '*'; repeatable).",
     ),
 ]
+ApproveOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--approve",
+        metavar="PATTERN",
+        help="Hold calls of tools matching this pattern for a person's yes, besides the "
+        "workflow's approve: list (run_in_terminal, edit, 'github/*'; repeatable).",
+    ),
+]
+NoApproveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-approve",
+        help="Turn the approval policy off for this run or resume: held calls run without "
+        "asking (decisions already written still apply).",
+    ),
+]
 AcceptPermissionsOpt = Annotated[
     bool,
     typer.Option(
