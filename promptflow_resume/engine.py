@@ -52,8 +52,8 @@ from .events import Reporter
 from .handoffs import is_chained, latest_system, part_model, part_system, pinned_model
 from .progress import ProgressStore
 from .progress.model import (
-    Approval,
     AgentChild,
+    Approval,
     Attempt,
     Entry,
     ErrorInfo,
@@ -69,9 +69,9 @@ from .progress.store import read_text
 from .providers.base import Provider, Reply, ReplyUsage, Request
 from .providers.fallback import ModelChoices
 from .tools import TOOLS, offered_tool_names
+from .tools.approval import ApprovalPolicy, decider
 from .tools.base import Tool, ToolContext, ToolResult
 from .tools.commands import command_output, stop_running_commands
-from .tools.approval import ApprovalPolicy, decider
 from .tools.consent import Asker, Consent
 from .tools.subagent import OfferedAgent, SubagentTool, offer_changes, wants_subagents
 from .workflow import context_prompt, step_command_args, step_prompt, step_workflow_inputs
@@ -987,7 +987,9 @@ class Engine:
         by = f"by {held.by or 'someone'}" + (f" on {held.host}" if held.host else "")
         at = f" at {held.at}" if held.at else ""
         reason = f": {held.reason}" if held.reason else ""
-        self._attempt.notes.append(f"call {held.call_id} ({held.tool}) {held.decision} {by}{at}{reason}")
+        self._attempt.notes.append(
+            f"call {held.call_id} ({held.tool}) {held.decision} {by}{at}{reason}"
+        )
         if held.decision == "denied":
             return ToolResult(
                 f"error: a person denied this call ({by}){reason or '.'}", is_error=True

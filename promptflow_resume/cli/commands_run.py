@@ -20,11 +20,10 @@ from ..providers.base import Request
 from .app import app, err, out, print_json
 from .options import (
     AcceptPermissionsOpt,
-    ApproveOpt,
-    NoApproveOpt,
     AgentsDirOpt,
     AllowCommandsOpt,
     AllowFetchOpt,
+    ApproveOpt,
     BaseUrlOpt,
     FileOpt,
     HandoffOpt,
@@ -37,6 +36,7 @@ from .options import (
     MaxTurnsOpt,
     McpConfigOpt,
     ModelOpt,
+    NoApproveOpt,
     NoInstructionsOpt,
     NoSkillsOpt,
     ProgressArg,

@@ -20,10 +20,10 @@ from typing import Any, cast
 from ..base.yamlio import OneLine, OneLineList
 from .digest import transcript_digest
 from .model import (
-    Approval,
     FORMAT_VERSION,
     AgentChild,
     AllowLists,
+    Approval,
     Attempt,
     Cursor,
     ErrorInfo,
