@@ -33,7 +33,7 @@ from .base.redact import Redactor
 from .base.runids import id_from_folder, new_run_id
 from .events import Reporter
 from .progress import ProgressStore
-from .progress.model import Cursor, Run, RunConfig, StepState, WorkflowRef
+from .progress.model import Cursor, Run, RunConfig, StepState, WorkflowRef, approvals_view
 from .progress.seal import Key, mark_written_here
 from .reconcile import Choices
 from .runoptions import Limits, RunOptions
@@ -100,25 +100,8 @@ def run_summary(run: Run, path: Path) -> dict[str, Any]:
         "usage": run.usage.to_dict(),
         "last_error": run.last_error.message if run.last_error else None,
         **({"worktree": run.worktree.path} if run.worktree else {}),
-        **({"approvals": pending_approvals(run)} if run.approvals else {}),
+        **({"approvals": approvals_view(run)} if run.approvals else {}),
     }
-
-
-def pending_approvals(run: Run) -> list[dict[str, Any]]:
-    """The ``--json`` form of the calls a run holds for approval, decided or not."""
-    return [
-        {
-            "call_id": a.call_id,
-            "tool": a.tool,
-            "step": a.step,
-            "entry": a.entry,
-            "preview": a.preview,
-            "why": a.why,
-            "decision": a.decision,
-            **{k: getattr(a, k) for k in ("by", "at", "host", "reason") if getattr(a, k)},
-        }
-        for a in run.approvals
-    ]
 
 
 def approval_lines(run: Run, path: Path) -> list[str]:

@@ -635,6 +635,9 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
         f"{count(usage['turns'], 'turn')}, ${usage['cost_usd']:.4f}, "
         f"{count(data['attempts'], 'attempt')}"
     )
+    for held in data["approvals"]:
+        by = f" by {held['by']}" if held.get("by") else ""
+        out(f"approval {held['call_id']} {held['tool']} ({held['why']}): {held['decision']}{by}")
     _print_tree(data)
     chain = status.chain_text()
     if chain:

@@ -479,6 +479,24 @@ def model_attempts(run: Run) -> list[dict[str, Any]]:
     ]
 
 
+def approvals_view(run: Run) -> list[dict[str, Any]]:
+    """The ``--json`` form of the calls a run holds for approval, decided or not (``flow
+    status``, ``flow run``/``resume``)."""
+    return [
+        {
+            "call_id": a.call_id,
+            "tool": a.tool,
+            "step": a.step,
+            "entry": a.entry,
+            "preview": a.preview,
+            "why": a.why,
+            "decision": a.decision,
+            **{k: getattr(a, k) for k in ("by", "at", "host", "reason") if getattr(a, k)},
+        }
+        for a in run.approvals
+    ]
+
+
 def attempt_models_text(attempt: Attempt) -> str:
     """One line on an attempt's models (empty when it records none): ``model gpt-4o-mini;
     refused missing-model``."""
