@@ -125,6 +125,11 @@ def answer_line(progress_path: Path) -> int | None:
     return None
 
 
+def _by(held: Approval) -> str:
+    """``by NAME on HOST`` of a decision."""
+    return f"by {held.by or 'someone'}" + (f" on {held.host}" if held.host else "")
+
+
 def _preview(arguments: str, limit: int = 200) -> str:
     """The start of a call's arguments on one line, for the person who decides about it."""
     flat = " ".join(arguments.split())
@@ -345,6 +350,7 @@ class Engine:
                 self._notice_editor_only()
                 mark_written_here(run, self._key)
                 self._forget_settled_seals()
+                self._forget_settled_approvals()
                 self._set_status("running", None)
                 self._ensure_context()
                 for step in self.workflow.steps:
@@ -387,6 +393,18 @@ class Engine:
         if seal is not None and seal.calls:
             waiting = {c.call_id for c in unanswered_calls(self.run.transcript)}
             seal.calls = {k: v for k, v in seal.calls.items() if k in waiting}
+
+    def _forget_settled_approvals(self) -> None:
+        """Drop the approval records of calls no longer waiting (answered by hand, settled by
+        reconcile, archived by a rewind): nothing is left to decide about them."""
+        waiting = {(c.call_id, c.id) for c in unanswered_calls(self.run.transcript)}
+        for held in list(self.run.approvals):
+            if (held.call_id, held.entry) not in waiting:
+                self.run.approvals.remove(held)
+                self._attempt.notes.append(
+                    f"call {held.call_id} ({held.tool}): no longer waits; its approval "
+                    f"record ({held.decision}) was dropped"
+                )
 
     def _notice_editor_only(self) -> None:
         """One line per run for the Copilot tools that exist only in the editor; the first
@@ -953,7 +971,7 @@ class Engine:
             for held in pending:
                 answer = ask(
                     f"Run {held.tool} ({held.why}) with {held.preview}? "
-                    "[y]es / [n]o (the model is told it was denied)"
+                    "[y]es / [n]o (the model is told it was denied) "
                 )
                 held.decision = "denied" if answer == "no" else "approved"
                 held.by, held.at, held.host = who, now_iso(), host
@@ -978,23 +996,26 @@ class Engine:
         )
 
     def _decided(self, call: Entry) -> ToolResult | None:
-        """A denied call's result (the person's reason); None when it may run. The decision
-        is noted in the attempt's history and its record leaves the file's approvals."""
+        """A denied call's result (the person's reason); None when it may run."""
+        held = self._approval(call)
+        if held is None or held.decision != "denied":
+            return None
+        reason = f": {held.reason}" if held.reason else "."
+        return ToolResult(f"error: a person denied this call ({_by(held)}){reason}", is_error=True)
+
+    def _forget_approval(self, call: Entry) -> None:
+        """A decided call's result is recorded: its record leaves ``approvals:`` (kept until
+        now, so a call re-run after a crash is not asked about again) and the decision stays
+        in the attempt's history."""
         held = self._approval(call)
         if held is None:
-            return None
+            return
         self.run.approvals.remove(held)
-        by = f"by {held.by or 'someone'}" + (f" on {held.host}" if held.host else "")
         at = f" at {held.at}" if held.at else ""
         reason = f": {held.reason}" if held.reason else ""
         self._attempt.notes.append(
-            f"call {held.call_id} ({held.tool}) {held.decision} {by}{at}{reason}"
+            f"call {held.call_id} ({held.tool}) {held.decision} {_by(held)}{at}{reason}"
         )
-        if held.decision == "denied":
-            return ToolResult(
-                f"error: a person denied this call ({by}){reason or '.'}", is_error=True
-            )
-        return None
 
     def _run_tool(self, step: Step, call: Entry) -> None:
         run = self.run
@@ -1046,6 +1067,7 @@ class Engine:
                 result = self._tool_effect(step, call, tool, arguments)
         entry = self._result_entry(step, call, result)
         settle_call(run, call.call_id)
+        self._forget_approval(call)
         self._append([entry])
         faults.point("engine.tool_result_recorded")
         first_line = entry.content.strip().splitlines()[0] if entry.content.strip() else ""
