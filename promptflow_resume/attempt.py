@@ -251,6 +251,7 @@ def engine_options(
         skills=run_skills(workspace, options),
         approval=options.approval_policy(workflow),
         approval_ask=options.permissions.ask,
+        consent_stop=options.consent_stop,
     )
 
 

@@ -69,7 +69,7 @@ from .progress.store import read_text
 from .providers.base import Provider, Reply, ReplyUsage, Request
 from .providers.fallback import ModelChoices
 from .tools import TOOLS, offered_tool_names
-from .tools.approval import ApprovalPolicy, decider
+from .tools.approval import CONSENT_WHY, ApprovalPolicy, consent_hold, decider, granted
 from .tools.base import Tool, ToolContext, ToolResult
 from .tools.commands import command_output, stop_running_commands
 from .tools.consent import Asker, Consent
@@ -270,6 +270,9 @@ class EngineOptions:
     #: Asks a person about one held call on a terminal (None: the run stops
     #: ``awaiting_approval`` instead).
     approval_ask: Asker | None = None
+    #: ``--on-consent stop``: without a terminal, a command or fetch that needs consent is
+    #: held for ``flow approve`` instead of refused (spec 4.17).
+    consent_stop: bool = False
 
 
 class Engine:
@@ -946,12 +949,16 @@ class Engine:
         """Record a pending approval for each call the policy holds; ask on a terminal, else
         stop ``awaiting_approval`` while any is undecided (docs/spec.md 4.17)."""
         policy = self.options.approval
-        if not policy:
+        consent = self.options.consent
+        stop = self.options.consent_stop and (consent is None or consent.ask is None)
+        if not policy and not stop:
             return
         for call in calls:
             tool = self.tools.get(call.tool or "")
             server = (getattr(tool, "server_ref", None) or {}).get("name")
             why = policy.why(call.tool or "", server=server)
+            if why is None and stop:
+                why = consent_hold(call.tool or "", call.content, consent)
             if why is None or self._approval(call) is not None:
                 continue
             self.run.approvals.append(
@@ -1002,6 +1009,15 @@ class Engine:
             return None
         reason = f": {held.reason}" if held.reason else "."
         return ToolResult(f"error: a person denied this call ({_by(held)}){reason}", is_error=True)
+
+    def _consent_for(self, call: Entry) -> Consent | None:
+        """The consent a call runs under: for an approved call held for consent, that call's
+        command or host is granted too."""
+        held = self._approval(call)
+        consent = self.options.consent
+        if held is None or held.decision != "approved" or not held.why.startswith(CONSENT_WHY):
+            return consent
+        return granted(consent, call.tool or "", call.content)
 
     def _forget_approval(self, call: Entry) -> None:
         """A decided call's result is recorded: its record leaves ``approvals:`` (kept until
@@ -1131,7 +1147,7 @@ class Engine:
         faults.point("engine.tool_start_recorded")
         self.reporter.tool_started(name, call.content)
         if agent is None:
-            result = self._invoke(tool, arguments)
+            result = self._invoke(tool, arguments, self._consent_for(call))
         else:
             result = self._run_subagent(step, call, agent, str(arguments["task"]))
         faults.point("engine.tool_ran")
@@ -1246,11 +1262,11 @@ class Engine:
             )
         return values
 
-    def _context(self) -> ToolContext:
+    def _context(self, consent: Consent | None = None) -> ToolContext:
         return ToolContext(
             workspace=self.options.workspace,
             env=dict(os.environ),
-            consent=self.options.consent,
+            consent=consent or self.options.consent,
             skills=self.options.skills,
         )
 
@@ -1265,8 +1281,10 @@ class Engine:
             return None
         return found
 
-    def _invoke(self, tool: Tool, arguments: dict[str, Any]) -> ToolResult:
-        ctx = self._context()
+    def _invoke(
+        self, tool: Tool, arguments: dict[str, Any], consent: Consent | None = None
+    ) -> ToolResult:
+        ctx = self._context(consent)
         try:
             return tool.run(arguments, ctx)
         except ToolServerError:

@@ -127,6 +127,9 @@ class RunOptions:
     #: (docs/spec.md 4.17).
     approve: tuple[str, ...] = ()
     approval: bool = True
+    #: ``--on-consent stop``: without a terminal, hold a command or fetch that needs consent
+    #: for ``flow approve`` (status ``awaiting_approval``) instead of refusing it.
+    consent_stop: bool = False
 
     def approval_policy(self, workflow: Workflow) -> ApprovalPolicy:
         """The approval policy of one attempt of ``workflow`` (empty with ``--no-approve``)."""

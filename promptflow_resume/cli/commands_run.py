@@ -39,6 +39,7 @@ from .options import (
     NoApproveOpt,
     NoInstructionsOpt,
     NoSkillsOpt,
+    OnConsentOpt,
     ProgressArg,
     ProviderOpt,
     SelectionOpt,
@@ -269,6 +270,7 @@ def run_command(
     accept_permissions: AcceptPermissionsOpt = False,
     approve: ApproveOpt = [],  # noqa: B006 - typer copies list defaults
     no_approve: NoApproveOpt = False,
+    on_consent: OnConsentOpt = "refuse",
     new: bool = typer.Option(
         False, "--new", "-N", help="Start fresh without looking for similar incomplete runs."
     ),
@@ -344,9 +346,19 @@ def run_command(
         agent_dirs=tuple(agents),
         approve=tuple(approve),
         approval=not no_approve,
+        consent_stop=_on_consent(on_consent),
     )
     outcome = run_workflow(command, options)
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
+
+
+def _on_consent(value: str) -> bool:
+    """``--on-consent``: True for ``stop``."""
+    if value not in ("refuse", "stop"):
+        raise typer.BadParameter(
+            f"expected refuse or stop; got {value!r}.", param_hint="--on-consent"
+        )
+    return value == "stop"
 
 
 def _permissions(
@@ -495,6 +507,7 @@ def resume_command(
     accept_permissions: AcceptPermissionsOpt = False,
     approve: ApproveOpt = [],  # noqa: B006 - typer copies list defaults
     no_approve: NoApproveOpt = False,
+    on_consent: OnConsentOpt = "refuse",
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask questions on a terminal."),
     mcp_config: McpConfigOpt = None,
     as_json: SummaryJson = False,
@@ -568,6 +581,7 @@ def resume_command(
         agent_dirs=tuple(agents),
         approve=tuple(approve),
         approval=not no_approve,
+        consent_stop=_on_consent(on_consent),
     )
     outcome = resume_run(progress, options, request)
     if outcome.already_completed and not as_json:

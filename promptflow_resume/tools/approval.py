@@ -23,14 +23,23 @@ A pattern is one of:
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
+import json
 import os
 import socket
 import subprocess
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..workflow.toolnames import PLAN_TOOLS, map_tool_name
+from .consent import Consent
+
+#: The tools that ask for consent, and the argument consent is asked about.
+CONSENT_TOOLS: dict[str, str] = {"run_in_terminal": "command", "fetch_webpage": "url"}
+#: How ``why`` starts for a call held because it needs consent (``--on-consent stop``).
+CONSENT_WHY = "needs consent: "
 
 
 @dataclass(frozen=True)
@@ -85,3 +94,48 @@ def decider() -> tuple[str, str]:
         name = ""
     name = name or os.environ.get("USER") or os.environ.get("USERNAME") or "unknown"
     return name, socket.gethostname()
+
+
+def _consent_subject(tool: str, arguments: str) -> str | None:
+    """The command or URL a consent-asking call is about; None when it has none."""
+    key = CONSENT_TOOLS.get(tool)
+    if key is None:
+        return None
+    try:
+        values = json.loads(arguments or "{}")
+    except (ValueError, RecursionError):
+        return None
+    value = values.get(key) if isinstance(values, dict) else None
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def consent_hold(tool: str, arguments: str, consent: Consent | None) -> str | None:
+    """With ``--on-consent stop``: why a command or fetch would be refused for want of
+    consent (so the run holds it for ``flow approve`` instead); None when it may run or is
+    no such call. Never asks: the caller holds only when there is no terminal."""
+    subject = _consent_subject(tool, arguments)
+    if subject is None or consent is None:
+        return None
+    quiet = dataclasses.replace(consent, ask=None)
+    if tool == "run_in_terminal":
+        decision = quiet.command(subject)
+    else:
+        host = urllib.parse.urlsplit(subject).hostname
+        if not host:
+            return None  # the tool reports a bad URL itself
+        decision = quiet.fetch(host, subject)
+    return None if decision.allowed else CONSENT_WHY + decision.how
+
+
+def granted(consent: Consent | None, tool: str, arguments: str) -> Consent | None:
+    """The consent of one approved call held for consent: this exact command, or this
+    URL's host (a redirect elsewhere is still checked), and nothing more."""
+    subject = _consent_subject(tool, arguments)
+    base = consent or Consent()
+    if subject is None:
+        return consent
+    if tool == "run_in_terminal":
+        # A pattern equal to the whole command line allows exactly that command.
+        return dataclasses.replace(base, commands=(*base.commands, subject))
+    host = urllib.parse.urlsplit(subject).hostname or ""
+    return dataclasses.replace(base, hosts=(*base.hosts, host))

@@ -235,3 +235,60 @@ def test_flow_answer_writes_the_answer_and_resume_continues(workdir: Path) -> No
     assert run.transcript[0].content.endswith("Answer: Friday, after the tests pass.")
     again = flow("answer", PROGRESS, "--text", "x", cwd=workdir)
     assert again.returncode == 9 and "waits for no answer" in again.stderr
+
+
+COMMAND = """---
+description: Write a marker with a shell command
+provider: scripted
+tools: [runCommands]
+---
+Write the marker.
+"""
+
+COMMAND_SCRIPT = """replies:
+  - content: "Writing a marker."
+    tool_calls:
+      - {name: run_in_terminal, arguments: {command: "echo ran >> marker.txt"}}
+  - content: "Again."
+    tool_calls:
+      - {name: run_in_terminal, arguments: {command: "echo twice >> marker.txt"}}
+  - "Done."
+"""
+
+
+def test_on_consent_stop_holds_a_command_until_approved_for_that_call_only(
+    workdir: Path,
+) -> None:
+    (workdir / "c.prompt.md").write_text(COMMAND, encoding="utf-8")
+    (workdir / "c.script.yaml").write_text(COMMAND_SCRIPT, encoding="utf-8")
+    args = ["c.prompt.md", "--recording", "c.script.yaml", "--progress", PROGRESS, "--new"]
+    stopped = flow("run", *args, "--on-consent", "stop", cwd=workdir)
+    assert stopped.returncode == 15, stopped.stderr
+    run, _ = load_progress(workdir / PROGRESS)
+    assert [a.call_id for a in run.approvals] == ["call_0_0"]
+    assert run.approvals[0].why.startswith("needs consent: no terminal to ask")
+    assert flow("approve", PROGRESS, "--all", cwd=workdir).returncode == 0
+    # The approval grants that one command: the next one is held again.
+    again = flow("resume", PROGRESS, "--on-consent", "stop", cwd=workdir)
+    assert again.returncode == 15, again.stderr
+    assert (workdir / "marker.txt").read_text() == "ran\n"
+    held, _ = load_progress(workdir / PROGRESS)
+    assert [a.call_id for a in held.approvals] == ["call_1_0"]
+    # Without --on-consent stop the held call is still held (the decision waits in the file);
+    # denied, the model is told and the run completes.
+    denied = flow("deny", PROGRESS, "--call", "call_1_0", "--reason", "once is enough", cwd=workdir)
+    assert denied.returncode == 0
+    done = flow("resume", PROGRESS, cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert (workdir / "marker.txt").read_text() == "ran\n"
+
+
+def test_without_on_consent_stop_a_command_is_refused_as_before(workdir: Path) -> None:
+    (workdir / "c.prompt.md").write_text(COMMAND, encoding="utf-8")
+    (workdir / "c.script.yaml").write_text(COMMAND_SCRIPT, encoding="utf-8")
+    args = ["c.prompt.md", "--recording", "c.script.yaml", "--progress", PROGRESS, "--new"]
+    result = flow("run", *args, cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert not (workdir / "marker.txt").exists()
+    bad = flow("run", *args, "--on-consent", "ask", cwd=workdir)
+    assert bad.returncode == 2 and "expected refuse or stop" in bad.stderr

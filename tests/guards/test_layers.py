@@ -94,7 +94,8 @@ MODULE_LAYERS: dict[str, list[set[str]]] = {
         {"scan", "ignore"},
         # What a tool is, and what it may do without asking.
         {"base", "allowlists"},
-        {"consent", "approval"},
+        {"approval"},
+        {"consent"},
         {"escapes"},
     ],
     "workflow": [
