@@ -230,10 +230,10 @@ OnConsentOpt = Annotated[
     str,
     typer.Option(
         "--on-consent",
-        metavar="refuse|stop",
-        help="Without a terminal, a command or fetch that needs consent is refused (the model "
-        "is told; the default) or, with stop, held: the run stops awaiting_approval until "
-        "flow approve grants that call.",
+        metavar="MODE",
+        help="refuse or stop. Without a terminal, a command or fetch that needs consent is "
+        "refused (the model is told; the default) or, with stop, held: the run stops "
+        "awaiting_approval until flow approve grants that call.",
     ),
 ]
 AcceptPermissionsOpt = Annotated[
