@@ -22,12 +22,15 @@ Where each part lives: ``starting`` and ``resuming`` hold the steps of a start a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 # Re-exported from their homes: what callers of the API name (the outcome of a run, the
 # options record and the requests, the choices of a resume, status and compaction).
 from .attempt import Outcome as Outcome
 from .attempt import answer_location as answer_location
+from .attempt import approval_lines as approval_lines
 from .attempt import run_summary as run_summary
 from .compaction import CompactOutcome as CompactOutcome
 from .compaction import compact_run as compact_run
@@ -43,6 +46,9 @@ from .runrequests import StartRequest as StartRequest
 from .runrequests import prepare_inputs as prepare_inputs
 from .status import StatusReport as StatusReport
 from .status import run_status as run_status
+
+if TYPE_CHECKING:
+    from .decisions import Decided
 
 
 def start_run(request: StartRequest | str | Path, options: RunOptions = RunOptions()) -> Outcome:
@@ -70,3 +76,25 @@ def resume_run(
     from .resuming import resume
 
     return resume(progress_path, options, request)
+
+
+def decide_calls(
+    progress_path: str | Path,
+    call_ids: Sequence[str],
+    *,
+    approve: bool,
+    every: bool = False,
+    reason: str | None = None,
+) -> Decided:
+    """Approve or deny tool calls a run holds for a person's decision (docs/spec.md 4.17)."""
+    from .decisions import decide
+
+    return decide(progress_path, call_ids, approve=approve, every=every, reason=reason)
+
+
+def answer_question(progress_path: str | Path, text: str) -> Path:
+    """Write the answer a run waiting for input expects (``text``, or ``@FILE``'s content);
+    returns the progress file written (a child's when the question is in a sub-workflow)."""
+    from .decisions import answer, read_answer
+
+    return answer(progress_path, read_answer(text))

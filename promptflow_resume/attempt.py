@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .base.clock import now_iso
 from .base.errors import (
+    EXIT_AWAITING_APPROVAL,
     EXIT_AWAITING_INPUT,
     EXIT_INTERRUPTED,
     EXIT_NEEDS_REVIEW,
@@ -33,7 +34,7 @@ from .base.runids import id_from_folder, new_run_id
 from .events import Reporter
 from .hooks import load_run_hooks
 from .progress import ProgressStore
-from .progress.model import Cursor, Run, RunConfig, StepState, WorkflowRef
+from .progress.model import Cursor, Run, RunConfig, StepState, WorkflowRef, approvals_view
 from .progress.seal import Key, mark_written_here
 from .reconcile import Choices
 from .runoptions import Limits, RunOptions
@@ -57,6 +58,7 @@ _EXIT_BY_STATUS = {
     "interrupted": EXIT_INTERRUPTED,
     "needs_review": EXIT_NEEDS_REVIEW,
     "awaiting_input": EXIT_AWAITING_INPUT,
+    "awaiting_approval": EXIT_AWAITING_APPROVAL,
 }
 
 #: ``last_error.type`` of a run that failed because of its model provider.
@@ -99,7 +101,21 @@ def run_summary(run: Run, path: Path) -> dict[str, Any]:
         "usage": run.usage.to_dict(),
         "last_error": run.last_error.message if run.last_error else None,
         **({"worktree": run.worktree.path} if run.worktree else {}),
+        **({"approvals": approvals_view(run)} if run.approvals else {}),
     }
+
+
+def approval_lines(run: Run, path: Path) -> list[str]:
+    """What a person reads when a run stops ``awaiting_approval``: each held call and the
+    commands that decide (docs/spec.md 4.17)."""
+    waiting = [a for a in run.approvals if a.decision == "pending"]
+    lines = [f"Waiting for approval ({len(waiting)}):"]
+    lines += [f"  {a.call_id}: {a.tool} {a.preview}  ({a.why})" for a in waiting]
+    ids = " ".join(f"--call {a.call_id}" for a in waiting)
+    lines.append(f"Approve with: flow approve {path} {ids}  (or --all)")
+    lines.append(f"Deny with:    flow deny {path} --call ID --reason TEXT")
+    lines.append("Or set decision: approved / denied under approvals: in the file's front matter.")
+    return lines
 
 
 def answer_location(path: Path) -> str:
@@ -235,6 +251,9 @@ def engine_options(
         instructions=_instructions(workspace, file) if options.instructions else "",
         skills=run_skills(workspace, options),
         hooks=load_run_hooks(workspace, options),
+        approval=options.approval_policy(workflow),
+        approval_ask=options.permissions.ask,
+        consent_stop=options.consent_stop,
     )
 
 

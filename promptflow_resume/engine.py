@@ -54,6 +54,7 @@ from .hooks import RunHooks, RunHookSet
 from .progress import ProgressStore
 from .progress.model import (
     AgentChild,
+    Approval,
     Attempt,
     Entry,
     ErrorInfo,
@@ -69,9 +70,10 @@ from .progress.store import read_text
 from .providers.base import Provider, Reply, ReplyUsage, Request
 from .providers.fallback import ModelChoices
 from .tools import TOOLS, offered_tool_names
+from .tools.approval import CONSENT_WHY, ApprovalPolicy, consent_hold, decider, granted
 from .tools.base import Tool, ToolContext, ToolResult
 from .tools.commands import command_output, stop_running_commands
-from .tools.consent import Consent
+from .tools.consent import Asker, Consent
 from .tools.subagent import OfferedAgent, SubagentTool, offer_changes, wants_subagents
 from .workflow import context_prompt, step_command_args, step_prompt, step_workflow_inputs
 from .workflow.model import Step, Workflow
@@ -122,6 +124,17 @@ def answer_line(progress_path: Path) -> int | None:
         if ANSWER_PLACEHOLDER in line:
             return number
     return None
+
+
+def _by(held: Approval) -> str:
+    """``by NAME on HOST`` of a decision."""
+    return f"by {held.by or 'someone'}" + (f" on {held.host}" if held.host else "")
+
+
+def _preview(arguments: str, limit: int = 200) -> str:
+    """The start of a call's arguments on one line, for the person who decides about it."""
+    flat = " ".join(arguments.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 class Interrupted(BaseException):
@@ -257,6 +270,14 @@ class EngineOptions:
     children: ChildRunner | None = None
     #: The hooks files this attempt runs (``hooks.py``).
     hooks: RunHookSet = field(default_factory=RunHookSet)
+    #: Which tool calls wait for a person's yes (``approve:``, ``--approve``; spec 4.17).
+    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    #: Asks a person about one held call on a terminal (None: the run stops
+    #: ``awaiting_approval`` instead).
+    approval_ask: Asker | None = None
+    #: ``--on-consent stop``: without a terminal, a command or fetch that needs consent is
+    #: held for ``flow approve`` instead of refused (spec 4.17).
+    consent_stop: bool = False
 
 
 class Engine:
@@ -352,6 +373,7 @@ class Engine:
                 self._notice_editor_only()
                 mark_written_here(run, self._key)
                 self._forget_settled_seals()
+                self._forget_settled_approvals()
                 self._set_status("running", None)
                 self.reporter.run_opened(run, self.store.path, self.options.redactor)
                 self._ensure_context()
@@ -402,6 +424,18 @@ class Engine:
         if seal is not None and seal.calls:
             waiting = {c.call_id for c in unanswered_calls(self.run.transcript)}
             seal.calls = {k: v for k, v in seal.calls.items() if k in waiting}
+
+    def _forget_settled_approvals(self) -> None:
+        """Drop the approval records of calls no longer waiting (answered by hand, settled by
+        reconcile, archived by a rewind): nothing is left to decide about them."""
+        waiting = {(c.call_id, c.id) for c in unanswered_calls(self.run.transcript)}
+        for held in list(self.run.approvals):
+            if (held.call_id, held.entry) not in waiting:
+                self.run.approvals.remove(held)
+                self._attempt.notes.append(
+                    f"call {held.call_id} ({held.tool}): no longer waits; its approval "
+                    f"record ({held.decision}) was dropped"
+                )
 
     def _notice_editor_only(self) -> None:
         """One line per run for the Copilot tools that exist only in the editor; the first
@@ -941,9 +975,103 @@ class Engine:
     # --- tool calls -----------------------------------------------------------------------
 
     def _settle_tool_calls(self, step: Step) -> None:
-        """Run every unanswered tool call of the last reply, recording start and result."""
-        for call in unanswered_calls(self.run.transcript):
+        """Run every unanswered tool call of the last reply, recording start and result.
+
+        When the approval policy holds any of them, none of the reply's calls runs until
+        every held one is decided: the results stay in the order the model asked for them."""
+        calls = unanswered_calls(self.run.transcript)
+        if step.kind != "command":
+            self._hold_for_approval(step, calls)
+        for call in calls:
             self._run_tool(step, call)
+
+    def _hold_for_approval(self, step: Step, calls: list[Entry]) -> None:
+        """Record a pending approval for each call the policy holds; ask on a terminal, else
+        stop ``awaiting_approval`` while any is undecided (docs/spec.md 4.17)."""
+        policy = self.options.approval
+        consent = self.options.consent
+        stop = self.options.consent_stop and (consent is None or consent.ask is None)
+        if not policy and not stop:
+            return
+        for call in calls:
+            tool = self.tools.get(call.tool or "")
+            server = (getattr(tool, "server_ref", None) or {}).get("name")
+            why = policy.why(call.tool or "", server=server)
+            if why is None and stop:
+                why = consent_hold(call.tool or "", call.content, consent)
+            if why is None or self._approval(call) is not None:
+                continue
+            self.run.approvals.append(
+                Approval(
+                    call_id=call.call_id or "",
+                    tool=call.tool or "",
+                    step=step.id,
+                    entry=call.id,
+                    preview=_preview(call.content),
+                    why=why,
+                )
+            )
+        pending = [a for a in self.run.approvals if a.decision == "pending"]
+        ask = self.options.approval_ask
+        if pending and ask is not None:
+            who, host = decider()
+            for held in pending:
+                answer = ask(
+                    f"Run {held.tool} ({held.why}) with {held.preview}? "
+                    "[y]es / [n]o (the model is told it was denied) "
+                )
+                held.decision = "denied" if answer == "no" else "approved"
+                held.by, held.at, held.host = who, now_iso(), host
+                if held.decision == "denied":
+                    held.reason = "denied on the terminal"
+            pending = []
+        if pending:
+            self._save()
+            self.reporter.approval_needed(pending)
+            ids = ", ".join(a.call_id for a in pending)
+            raise _RunEnds(
+                "awaiting_approval",
+                f"{len(pending)} tool call(s) of step {step.id!r} wait for a person's "
+                f"approval: {ids}",
+            )
+
+    def _approval(self, call: Entry) -> Approval | None:
+        """The approval record of a recorded call, if it has one."""
+        return next(
+            (a for a in self.run.approvals if a.call_id == call.call_id and a.entry == call.id),
+            None,
+        )
+
+    def _decided(self, call: Entry) -> ToolResult | None:
+        """A denied call's result (the person's reason); None when it may run."""
+        held = self._approval(call)
+        if held is None or held.decision != "denied":
+            return None
+        reason = f": {held.reason}" if held.reason else "."
+        return ToolResult(f"error: a person denied this call ({_by(held)}){reason}", is_error=True)
+
+    def _consent_for(self, call: Entry) -> Consent | None:
+        """The consent a call runs under: for an approved call held for consent, that call's
+        command or host is granted too."""
+        held = self._approval(call)
+        consent = self.options.consent
+        if held is None or held.decision != "approved" or not held.why.startswith(CONSENT_WHY):
+            return consent
+        return granted(consent, call.tool or "", call.content)
+
+    def _forget_approval(self, call: Entry) -> None:
+        """A decided call's result is recorded: its record leaves ``approvals:`` (kept until
+        now, so a call re-run after a crash is not asked about again) and the decision stays
+        in the attempt's history."""
+        held = self._approval(call)
+        if held is None:
+            return
+        self.run.approvals.remove(held)
+        at = f" at {held.at}" if held.at else ""
+        reason = f": {held.reason}" if held.reason else ""
+        self._attempt.notes.append(
+            f"call {held.call_id} ({held.tool}) {held.decision} {_by(held)}{at}{reason}"
+        )
 
     def _run_tool(self, step: Step, call: Entry) -> None:
         run = self.run
@@ -974,9 +1102,12 @@ class Engine:
                 "on this machine as it reads now, so it was not run.",
                 hint="Check it, then resume with --trust-calls or --deny-calls.",
             )
+        denied = self._decided(call) if step.kind != "command" else None
         if tool is None:
             names = ", ".join(sorted(self._offered(step))) or "none"
             result = ToolResult(_UNKNOWN_TOOL.format(name=name, names=names), is_error=True)
+        elif denied is not None:
+            result = denied
         else:
             self._check_deadline()
             try:
@@ -993,6 +1124,7 @@ class Engine:
         entry = self._result_entry(step, call, result)
         settle_call(run, call.call_id)
         self._hooks.tool_done(call, run.next_entry_id())
+        self._forget_approval(call)
         self._append([entry])
         faults.point("engine.tool_result_recorded")
         first_line = entry.content.strip().splitlines()[0] if entry.content.strip() else ""
@@ -1063,7 +1195,7 @@ class Engine:
         faults.point("engine.tool_start_recorded")
         self.reporter.tool_started(name, call.content, call.call_id or "")
         if agent is None:
-            result = self._invoke(tool, arguments)
+            result = self._invoke(tool, arguments, self._consent_for(call))
         else:
             result = self._run_subagent(step, call, agent, str(arguments["task"]))
         faults.point("engine.tool_ran")
@@ -1178,11 +1310,11 @@ class Engine:
             )
         return values
 
-    def _context(self) -> ToolContext:
+    def _context(self, consent: Consent | None = None) -> ToolContext:
         return ToolContext(
             workspace=self.options.workspace,
             env=dict(os.environ),
-            consent=self.options.consent,
+            consent=consent or self.options.consent,
             skills=self.options.skills,
         )
 
@@ -1197,8 +1329,10 @@ class Engine:
             return None
         return found
 
-    def _invoke(self, tool: Tool, arguments: dict[str, Any]) -> ToolResult:
-        ctx = self._context()
+    def _invoke(
+        self, tool: Tool, arguments: dict[str, Any], consent: Consent | None = None
+    ) -> ToolResult:
+        ctx = self._context(consent)
         try:
             return tool.run(arguments, ctx)
         except ToolServerError:

@@ -8,10 +8,11 @@ is saved in the progress file, so what a reporter is told never runs ahead of th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .progress.model import Run, Usage
+from .progress.model import Approval, Run, Usage
 from .providers.base import Request
 
 if TYPE_CHECKING:
@@ -68,10 +69,9 @@ class Reporter:
     def compacted(self, step_id: str, first: int, last: int, tokens: int) -> None:
         """Entries ``first``..``last`` were summarised into a durable compaction entry."""
 
-    def approval_needed(self, calls: list[dict[str, str]]) -> None:
+    def approval_needed(self, calls: Sequence[Approval]) -> None:
         """The run stops with status ``awaiting_approval``, saved: ``calls`` are the pending
-        tool calls, each ``{"call_id", "tool", "arguments"}`` (arguments as recorded, i.e.
-        redacted, and possibly cut to a preview)."""
+        tool calls (their arguments as previews, redacted as recorded)."""
 
     def question_asked(self, step_id: str, text: str) -> None:
         """A human step's question is saved in the file; the run stops for its answer."""
@@ -170,7 +170,7 @@ class Tee(Reporter):
         for r in self.reporters:
             r.compacted(step_id, first, last, tokens)
 
-    def approval_needed(self, calls: list[dict[str, str]]) -> None:
+    def approval_needed(self, calls: Sequence[Approval]) -> None:
         """Told to each."""
         for r in self.reporters:
             r.approval_needed(calls)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -32,7 +33,7 @@ from .base.clock import now_iso
 from .base.errors import EXIT_BUG, FlowError, StorageError
 from .base.redact import Redactor
 from .events import Reporter
-from .progress.model import Run, Usage
+from .progress.model import Approval, Run, Usage
 from .providers.base import Request
 
 #: The version of the event format (``v`` of every event; spec 4.16).
@@ -281,16 +282,12 @@ class EventStream(Reporter):
         """``compaction``."""
         self.emit("compaction", step=step_id, first_entry=first, last_entry=last, tokens=tokens)
 
-    def approval_needed(self, calls: list[dict[str, str]]) -> None:
+    def approval_needed(self, calls: Sequence[Approval]) -> None:
         """``approval_needed``."""
         self.emit(
             "approval_needed",
             calls=[
-                {
-                    "call_id": c.get("call_id", ""),
-                    "tool": c.get("tool", ""),
-                    "arguments": _preview(c.get("arguments", "")),
-                }
+                {"call_id": c.call_id, "tool": c.tool, "arguments": _preview(c.preview)}
                 for c in calls
             ],
         )

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .events import Reporter
 
 if TYPE_CHECKING:
+    from .tools.approval import ApprovalPolicy
     from .tools.consent import Asker, Consent
     from .workflow.model import Workflow
 
@@ -125,6 +126,23 @@ class RunOptions:
     #: ``--agents DIR``: folders searched for agents by name before the workspace's and the
     #: user's (``workflow.agentfind``), for handoffs, subagents and ``agent: NAME``.
     agent_dirs: tuple[Path, ...] = ()
+    #: ``--approve PATTERN``: tool calls that wait for a person's yes, besides the workflow's
+    #: ``approve:`` list; ``--no-approve`` (``approval=False``) turns the policy off
+    #: (docs/spec.md 4.17).
+    approve: tuple[str, ...] = ()
+    approval: bool = True
+    #: ``--on-consent stop``: without a terminal, hold a command or fetch that needs consent
+    #: for ``flow approve`` (status ``awaiting_approval``) instead of refusing it.
+    consent_stop: bool = False
+
+    def approval_policy(self, workflow: Workflow) -> ApprovalPolicy:
+        """The approval policy of one attempt of ``workflow`` (empty with ``--no-approve``)."""
+        from .tools.approval import ApprovalPolicy
+
+        if not self.approval:
+            return ApprovalPolicy()
+        listed = _string_list(workflow.front_matter.get("approve"))
+        return ApprovalPolicy.of(listed, self.approve)
 
     def root(self) -> Path:
         """The workspace folder (the working directory when none is given)."""

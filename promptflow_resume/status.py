@@ -20,7 +20,7 @@ from .base.errors import FileNotFoundFlowError, FlowError
 from .handoffs import chain_line, chain_view
 from .progress import load_progress
 from .progress.location import progress_file
-from .progress.model import LoadReport, Run, model_attempts, run_models
+from .progress.model import LoadReport, Run, approvals_view, model_attempts, run_models
 from .progress.state import RunState, run_state
 from .reconcile import Choices, ResumePlan, Stop, plan_resume
 from .recorded import check_endpoint, outside_workspace, workflow_for
@@ -148,6 +148,8 @@ class StatusReport:
             "handoffs": chain_view(run),
             "estimated_input_tokens": plan.estimated_input_tokens if plan else None,
             "worktree": _worktree_status(run, self.path),
+            # Tool calls held for a person's decision (docs/spec.md 4.17).
+            "approvals": approvals_view(run),
             **self._tree(),
             "skip_steps": plan.skip if plan else [],
             "decision": self.decision.to_dict() if self.decision else None,

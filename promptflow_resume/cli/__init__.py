@@ -58,6 +58,9 @@ COMMANDS.register("merge", "promptflow_resume.cli.commands_worktree:merge_comman
 COMMANDS.register("discard", "promptflow_resume.cli.commands_worktree:discard_command")
 COMMANDS.register("compact", "promptflow_resume.cli.commands_compact:compact_command")
 COMMANDS.register("agents", "promptflow_resume.cli.commands_agents:agents_command")
+COMMANDS.register("approve", "promptflow_resume.cli.commands_approve:approve_command")
+COMMANDS.register("deny", "promptflow_resume.cli.commands_approve:deny_command")
+COMMANDS.register("answer", "promptflow_resume.cli.commands_approve:answer_command")
 
 
 def register_commands(args: list[str] | None = None) -> None:

@@ -23,6 +23,7 @@ from .options import (
     AgentsDirOpt,
     AllowCommandsOpt,
     AllowFetchOpt,
+    ApproveOpt,
     BaseUrlOpt,
     EventsOpt,
     FileOpt,
@@ -37,9 +38,11 @@ from .options import (
     MaxTurnsOpt,
     McpConfigOpt,
     ModelOpt,
+    NoApproveOpt,
     NoHooksOpt,
     NoInstructionsOpt,
     NoSkillsOpt,
+    OnConsentOpt,
     ProgressArg,
     ProviderOpt,
     SelectionOpt,
@@ -195,7 +198,7 @@ class ConsoleReporter(Reporter):
 
 
 def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
-    from ..api import answer_location, run_summary
+    from ..api import answer_location, approval_lines, run_summary
 
     path = Path(display_path(path))
     if as_json:
@@ -217,6 +220,10 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
             err("Progress saved.")
         if run.status == "awaiting_input":
             err(f"Write the answer at {answer_location(path)}, then resume.")
+            err(f"Or answer with: flow answer {path} --text TEXT")
+        if run.status == "awaiting_approval":
+            for line in approval_lines(run, path):
+                err(line)
         err(f"Resume with: flow resume {path}")
     if run.worktree is not None:
         err(
@@ -275,6 +282,9 @@ def run_command(
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     accept_permissions: AcceptPermissionsOpt = False,
+    approve: ApproveOpt = [],  # noqa: B006 - typer copies list defaults
+    no_approve: NoApproveOpt = False,
+    on_consent: OnConsentOpt = "refuse",
     new: bool = typer.Option(
         False, "--new", "-N", help="Start fresh without looking for similar incomplete runs."
     ),
@@ -352,6 +362,9 @@ def run_command(
         mcp_ask=_ask_mcp_input if interactive else None,
         reporter=_watchers(reporter, stream),
         agent_dirs=tuple(agents),
+        approve=tuple(approve),
+        approval=not no_approve,
+        consent_stop=_on_consent(on_consent),
     )
     try:
         outcome = run_workflow(command, options)
@@ -359,6 +372,15 @@ def run_command(
         if stream is not None:
             stream.close_target()
     return _report_outcome(outcome.run, outcome.path, outcome.exit_code, as_json)
+
+
+def _on_consent(value: str) -> bool:
+    """``--on-consent``: True for ``stop``."""
+    if value not in ("refuse", "stop"):
+        raise typer.BadParameter(
+            f"expected refuse or stop; got {value!r}.", param_hint="--on-consent"
+        )
+    return value == "stop"
 
 
 def _permissions(
@@ -507,6 +529,9 @@ def resume_command(
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     accept_permissions: AcceptPermissionsOpt = False,
+    approve: ApproveOpt = [],  # noqa: B006 - typer copies list defaults
+    no_approve: NoApproveOpt = False,
+    on_consent: OnConsentOpt = "refuse",
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask questions on a terminal."),
     mcp_config: McpConfigOpt = None,
     events: EventsOpt = None,
@@ -583,6 +608,9 @@ def resume_command(
         mcp_ask=_ask_mcp_input if interactive else None,
         reporter=_watchers(reporter, stream),
         agent_dirs=tuple(agents),
+        approve=tuple(approve),
+        approval=not no_approve,
+        consent_stop=_on_consent(on_consent),
     )
     try:
         outcome = resume_run(progress, options, request)
@@ -654,6 +682,9 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
         f"{count(usage['turns'], 'turn')}, ${usage['cost_usd']:.4f}, "
         f"{count(data['attempts'], 'attempt')}"
     )
+    for held in data["approvals"]:
+        by = f" by {held['by']}" if held.get("by") else ""
+        out(f"approval {held['call_id']} {held['tool']} ({held['why']}): {held['decision']}{by}")
     _print_tree(data)
     chain = status.chain_text()
     if chain:

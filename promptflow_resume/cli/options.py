@@ -224,6 +224,33 @@ AllowFetchOpt = Annotated[
         help="Let the model fetch pages from this host ('*.example.org', '*'; repeatable).",
     ),
 ]
+ApproveOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--approve",
+        metavar="PATTERN",
+        help="Hold calls of tools matching this pattern for a person's yes, besides the "
+        "workflow's approve: list (run_in_terminal, edit, 'github/*'; repeatable).",
+    ),
+]
+NoApproveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-approve",
+        help="Turn the approval policy off for this run or resume: held calls run without "
+        "asking (decisions already written still apply).",
+    ),
+]
+OnConsentOpt = Annotated[
+    str,
+    typer.Option(
+        "--on-consent",
+        metavar="MODE",
+        help="refuse or stop. Without a terminal, a command or fetch that needs consent is "
+        "refused (the model is told; the default) or, with stop, held: the run stops "
+        "awaiting_approval until flow approve grants that call.",
+    ),
+]
 AcceptPermissionsOpt = Annotated[
     bool,
     typer.Option(

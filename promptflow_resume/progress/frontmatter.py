@@ -23,6 +23,7 @@ from .model import (
     FORMAT_VERSION,
     AgentChild,
     AllowLists,
+    Approval,
     Attempt,
     Cursor,
     ErrorInfo,
@@ -69,6 +70,7 @@ KEY_ORDER: tuple[str, ...] = (
     "parent",
     "worktree",
     "seal",
+    "approvals",
     "transcript",
 )
 
@@ -318,6 +320,7 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
         seal: dict[str, Any] = {"by": run.seal.by, "run": run.seal.run}
         _put(seal, "calls", dict(run.seal.calls))
         out["seal"] = seal
+    _put(out, "approvals", [_approval(a) for a in run.approvals])
     out["transcript"] = {"entries": entries, "digest": digest}
     return out
 
@@ -441,7 +444,42 @@ def run_from_valid(data: dict[str, Any]) -> Run:
         parent=dict(data["parent"]) if data.get("parent") is not None else None,
         worktree=_worktree_from(data.get("worktree")),
         seal=_seal_from(data.get("seal")),
+        approvals=_approvals_from(data.get("approvals")),
     )
+
+
+def _approval(a: Approval) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "call_id": a.call_id,
+        "tool": a.tool,
+        "step": a.step,
+        "entry": a.entry,
+        "preview": a.preview,
+        "why": a.why,
+        "decision": a.decision,
+    }
+    for key in ("by", "at", "host", "reason"):
+        _put(out, key, getattr(a, key))
+    return out
+
+
+def _approvals_from(data: Any) -> list[Approval]:
+    return [
+        Approval(
+            call_id=a["call_id"],
+            tool=a["tool"],
+            step=a["step"],
+            entry=a["entry"],
+            preview=a["preview"],
+            why=a["why"],
+            decision=a.get("decision", "pending"),
+            by=a.get("by"),
+            at=a.get("at"),
+            host=a.get("host"),
+            reason=a.get("reason"),
+        )
+        for a in data or []
+    ]
 
 
 def _seal_from(data: Any) -> Seal | None:

@@ -24,6 +24,7 @@ RunStatus = Literal[
     "budget_exhausted",
     "needs_review",
     "awaiting_input",
+    "awaiting_approval",
     "completed",
 ]
 RUN_STATUSES: tuple[str, ...] = (
@@ -35,6 +36,7 @@ RUN_STATUSES: tuple[str, ...] = (
     "budget_exhausted",
     "needs_review",
     "awaiting_input",
+    "awaiting_approval",
     "completed",
 )
 #: Statuses a run can be resumed from (``running`` too, when its owner is dead).
@@ -175,6 +177,38 @@ class InFlight:
     #: configuration file it came from, a hash of how it is started), so that resume decides
     #: from what was recorded and runs it again only on the same server.
     server: dict[str, str] | None = None
+
+
+ApprovalDecision = Literal["pending", "approved", "denied"]
+APPROVAL_DECISIONS: tuple[str, ...] = ("pending", "approved", "denied")
+
+
+@dataclass
+class Approval:
+    """A recorded tool call the approval policy holds until a person decides (spec 4.17).
+
+    Written with ``decision: pending`` when the run stops ``awaiting_approval``; ``flow
+    approve``/``flow deny`` (or a hand edit) fill in the decision. A decision only chooses
+    between running a call and refusing it: the call itself is the one in the transcript, and
+    it runs only if this machine recorded it (its seal, spec 10.1).
+    """
+
+    call_id: str
+    tool: str
+    step: str
+    #: Transcript entry id of the ``tool_call`` entry.
+    entry: int
+    #: The start of the call's arguments, for the person deciding (never what runs).
+    preview: str
+    #: Why the call needs approval: the policy pattern it matched (``approve: edit``, ...).
+    why: str
+    decision: ApprovalDecision = "pending"
+    #: Who decided (``git config user.name``, else ``$USER``), when and on which machine.
+    by: str | None = None
+    at: str | None = None
+    host: str | None = None
+    #: For a denial: what the model is told; for an approval: an optional remark.
+    reason: str | None = None
 
 
 @dataclass
@@ -452,6 +486,8 @@ class Run:
     worktree: WorktreeRef | None = None
     #: Written by flow on the machine that made or last resumed the run (see ``seal.py``).
     seal: Seal | None = None
+    #: Tool calls waiting for (or holding) a person's decision (``awaiting_approval``).
+    approvals: list[Approval] = field(default_factory=list)
     transcript: list[Entry] = field(default_factory=list)
     #: Storage bookkeeping, managed by ``ProgressStore``: the last journal event folded into
     #: the file, so a journal left beside a newer file is never applied twice. Not compared.
@@ -491,6 +527,24 @@ def model_attempts(run: Run) -> list[dict[str, Any]]:
         }
         for a in run.attempts
         if a.model is not None or a.refused
+    ]
+
+
+def approvals_view(run: Run) -> list[dict[str, Any]]:
+    """The ``--json`` form of the calls a run holds for approval, decided or not (``flow
+    status``, ``flow run``/``resume``)."""
+    return [
+        {
+            "call_id": a.call_id,
+            "tool": a.tool,
+            "step": a.step,
+            "entry": a.entry,
+            "preview": a.preview,
+            "why": a.why,
+            "decision": a.decision,
+            **{k: getattr(a, k) for k in ("by", "at", "host", "reason") if getattr(a, k)},
+        }
+        for a in run.approvals
     ]
 
 

@@ -440,6 +440,8 @@ def _state(run: Run) -> str:
                 f"entry {f.entry}, started {cell(f.started)}, {safe}\n"
             )
         text += "\n"
+    if run.approvals:
+        text += _approvals(run)
     if run.last_error is not None:
         e = run.last_error
         step = f" in step {code(e.step, 80)}" if e.step else ""
@@ -460,6 +462,31 @@ def _state(run: Run) -> str:
         text += f"Redactions: {run.redactions.count} secret value(s) replaced"
         text += f" ({cell(where, 300)}).\n\n" if where else ".\n\n"
     return text
+
+
+def _approvals(run: Run) -> str:
+    """The calls held for a person's decision, and how to decide (docs/spec.md 4.17)."""
+    text = "Tool calls waiting for approval (decide, then `flow resume` this file):\n\n"
+    for a in run.approvals:
+        decided = ""
+        if a.decision != "pending":
+            by = f" by {cell(a.by, 80)}" if a.by else ""
+            host = f" on {cell(a.host, 80)}" if a.host else ""
+            decided = f" — **{a.decision}**{by}{host}"
+        text += (
+            f"- {code(a.call_id, 80)} {code(a.tool, 80)} in step {code(a.step, 80)}, entry "
+            f"{a.entry}: {code(a.preview, 200)} ({cell(a.why, 80)}){decided}\n"
+        )
+    pending = [a for a in run.approvals if a.decision == "pending"]
+    if pending:
+        ids = " ".join(f"--call {a.call_id}" for a in pending)
+        text += (
+            f"\nApprove: `flow approve PROGRESS {cell(ids, 300)}` (or `--all`); deny: `flow deny "
+            "PROGRESS --call ID --reason TEXT`; or by hand, in the front matter's `approvals:`, "
+            "change a call's `decision: pending` to `decision: approved` or `decision: denied` "
+            "(a denial's `reason:` is what the model is told).\n"
+        )
+    return text + "\n"
 
 
 def conversation_preamble(empty: bool) -> str:

@@ -55,6 +55,7 @@ KNOWN_KEYS: tuple[str, ...] = (
     "compaction",
     "allow-commands",
     "allow-fetch",
+    "approve",
     "steps",
     "recovery",
 )

@@ -50,7 +50,7 @@ LAYERS: list[set[str]] = [
     {"api"},
     # The run machinery.
     {"starting", "resuming", "attempt"},
-    {"status"},
+    {"status", "decisions"},
     {"subworkflows", "runrequests"},
     {"check", "engine", "reconcile", "recovery", "sharing", "detect", "show", "compaction"},
     # Handoff chains (composed from agent files) and hooks, both recorded in the progress file.
@@ -96,6 +96,7 @@ MODULE_LAYERS: dict[str, list[set[str]]] = {
         {"scan", "ignore"},
         # What a tool is, and what it may do without asking.
         {"base", "allowlists"},
+        {"approval"},
         {"consent"},
         {"escapes"},
     ],
