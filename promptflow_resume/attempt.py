@@ -21,6 +21,7 @@ from .base.errors import (
     EXIT_OK,
     EXIT_PROVIDER,
     EXIT_RUN_INCOMPLETE,
+    EXIT_SUSPENDED,
     ModelsRefusedError,
     ModelUnavailableError,
     ProviderError,
@@ -56,6 +57,7 @@ _EXIT_BY_STATUS = {
     "interrupted": EXIT_INTERRUPTED,
     "needs_review": EXIT_NEEDS_REVIEW,
     "awaiting_input": EXIT_AWAITING_INPUT,
+    "suspended": EXIT_SUSPENDED,
 }
 
 #: ``last_error.type`` of a run that failed because of its model provider.
@@ -221,10 +223,12 @@ def engine_options(
     """The engine's options for one attempt: one place turns the run options into consent,
     editor variables and the custom-instructions block."""
     # The engine is loaded by the commands that run one (not by status, list, log ...).
-    from .engine import EngineOptions
+    from .engine import DEFAULT_MAX_SUSPENSIONS, EngineOptions
 
     file = Path(options.file) if options.file else None
+    suspensions = options.limits.max_suspensions
     return EngineOptions(
+        max_suspensions=DEFAULT_MAX_SUSPENSIONS if suspensions is None else suspensions,
         workspace=workspace,
         reporter=options.reporter or Reporter(),
         redactor=redactor,

@@ -46,5 +46,9 @@ class Reporter:
     def retry(self, attempt: int, delay: float, message: str) -> None:
         """A transient provider error; the call is retried after ``delay`` seconds."""
 
+    def suspended(self, until: str, reason: str) -> None:
+        """The run stops ``suspended`` at a provider's quota window that opens at ``until``
+        (UTC, ISO 8601); ``reason`` is the run's one-line reason (docs/spec.md 4.18)."""
+
     def close(self) -> None:
         """The run stopped; tear down any live display."""

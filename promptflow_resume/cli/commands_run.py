@@ -31,6 +31,7 @@ from .options import (
     InputsFileOpt,
     MaxCostOpt,
     MaxHandoffsOpt,
+    MaxSuspensionsOpt,
     MaxTokensOpt,
     MaxTurnsOpt,
     McpConfigOpt,
@@ -212,7 +213,11 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
             err("Progress saved.")
         if run.status == "awaiting_input":
             err(f"Write the answer at {answer_location(path)}, then resume.")
-        err(f"Resume with: flow resume {path}")
+        if run.status == "suspended":
+            err(f"The provider's window opens at {run.until}.")
+            err(f"Continue then with: flow resume --wait {path}")
+        else:
+            err(f"Resume with: flow resume {path}")
     if run.worktree is not None:
         err(
             f"Worktree: {run.worktree.path} (branch {run.worktree.branch}). "
@@ -253,6 +258,7 @@ def run_command(
     max_tokens: MaxTokensOpt = None,
     max_turns: MaxTurnsOpt = None,
     timeout: TimeoutOpt = None,
+    max_suspensions: MaxSuspensionsOpt = None,
     file: FileOpt = None,
     selection: SelectionOpt = None,
     no_instructions: NoInstructionsOpt = False,
@@ -322,7 +328,13 @@ def run_command(
         base_url=base_url,
         record=record,
         stream=live,
-        limits=Limits(max_cost, max_tokens, max_turns, option_seconds("--timeout", timeout)),
+        limits=Limits(
+            max_cost,
+            max_tokens,
+            max_turns,
+            option_seconds("--timeout", timeout),
+            max_suspensions=max_suspensions,
+        ),
         file=file,
         instructions=not no_instructions,
         skills=not no_skills,
@@ -381,6 +393,34 @@ def _ask_on_stderr(prompt: str) -> str:
     sys.stderr.write(prompt)
     sys.stderr.flush()
     return input()
+
+
+def _wait_for_window(progress: Path, live: bool) -> None:
+    """Sleep until a suspended run's provider window opens (docs/spec.md 4.18): a countdown
+    on a terminal, one line otherwise. Nothing is opened for writing meanwhile, so Ctrl-C or
+    a kill leaves the file as it was."""
+    from ..front import window_wait
+
+    left, until = window_wait(progress)
+    if until is None:
+        return
+    err(f"flow: the run is suspended until {until}; waiting {left:.0f} s for the window.")
+    # A hair past the moment: ``until`` is whole seconds, the clock is not.
+    end = time.monotonic() + left + 0.05
+    status: Any = None
+    if live:
+        from ..base.printing import console
+
+        status = console(stderr=True).status(
+            _Countdown("waiting for the provider's window · {left} left", end)
+        )
+        status.start()
+    try:
+        while (rest := end - time.monotonic()) > 0:
+            time.sleep(min(rest, 0.5))
+    finally:
+        if status is not None:
+            status.stop()
 
 
 def _confirm_change(plan: ResumePlan) -> Choices | None:
@@ -475,6 +515,7 @@ def resume_command(
     max_tokens: MaxTokensOpt = None,
     max_turns: MaxTurnsOpt = None,
     timeout: TimeoutOpt = None,
+    max_suspensions: MaxSuspensionsOpt = None,
     file: FileOpt = None,
     selection: SelectionOpt = None,
     no_instructions: NoInstructionsOpt = False,
@@ -484,6 +525,13 @@ def resume_command(
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     accept_permissions: AcceptPermissionsOpt = False,
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask questions on a terminal."),
+    wait: bool = typer.Option(
+        False,
+        "--wait",
+        help="A run suspended at a provider's quota window: wait until the window opens "
+        "(a countdown on a terminal; Ctrl-C stops waiting and leaves the file as it was), "
+        "then continue. Without it, resuming before the window exits 16 and sends nothing.",
+    ),
     mcp_config: McpConfigOpt = None,
     as_json: SummaryJson = False,
     verbose: VerboseOpt = False,
@@ -529,6 +577,8 @@ def resume_command(
         return _print_status(run_status(progress, connection, request), as_json, plan=True)
     interactive = _stdin_is_terminal() and not as_json and not yes
     live = sys.stderr.isatty() and not as_json
+    if wait:
+        _wait_for_window(progress, live)
     reporter = ConsoleReporter(live=live, verbose=verbose)
     request = dataclasses.replace(
         request,
@@ -541,7 +591,13 @@ def resume_command(
         base_url=base_url,
         record=record,
         stream=live,
-        limits=Limits(max_cost, max_tokens, max_turns, option_seconds("--timeout", timeout)),
+        limits=Limits(
+            max_cost,
+            max_tokens,
+            max_turns,
+            option_seconds("--timeout", timeout),
+            max_suspensions=max_suspensions,
+        ),
         file=file,
         selection=read_selection(selection),
         instructions=not no_instructions,
@@ -621,6 +677,11 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
         f"{count(usage['turns'], 'turn')}, ${usage['cost_usd']:.4f}, "
         f"{count(data['attempts'], 'attempt')}"
     )
+    if data["until"]:
+        out(
+            f"until    {data['until']}: the provider's quota window opens then "
+            f"(suspension {data['suspensions']}); `flow resume --wait` waits and continues"
+        )
     _print_tree(data)
     chain = status.chain_text()
     if chain:

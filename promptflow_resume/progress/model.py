@@ -24,6 +24,7 @@ RunStatus = Literal[
     "budget_exhausted",
     "needs_review",
     "awaiting_input",
+    "suspended",
     "completed",
 ]
 RUN_STATUSES: tuple[str, ...] = (
@@ -35,6 +36,7 @@ RUN_STATUSES: tuple[str, ...] = (
     "budget_exhausted",
     "needs_review",
     "awaiting_input",
+    "suspended",
     "completed",
 )
 #: Statuses a run can be resumed from (``running`` too, when its owner is dead).
@@ -223,6 +225,9 @@ class Attempt:
     #: The agents the subagent tool offered in this attempt (name -> the agent file's hash),
     #: so the next resume reports a changed offer (docs/spec.md 4.14).
     agents: dict[str, str] = field(default_factory=dict)
+    #: The attempt ended ``suspended`` at a provider's quota window: when the window opens
+    #: (UTC, ISO 8601). Counted against ``--max-suspensions`` (docs/spec.md 4.18).
+    until: str | None = None
 
     def add_notes(self, notes: Iterable[str]) -> None:
         """Record ``notes``; those that are ``EditNote`` go into ``edits`` too (as plain text)."""
@@ -385,6 +390,8 @@ class Run:
     config: RunConfig
     cursor: Cursor
     reason: str | None = None
+    #: A ``suspended`` run: when the provider's window opens (UTC, ISO 8601); None otherwise.
+    until: str | None = None
     inputs: dict[str, Any] = field(default_factory=dict)
     steps: dict[str, StepState] = field(default_factory=dict)
     in_flight: list[InFlight] = field(default_factory=list)
