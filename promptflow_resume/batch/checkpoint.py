@@ -34,7 +34,15 @@ BATCH_FILE = "batch.md"
 DONE = frozenset({"completed"})
 #: Row statuses counted as failed in the totals (they stopped without completing).
 STOPPED = frozenset(
-    {"failed", "interrupted", "budget_exhausted", "timeout", "needs_review", "awaiting_input"}
+    {
+        "failed",
+        "interrupted",
+        "budget_exhausted",
+        "timeout",
+        "needs_review",
+        "awaiting_input",
+        "suspended",
+    }
 )
 
 _KEYS = (

@@ -292,7 +292,8 @@ def run_command(
 
     The run is checkpointed after every model reply, tool call and step into its progress.md.
     Exit codes: 0 completed, 1 failed/budget/timeout, 8 needs review, 14 git problem
-    (--worktree), 130 interrupted (see docs/spec.md for all).
+    (--worktree), 16 suspended at a provider's quota window (continue with flow resume
+    --wait), 130 interrupted (see docs/spec.md for all).
     """
     from ..api import Limits, RunOptions
     from ..front import RunCommand, handoffs_to_follow, read_selection, run_workflow
@@ -542,6 +543,8 @@ def resume_command(
     that already ran, choose --rerun-changed or --keep-completed (on a terminal you are asked).
     After a failure or a call left in flight, --retry-step or --skip-step chooses for one
     step, or --decide lets the run's model choose (recorded in the file with its reason).
+    A run suspended at a provider's quota window goes on once the window opens: --wait
+    sleeps until then; before it, resume sends nothing and exits 16.
     """
     from ..api import Choices, Limits, ResumeRequest, RunOptions, resume_run, run_status
     from ..front import Target, parse_assignments, read_selection, resume_target
