@@ -100,6 +100,8 @@ def run_summary(run: Run, path: Path) -> dict[str, Any]:
         "usage": run.usage.to_dict(),
         "last_error": run.last_error.message if run.last_error else None,
         **({"worktree": run.worktree.path} if run.worktree else {}),
+        # A suspended run: when the provider's window opens (docs/spec.md 4.18).
+        **({"until": run.until} if run.until else {}),
     }
 
 

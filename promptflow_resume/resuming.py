@@ -142,9 +142,10 @@ def refuse_early_resume(run: Run, path: Path) -> None:
     left = seconds_to_window(run)
     if left <= 0:
         return
+    why = (run.reason or "").removeprefix(f"until {run.until}: ").rstrip(".")
     raise SuspendedError(
         f"the run is suspended until {run.until} (in {left:.0f} s): "
-        f"{run.reason or 'the provider asked to wait'}. Nothing was sent.",
+        f"{why or 'the provider asked to wait'}. Nothing was sent.",
         path=path,
         hint="Run `flow resume --wait` to wait for the window and continue, or resume after "
         f"{run.until}.",

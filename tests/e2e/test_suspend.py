@@ -283,10 +283,16 @@ def test_an_anthropic_usage_limit_suspends_until_access_returns(
     where = _project(tmp_path, protocol)
     back = (datetime.now(timezone.utc) + timedelta(hours=2)).replace(second=0, microsecond=0)
     server.push(anthropic_usage_limit(back))
-    result = _run(where, server, protocol)
+    result = _run(where, server, protocol, "--json")
     assert result.returncode == EXIT_SUSPENDED, result.stderr
     front = _front(where)
     assert front["until"] == back.strftime("%Y-%m-%dT%H:%M:%SZ")
+    summary = json.loads(result.stdout)
+    assert (summary["status"], summary["until"], summary["exit_code"]) == (
+        "suspended",
+        front["until"],
+        EXIT_SUSPENDED,
+    )
     assert "regain access" in front["reason"]
     early = _resume(where, server, protocol)
     assert early.returncode == EXIT_SUSPENDED
