@@ -22,6 +22,7 @@ from .base.errors import (
     EXIT_OK,
     EXIT_PROVIDER,
     EXIT_RUN_INCOMPLETE,
+    EXIT_SUSPENDED,
     ModelsRefusedError,
     ModelUnavailableError,
     ProviderError,
@@ -59,6 +60,7 @@ _EXIT_BY_STATUS = {
     "needs_review": EXIT_NEEDS_REVIEW,
     "awaiting_input": EXIT_AWAITING_INPUT,
     "awaiting_approval": EXIT_AWAITING_APPROVAL,
+    "suspended": EXIT_SUSPENDED,
 }
 
 #: ``last_error.type`` of a run that failed because of its model provider.
@@ -102,6 +104,8 @@ def run_summary(run: Run, path: Path) -> dict[str, Any]:
         "last_error": run.last_error.message if run.last_error else None,
         **({"worktree": run.worktree.path} if run.worktree else {}),
         **({"approvals": approvals_view(run)} if run.approvals else {}),
+        # A suspended run: when the provider's window opens (docs/spec.md 4.18).
+        **({"until": run.until} if run.until else {}),
     }
 
 
@@ -238,10 +242,12 @@ def engine_options(
     """The engine's options for one attempt: one place turns the run options into consent,
     editor variables and the custom-instructions block."""
     # The engine is loaded by the commands that run one (not by status, list, log ...).
-    from .engine import EngineOptions
+    from .engine import DEFAULT_MAX_SUSPENSIONS, EngineOptions
 
     file = Path(options.file) if options.file else None
+    suspensions = options.limits.max_suspensions
     return EngineOptions(
+        max_suspensions=DEFAULT_MAX_SUSPENSIONS if suspensions is None else suspensions,
         workspace=workspace,
         reporter=options.reporter or Reporter(),
         redactor=redactor,

@@ -25,16 +25,17 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from .base import collector, faults
-from .base.clock import now_iso
+from .base.clock import iso_at, now_iso
 from .base.errors import (
     DeadlineError,
     FlowError,
     ModelUnavailableError,
     NeedsReviewError,
     ProviderError,
+    QuotaWindowError,
     ToolServerError,
 )
 from .base.redact import Redactor
@@ -95,6 +96,16 @@ ANSWER_PLACEHOLDER = "WRITE YOUR ANSWER HERE, then run flow resume"
 
 #: How much of a provider's refusal of a model the attempt records.
 _REFUSAL_CHARS = 500
+#: How many quota-window suspensions a run may use unless ``--max-suspensions`` says
+#: (docs/spec.md 4.18): enough for a daily window or two, few enough that a run stuck on an
+#: exhausted quota stops asking.
+DEFAULT_MAX_SUSPENSIONS = 3
+
+
+def _short(error: Exception) -> str:
+    """The first line of an error's message, cut to fit a one-line ``reason``."""
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return text if len(text) <= 200 else text[:199].rstrip() + "…"
 
 
 def awaiting_reason(step_id: str) -> str:
@@ -231,12 +242,14 @@ class ChildRunner(Protocol):
 
 
 class _RunEnds(Exception):
-    """Internal: end the run with a status and reason (budget, timeout, review, input)."""
+    """Internal: end the run with a status and reason (budget, timeout, review, input), and
+    for ``suspended`` the moment the provider's window opens."""
 
-    def __init__(self, status: str, reason: str) -> None:
+    def __init__(self, status: str, reason: str, until: str | None = None) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
+        self.until = until
 
 
 @dataclass
@@ -278,6 +291,8 @@ class EngineOptions:
     #: ``--on-consent stop``: without a terminal, a command or fetch that needs consent is
     #: held for ``flow approve`` instead of refused (spec 4.17).
     consent_stop: bool = False
+    #: How many quota-window suspensions the run may use in all (``--max-suspensions``).
+    max_suspensions: int = DEFAULT_MAX_SUSPENSIONS
 
 
 class Engine:
@@ -387,7 +402,9 @@ class Engine:
                 run.cursor.index = run.cursor.total
                 self._set_status("completed", None)
         except _RunEnds as ends:
-            self._set_status(ends.status, ends.reason)
+            self._set_status(ends.status, ends.reason, until=ends.until)
+            if ends.until is not None:
+                self.reporter.suspended(ends.until, ends.reason)
         except Interrupted as intr:
             self._set_status("interrupted", f"stopped by {intr}")
         except ProviderError as error:
@@ -643,6 +660,7 @@ class Engine:
                 child.status,
                 f"in the sub-workflow of step {step.id!r} ({state.child}): "
                 f"{child.reason or child.status}",
+                child.until,  # a suspended child: the parent waits for the same window
             )
         entry = self._entry(
             "tool_result", outcome.output, step.id, call_id=call.call_id, tool=WORKFLOW_TOOL
@@ -916,6 +934,8 @@ class Engine:
             if pinned:
                 return send(request)
             reply = self._models.call(request, send, on_refused=self._model_refused)
+        except QuotaWindowError as error:
+            self._suspend(error)
         except ProviderError as error:
             # DeadlineError: retry.call_with_retry refused a wait that would pass the limit.
             deadline_hit = self._deadline is not None and time.monotonic() >= self._deadline
@@ -925,6 +945,27 @@ class Engine:
         if self._models.has_fallbacks:
             self._attempt.model = self._models.current
         return reply
+
+    def _suspend(self, error: QuotaWindowError) -> NoReturn:
+        """Stop the run ``suspended`` until the provider's window opens, or fail it when the
+        run has used its ``max_suspensions`` (docs/spec.md 4.18). The refused request was not
+        answered, so the resume sends it; nothing answered is sent again."""
+        used = sum(1 for a in self.run.attempts if a.until is not None)
+        limit = self.options.max_suspensions
+        until = iso_at(error.until)
+        if used >= limit:
+            raise ProviderError(
+                f"{error.message.rstrip('.')}; the run has already been suspended {used} "
+                f"time{'s' if used != 1 else ''}, the most --max-suspensions allows ({limit}).",
+                status_code=error.status_code,
+                reason="max_suspensions",
+                hint=f"The window opens at {until}: resume then with a larger "
+                "--max-suspensions, or raise the provider's limits.",
+            ) from error
+        self._attempt.until = until
+        note = self._redacted(f"suspended until {until}: {error.message}", "attempt notes")
+        self._attempt.notes.append(note)
+        raise _RunEnds("suspended", f"until {until}: {_short(error)}", until) from None
 
     @property
     def _model(self) -> str | None:
@@ -1262,6 +1303,7 @@ class Engine:
                 child.status,
                 f"in the subagent {agent.name} called in step {step.id!r} ({link.child}): "
                 f"{child.reason or child.status}",
+                child.until,  # a suspended child: the parent waits for the same window
             )
         return ToolResult(outcome.output)
 
@@ -1513,9 +1555,10 @@ class Engine:
                 outputs[step_id] = command_output(entry.content) if is_command else entry.content
         return outputs
 
-    def _set_status(self, status: str, reason: str | None) -> None:
+    def _set_status(self, status: str, reason: str | None, *, until: str | None = None) -> None:
         self.run.status = status  # type: ignore[assignment]
         self.run.reason = reason
+        self.run.until = until
         if status == "completed":
             self.run.last_error = None
         self._save()

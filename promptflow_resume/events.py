@@ -76,11 +76,12 @@ class Reporter:
     def question_asked(self, step_id: str, text: str) -> None:
         """A human step's question is saved in the file; the run stops for its answer."""
 
-    def suspended(self, until: str, reason: str) -> None:
-        """The run is saved ``suspended`` until ``until`` (ISO 8601 UTC), e.g. a quota window."""
-
     def retry(self, attempt: int, delay: float, message: str) -> None:
         """A transient provider error; the call is retried after ``delay`` seconds."""
+
+    def suspended(self, until: str, reason: str) -> None:
+        """The run stops ``suspended`` at a provider's quota window that opens at ``until``
+        (UTC, ISO 8601); ``reason`` is the run's one-line reason (docs/spec.md 4.18)."""
 
     def close(self) -> None:
         """The run stopped; tear down any live display."""

@@ -224,3 +224,16 @@ def resume_target(path: Path, request: ResumeRequest = ResumeRequest()) -> Targe
             hint="Resume the row's own progress.md (its path is in the batch file) with them.",
         )
     return Target.BATCH
+
+
+def window_wait(path: Path) -> tuple[float, str | None]:
+    """For ``flow resume --wait``: the seconds until a suspended run's provider window opens
+    and its ``until`` (0 and None when the run is not suspended or the window is open).
+    Reads the file, never writes it."""
+    from .progress import load_progress
+    from .progress.location import progress_file
+    from .resuming import seconds_to_window
+
+    run, _ = load_progress(progress_file(path))
+    left = seconds_to_window(run)
+    return left, run.until if left > 0 else None

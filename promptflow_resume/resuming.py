@@ -15,6 +15,7 @@ A resume goes in four named steps, each finished before the next begins:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,6 +28,7 @@ from .base.errors import (
     InputError,
     NeedsReviewError,
     PermissionsNotConfirmedError,
+    SuspendedError,
 )
 from .base.redact import Redactor
 from .hooks import hooks_changed, load_run_hooks
@@ -125,11 +127,38 @@ def resume(progress_path: str | Path, options: RunOptions, request: ResumeReques
     return Outcome(run=run, path=path, exit_code=exit_code_for(run), resumed=True, notes=notes)
 
 
+def seconds_to_window(run: Run) -> float:
+    """For a ``suspended`` run, the seconds until its provider's window opens (0: open now,
+    or the run is not suspended)."""
+    if run.status != "suspended" or not run.until:
+        return 0.0
+    from .base.clock import parse_iso
+
+    return max(0.0, parse_iso(run.until).timestamp() - time.time())
+
+
+def refuse_early_resume(run: Run, path: Path) -> None:
+    """A run suspended at a quota window does not go on before the window opens: the request
+    would only be refused again (docs/spec.md 4.18). Nothing is sent, nothing written."""
+    left = seconds_to_window(run)
+    if left <= 0:
+        return
+    why = (run.reason or "").removeprefix(f"until {run.until}: ").rstrip(".")
+    raise SuspendedError(
+        f"the run is suspended until {run.until} (in {left:.0f} s): "
+        f"{why or 'the provider asked to wait'}. Nothing was sent.",
+        path=path,
+        hint="Run `flow resume --wait` to wait for the window and continue, or resume after "
+        f"{run.until}.",
+    )
+
+
 def _check(state: _Resume) -> None:
     """The checks made before anything starts or is written."""
     from .subworkflows import refuse_child_cycles, refuse_direct_resume
 
     run, path, options = state.run, state.path, state.options
+    refuse_early_resume(run, path)
     refuse_direct_resume(run, path)
     refuse_child_cycles(run, path)
     # --decide, ``recovery: model`` and the run itself all send to the endpoint this resume

@@ -37,6 +37,8 @@ class Limits:
     max_tokens: int | None = None
     max_turns: int | None = None
     timeout: float | None = None
+    #: ``--max-suspensions``: quota-window suspensions the run may use (None: the default).
+    max_suspensions: int | None = None
 
     def apply(self, budget: dict[str, Any]) -> dict[str, Any]:
         """The budget with these overrides applied."""

@@ -102,6 +102,9 @@ class StatusReport:
             "run_id": run.run_id,
             "status": state.status,
             "reason": state.reason,
+            # A suspended run: when its provider's quota window opens (docs/spec.md 4.18).
+            "until": run.until,
+            "suspensions": sum(1 for a in run.attempts if a.until is not None),
             "recorded_status": run.status,
             "owner_alive": state.owner_alive,
             "state": state.text(),

@@ -23,3 +23,13 @@ def age(text: str, now: datetime | None = None) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def iso_at(epoch: float) -> str:
+    """``epoch`` (seconds, UTC) as ``now_iso`` writes it, rounded up to the whole second so
+    a moment to wait for is never written earlier than it is."""
+    import math
+
+    # Rounded to the millisecond first: float sums must not push a whole second up.
+    moment = datetime.fromtimestamp(math.ceil(round(epoch, 3)), timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -35,6 +35,7 @@ EXIT_STORAGE = 12
 EXIT_TOOL_SERVER = 13
 EXIT_GIT = 14
 EXIT_AWAITING_APPROVAL = 15
+EXIT_SUSPENDED = 16
 EXIT_INTERRUPTED = 130
 
 
@@ -297,6 +298,29 @@ class DeadlineError(ProviderError):
         super().__init__(
             message, transient=False, status_code=status_code, reason=self.REASON, hint=hint
         )
+
+
+class QuotaWindowError(ProviderError):
+    """The provider refused for a quota or rate window that opens later than a retry in this
+    process should wait: the engine stops the run ``suspended`` until ``until`` (seconds since
+    the epoch, UTC) instead of sleeping (docs/spec.md 4.18). Decided by the class."""
+
+    REASON = "quota_window"
+
+    def __init__(
+        self, message: str, *, until: float, status_code: int | None, hint: str | None = None
+    ) -> None:
+        super().__init__(
+            message, transient=False, status_code=status_code, reason=self.REASON, hint=hint
+        )
+        self.until = until
+
+
+class SuspendedError(FlowError):
+    """``flow resume`` (without ``--wait``) of a run suspended until a moment still to come:
+    nothing is sent and the file is not touched."""
+
+    exit_code = EXIT_SUSPENDED
 
 
 class ToolServerError(FlowError):

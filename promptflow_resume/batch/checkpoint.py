@@ -42,6 +42,7 @@ STOPPED = frozenset(
         "needs_review",
         "awaiting_input",
         "awaiting_approval",
+        "suspended",
     }
 )
 

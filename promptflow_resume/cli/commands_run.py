@@ -34,6 +34,7 @@ from .options import (
     InputsFileOpt,
     MaxCostOpt,
     MaxHandoffsOpt,
+    MaxSuspensionsOpt,
     MaxTokensOpt,
     MaxTurnsOpt,
     McpConfigOpt,
@@ -224,7 +225,11 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
         if run.status == "awaiting_approval":
             for line in approval_lines(run, path):
                 err(line)
-        err(f"Resume with: flow resume {path}")
+        if run.status == "suspended":
+            err(f"The provider's window opens at {run.until}.")
+            err(f"Continue then with: flow resume --wait {path}")
+        else:
+            err(f"Resume with: flow resume {path}")
     if run.worktree is not None:
         err(
             f"Worktree: {run.worktree.path} (branch {run.worktree.branch}). "
@@ -272,6 +277,7 @@ def run_command(
     max_tokens: MaxTokensOpt = None,
     max_turns: MaxTurnsOpt = None,
     timeout: TimeoutOpt = None,
+    max_suspensions: MaxSuspensionsOpt = None,
     file: FileOpt = None,
     selection: SelectionOpt = None,
     no_instructions: NoInstructionsOpt = False,
@@ -311,7 +317,8 @@ def run_command(
 
     The run is checkpointed after every model reply, tool call and step into its progress.md.
     Exit codes: 0 completed, 1 failed/budget/timeout, 8 needs review, 14 git problem
-    (--worktree), 130 interrupted (see docs/spec.md for all).
+    (--worktree), 16 suspended at a provider's quota window (continue with flow resume
+    --wait), 130 interrupted (see docs/spec.md for all).
     """
     from ..api import Limits, RunOptions
     from ..front import RunCommand, handoffs_to_follow, read_selection, run_workflow
@@ -348,7 +355,13 @@ def run_command(
         base_url=base_url,
         record=record,
         stream=live,
-        limits=Limits(max_cost, max_tokens, max_turns, option_seconds("--timeout", timeout)),
+        limits=Limits(
+            max_cost,
+            max_tokens,
+            max_turns,
+            option_seconds("--timeout", timeout),
+            max_suspensions=max_suspensions,
+        ),
         file=file,
         instructions=not no_instructions,
         skills=not no_skills,
@@ -425,6 +438,34 @@ def _ask_on_stderr(prompt: str) -> str:
     sys.stderr.write(prompt)
     sys.stderr.flush()
     return input()
+
+
+def _wait_for_window(progress: Path, live: bool) -> None:
+    """Sleep until a suspended run's provider window opens (docs/spec.md 4.18): a countdown
+    on a terminal, one line otherwise. Nothing is opened for writing meanwhile, so Ctrl-C or
+    a kill leaves the file as it was."""
+    from ..front import window_wait
+
+    left, until = window_wait(progress)
+    if until is None:
+        return
+    err(f"flow: the run is suspended until {until}; waiting {left:.0f} s for the window.")
+    # A hair past the moment: ``until`` is whole seconds, the clock is not.
+    end = time.monotonic() + left + 0.05
+    status: Any = None
+    if live:
+        from ..base.printing import console
+
+        status = console(stderr=True).status(
+            _Countdown("waiting for the provider's window · {left} left", end)
+        )
+        status.start()
+    try:
+        while (rest := end - time.monotonic()) > 0:
+            time.sleep(min(rest, 0.5))
+    finally:
+        if status is not None:
+            status.stop()
 
 
 def _confirm_change(plan: ResumePlan) -> Choices | None:
@@ -519,6 +560,7 @@ def resume_command(
     max_tokens: MaxTokensOpt = None,
     max_turns: MaxTurnsOpt = None,
     timeout: TimeoutOpt = None,
+    max_suspensions: MaxSuspensionsOpt = None,
     file: FileOpt = None,
     selection: SelectionOpt = None,
     no_instructions: NoInstructionsOpt = False,
@@ -533,6 +575,13 @@ def resume_command(
     no_approve: NoApproveOpt = False,
     on_consent: OnConsentOpt = "refuse",
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask questions on a terminal."),
+    wait: bool = typer.Option(
+        False,
+        "--wait",
+        help="A run suspended at a provider's quota window: wait until the window opens "
+        "(a countdown on a terminal; Ctrl-C stops waiting and leaves the file as it was), "
+        "then continue. Without it, resuming before the window exits 16 and sends nothing.",
+    ),
     mcp_config: McpConfigOpt = None,
     events: EventsOpt = None,
     as_json: SummaryJson = False,
@@ -544,6 +593,8 @@ def resume_command(
     that already ran, choose --rerun-changed or --keep-completed (on a terminal you are asked).
     After a failure or a call left in flight, --retry-step or --skip-step chooses for one
     step, or --decide lets the run's model choose (recorded in the file with its reason).
+    A run suspended at a provider's quota window goes on once the window opens: --wait
+    sleeps until then; before it, resume sends nothing and exits 16.
     """
     from ..api import Choices, Limits, ResumeRequest, RunOptions, resume_run, run_status
     from ..front import Target, parse_assignments, read_selection, resume_target
@@ -580,6 +631,8 @@ def resume_command(
         return _print_status(run_status(progress, connection, request), as_json, plan=True)
     interactive = _stdin_is_terminal() and not as_json and not yes
     live = sys.stderr.isatty() and not as_json
+    if wait:
+        _wait_for_window(progress, live)
     reporter = ConsoleReporter(live=live, verbose=verbose)
     stream = event_stream(events)
     request = dataclasses.replace(
@@ -593,7 +646,13 @@ def resume_command(
         base_url=base_url,
         record=record,
         stream=live,
-        limits=Limits(max_cost, max_tokens, max_turns, option_seconds("--timeout", timeout)),
+        limits=Limits(
+            max_cost,
+            max_tokens,
+            max_turns,
+            option_seconds("--timeout", timeout),
+            max_suspensions=max_suspensions,
+        ),
         file=file,
         selection=read_selection(selection),
         instructions=not no_instructions,
@@ -685,6 +744,11 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
     for held in data["approvals"]:
         by = f" by {held['by']}" if held.get("by") else ""
         out(f"approval {held['call_id']} {held['tool']} ({held['why']}): {held['decision']}{by}")
+    if data["until"]:
+        out(
+            f"until    {data['until']}: the provider's quota window opens then "
+            f"(suspension {data['suspensions']}); `flow resume --wait` waits and continues"
+        )
     _print_tree(data)
     chain = status.chain_text()
     if chain:

@@ -120,6 +120,16 @@ TimeoutOpt = Annotated[
         help="Wall-clock limit for this attempt: 90 (seconds), 10m, 1h30m, 2d.",
     ),
 ]
+MaxSuspensionsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-suspensions",
+        metavar="N",
+        min=0,
+        help="Quota windows the run may be suspended at, counted over all its attempts "
+        "(default 3; 0: never suspend, fail instead). Beyond it the run fails.",
+    ),
+]
 FileOpt = Annotated[
     Path | None, typer.Option("--file", metavar="FILE", help="The file ${file} stands for.")
 ]

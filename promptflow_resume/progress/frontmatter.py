@@ -53,6 +53,7 @@ KEY_ORDER: tuple[str, ...] = (
     "run_id",
     "status",
     "reason",
+    "until",
     "workflow",
     "created",
     "updated",
@@ -142,6 +143,7 @@ def _attempt(a: Attempt) -> dict[str, Any]:
     if a.agents:
         out["agents"] = dict(a.agents)
     _put(out, "hooks", dict(a.hooks))
+    _put(out, "until", a.until)
     return out
 
 
@@ -241,6 +243,7 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
     out: dict[str, Any] = {"flow_progress": FORMAT_VERSION, "run_id": run.run_id}
     out["status"] = run.status
     _put(out, "reason", run.reason)
+    _put(out, "until", run.until)
     wf: dict[str, Any] = {"path": run.workflow.path}
     _put(wf, "name", run.workflow.name)
     _put(wf, "description", run.workflow.description)
@@ -394,6 +397,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
         ),
         cursor=Cursor(step=cursor.get("step"), index=cursor["index"], total=cursor["total"]),
         reason=data.get("reason"),
+        until=data.get("until"),
         inputs=dict(data.get("inputs") or {}),
         steps=steps,
         in_flight=[
@@ -429,6 +433,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
                 ],
                 agents=dict(a.get("agents") or {}),
                 hooks=dict(a.get("hooks") or {}),
+                until=a.get("until"),
             )
             for a in data.get("attempts") or []
         ],

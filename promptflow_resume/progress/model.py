@@ -25,6 +25,7 @@ RunStatus = Literal[
     "needs_review",
     "awaiting_input",
     "awaiting_approval",
+    "suspended",
     "completed",
 ]
 RUN_STATUSES: tuple[str, ...] = (
@@ -37,6 +38,7 @@ RUN_STATUSES: tuple[str, ...] = (
     "needs_review",
     "awaiting_input",
     "awaiting_approval",
+    "suspended",
     "completed",
 )
 #: Statuses a run can be resumed from (``running`` too, when its owner is dead).
@@ -306,6 +308,9 @@ class Attempt:
     #: The hooks files this attempt ran with (file -> ``sha256:<16 hex>`` of its bytes), so
     #: the next resume notices a changed, added or removed file.
     hooks: dict[str, str] = field(default_factory=dict)
+    #: The attempt ended ``suspended`` at a provider's quota window: when the window opens
+    #: (UTC, ISO 8601). Counted against ``--max-suspensions`` (docs/spec.md 4.18).
+    until: str | None = None
 
     def add_notes(self, notes: Iterable[str]) -> None:
         """Record ``notes``; those that are ``EditNote`` go into ``edits`` too (as plain text)."""
@@ -468,6 +473,8 @@ class Run:
     config: RunConfig
     cursor: Cursor
     reason: str | None = None
+    #: A ``suspended`` run: when the provider's window opens (UTC, ISO 8601); None otherwise.
+    until: str | None = None
     inputs: dict[str, Any] = field(default_factory=dict)
     steps: dict[str, StepState] = field(default_factory=dict)
     in_flight: list[InFlight] = field(default_factory=list)

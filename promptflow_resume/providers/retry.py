@@ -15,12 +15,16 @@ Rules (``docs/spec.md``, section 5):
 - ``policy.max_attempts`` counts every call, the first included; ``1`` means no retry.
 - The delay before retry *n* is ``initial_delay * multiplier**(n-1)``, spread by
   ``±jitter`` (a fraction) and capped at ``max_delay``.
-- A ``Retry-After`` from the server replaces the computed delay. One longer than
-  ``max_delay`` ends the retries at once: retrying sooner would be refused again, and waiting
-  longer than the policy allows would stall the run beyond what the workflow agreed to.
+- A wait named by the server (``Retry-After``, or the reset of an exhausted rate limit:
+  OpenAI's ``x-ratelimit-reset-*`` durations, Anthropic's ``anthropic-ratelimit-*-reset``
+  times, Anthropic's "regain access on" usage-limit message) replaces the computed delay.
+  One longer than ``max_delay``, or one that would pass ``deadline``, is not slept here:
+  ``QuotaWindowError`` carries the moment the window opens, and the engine suspends the run
+  until then (docs/spec.md 4.18); retrying sooner would only be refused again.
 - Out of attempts: ``ProviderError(reason="provider_unavailable")`` naming the last error.
-- A wait that would pass ``deadline`` (a ``time.monotonic()`` value) is not started:
-  ``DeadlineError`` (a ``ProviderError``) instead, so the engine can stop the run as ``timeout``.
+- A computed (backoff) wait that would pass ``deadline`` (a ``time.monotonic()`` value) is not
+  started: ``DeadlineError`` (a ``ProviderError``) instead, so the engine can stop the run as
+  ``timeout``.
 - Permanent errors are re-raised at once, unchanged.
 
 This module also holds what both SDK providers share about HTTP failures: which status codes
@@ -31,12 +35,13 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import timezone
+from datetime import datetime, timezone
 
-from ..base.errors import DeadlineError, ModelUnavailableError, ProviderError
+from ..base.errors import DeadlineError, ModelUnavailableError, ProviderError, QuotaWindowError
 from ..base.retrypolicy import RetryPolicy
 from .base import Provider, Reply, Request
 
@@ -87,8 +92,10 @@ def call_with_retry(
     deadline: float | None = None,
     clock: Callable[[], float] = time.monotonic,
     rand: Callable[[], float] = random.random,
+    wall: Callable[[], float] = time.time,
 ) -> Reply:
-    """Call ``provider.complete`` until it succeeds, a permanent error, or the policy gives up."""
+    """Call ``provider.complete`` until it succeeds, a permanent error, or the policy gives up;
+    a server-named wait too long for this process raises ``QuotaWindowError``."""
     max_attempts = max(1, policy.max_attempts)
     attempt = 0
     while True:
@@ -99,6 +106,15 @@ def call_with_retry(
             if not err.transient:
                 raise
             last = err
+        window = _window(last, policy, deadline, clock)
+        if window is not None:
+            raise QuotaWindowError(
+                f"{_describe(last)}; {window}.",
+                until=wall() + (last.retry_after or 0.0),
+                status_code=last.status_code,
+                hint="The run is suspended: `flow resume --wait` continues it when the window "
+                "opens.",
+            ) from last
         if attempt >= max_attempts:
             raise _unavailable(
                 last,
@@ -106,13 +122,6 @@ def call_with_retry(
                 attempts=attempt,
             )
         if last.retry_after is not None:
-            if last.retry_after > policy.max_delay:
-                raise _unavailable(
-                    last,
-                    f"the server asked to wait {last.retry_after:g} s before retrying, longer "
-                    f"than the retry policy's max_delay of {policy.max_delay:g} s",
-                    attempts=attempt,
-                )
             delay = max(0.0, last.retry_after)
         else:
             delay = backoff_delay(policy, attempt, rand())
@@ -126,6 +135,26 @@ def call_with_retry(
         if on_retry is not None:
             on_retry(RetryEvent(attempt=attempt, delay=delay, error=last))
         sleep(delay)
+
+
+def _window(
+    err: ProviderError,
+    policy: RetryPolicy,
+    deadline: float | None,
+    clock: Callable[[], float],
+) -> str | None:
+    """Why the server-named wait of ``err`` is not slept in this process (None: it is)."""
+    wait = err.retry_after
+    if wait is None:
+        return None
+    if wait > policy.max_delay:
+        return (
+            f"the provider's window opens in {wait:g} s, longer than the retry policy's "
+            f"max_delay of {policy.max_delay:g} s"
+        )
+    if deadline is not None and clock() + wait > deadline:
+        return f"the provider's window opens in {wait:g} s, after the run's time limit"
+    return None
 
 
 def _describe(err: ProviderError) -> str:
@@ -194,6 +223,71 @@ def parse_retry_after(
     return seconds
 
 
+#: The rate limits whose reset a 429 may name: OpenAI sends ``x-ratelimit-reset-<limit>`` as a
+#: duration (``6m0s``, ``1s``, ``20ms``), Anthropic ``anthropic-ratelimit-<limit>-reset`` as an
+#: RFC 3339 time; each beside the limit's ``remaining`` count.
+_RESET_HEADERS = (
+    ("x-ratelimit-reset-requests", "x-ratelimit-remaining-requests"),
+    ("x-ratelimit-reset-tokens", "x-ratelimit-remaining-tokens"),
+    ("anthropic-ratelimit-requests-reset", "anthropic-ratelimit-requests-remaining"),
+    ("anthropic-ratelimit-tokens-reset", "anthropic-ratelimit-tokens-remaining"),
+    ("anthropic-ratelimit-input-tokens-reset", "anthropic-ratelimit-input-tokens-remaining"),
+    ("anthropic-ratelimit-output-tokens-reset", "anthropic-ratelimit-output-tokens-remaining"),
+)
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+#: Anthropic's spend-limit refusal names the day and time access returns (a 400).
+_REGAIN_ACCESS = re.compile(r"regain access on (\d{4}-\d{2}-\d{2}) at (\d{1,2}:\d{2}) UTC")
+
+
+def parse_reset(value: str, *, now: float) -> float | None:
+    """Seconds until a rate limit's reset: a Go-style duration (``1m30s``, ``20ms``) or an
+    RFC 3339 time; None when unreadable."""
+    text = value.strip()
+    parts = _DURATION_PART.findall(text)
+    if parts and "".join(n + u for n, u in parts) == text:
+        scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+        return sum(float(n) * scale[u] for n, u in parts)
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, when.timestamp() - now)
+
+
+def parse_rate_limit_reset(
+    headers: Mapping[str, str] | None, *, now: float | None = None
+) -> float | None:
+    """Seconds until the exhausted rate limits of a 429 reset (the latest of those whose
+    ``remaining`` is 0); None when no exhausted limit names its reset."""
+    if not headers:
+        return None
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    current = now if now is not None else time.time()
+    waits = []
+    for reset_key, remaining_key in _RESET_HEADERS:
+        raw = lowered.get(reset_key)
+        if raw is None or lowered.get(remaining_key, "").strip() != "0":
+            continue
+        wait = parse_reset(raw, now=current)
+        if wait is not None and math.isfinite(wait):
+            waits.append(wait)
+    return max(waits) if waits else None
+
+
+def usage_limit_wait(message: str, *, now: float | None = None) -> float | None:
+    """Seconds until the moment an Anthropic usage-limit message says access returns."""
+    found = _REGAIN_ACCESS.search(message)
+    if found is None:
+        return None
+    try:
+        when = datetime.fromisoformat(f"{found.group(1)}T{found.group(2):0>5}:00+00:00")
+    except ValueError:
+        return None
+    return max(0.0, when.timestamp() - (now if now is not None else time.time()))
+
+
 #: Error ``type``/``code`` values in a provider's error body that mean "try again later", even
 #: when they arrive inside a stream whose HTTP status was 200.
 _TRANSIENT_ERROR_TYPES = frozenset(
@@ -247,12 +341,25 @@ def http_failure(
     # its own) or for a 5xx; a 403 labelled "server_error" is still a 403.
     typed_transient = bool(kinds & _TRANSIENT_ERROR_TYPES) and (status is None or status >= 500)
     if typed_transient or (status is not None and status in TRANSIENT_STATUS):
+        wait = parse_retry_after(headers)
+        if wait is None and status == 429:
+            wait = parse_rate_limit_reset(headers)
         return ProviderError(
             lead,
             transient=True,
-            retry_after=parse_retry_after(headers),
+            retry_after=wait,
             status_code=status,
             reason="rate_limited" if status == 429 else "provider_transient",
+        )
+    regain = usage_limit_wait(text) if status in (400, 403, 429) else None
+    if regain is not None:
+        # A spend limit with a known end: a window like a rate limit's, only longer.
+        return ProviderError(
+            lead,
+            transient=True,
+            retry_after=regain,
+            status_code=status,
+            reason="usage_limit",
         )
     named = f"`{model}`" if model else "the requested model"
     at = f" at {base_url}" if base_url else ""

@@ -41,6 +41,7 @@ def run_json(path: Path) -> dict[str, Any]:
         "run_id": run.run_id,
         "status": state.status,
         "reason": state.reason,
+        "until": run.until,
         "recorded_status": run.status,
         "owner_alive": state.owner_alive,
         "resumable": state.resumable,

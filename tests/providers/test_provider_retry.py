@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptflow_resume.base.errors import ProviderError
+from promptflow_resume.base.errors import ProviderError, QuotaWindowError
 from promptflow_resume.base.retrypolicy import RetryPolicy
 from promptflow_resume.chat import Message
 from promptflow_resume.providers.base import Reply, Request
@@ -21,7 +22,10 @@ from promptflow_resume.providers.retry import (
     call_with_retry,
     http_failure,
     is_transport_error,
+    parse_rate_limit_reset,
+    parse_reset,
     parse_retry_after,
+    usage_limit_wait,
 )
 
 REQUEST = Request(messages=(Message("user", "hi"),))
@@ -131,15 +135,111 @@ def test_retry_after_replaces_the_backoff() -> None:
     assert rec.sleeps == [7.5, 0.0]
 
 
-def test_retry_after_longer_than_max_delay_gives_up_without_waiting() -> None:
+def test_retry_after_longer_than_max_delay_is_a_quota_window_not_a_sleep() -> None:
     rec = Recorder()
     provider = Flaky(transient("HTTP 429: slow down", retry_after=3600))
-    with pytest.raises(ProviderError) as info:
-        run(provider, NO_JITTER, rec)
-    assert info.value.reason == REASON_UNAVAILABLE
+    with pytest.raises(QuotaWindowError) as info:
+        run(provider, NO_JITTER, rec, wall=lambda: 1_000_000.0)
+    # The engine suspends the run until the window opens (docs/spec.md 4.18).
+    assert info.value.until == 1_003_600.0
     assert "3600" in str(info.value) and "max_delay" in str(info.value)
     assert rec.sleeps == []
     assert provider.calls == 1
+
+
+def test_a_named_wait_past_the_deadline_is_a_quota_window() -> None:
+    rec = Recorder()
+    provider = Flaky(transient(retry_after=5))
+    with pytest.raises(QuotaWindowError) as info:
+        run(provider, NO_JITTER, rec, deadline=103.0, clock=lambda: 100.0, wall=lambda: 50.0)
+    assert info.value.until == 55.0
+    assert "time limit" in str(info.value)
+    assert rec.sleeps == []
+
+
+def test_a_window_on_the_last_attempt_still_suspends() -> None:
+    policy = RetryPolicy(max_attempts=1, initial_delay=1.0, max_delay=10.0, jitter=0)
+    with pytest.raises(QuotaWindowError):
+        run(Flaky(transient(retry_after=60)), policy, Recorder())
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [("6m0s", 360.0), ("1s", 1.0), ("20ms", 0.02), ("1h2m3.5s", 3723.5), ("17.28s", 17.28)],
+)
+def test_openai_reset_durations(value: str, seconds: float) -> None:
+    assert parse_reset(value, now=0.0) == pytest.approx(seconds)
+
+
+def test_anthropic_reset_times() -> None:
+    now = datetime(2026, 11, 26, 12, 0, 0, tzinfo=timezone.utc).timestamp()
+    assert parse_reset("2026-11-26T12:00:42Z", now=now) == 42.0
+    assert parse_reset("2026-11-26T11:00:00Z", now=now) == 0.0
+    assert parse_reset("soon", now=now) is None
+
+
+def test_only_exhausted_limits_name_the_wait() -> None:
+    headers = {
+        "x-ratelimit-remaining-requests": "0",
+        "x-ratelimit-reset-requests": "6m0s",
+        "x-ratelimit-remaining-tokens": "1200",
+        "x-ratelimit-reset-tokens": "1h0m0s",
+    }
+    assert parse_rate_limit_reset(headers, now=0.0) == 360.0
+    headers["x-ratelimit-remaining-requests"] = "3"
+    assert parse_rate_limit_reset(headers, now=0.0) is None
+
+
+def test_a_429_with_reset_headers_carries_the_wait() -> None:
+    err = http_failure(
+        provider="OpenAI",
+        status=429,
+        message="Rate limit reached",
+        headers={"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "2m0s"},
+        error_type="requests",
+        error_code="rate_limit_exceeded",
+    )
+    assert err.transient and err.retry_after == 120.0
+    # Retry-After, when sent, wins over the reset headers.
+    err = http_failure(
+        provider="Anthropic",
+        status=429,
+        message="rate limited",
+        headers={
+            "retry-after": "7",
+            "anthropic-ratelimit-requests-remaining": "0",
+            "anthropic-ratelimit-requests-reset": "2099-01-01T00:00:00Z",
+        },
+        error_type="rate_limit_error",
+    )
+    assert err.retry_after == 7.0
+
+
+def test_insufficient_quota_fails_as_billing_without_a_window() -> None:
+    err = http_failure(
+        provider="OpenAI",
+        status=429,
+        message="You exceeded your current quota",
+        headers={"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1s"},
+        error_type="insufficient_quota",
+        error_code="insufficient_quota",
+    )
+    assert not err.transient and err.reason == "insufficient_quota"
+
+
+def test_anthropic_usage_limit_names_when_access_returns() -> None:
+    now = datetime(2026, 11, 26, 12, 0, 0, tzinfo=timezone.utc).timestamp()
+    text = (
+        "You have reached your specified API usage limits. You will regain access on "
+        "2026-12-01 at 00:00 UTC."
+    )
+    assert usage_limit_wait(text, now=now) == (4 * 24 + 12) * 3600.0
+    err = http_failure(
+        provider="Anthropic", status=400, message=text, error_type="invalid_request_error"
+    )
+    assert err.transient and err.reason == "usage_limit" and err.retry_after is not None
+    with pytest.raises(QuotaWindowError):
+        run(Flaky(err), NO_JITTER, Recorder())
 
 
 def test_never_sleeps_past_the_deadline() -> None:

@@ -73,6 +73,15 @@ class ModelServer:
         #: Models this server does not offer: a request for one is answered with the
         #: provider's own 404 for an unknown model (``model_not_found``), whatever is queued.
         self.unknown_models: set[str] = set()
+        #: A closed quota window: until this wall-clock time (``time.time()``), every
+        #: request is refused with the provider's own 429 (see ``close_window``).
+        self.window_until = 0.0
+        #: At most this many requests are refused by the window (None: all until it opens).
+        self.window_refusals: int | None = None
+        #: A window still to close: its length, and how many requests are answered first.
+        self._window_pending: tuple[float, int] | None = None
+        #: Requests the window refused so far.
+        self.refused = 0
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         # Quiet: a client that gives up mid-answer (timeout tests) is expected here.
@@ -106,6 +115,33 @@ class ModelServer:
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
+
+    def close_window(self, seconds: float, *, requests: int | None = None, after: int = 0) -> None:
+        """Refuse requests with a rate-limit 429 for ``seconds`` (or only the next
+        ``requests`` of them), with the headers each provider sends: OpenAI's
+        ``x-ratelimit-*`` (a reset duration), Anthropic's ``retry-after`` and
+        ``anthropic-ratelimit-*`` (an RFC 3339 reset time). With ``after``, the window closes
+        once that many more requests were received, and lasts ``seconds`` from then."""
+        with self._lock:
+            self.refused = 0
+            self.window_refusals = requests
+            self._window_pending = (seconds, len(self.requests) + after)
+
+    def _window(self) -> Canned | None:
+        """The 429 of a closed quota window for the request just received, else None
+        (called under the lock, after the request was recorded)."""
+        received = self.requests[-1]
+        pending = self._window_pending
+        if pending is not None and len(self.requests) > pending[1]:
+            self.window_until = time.time() + pending[0]
+            self._window_pending = None
+        left = self.window_until - time.time()
+        if left <= 0 or (self.window_refusals is not None and self.refused >= self.window_refusals):
+            return None
+        self.refused += 1
+        if received.path.endswith("/messages"):
+            return anthropic_rate_limited(left)
+        return openai_rate_limited(left)
 
     def _refusal(self, received: Received) -> Canned | None:
         """The 404 for a request whose model this server does not offer, else None."""
@@ -155,7 +191,8 @@ class ModelServer:
                 )
                 with server._lock:
                     server.requests.append(received)
-                    canned = server._refusal(received)
+                    canned = server._window() if received.method == "POST" else None
+                    canned = canned or server._refusal(received)
                     if canned is None and server.responder is not None:
                         canned = server.responder(received)
                 if canned is None:
@@ -468,3 +505,95 @@ def anthropic_model_not_found(model: str) -> Canned:
     body = anthropic_error(f"model: {model}", "not_found_error")
     body["request_id"] = "req_011CUnknownModel000000000"
     return Canned(status=404, body=body)
+
+
+def go_duration(seconds: float) -> str:
+    """``seconds`` the way OpenAI writes a reset: ``20ms``, ``1.5s``, ``6m0s``, ``1h2m3s``."""
+    if seconds < 1:
+        return f"{max(1, round(seconds * 1000))}ms"
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = f"{secs:.3f}".rstrip("0").rstrip(".") + "s"
+    if minutes or hours:
+        text = f"{int(minutes)}m{text}"
+    if hours:
+        text = f"{int(hours)}h{text}"
+    return text
+
+
+def openai_rate_limited(seconds: float) -> Canned:
+    """OpenAI's 429 for an exhausted request limit that resets in ``seconds`` (no
+    ``retry-after``: the reset headers say when)."""
+    return Canned(
+        status=429,
+        body=error_body(
+            "Rate limit reached for gpt-4o-mini in organization org-test on requests per day "
+            f"(RPD): Limit 200, Used 200, Requested 1. Please try again in {go_duration(seconds)}.",
+            type="requests",
+            code="rate_limit_exceeded",
+        ),
+        headers={
+            "x-ratelimit-limit-requests": "200",
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": go_duration(seconds),
+            "x-ratelimit-limit-tokens": "200000",
+            "x-ratelimit-remaining-tokens": "199980",
+            "x-ratelimit-reset-tokens": "6ms",
+        },
+    )
+
+
+def openai_insufficient_quota() -> Canned:
+    """OpenAI's 429 for an account out of credit: no reset, waiting does not help."""
+    return Canned(
+        status=429,
+        body=error_body(
+            "You exceeded your current quota, please check your plan and billing details.",
+            type="insufficient_quota",
+            code="insufficient_quota",
+        ),
+    )
+
+
+def rfc3339(seconds_from_now: float) -> str:
+    """A UTC time ``seconds_from_now`` ahead, as Anthropic writes a reset."""
+    moment = datetime.fromtimestamp(time.time() + seconds_from_now, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def anthropic_rate_limited(seconds: float) -> Canned:
+    """Anthropic's 429 ``rate_limit_error``: ``retry-after`` in whole seconds and the
+    exhausted limit's reset as an RFC 3339 time."""
+    import math
+
+    return Canned(
+        status=429,
+        body=anthropic_error(
+            "This request would exceed the rate limit for your organization of 50 requests "
+            "per minute. Please try again later.",
+            "rate_limit_error",
+        ),
+        headers={
+            "retry-after": str(max(1, math.ceil(seconds))),
+            "anthropic-ratelimit-requests-limit": "50",
+            "anthropic-ratelimit-requests-remaining": "0",
+            "anthropic-ratelimit-requests-reset": rfc3339(seconds),
+            "anthropic-ratelimit-tokens-limit": "40000",
+            "anthropic-ratelimit-tokens-remaining": "39000",
+            "anthropic-ratelimit-tokens-reset": rfc3339(0),
+        },
+    )
+
+
+def anthropic_usage_limit(when: datetime) -> Canned:
+    """Anthropic's refusal of a workspace past its spend limit: a 400 naming the day and
+    minute access returns."""
+    stamp = when.astimezone(timezone.utc)
+    return Canned(
+        status=400,
+        body=anthropic_error(
+            "You have reached your specified API usage limits. You will regain access on "
+            f"{stamp:%Y-%m-%d} at {stamp:%H:%M} UTC.",
+            "invalid_request_error",
+        ),
+    )
