@@ -233,6 +233,7 @@ def engine_options(
         consent=options.permissions.consent(workflow),
         instructions=_instructions(workspace, file) if options.instructions else "",
         skills=run_skills(workspace, options),
+        shared_budget=options.shared_budget,
     )
 
 

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from .base import collector, faults
 from .base.clock import now_iso
+from .base.costledger import CostLedger, Reservation
 from .base.errors import (
     DeadlineError,
     FlowError,
@@ -252,6 +253,9 @@ class EngineOptions:
     on_step_completed: Callable[[str], None] | None = None
     #: Runs the sub-workflows of workflow steps (None: a workflow step cannot run here).
     children: ChildRunner | None = None
+    #: A cost budget shared with runs in other processes (a batch's ``--max-cost``): every
+    #: model call holds a reservation on it (docs/spec.md 8.3).
+    shared_budget: CostLedger | None = None
 
 
 class Engine:
@@ -682,7 +686,14 @@ class Engine:
             self.options.resume_note = None
         request = self._fit_context(step, state, self._turn_request(step))
         self.reporter.model_call(step.id, state.turns + 1, request)
-        request, reply = self._call_model_compacting(step, state, request)
+        held = self._reserve_shared()
+        cost = 0.0
+        try:
+            request, reply = self._call_model_compacting(step, state, request)
+            cost = self._cost(reply)
+        finally:
+            if held is not None and self.options.shared_budget is not None:
+                self.options.shared_budget.settle(held, cost)
         faults.point("engine.model_replied")
         self._reported = (self._log.view.generation, len(request.messages), reply.usage)
 
@@ -690,7 +701,7 @@ class Engine:
             input_tokens=reply.usage.input_tokens,
             output_tokens=reply.usage.output_tokens,
             cached_tokens=reply.usage.cached_tokens,
-            cost_usd=self._cost(reply),
+            cost_usd=cost,
             turns=1,
         )
         for total in (run.usage, state.usage, self._attempt.usage):
@@ -1233,14 +1244,7 @@ class Engine:
                 )
         max_cost = budget.get("max_cost_usd")
         if max_cost is not None:
-            from .providers.pricing import estimate_request_cost
-
-            request = Request(
-                messages=self._log.messages(self.run.transcript),
-                model=self._model,
-                params=dict(self.run.config.params),
-            )
-            estimate = estimate_request_cost(self._model, request) or 0.0
+            estimate = self._next_call_estimate()
             # Written so that NaN stops the run: every comparison with NaN is false, and a
             # budget a NaN could switch off would be no budget (docs/spec.md 10.5).
             if not usage.cost_usd + estimate <= float(max_cost):
@@ -1250,6 +1254,36 @@ class Engine:
                     f"next call may cost ${estimate:.4f}; "
                     "resume with a larger --max-cost to continue",
                 )
+
+    def _next_call_estimate(self) -> float:
+        """A conservative USD estimate of the next model call (section 5.4)."""
+        from .providers.pricing import estimate_request_cost
+
+        request = Request(
+            messages=self._log.messages(self.run.transcript),
+            model=self._model,
+            params=dict(self.run.config.params),
+        )
+        return estimate_request_cost(self._model, request) or 0.0
+
+    def _reserve_shared(self) -> Reservation | None:
+        """Hold the next call's estimate on the shared budget, or stop the run when the
+        budget cannot take it (docs/spec.md 8.3)."""
+        ledger = self.options.shared_budget
+        if ledger is None:
+            return None
+        estimate = self._next_call_estimate()
+        held = ledger.reserve(estimate)
+        if held is None:
+            state = ledger.read()
+            raise _RunEnds(
+                "budget_exhausted",
+                f"the batch's cost budget: ${state.spent_usd:.4f} spent of "
+                f"${state.limit_usd:.2f} by all rows, ${state.held:.4f} held by calls in "
+                f"flight, and the next call may cost ${estimate:.4f}; resume the batch with "
+                "a larger --max-cost to continue",
+            )
+        return held
 
     # --- bookkeeping ----------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .events import Reporter
 
 if TYPE_CHECKING:
+    from .base.costledger import CostLedger
     from .tools.consent import Asker, Consent
     from .workflow.model import Workflow
 
@@ -121,6 +122,9 @@ class RunOptions:
     #: ``--agents DIR``: folders searched for agents by name before the workspace's and the
     #: user's (``workflow.agentfind``), for handoffs, subagents and ``agent: NAME``.
     agent_dirs: tuple[Path, ...] = ()
+    #: A cost budget shared with runs in other processes: a batch's ``--max-cost`` ledger,
+    #: on which every model call holds a reservation (docs/spec.md 8.3).
+    shared_budget: CostLedger | None = None
 
     def root(self) -> Path:
         """The workspace folder (the working directory when none is given)."""

@@ -56,18 +56,29 @@ class RowTask:
     recording: str | None = None
     rerun_changed: bool = False
     keep_completed: bool = False
+    #: Absolute path of the batch's budget ledger (``DIR/budget.json``) when the batch has a
+    #: ``--max-cost``: every model call of the row holds a reservation on it.
+    budget: str | None = None
 
     def options(self, reporter: Reporter | None = None) -> RunOptions:
         """The row's run options: the batch's connection, in the batch's workspace."""
+        from ..base.costledger import CostLedger
         from ..runoptions import RunOptions
 
+        ledger = CostLedger(self.budget, owner=ledger_owner(self.row)) if self.budget else None
         return RunOptions(
             provider=self.provider,
             model=self.model,
             base_url=self.base_url,
             workspace=self.workspace,
             reporter=reporter,
+            shared_budget=ledger,
         )
+
+
+def ledger_owner(row: int) -> str:
+    """The name a row's reservations carry in the batch's budget ledger."""
+    return f"row{row}"
 
 
 @dataclass
