@@ -185,6 +185,7 @@ def new_run(
             models=list(workflow.models) if model is None and len(workflow.models) > 1 else [],
             params=dict(workflow.params),
             budget=limits.apply(_budget_dict(workflow)),
+            prices=limits.apply_prices({}),
             base_url=clean_url,
             recording=relative_path(Path(recording), progress_path.parent) if recording else None,
         ),

@@ -68,6 +68,7 @@ from .progress.sidecar import sidecar_extension
 from .progress.store import read_text
 from .providers.base import Provider, Reply, ReplyUsage, Request
 from .providers.fallback import ModelChoices
+from .providers.givenprices import from_record
 from .tools import TOOLS, offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
 from .tools.commands import command_output, stop_running_commands
@@ -298,6 +299,8 @@ class Engine:
         self._compactions = CompactionTally()
         #: A handoff chain: each part's system entry replaces the one before in requests.
         self._chained = is_chained(workflow)
+        #: Prices given with ``--price``/``--prices``, as the run recorded them (5.4).
+        self._prices = from_record(run.config.prices)
 
     def _add_subagent_tool(self) -> None:
         """Offer the subagent tool when the workflow wants it and there is an agent to call:
@@ -889,7 +892,7 @@ class Engine:
     def _cost(self, reply: Reply) -> float:
         from .providers.pricing import cost_usd
 
-        return cost_usd(reply.model or self._model, reply.usage) or 0.0
+        return cost_usd(reply.model or self._model, reply.usage, self._prices) or 0.0
 
     def _tool_specs(self, step: Step) -> tuple[ToolSpec, ...]:
         return tuple(self.tools[name].spec for name in self._offered(step) if name in self.tools)
@@ -1244,7 +1247,7 @@ class Engine:
                 )
         max_cost = budget.get("max_cost_usd")
         if max_cost is not None:
-            estimate = self._next_call_estimate()
+            estimate = self._next_call_estimate("the cost budget (--max-cost)")
             # Written so that NaN stops the run: every comparison with NaN is false, and a
             # budget a NaN could switch off would be no budget (docs/spec.md 10.5).
             if not usage.cost_usd + estimate <= float(max_cost):
@@ -1255,8 +1258,9 @@ class Engine:
                     "resume with a larger --max-cost to continue",
                 )
 
-    def _next_call_estimate(self) -> float:
-        """A conservative USD estimate of the next model call (section 5.4)."""
+    def _next_call_estimate(self, budget: str) -> float:
+        """A conservative USD estimate of the next model call (section 5.4); a model without
+        a price stops the run, as a cost budget cannot be kept on it (``budget`` names it)."""
         from .providers.pricing import estimate_request_cost
 
         request = Request(
@@ -1264,7 +1268,16 @@ class Engine:
             model=self._model,
             params=dict(self.run.config.params),
         )
-        return estimate_request_cost(self._model, request) or 0.0
+        estimate = estimate_request_cost(self._model, request, self._prices)
+        if estimate is None:
+            model = self._model or "(the provider's default)"
+            raise _RunEnds(
+                "budget_exhausted",
+                f"{budget} cannot be kept: model `{model}` has no price (flow's table lacks "
+                f"it and none was given); give it with --price {model}=IN/OUT (USD per million "
+                f"tokens; --price {model}=0/0 for a local model) or --prices FILE, and resume",
+            )
+        return estimate
 
     def _reserve_shared(self) -> Reservation | None:
         """Hold the next call's estimate on the shared budget, or stop the run when the
@@ -1272,7 +1285,7 @@ class Engine:
         ledger = self.options.shared_budget
         if ledger is None:
             return None
-        estimate = self._next_call_estimate()
+        estimate = self._next_call_estimate("the batch's cost budget (--max-cost)")
         held = ledger.reserve(estimate)
         if held is None:
             state = ledger.read()

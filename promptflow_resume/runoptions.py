@@ -37,6 +37,17 @@ class Limits:
     max_tokens: int | None = None
     max_turns: int | None = None
     timeout: float | None = None
+    #: ``--price`` and ``--prices``: model -> {input, output, cached_input} in USD per million
+    #: tokens, recorded in the run's ``config.prices`` (a given model replaces its record).
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def apply_prices(self, recorded: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        """The run's recorded prices with these given ones replacing those of the same model."""
+        if not self.prices:
+            return dict(recorded)
+        from .providers.givenprices import from_record, merged
+
+        return merged(recorded, from_record(self.prices))
 
     def apply(self, budget: dict[str, Any]) -> dict[str, Any]:
         """The budget with these overrides applied."""

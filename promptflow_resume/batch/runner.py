@@ -178,6 +178,7 @@ def start_batch(
     base_url: str | None = None,
     recording: str | Path | None = None,
     max_cost: float | None = None,
+    prices: dict[str, dict[str, float]] | None = None,
     reporter: BatchReporter | None = None,
 ) -> BatchOutcome:
     """Check every row, write ``DIR/batch.md``, and run the rows until all have stopped."""
@@ -220,6 +221,7 @@ def start_batch(
         model=model,
         base_url=base_url,
         max_cost_usd=max_cost,
+        prices=dict(prices or {}),
         rows=[RowState(row=r.number) for r in rows],
     )
     try:
@@ -244,6 +246,7 @@ def start_batch(
         model=model,
         base_url=base_url,
         recording=str(Path(recording).resolve()) if recording is not None else None,
+        prices=batch.prices,
     )
     return _execute(path, batch, template, inputs, engine_obj, reporter, lock=lock)
 
@@ -333,6 +336,7 @@ def resume_batch(
     model: str | None = None,
     base_url: str | None = None,
     max_cost: float | None = None,
+    prices: dict[str, dict[str, float]] | None = None,
     rerun_changed: bool = False,
     keep_completed: bool = False,
     reporter: BatchReporter | None = None,
@@ -363,6 +367,10 @@ def resume_batch(
         raise
     if max_cost is not None:
         batch.max_cost_usd = max_cost
+    if prices:
+        from ..runoptions import Limits
+
+        batch.prices = Limits(prices=prices).apply_prices(batch.prices)
     for key, value in (("provider", provider), ("model", model), ("base_url", base_url)):
         if value is not None:
             setattr(batch, key, value)
@@ -377,6 +385,7 @@ def resume_batch(
         base_url=base_url,
         rerun_changed=rerun_changed,
         keep_completed=keep_completed,
+        prices=batch.prices,
     )
     # A row not yet started runs with the batch's settings (a started one keeps its own).
     start_settings = {"provider": batch.provider, "model": batch.model, "base_url": batch.base_url}

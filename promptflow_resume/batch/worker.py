@@ -59,11 +59,13 @@ class RowTask:
     #: Absolute path of the batch's budget ledger (``DIR/budget.json``) when the batch has a
     #: ``--max-cost``: every model call of the row holds a reservation on it.
     budget: str | None = None
+    #: ``--price``/``--prices`` given to the batch (model -> USD per million tokens).
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def options(self, reporter: Reporter | None = None) -> RunOptions:
         """The row's run options: the batch's connection, in the batch's workspace."""
         from ..base.costledger import CostLedger
-        from ..runoptions import RunOptions
+        from ..runoptions import Limits, RunOptions
 
         ledger = CostLedger(self.budget, owner=ledger_owner(self.row)) if self.budget else None
         return RunOptions(
@@ -72,6 +74,7 @@ class RowTask:
             base_url=self.base_url,
             workspace=self.workspace,
             reporter=reporter,
+            limits=Limits(prices=dict(self.prices)),
             shared_budget=ledger,
         )
 

@@ -12,7 +12,16 @@ from ..base.errors import EXIT_INTERRUPTED
 from ..base.paths import display_path
 from ..base.wording import count
 from .app import app, err, out, print_json
-from .options import BaseUrlOpt, MaxCostOpt, ModelOpt, ProviderOpt, SummaryJson, WorkflowArg
+from .options import (
+    BaseUrlOpt,
+    MaxCostOpt,
+    ModelOpt,
+    PriceOpt,
+    PricesOpt,
+    ProviderOpt,
+    SummaryJson,
+    WorkflowArg,
+)
 
 if TYPE_CHECKING:
     from ..batch import BatchOutcome
@@ -159,17 +168,22 @@ def batch_command(
         help="With --provider replay or scripted: the recording or script every row uses.",
     ),
     max_cost: MaxCostOpt = None,
+    price: PriceOpt = [],  # noqa: B006 - typer copies list defaults
+    prices: PricesOpt = None,
     as_json: SummaryJson = False,
 ) -> int:
     """Run WORKFLOW once per row of a data file, each row with its own progress file.
 
     Every row is checked against the workflow's inputs before anything runs. A failing row
-    does not stop the others; --max-cost is a total that stops new rows. Exit codes: 0 every
+    does not stop the others; --max-cost is one budget over all rows: each model call
+    reserves its estimate first, so the total passes it by at most one call per worker (the
+    rows it stops end budget_exhausted; resume with a larger --max-cost). Exit codes: 0 every
     row completed, 1 some row did not, 9 bad rows, 130 interrupted (resume with
     `flow resume DIR/batch.md`).
     """
     from ..batch import start_batch
     from ..batch.runner import BatchInterrupted
+    from ..front import given_prices
 
     live = sys.stderr.isatty() and not as_json
     try:
@@ -185,6 +199,7 @@ def batch_command(
             base_url=base_url,
             recording=recording,
             max_cost=max_cost,
+            prices=given_prices(price, prices),
             reporter=_reporter(live),
         )
     except BatchInterrupted as stop:
@@ -200,6 +215,7 @@ def resume_batch_command(
     model: str | None,
     base_url: str | None,
     max_cost: float | None,
+    prices: dict[str, dict[str, float]],
     rerun_changed: bool,
     keep_completed: bool,
     as_json: bool,
@@ -217,6 +233,7 @@ def resume_batch_command(
             model=model,
             base_url=base_url,
             max_cost=max_cost,
+            prices=prices,
             rerun_changed=rerun_changed,
             keep_completed=keep_completed,
             reporter=_reporter(live),

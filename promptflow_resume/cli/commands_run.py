@@ -37,6 +37,8 @@ from .options import (
     ModelOpt,
     NoInstructionsOpt,
     NoSkillsOpt,
+    PriceOpt,
+    PricesOpt,
     ProgressArg,
     ProviderOpt,
     SelectionOpt,
@@ -250,6 +252,8 @@ def run_command(
         help="Where to write progress.md (default .flow/runs/<run-id>/).",
     ),
     max_cost: MaxCostOpt = None,
+    price: PriceOpt = [],  # noqa: B006 - typer copies list defaults
+    prices: PricesOpt = None,
     max_tokens: MaxTokensOpt = None,
     max_turns: MaxTurnsOpt = None,
     timeout: TimeoutOpt = None,
@@ -289,7 +293,13 @@ def run_command(
     (--worktree), 130 interrupted (see docs/spec.md for all).
     """
     from ..api import Limits, RunOptions
-    from ..front import RunCommand, handoffs_to_follow, read_selection, run_workflow
+    from ..front import (
+        RunCommand,
+        given_prices,
+        handoffs_to_follow,
+        read_selection,
+        run_workflow,
+    )
 
     follow = handoffs_to_follow(handoff, handoffs, max_handoffs)
     # The task read from stdin leaves no stdin for questions: nobody is there to answer them.
@@ -322,7 +332,13 @@ def run_command(
         base_url=base_url,
         record=record,
         stream=live,
-        limits=Limits(max_cost, max_tokens, max_turns, option_seconds("--timeout", timeout)),
+        limits=Limits(
+            max_cost,
+            max_tokens,
+            max_turns,
+            option_seconds("--timeout", timeout),
+            prices=given_prices(price, prices),
+        ),
         file=file,
         instructions=not no_instructions,
         skills=not no_skills,
@@ -472,6 +488,8 @@ def resume_command(
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     max_cost: MaxCostOpt = None,
+    price: PriceOpt = [],  # noqa: B006 - typer copies list defaults
+    prices: PricesOpt = None,
     max_tokens: MaxTokensOpt = None,
     max_turns: MaxTurnsOpt = None,
     timeout: TimeoutOpt = None,
@@ -496,7 +514,7 @@ def resume_command(
     step, or --decide lets the run's model choose (recorded in the file with its reason).
     """
     from ..api import Choices, Limits, ResumeRequest, RunOptions, resume_run, run_status
-    from ..front import Target, parse_assignments, read_selection, resume_target
+    from ..front import Target, given_prices, parse_assignments, read_selection, resume_target
 
     choices = Choices(
         rerun_changed,
@@ -520,6 +538,7 @@ def resume_command(
             model=model,
             base_url=base_url,
             max_cost=max_cost,
+            prices=given_prices(price, prices),
             rerun_changed=rerun_changed,
             keep_completed=keep_completed,
             as_json=as_json,
@@ -541,7 +560,13 @@ def resume_command(
         base_url=base_url,
         record=record,
         stream=live,
-        limits=Limits(max_cost, max_tokens, max_turns, option_seconds("--timeout", timeout)),
+        limits=Limits(
+            max_cost,
+            max_tokens,
+            max_turns,
+            option_seconds("--timeout", timeout),
+            prices=given_prices(price, prices),
+        ),
         file=file,
         selection=read_selection(selection),
         instructions=not no_instructions,
