@@ -23,7 +23,7 @@ WORKERS = 4
 LIMIT = 0.003
 
 #: The batch workflow with a tiny output limit: estimates (input chars / 4, output at 1
-#: token, priced as gpt-4o-mini) are some 70 times below what each call really costs.
+#: token, priced as gpt-4o-mini) are tens of times below what each call really costs.
 LOW_ESTIMATE = WORKFLOW.replace(
     "model: gpt-4o-mini\n", "model: gpt-4o-mini\nparams:\n  max_tokens: 1\n"
 )
@@ -95,9 +95,19 @@ def test_a_higher_limit_resumes_the_stopped_rows_and_completes(tmp_path: Path) -
     assert ledger["limit_usd"] == 1.0 and ledger["refused"] is False
 
 
-def test_without_max_cost_there_is_no_ledger(tmp_path: Path) -> None:
+def test_without_max_cost_there_is_no_ledger_and_given_prices_reach_every_row(
+    tmp_path: Path,
+) -> None:
     write_case(tmp_path, ["a", "b"])
     with RowServer() as server:
-        summary = _batch(tmp_path, server)
+        summary = _batch(tmp_path, server, "--price", "gpt-4o=1/1")
     assert summary["status"] == "completed"
     assert not (tmp_path / "out" / "budget.json").exists()
+    assert load_batch(tmp_path / "out" / "batch.md").prices == {
+        "gpt-4o": {"input": 1.0, "output": 1.0}
+    }
+    for row in (1, 2):
+        run = load_progress(tmp_path / "out" / "rows" / f"{row:04d}" / "progress.md")[0]
+        assert run.config.prices == {"gpt-4o": {"input": 1.0, "output": 1.0}}
+        # Three calls of 100 + 20 tokens at $1 per million.
+        assert abs(run.usage.cost_usd - 3 * 120 / 1_000_000) < 1e-12
