@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from promptflow_resume.batch import load_batch
 from promptflow_resume.progress import load_progress
 from tests.support.batch_server import WORKFLOW, RowServer, write_case
@@ -111,3 +113,24 @@ def test_without_max_cost_there_is_no_ledger_and_given_prices_reach_every_row(
         assert run.config.prices == {"gpt-4o": {"input": 1.0, "output": 1.0}}
         # Three calls of 100 + 20 tokens at $1 per million.
         assert abs(run.usage.cost_usd - 3 * 120 / 1_000_000) < 1e-12
+
+
+@pytest.mark.slow  # starting Ray is ~10 s of both cores
+def test_ray_tasks_share_the_same_ledger(tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]')")
+    write_case(tmp_path, [f"topic{n}" for n in range(8)], LOW_ESTIMATE)
+    with RowServer(delay=0.3) as server:
+        result = flow(
+            *("batch", "triage.prompt.md", "--data", "rows.jsonl", "--out", "out"),
+            *("--engine", "ray", "--base-url", server.url, "--workers", "2"),
+            *("--max-cost", str(LIMIT)),
+            cwd=tmp_path,
+            env=flow_env(OPENAI_API_KEY="sk-test-batch", RAY_AUTH_MODE="disabled"),
+            timeout=300,
+        )
+    assert result.returncode == 1, result.stderr
+    assert load_batch(tmp_path / "out" / "batch.md").status == "budget_exhausted"
+    spent = _spent(tmp_path)
+    assert LIMIT - 0.0001 <= spent <= LIMIT + 2 * CALL_COST + 1e-9
+    ledger = json.loads((tmp_path / "out" / "budget.json").read_text())
+    assert ledger["reserved"] == {} and abs(ledger["spent_usd"] - spent) < 1e-9
