@@ -691,12 +691,15 @@ class Engine:
         self.reporter.model_call(step.id, state.turns + 1, request)
         held = self._reserve_shared()
         cost = 0.0
+        # A compaction made on the way (a summary call) adds its cost to the run's usage.
+        before = run.usage.cost_usd
         try:
             request, reply = self._call_model_compacting(step, state, request)
             cost = self._cost(reply)
         finally:
             if held is not None and self.options.shared_budget is not None:
-                self.options.shared_budget.settle(held, cost)
+                spent = cost + max(run.usage.cost_usd - before, 0.0)
+                self.options.shared_budget.settle(held, spent)
         faults.point("engine.model_replied")
         self._reported = (self._log.view.generation, len(request.messages), reply.usage)
 
