@@ -206,6 +206,7 @@ def new_run(
             models=list(workflow.models) if model is None and len(workflow.models) > 1 else [],
             params=dict(workflow.params),
             budget=limits.apply(_budget_dict(workflow)),
+            prices=limits.apply_prices({}),
             base_url=clean_url,
             recording=relative_path(Path(recording), progress_path.parent) if recording else None,
         ),
@@ -260,6 +261,7 @@ def engine_options(
         approval=options.approval_policy(workflow),
         approval_ask=options.permissions.ask,
         consent_stop=options.consent_stop,
+        shared_budget=options.shared_budget,
     )
 
 

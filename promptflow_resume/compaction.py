@@ -394,6 +394,7 @@ def compact_run(
     the run's current size stands for it, so the recent turns kept are ``keep_recent`` of
     what the next request would send now. A live run is refused with the lock error.
     """
+    from .providers.givenprices import from_record
     from .providers.pricing import cost_usd
     from .providers.retry import call_with_retry
 
@@ -420,12 +421,13 @@ def compact_run(
         before = view_tokens(view, run.config.model)
         window = window_for(wf.compaction, run.config.model) or max(before, 1)
         step = run.cursor.step
+        given = from_record(run.config.prices)
         done = summarise(
             view,
             wf.compaction,
             window,
             call=lambda request: call_with_retry(provider_obj, request, wf.retry),
-            cost=lambda reply: cost_usd(reply.model or run.config.model, reply.usage) or 0.0,
+            cost=lambda reply: cost_usd(reply.model or run.config.model, reply.usage, given) or 0.0,
             model=run.config.model,
             params=run.config.params,
             step=step,

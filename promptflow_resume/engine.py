@@ -29,6 +29,7 @@ from typing import Any, NoReturn, Protocol
 
 from .base import collector, faults
 from .base.clock import iso_at, now_iso
+from .base.costledger import CostLedger, Reservation
 from .base.errors import (
     DeadlineError,
     FlowError,
@@ -70,6 +71,7 @@ from .progress.sidecar import sidecar_extension
 from .progress.store import read_text
 from .providers.base import Provider, Reply, ReplyUsage, Request
 from .providers.fallback import ModelChoices
+from .providers.givenprices import from_record
 from .tools import TOOLS, offered_tool_names
 from .tools.approval import CONSENT_WHY, ApprovalPolicy, consent_hold, decider, granted
 from .tools.base import Tool, ToolContext, ToolResult
@@ -293,6 +295,9 @@ class EngineOptions:
     consent_stop: bool = False
     #: How many quota-window suspensions the run may use in all (``--max-suspensions``).
     max_suspensions: int = DEFAULT_MAX_SUSPENSIONS
+    #: A cost budget shared with runs in other processes (a batch's ``--max-cost``): every
+    #: model call holds a reservation on it (docs/spec.md 8.3).
+    shared_budget: CostLedger | None = None
 
 
 class Engine:
@@ -349,6 +354,8 @@ class Engine:
             attempt=self._attempt.n,
             key=self._key,
         )
+        #: Prices given with ``--price``/``--prices``, as the run recorded them (5.4).
+        self._prices = from_record(run.config.prices)
 
     def _add_subagent_tool(self) -> None:
         """Offer the subagent tool when the workflow wants it and there is an agent to call:
@@ -769,7 +776,17 @@ class Engine:
             self.options.resume_note = None
         request = self._fit_context(step, state, self._turn_request(step))
         self.reporter.model_call(step.id, state.turns + 1, request)
-        request, reply = self._call_model_compacting(step, state, request)
+        held = self._reserve_shared()
+        cost = 0.0
+        # A compaction made on the way (a summary call) adds its cost to the run's usage.
+        before = run.usage.cost_usd
+        try:
+            request, reply = self._call_model_compacting(step, state, request)
+            cost = self._cost(reply)
+        finally:
+            if held is not None and self.options.shared_budget is not None:
+                spent = cost + max(run.usage.cost_usd - before, 0.0)
+                self.options.shared_budget.settle(held, spent)
         faults.point("engine.model_replied")
         self._reported = (self._log.view.generation, len(request.messages), reply.usage)
 
@@ -777,7 +794,7 @@ class Engine:
             input_tokens=reply.usage.input_tokens,
             output_tokens=reply.usage.output_tokens,
             cached_tokens=reply.usage.cached_tokens,
-            cost_usd=self._cost(reply),
+            cost_usd=cost,
             turns=1,
         )
         for total in (run.usage, state.usage, self._attempt.usage):
@@ -993,7 +1010,7 @@ class Engine:
     def _cost(self, reply: Reply) -> float:
         from .providers.pricing import cost_usd
 
-        return cost_usd(reply.model or self._model, reply.usage) or 0.0
+        return cost_usd(reply.model or self._model, reply.usage, self._prices) or 0.0
 
     def _tool_specs(self, step: Step) -> tuple[ToolSpec, ...]:
         return tuple(self.tools[name].spec for name in self._offered(step) if name in self.tools)
@@ -1458,14 +1475,7 @@ class Engine:
                 )
         max_cost = budget.get("max_cost_usd")
         if max_cost is not None:
-            from .providers.pricing import estimate_request_cost
-
-            request = Request(
-                messages=self._log.messages(self.run.transcript),
-                model=self._model,
-                params=dict(self.run.config.params),
-            )
-            estimate = estimate_request_cost(self._model, request) or 0.0
+            estimate = self._next_call_estimate("the cost budget (--max-cost)")
             # Written so that NaN stops the run: every comparison with NaN is false, and a
             # budget a NaN could switch off would be no budget (docs/spec.md 10.5).
             if not usage.cost_usd + estimate <= float(max_cost):
@@ -1475,6 +1485,46 @@ class Engine:
                     f"next call may cost ${estimate:.4f}; "
                     "resume with a larger --max-cost to continue",
                 )
+
+    def _next_call_estimate(self, budget: str) -> float:
+        """A conservative USD estimate of the next model call (section 5.4); a model without
+        a price stops the run, as a cost budget cannot be kept on it (``budget`` names it)."""
+        from .providers.pricing import estimate_request_cost
+
+        request = Request(
+            messages=self._log.messages(self.run.transcript),
+            model=self._model,
+            params=dict(self.run.config.params),
+        )
+        estimate = estimate_request_cost(self._model, request, self._prices)
+        if estimate is None:
+            model = self._model or "(the provider's default)"
+            raise _RunEnds(
+                "budget_exhausted",
+                f"{budget} cannot be kept: model `{model}` has no price (flow's table lacks "
+                f"it and none was given); give it with --price {model}=IN/OUT (USD per million "
+                f"tokens; --price {model}=0/0 for a local model) or --prices FILE, and resume",
+            )
+        return estimate
+
+    def _reserve_shared(self) -> Reservation | None:
+        """Hold the next call's estimate on the shared budget, or stop the run when the
+        budget cannot take it (docs/spec.md 8.3)."""
+        ledger = self.options.shared_budget
+        if ledger is None:
+            return None
+        estimate = self._next_call_estimate("the batch's cost budget (--max-cost)")
+        held = ledger.reserve(estimate)
+        if held is None:
+            state = ledger.read()
+            raise _RunEnds(
+                "budget_exhausted",
+                f"the batch's cost budget: ${state.spent_usd:.4f} spent of "
+                f"${state.limit_usd:.2f} by all rows, ${state.held:.4f} held by calls in "
+                f"flight, and the next call may cost ${estimate:.4f}; resume the batch with "
+                "a larger --max-cost to continue",
+            )
+        return held
 
     # --- bookkeeping ----------------------------------------------------------------------
 

@@ -47,6 +47,16 @@ def parse_assignments(items: list[str], option: str) -> dict[str, str]:
     return values
 
 
+def given_prices(items: list[str], file: str | Path | None) -> dict[str, dict[str, float]]:
+    """``--prices FILE`` and then every ``--price MODEL=IN/OUT[/CACHED]``, as a run records
+    them (docs/spec.md 5.4); a bad value or file is refused before anything runs."""
+    from .providers.givenprices import load_prices_file, parse_price_options, prices_record
+
+    given = load_prices_file(file) if file is not None else {}
+    given.update(parse_price_options(items))
+    return prices_record(given)
+
+
 def read_selection(value: str | None, option: str = "--selection") -> str | None:
     """``--selection`` (and ``--task``): the text itself, or ``@FILE`` for a file's text
     (``@@`` for a leading @)."""

@@ -319,7 +319,7 @@ def ask_model(provider: Provider, run: Run, situation: Situation) -> Decision:
         raise
     except ProviderError as error:
         return failed_call(situation, error)
-    return read_answer(reply, situation, usage_of(reply, choices.current))
+    return read_answer(reply, situation, usage_of(reply, choices.current, run.config.prices))
 
 
 def model_decision(
@@ -376,12 +376,16 @@ def failed_call(situation: Situation, error: ProviderError) -> Decision:
     )
 
 
-def usage_of(reply: Reply, model: str | None) -> Usage:
-    """The decision call's tokens and cost, added to the run's usage."""
+def usage_of(
+    reply: Reply, model: str | None, prices: dict[str, dict[str, float]] | None = None
+) -> Usage:
+    """The decision call's tokens and cost (at the run's given ``prices`` first), added to the
+    run's usage."""
+    from .providers.givenprices import from_record
     from .providers.pricing import cost_usd
 
     u = reply.usage
-    cost = cost_usd(reply.model or model, u) or 0.0
+    cost = cost_usd(reply.model or model, u, from_record(prices or {})) or 0.0
     return Usage(u.input_tokens, u.output_tokens, u.cached_tokens, round(cost, 6), turns=0)
 
 

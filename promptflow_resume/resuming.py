@@ -356,6 +356,7 @@ def _override_config(run: Run, options: RunOptions) -> None:
             run.redactions.count += hidden
             run.redactions.where.append("config.base_url")
     run.config.budget = options.limits.apply(run.config.budget)
+    run.config.prices = options.limits.apply_prices(run.config.prices)
 
 
 def check_permissions(

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .events import Reporter
 
 if TYPE_CHECKING:
+    from .base.costledger import CostLedger
     from .tools.approval import ApprovalPolicy
     from .tools.consent import Asker, Consent
     from .workflow.model import Workflow
@@ -39,6 +40,17 @@ class Limits:
     timeout: float | None = None
     #: ``--max-suspensions``: quota-window suspensions the run may use (None: the default).
     max_suspensions: int | None = None
+    #: ``--price`` and ``--prices``: model -> {input, output, cached_input} in USD per million
+    #: tokens, recorded in the run's ``config.prices`` (a given model replaces its record).
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def apply_prices(self, recorded: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        """The run's recorded prices with these given ones replacing those of the same model."""
+        if not self.prices:
+            return dict(recorded)
+        from .providers.givenprices import from_record, merged
+
+        return merged(recorded, from_record(self.prices))
 
     def apply(self, budget: dict[str, Any]) -> dict[str, Any]:
         """The budget with these overrides applied."""
@@ -145,6 +157,10 @@ class RunOptions:
             return ApprovalPolicy()
         listed = _string_list(workflow.front_matter.get("approve"))
         return ApprovalPolicy.of(listed, self.approve)
+
+    #: A cost budget shared with runs in other processes: a batch's ``--max-cost`` ledger,
+    #: on which every model call holds a reservation (docs/spec.md 8.3).
+    shared_budget: CostLedger | None = None
 
     def root(self) -> Path:
         """The workspace folder (the working directory when none is given)."""

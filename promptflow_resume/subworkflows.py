@@ -441,6 +441,7 @@ class SubworkflowRunner:
             else rebase(config.recording, child.parent_path.parent, path.parent)
         )
         run.config.budget = _tighter(_own_budget(workflow), child.budget)
+        run.config.prices = dict(config.prices)  # priced as its parent is
         run.parent = dict(child.link)
         path.parent.mkdir(parents=True, exist_ok=True)
         tools = build_tools(workflow, child.options.workspace, skills=bool(child.options.skills))
@@ -485,6 +486,7 @@ class SubworkflowRunner:
             if report.edited_entries:
                 notes.append(EditNote(f"{entries_phrase(report.edited_entries)} edited by hand"))
             run.config.budget = _tighter(_own_budget(workflow), child.budget)
+            run.config.prices = dict(child.parent.config.prices)
             stopped = replace(run, status=stopped_status, reason=stopped_reason)
             note = resume_note(stopped, plan, workflow)
             self._execute(

@@ -132,6 +132,8 @@ class Batch:
     model: str | None = None
     base_url: str | None = None
     max_cost_usd: float | None = None
+    #: ``--price``/``--prices`` given to the batch: every row's run records them.
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
     reason: str | None = None
     rows: list[RowState] = field(default_factory=list)
 
@@ -166,6 +168,8 @@ class Batch:
             value = getattr(self, key)
             if value is not None:
                 config[key] = value
+        if self.prices:
+            config["prices"] = {m: dict(p) for m, p in sorted(self.prices.items())}
         data: dict[str, Any] = {
             "flow_batch": BATCH_FORMAT,
             "batch_id": self.batch_id,
@@ -203,6 +207,7 @@ class Batch:
             model=config.get("model"),
             base_url=config.get("base_url"),
             max_cost_usd=config.get("max_cost_usd"),
+            prices={str(m): dict(p) for m, p in (config.get("prices") or {}).items()},
             rows=[RowState.from_dict(r) for r in data["rows"]],
         )
 

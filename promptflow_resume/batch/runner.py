@@ -8,8 +8,10 @@ that is not completed (each resumes from its own progress file at message granul
     outcome = start_batch("triage.prompt.md", "issues.jsonl", out="out", workers=4)
     outcome = resume_batch("out/batch.md")
 
-Rules: a row's failure never stops the others. ``max_cost`` is a total over the batch: once
-reached, no new row starts (running rows finish) and the batch ends ``budget_exhausted``.
+Rules: a row's failure never stops the others. ``max_cost`` is a total over the batch, kept in
+a ledger file every row's model calls reserve against (``base.costledger``): once it cannot
+take a call, that row stops ``budget_exhausted``, no new row starts, and the batch ends
+``budget_exhausted``.
 Ctrl-C (or SIGTERM) stops every worker; each running row checkpoints ``interrupted``, the
 batch file is written, and ``KeyboardInterrupt`` propagates (exit 130). The batch file is
 rewritten atomically as rows change, at most every ``WRITE_INTERVAL`` seconds, and at the end.
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..base import faults
 from ..base.clock import now_iso
+from ..base.costledger import CostLedger
 from ..base.errors import (
     FileNotFoundFlowError,
     FlowError,
@@ -39,7 +42,7 @@ from .checkpoint import BATCH_FILE, DONE, Batch, RowState, load_batch, save_batc
 from .data import check_rows, data_digest, load_rows
 from .events import Done, EngineEvent, Lost, Started, UsageSeen
 from .reporting import BatchReporter, batch_exit_code
-from .worker import RowResult, RowTask
+from .worker import RowResult, RowTask, ledger_owner
 
 if TYPE_CHECKING:
     from ..eventstream import EventStream
@@ -53,6 +56,8 @@ MAX_ROW_ATTEMPTS = 3
 #: Default batch folder (relative to the working directory): ``.flow/batches/<batch-id>/``.
 BATCHES_DIR = Path(".flow") / "batches"
 ENGINES = ("local", "ray")
+#: The batch's shared cost budget beside ``batch.md`` (with ``--max-cost``).
+BUDGET_FILE = "budget.json"
 
 
 class Engine(Protocol):
@@ -159,6 +164,7 @@ def start_batch(
     base_url: str | None = None,
     recording: str | Path | None = None,
     max_cost: float | None = None,
+    prices: dict[str, dict[str, float]] | None = None,
     reporter: BatchReporter | None = None,
     events: EventStream | None = None,
 ) -> BatchOutcome:
@@ -202,6 +208,7 @@ def start_batch(
         model=model,
         base_url=base_url,
         max_cost_usd=max_cost,
+        prices=dict(prices or {}),
         rows=[RowState(row=r.number) for r in rows],
     )
     try:
@@ -227,6 +234,7 @@ def start_batch(
         base_url=base_url,
         recording=str(Path(recording).resolve()) if recording is not None else None,
         events=events is not None,
+        prices=batch.prices,
     )
     return _execute(
         path, batch, template, inputs, engine_obj, _watching(reporter, events, path), lock=lock
@@ -318,6 +326,7 @@ def resume_batch(
     model: str | None = None,
     base_url: str | None = None,
     max_cost: float | None = None,
+    prices: dict[str, dict[str, float]] | None = None,
     rerun_changed: bool = False,
     keep_completed: bool = False,
     reporter: BatchReporter | None = None,
@@ -349,6 +358,10 @@ def resume_batch(
         raise
     if max_cost is not None:
         batch.max_cost_usd = max_cost
+    if prices:
+        from ..runoptions import Limits
+
+        batch.prices = Limits(prices=prices).apply_prices(batch.prices)
     for key, value in (("provider", provider), ("model", model), ("base_url", base_url)):
         if value is not None:
             setattr(batch, key, value)
@@ -364,6 +377,7 @@ def resume_batch(
         rerun_changed=rerun_changed,
         keep_completed=keep_completed,
         events=events is not None,
+        prices=batch.prices,
     )
     # A row not yet started runs with the batch's settings (a started one keeps its own).
     start_settings = {"provider": batch.provider, "model": batch.model, "base_url": batch.base_url}
@@ -425,6 +439,19 @@ def _apply(row: RowState, result: RowResult) -> None:
     row.error = result.error
 
 
+def _open_ledger(batch: Batch, folder: Path, template: RowTask) -> CostLedger | None:
+    """The batch's shared cost budget, written afresh from the rows' recorded costs, or None
+    without a ``--max-cost``; the rows' tasks are pointed at it (docs/spec.md 8.3)."""
+    if batch.max_cost_usd is None:
+        template.budget = None
+        return None
+    path = (folder / BUDGET_FILE).resolve()
+    ledger = CostLedger(path, owner="batch")
+    ledger.reset(float(batch.max_cost_usd), sum(r.cost_usd for r in batch.rows))
+    template.budget = str(path)
+    return ledger
+
+
 def _execute(
     path: Path,
     batch: Batch,
@@ -446,8 +473,16 @@ def _execute(
     budget_hit = False
     interrupted = False
 
+    ledger = _open_ledger(batch, folder, template)
+
     def spent() -> float:
         return batch.usage_now(live)[1]
+
+    def budget_used() -> bool:
+        if ledger is not None:
+            return ledger.read().exhausted()
+        # "not below" rather than "at or above": a NaN (a hostile row file) stops.
+        return batch.max_cost_usd is not None and not spent() < batch.max_cost_usd
 
     last_write = [0.0]
     dirty = [False]
@@ -478,6 +513,8 @@ def _execute(
             row = by_row[event.row]
             live.pop(row.row, None)
             row.worker = None
+            if ledger is not None:
+                ledger.release_owner(ledger_owner(row.row))
             if row.attempts < MAX_ROW_ATTEMPTS and not interrupted:
                 row.status = "pending"
                 queue.insert(0, row)
@@ -493,8 +530,7 @@ def _execute(
     try:
         try:
             while queue or engine.busy():
-                # "not below" rather than "at or above": a NaN (a hostile row file) stops.
-                if batch.max_cost_usd is not None and not spent() < batch.max_cost_usd:
+                if not budget_hit and budget_used():
                     budget_hit = True
                 while queue and engine.free_slots() > 0 and not budget_hit:
                     row = queue.pop(0)
@@ -525,7 +561,7 @@ def _execute(
                 row.status, row.worker = "interrupted", None
         if interrupted:
             batch.status, batch.reason = "interrupted", "stopped by a signal (Ctrl-C or SIGTERM)"
-        elif budget_hit and any(r.status == "pending" for r in batch.rows):
+        elif budget_hit and any(r.status in ("pending", "budget_exhausted") for r in batch.rows):
             batch.status = "budget_exhausted"
             batch.reason = f"the batch's cost reached its limit of ${batch.max_cost_usd}"
         elif all(r.status in DONE for r in batch.rows):

@@ -58,18 +58,32 @@ class RowTask:
     keep_completed: bool = False
     #: Write the row's events beside its progress file (``flow batch --events``, spec 4.16).
     events: bool = False
+    #: Absolute path of the batch's budget ledger (``DIR/budget.json``) when the batch has a
+    #: ``--max-cost``: every model call of the row holds a reservation on it.
+    budget: str | None = None
+    #: ``--price``/``--prices`` given to the batch (model -> USD per million tokens).
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def options(self, reporter: Reporter | None = None) -> RunOptions:
         """The row's run options: the batch's connection, in the batch's workspace."""
-        from ..runoptions import RunOptions
+        from ..base.costledger import CostLedger
+        from ..runoptions import Limits, RunOptions
 
+        ledger = CostLedger(self.budget, owner=ledger_owner(self.row)) if self.budget else None
         return RunOptions(
             provider=self.provider,
             model=self.model,
             base_url=self.base_url,
             workspace=self.workspace,
             reporter=reporter,
+            limits=Limits(prices=dict(self.prices)),
+            shared_budget=ledger,
         )
+
+
+def ledger_owner(row: int) -> str:
+    """The name a row's reservations carry in the batch's budget ledger."""
+    return f"row{row}"
 
 
 @dataclass

@@ -17,6 +17,8 @@ from .options import (
     EventsOpt,
     MaxCostOpt,
     ModelOpt,
+    PriceOpt,
+    PricesOpt,
     ProviderOpt,
     SummaryJson,
     WorkflowArg,
@@ -168,17 +170,22 @@ def batch_command(
     ),
     max_cost: MaxCostOpt = None,
     events: EventsOpt = None,
+    price: PriceOpt = [],  # noqa: B006 - typer copies list defaults
+    prices: PricesOpt = None,
     as_json: SummaryJson = False,
 ) -> int:
     """Run WORKFLOW once per row of a data file, each row with its own progress file.
 
     Every row is checked against the workflow's inputs before anything runs. A failing row
-    does not stop the others; --max-cost is a total that stops new rows. Exit codes: 0 every
+    does not stop the others; --max-cost is one budget over all rows: each model call
+    reserves its estimate first, so the total passes it by at most one call per worker (the
+    rows it stops end budget_exhausted; resume with a larger --max-cost). Exit codes: 0 every
     row completed, 1 some row did not, 9 bad rows, 130 interrupted (resume with
     `flow resume DIR/batch.md`).
     """
     from ..batch import start_batch
     from ..batch.runner import BatchInterrupted
+    from ..front import given_prices
 
     live = sys.stderr.isatty() and not as_json
     stream = event_stream(events)
@@ -195,6 +202,7 @@ def batch_command(
             base_url=base_url,
             recording=recording,
             max_cost=max_cost,
+            prices=given_prices(price, prices),
             reporter=_reporter(live),
             events=stream,
         )
@@ -214,6 +222,7 @@ def resume_batch_command(
     model: str | None,
     base_url: str | None,
     max_cost: float | None,
+    prices: dict[str, dict[str, float]],
     rerun_changed: bool,
     keep_completed: bool,
     as_json: bool,
@@ -233,6 +242,7 @@ def resume_batch_command(
             model=model,
             base_url=base_url,
             max_cost=max_cost,
+            prices=prices,
             rerun_changed=rerun_changed,
             keep_completed=keep_completed,
             reporter=_reporter(live),

@@ -44,6 +44,8 @@ from .options import (
     NoInstructionsOpt,
     NoSkillsOpt,
     OnConsentOpt,
+    PriceOpt,
+    PricesOpt,
     ProgressArg,
     ProviderOpt,
     SelectionOpt,
@@ -274,6 +276,8 @@ def run_command(
         help="Where to write progress.md (default .flow/runs/<run-id>/).",
     ),
     max_cost: MaxCostOpt = None,
+    price: PriceOpt = [],  # noqa: B006 - typer copies list defaults
+    prices: PricesOpt = None,
     max_tokens: MaxTokensOpt = None,
     max_turns: MaxTurnsOpt = None,
     timeout: TimeoutOpt = None,
@@ -321,7 +325,13 @@ def run_command(
     --wait), 130 interrupted (see docs/spec.md for all).
     """
     from ..api import Limits, RunOptions
-    from ..front import RunCommand, handoffs_to_follow, read_selection, run_workflow
+    from ..front import (
+        RunCommand,
+        given_prices,
+        handoffs_to_follow,
+        read_selection,
+        run_workflow,
+    )
 
     follow = handoffs_to_follow(handoff, handoffs, max_handoffs)
     # The task read from stdin leaves no stdin for questions: nobody is there to answer them.
@@ -361,6 +371,7 @@ def run_command(
             max_turns,
             option_seconds("--timeout", timeout),
             max_suspensions=max_suspensions,
+            prices=given_prices(price, prices),
         ),
         file=file,
         instructions=not no_instructions,
@@ -557,6 +568,8 @@ def resume_command(
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     max_cost: MaxCostOpt = None,
+    price: PriceOpt = [],  # noqa: B006 - typer copies list defaults
+    prices: PricesOpt = None,
     max_tokens: MaxTokensOpt = None,
     max_turns: MaxTurnsOpt = None,
     timeout: TimeoutOpt = None,
@@ -597,7 +610,7 @@ def resume_command(
     sleeps until then; before it, resume sends nothing and exits 16.
     """
     from ..api import Choices, Limits, ResumeRequest, RunOptions, resume_run, run_status
-    from ..front import Target, parse_assignments, read_selection, resume_target
+    from ..front import Target, given_prices, parse_assignments, read_selection, resume_target
 
     choices = Choices(
         rerun_changed,
@@ -621,6 +634,7 @@ def resume_command(
             model=model,
             base_url=base_url,
             max_cost=max_cost,
+            prices=given_prices(price, prices),
             rerun_changed=rerun_changed,
             keep_completed=keep_completed,
             as_json=as_json,
@@ -652,6 +666,7 @@ def resume_command(
             max_turns,
             option_seconds("--timeout", timeout),
             max_suspensions=max_suspensions,
+            prices=given_prices(price, prices),
         ),
         file=file,
         selection=read_selection(selection),

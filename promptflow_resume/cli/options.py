@@ -105,6 +105,25 @@ MaxCostOpt = Annotated[
     float | None,
     typer.Option("--max-cost", metavar="USD", help="Stop before spending more USD.", callback=_usd),
 ]
+PriceOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--price",
+        metavar="MODEL=IN/OUT[/CACHED]",
+        help="USD per million input/output (and cached input) tokens for MODEL, before flow's "
+        "table; repeatable. A local model that costs nothing: --price llama3=0/0. Recorded in "
+        "the run.",
+    ),
+]
+PricesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        metavar="FILE",
+        help="A YAML or JSON file: model -> {input, output, cached_input} in USD per million "
+        "tokens (--price wins for the same model).",
+    ),
+]
 MaxTokensOpt = Annotated[
     int | None, typer.Option("--max-tokens", metavar="N", help="Stop after this many tokens.")
 ]

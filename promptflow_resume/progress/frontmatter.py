@@ -259,6 +259,7 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
     _put(config, "models", OneLineList(run.config.models))
     _put(config, "params", _record(run.config.params))
     _put(config, "budget", _record(run.config.budget))
+    _put(config, "prices", {m: _record(p) for m, p in run.config.prices.items()})
     _put(config, "base_url", run.config.base_url)
     _put(config, "recording", run.config.recording)
     allowed: dict[str, Any] = {}
@@ -390,6 +391,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
             base_url=config.get("base_url"),
             recording=config.get("recording"),
             models=list(config.get("models") or []),
+            prices={str(m): dict(p) for m, p in (config.get("prices") or {}).items()},
             permissions=AllowLists(
                 commands=list((config.get("permissions") or {}).get("allow-commands") or []),
                 hosts=list((config.get("permissions") or {}).get("allow-fetch") or []),

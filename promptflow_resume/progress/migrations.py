@@ -108,8 +108,21 @@ def v4_to_v5(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
     return {**data, "flow_progress": 5}, body
 
 
+def v5_to_v6(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
+    """Version 5 to 6: version 6 adds a key only (``config.prices``, prices given with
+    ``--price``/``--prices``); a version 5 file has none, which reads as a run priced by the
+    table alone."""
+    return {**data, "flow_progress": 6}, body
+
+
 #: Registered upgrades by the version they upgrade *from*.
-MIGRATIONS: dict[int, Migration] = {1: v1_to_v2, 2: v2_to_v3, 3: v3_to_v4, 4: v4_to_v5}
+MIGRATIONS: dict[int, Migration] = {
+    1: v1_to_v2,
+    2: v2_to_v3,
+    3: v3_to_v4,
+    4: v4_to_v5,
+    5: v5_to_v6,
+}
 
 
 def upgrade_front_matter(data: dict[str, Any]) -> dict[str, Any]:

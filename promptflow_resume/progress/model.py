@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 
 RunStatus = Literal[
     "running",
@@ -405,6 +405,9 @@ class RunConfig:
     #: order tried, ``model`` first. Each attempt starts again from the first; a model the
     #: provider refuses is replaced by the next (docs/spec.md 5.3). Empty: ``model`` only.
     models: list[str] = field(default_factory=list)
+    #: Prices given with ``--price``/``--prices``: model name -> {input, output, cached_input}
+    #: in USD per million tokens; they come before the pricing table (docs/spec.md 5.4).
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def model_order(self) -> list[str | None]:
         """The models requests go to, in the order tried: ``model`` first (also when edited by

@@ -106,26 +106,35 @@ def lookup_names(model: str) -> list[str]:
     return _candidates(model)
 
 
-def price_for(model: str | None) -> Price | None:
-    """The price of ``model``, or None when it is not in the table.
+#: Prices given by the person running flow (``--price``, ``--prices``), by lower-case model
+#: name: they come before the table, matched the same way.
+GivenPrices = dict[str, Price]
+
+
+def price_for(model: str | None, given: GivenPrices | None = None) -> Price | None:
+    """The price of ``model``: a given one first, else the table's; None when neither has it.
 
     Matching is exact after dropping a ``vendor/`` prefix, a ``-latest`` suffix and a date
     suffix; there is no prefix guessing, because ``gpt-4o-audio-preview`` is not priced like
-    ``gpt-4o`` and a wrong price is worse than none.
+    ``gpt-4o`` and a wrong price is worse than none. A given price is also matched by the full
+    name, so ``--price ollama/llama3=0/0`` prices that model only.
     """
     if not model:
         return None
-    table = _table()
-    for name in _candidates(model):
-        price = table.get(name)
-        if price is not None:
-            return price
+    names = [model.strip().lower(), *_candidates(model)]
+    for table in (given or {}, _table()):
+        for name in names:
+            price = table.get(name)
+            if price is not None:
+                return price
     return None
 
 
-def cost_usd(model: str | None, usage: ReplyUsage) -> float | None:
+def cost_usd(
+    model: str | None, usage: ReplyUsage, given: GivenPrices | None = None
+) -> float | None:
     """USD for one reply's ``usage`` on ``model``; None for models without a price."""
-    price = price_for(model)
+    price = price_for(model, given)
     return price.cost(usage) if price is not None else None
 
 
@@ -152,13 +161,15 @@ def max_output_tokens(params: dict[str, Any]) -> int:
     return DEFAULT_MAX_OUTPUT_TOKENS
 
 
-def estimate_request_cost(model: str | None, request: Request) -> float | None:
+def estimate_request_cost(
+    model: str | None, request: Request, given: GivenPrices | None = None
+) -> float | None:
     """A conservative USD estimate of one call before it is made; None for unknown models.
 
     Conservative means it errs high: every input token at the uncached rate, and the output at
     its limit (``max_tokens`` from the parameters, else ``DEFAULT_MAX_OUTPUT_TOKENS``).
     """
-    price = price_for(model or request.model)
+    price = price_for(model or request.model, given)
     if price is None:
         return None
     usage = ReplyUsage(

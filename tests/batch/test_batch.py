@@ -224,12 +224,15 @@ def test_max_cost_stops_new_rows(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stderr
     batch = load_batch(tmp_path / "out" / "batch.md")
     assert batch.status == "budget_exhausted"
-    assert [r.status for r in batch.rows] == ["completed", "pending", "pending", "pending"]
+    # The first call's estimate is over the whole budget: row 1 stops before it, and no
+    # other row starts (the batch's ledger refused a call, docs/spec.md 8.3).
+    assert [r.status for r in batch.rows] == ["budget_exhausted", "pending", "pending", "pending"]
+    assert batch.rows[0].turns == 0
     assert not _row_file(tmp_path, 2).exists()
     status = flow("status", "out/batch.md", cwd=tmp_path)
     assert status.returncode == 0, status.stderr
     assert "status   budget_exhausted — the batch's cost reached its limit" in status.stdout
-    assert "rows     4: 1 completed, 0 failed, 0 running, 3 pending" in status.stdout
+    assert "rows     4: 0 completed, 1 failed, 0 running, 3 pending" in status.stdout
     assert "row    2 pending          rows/0002/progress.md" in status.stdout
 
 

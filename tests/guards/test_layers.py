@@ -122,7 +122,7 @@ MODULE_LAYERS: dict[str, list[set[str]]] = {
         {"*", "anthropic", "echo", "openai", "replay", "scripted"},
         # What providers share: SDK calls, recordings, retries, prices, endpoints, models.
         {"sdkcall", "recording"},
-        {"retry", "context", "endpoints", "models", "params"},
+        {"retry", "context", "endpoints", "models", "params", "givenprices"},
         {"pricing"},
         # What a provider is.
         {"base"},
