@@ -67,7 +67,7 @@ def schema(
     name: str = typer.Argument(
         "progress",
         metavar="NAME",
-        help="Which schema: progress, workflow, batch, agent, skill or events.",
+        help="Which schema: progress, workflow, batch, agent, skill, hooks or events.",
     ),
 ) -> None:
     """Print a JSON schema (JSON Schema 2020-12) of flow's files."""

@@ -24,7 +24,7 @@ from ..base.errors import FileNotFoundFlowError, FlowError, ProgressSchemaError
 from ..base.jsonvalues import excerpt, field_path
 from ..base.schemacheck import compile_schema
 
-SCHEMA_NAMES = ("progress", "workflow", "batch", "agent", "skill", "events")
+SCHEMA_NAMES = ("progress", "workflow", "batch", "agent", "skill", "hooks", "events")
 
 
 def schema_file(name: str = "progress") -> Path:
