@@ -146,6 +146,9 @@ COMMAND_ARGS: dict[str, tuple[str, ...]] = {
     "discard": ("run/progress.md",),
     "compact": ("run/progress.md",),
     "agents": (),
+    "approve": ("run/progress.md", "--all"),
+    "deny": ("run/progress.md", "--call", "call_0", "--reason", "not now"),
+    "answer": ("run/progress.md", "--text", "yes"),
 }
 
 
