@@ -149,6 +149,7 @@ def check_skill(path: Path) -> tuple[dict[str, Any], int]:
     """A ``SKILL.md`` file's check record (docs/spec.md 1.11) and its exit code."""
     from .workflow.plan import plan_dict
     from .workflow.skillfile import load_skill
+    from .workflow.skills import skill_record
 
     skill, diagnostics = load_skill(path)
     plan = plan_dict(str(path), None, list(diagnostics))
@@ -156,15 +157,5 @@ def check_skill(path: Path) -> tuple[dict[str, Any], int]:
         return plan, EXIT_NOT_FOUND
     plan["kind"] = "skill"
     if skill is not None:
-        plan["skill"] = {
-            "name": skill.name,
-            "description": skill.description,
-            "hash": f"sha256:{skill.digest}",
-            "files": list(skill.files),
-            "model_invocable": skill.model_invocable,
-            "user_invocable": skill.user_invocable,
-            "license": skill.license,
-            "compatibility": skill.compatibility,
-            "allowed_tools": list(skill.allowed_tools),
-        }
+        plan["skill"] = skill_record(skill, Path.cwd())
     return plan, EXIT_OK if plan["ok"] else EXIT_INVALID_FILE

@@ -656,18 +656,8 @@ class Engine:
         self._roll_up(state, outcome.run.usage)
         child = outcome.run
         if child.status != "completed" or outcome.output is None:
-            if child.last_error is not None:
-                run.last_error = ErrorInfo(
-                    type=child.last_error.type,
-                    message=child.last_error.message,
-                    at=child.last_error.at,
-                    step=step.id,
-                )
-            raise _RunEnds(
-                child.status,
-                f"in the sub-workflow of step {step.id!r} ({state.child}): "
-                f"{child.reason or child.status}",
-                child.until,  # a suspended child: the parent waits for the same window
+            self._child_stopped(
+                child, step, f"the sub-workflow of step {step.id!r} ({state.child})"
             )
         entry = self._entry(
             "tool_result", outcome.output, step.id, call_id=call.call_id, tool=WORKFLOW_TOOL
@@ -1263,6 +1253,19 @@ class Engine:
             seal_calls(run, self._key, [call])
         return result
 
+    def _child_stopped(self, child: Run, step: Step, where: str) -> NoReturn:
+        """A child run (a sub-workflow's or a subagent's) stopped before it completed: its
+        error becomes the parent's, and the parent stops with the child's status (a suspended
+        child's window too, so the parent waits for the same one)."""
+        if child.last_error is not None:
+            self.run.last_error = ErrorInfo(
+                type=child.last_error.type,
+                message=child.last_error.message,
+                at=child.last_error.at,
+                step=step.id,
+            )
+        raise _RunEnds(child.status, f"in {where}: {child.reason or child.status}", child.until)
+
     def _link_subagent(self, step: Step, call: Entry, agent: OfferedAgent) -> None:
         """Record where the call's child run goes (saved with its start record), so a
         resumed parent finds the child and never starts it again."""
@@ -1309,18 +1312,8 @@ class Engine:
         self._roll_up_subagent(state, link, outcome.run.usage)
         child = outcome.run
         if child.status != "completed" or outcome.output is None:
-            if child.last_error is not None:
-                self.run.last_error = ErrorInfo(
-                    type=child.last_error.type,
-                    message=child.last_error.message,
-                    at=child.last_error.at,
-                    step=step.id,
-                )
-            raise _RunEnds(
-                child.status,
-                f"in the subagent {agent.name} called in step {step.id!r} ({link.child}): "
-                f"{child.reason or child.status}",
-                child.until,  # a suspended child: the parent waits for the same window
+            self._child_stopped(
+                child, step, f"the subagent {agent.name} called in step {step.id!r} ({link.child})"
             )
         return ToolResult(outcome.output)
 

@@ -93,17 +93,7 @@ class FoundAgent:
             "shadows": [str(p) for p in self.shadows],
             "errors": len(self.errors),
             "warnings": len(self.diagnostics) - len(self.errors),
-            "diagnostics": [
-                {
-                    "severity": d.severity,
-                    "line": d.line,
-                    "column": d.column,
-                    "field": d.field,
-                    "code": d.code,
-                    "message": d.message,
-                }
-                for d in self.diagnostics
-            ],
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
         }
 
 

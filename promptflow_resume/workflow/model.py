@@ -44,6 +44,17 @@ class Diagnostic:
         where = f" {self.field}:" if self.field else ""
         return f"{loc}: {self.severity}:{where} {self.message}"
 
+    def to_dict(self) -> dict[str, Any]:
+        """The diagnostic as the ``--json`` documents give it (``path`` left to the caller)."""
+        return {
+            "severity": self.severity,
+            "line": self.line,
+            "column": self.column,
+            "field": self.field,
+            "code": self.code,
+            "message": self.message,
+        }
+
 
 @dataclass(frozen=True)
 class InputDecl:

@@ -64,17 +64,7 @@ def plan_dict(path: str, wf: Workflow | None, diagnostics: list[Diagnostic]) -> 
             tools=_tool_records(wf),
             unknown_keys=[k for k in wf.front_matter if k not in _known_keys()],
         )
-    plan["diagnostics"] = [
-        {
-            "severity": d.severity,
-            "line": d.line,
-            "column": d.column,
-            "field": d.field,
-            "code": d.code,
-            "message": d.message,
-        }
-        for d in diagnostics
-    ]
+    plan["diagnostics"] = [d.to_dict() for d in diagnostics]
     return plan
 
 

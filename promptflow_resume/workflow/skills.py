@@ -237,16 +237,5 @@ def found_record(
         ],
         "skills": [skill_record(s, workspace) for s in found.skills],
         "shadowed": [shown_path(p, workspace) for p in found.shadowed],
-        "problems": [
-            {
-                "path": d.path,
-                "line": d.line,
-                "column": d.column,
-                "field": d.field,
-                "severity": d.severity,
-                "code": d.code,
-                "message": d.message,
-            }
-            for d in found.diagnostics
-        ],
+        "problems": [{"path": d.path, **d.to_dict()} for d in found.diagnostics],
     }
