@@ -25,18 +25,10 @@ sys.path.insert(0, str(REPO))
 
 from promptflow_resume.base.redact import Redactor  # noqa: E402
 from promptflow_resume.tools.hookrun import run_hook  # noqa: E402
-from promptflow_resume.workflow.hooks import HookCommand  # noqa: E402
+from promptflow_resume.workflow.hooks import EVENTS, HookCommand  # noqa: E402
 
 ENGINE = REPO / "tests" / "fixtures" / "engine"
 AUDIT = REPO / "tests" / "fixtures" / "hooks" / "own" / "audit.py"
-EVENTS = (
-    "sessionStart",
-    "userPromptSubmitted",
-    "preToolUse",
-    "postToolUse",
-    "errorOccurred",
-    "sessionEnd",
-)
 
 
 def _median_ms(samples: list[float]) -> str:

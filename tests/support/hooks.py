@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from promptflow_resume.workflow.hooks import EVENTS
 from tests import support
 
 HOOKS = support.FIXTURES / "hooks"
@@ -59,12 +60,4 @@ def log_lines(path: Path) -> list[dict[str, Any]]:
 
 def audit_all(log: Path) -> dict[str, Any]:
     """Every event flow runs, each audited by ``own/audit.py`` into ``log``."""
-    events = (
-        "sessionStart",
-        "userPromptSubmitted",
-        "preToolUse",
-        "postToolUse",
-        "errorOccurred",
-        "sessionEnd",
-    )
-    return {e: [command("audit.py", e, env={"HOOK_LOG": str(log)})] for e in events}
+    return {e: [command("audit.py", e, env={"HOOK_LOG": str(log)})] for e in EVENTS}
