@@ -43,8 +43,11 @@ QUICK = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+#: The long fuzzes' examples each: 6,000 keeps the slow run within its 15 minutes on two
+#: cores; FLOW_LONG_FUZZ=20000 (or more) for a deeper soak by hand.
+LONG_EXAMPLES = int(os.environ.get("FLOW_LONG_FUZZ", "6000"))
 LONG = settings(
-    max_examples=20_000,
+    max_examples=LONG_EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
