@@ -32,18 +32,18 @@ from tests.support.faults import HOSTILE, REPO, Transcript, flow, flow_env, spaw
 PACKAGE = REPO / "promptflow_resume"
 #: Points passed once per event (or more) versus once per fold (step boundaries, the end).
 PER_EVENT = ("store.journal_", "engine.tool_", "engine.before_tool", "engine.model_replied")
-#: Points of features the soak's workflow does not use (hooks, subagents, model lists): never
-#: passed, so an attempt that drew one would not be killed at all.
-UNUSED = ("hooks.", "engine.subagent_", "engine.model_refused")
+#: The other points this workflow passes on every attempt (folds, step ends, each tool call's
+#: hooks check): points of features it does not use (batches, compaction, edits, sidecars,
+#: children, hooks, model lists) are never passed, so an attempt that drew one was not killed.
+PER_FOLD = ("store.checkpoint_", "engine.step_completed", "engine.hooks_allowed")
 
 
 def _points() -> tuple[list[str], list[str]]:
     found: set[str] = set()
     for source in PACKAGE.rglob("*.py"):
         found.update(re.findall(r"faults\.point\(\s*\"([^\"]+)\"", source.read_text()))
-    found = {p for p in found if not p.startswith(UNUSED)}
     per_event = sorted(p for p in found if p.startswith(PER_EVENT))
-    return per_event, sorted(found - set(per_event))
+    return per_event, sorted(p for p in found if p.startswith(PER_FOLD))
 
 
 def _script(turns_per_step: int) -> str:
