@@ -7,7 +7,10 @@ temp ``HOME`` (and XDG folders inside it), inherited by the ``flow`` processes i
 
 Slow tests (``@pytest.mark.slow``: soaks, long fuzz runs, sweeps) run only with ``--slow``,
 or when the ``CI`` variable is set (as CI services set it, and ``.ci/run`` runs there): a local
-``python -m pytest -q`` stays short, CI runs everything with the same command.
+``python -m pytest -q`` stays short, CI runs the slow tests too with the same command. The
+longest soaks (``@pytest.mark.soak``: thousands of events, dozens of kill rounds) run only with
+``--soak``: they are the same checks as a slow test kept in CI, at a length that would take the
+CI run past its 15 minutes on two cores.
 
 A test that writes into the checkout (a ``.flow/runs`` folder left by a command run from the
 repository's root, a file beside the fixtures) fails, naming what appeared: tests write under
@@ -50,13 +53,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="also run the tests marked slow (soaks, long fuzz runs); on when CI is set",
     )
+    parser.addoption(
+        "--soak",
+        action="store_true",
+        help="also run the longest soaks (marked soak, several minutes each); implies --slow",
+    )
 
 
 def slow_enabled(config: pytest.Config) -> bool:
     """Whether this session runs the tests marked slow: ``--slow``, or ``CI`` set (not to
     ``false`` or ``0``)."""
     ci = os.environ.get("CI", "").strip().lower()
-    return bool(config.getoption("--slow")) or ci not in ("", "0", "false", "no")
+    if config.getoption("--slow") or config.getoption("--soak"):
+        return True
+    return ci not in ("", "0", "false", "no")
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -68,13 +78,17 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip the tests marked slow unless the slow switch is on, saying how to run them."""
-    if slow_enabled(config):
-        return
-    skip = pytest.mark.skip(reason="slow: run with --slow (CI runs it)")
+    """Skip the tests marked slow unless the slow switch is on, and the soaks unless
+    ``--soak`` is given, saying how to run them."""
+    slow = slow_enabled(config)
+    soak = bool(config.getoption("--soak"))
+    skip_slow = pytest.mark.skip(reason="slow: run with --slow (CI runs it)")
+    skip_soak = pytest.mark.skip(reason="soak: run with --soak (CI does not: minutes each)")
     for item in items:
-        if item.get_closest_marker("slow") is not None:
-            item.add_marker(skip)
+        if item.get_closest_marker("soak") is not None and not soak:
+            item.add_marker(skip_soak)
+        elif item.get_closest_marker("slow") is not None and not slow:
+            item.add_marker(skip_slow)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -161,6 +161,14 @@ def test_a_short_soak(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_soak_of_five_hundred_events(tmp_path: Path) -> None:
+    counts = soak(tmp_path, turns_per_step=60, seed=1126)
+    print(f"\nsoak: {dict(sorted(counts.items()))}")
+    assert counts["events"] >= 500, counts
+    assert counts["kills"] >= 12, counts
+
+
+@pytest.mark.soak
 def test_a_soak_of_two_thousand_events(tmp_path: Path) -> None:
     counts = soak(tmp_path, turns_per_step=235, seed=2026)
     print(f"\nsoak: {dict(sorted(counts.items()))}")

@@ -149,7 +149,7 @@ def test_sigkill_of_flow_ends_a_wrapped_server_tree(tmp_path: Path) -> None:
     sigkill_rounds(tmp_path, 3)
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 def test_sigkill_of_flow_ends_a_wrapped_server_tree_many_times(tmp_path: Path) -> None:
     sigkill_rounds(tmp_path, 20)
 
