@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.flowproc import flow, flow_env, spawn
+from tests.support.flowproc import flow, provider_env, spawn
 from tests.support.providers_server import Canned, ModelServer, openai_completion, openai_usage
 
 WORKFLOW = """\
@@ -41,12 +41,6 @@ def server() -> Iterator[ModelServer]:
         yield srv
 
 
-def _env() -> dict[str, str]:
-    env = flow_env(OPENAI_API_KEY="sk-test-not-a-key", COLUMNS="200")
-    env.pop("OPENAI_BASE_URL", None)
-    return env
-
-
 def _reply(text: str, delay: float = 0.0) -> Canned:
     return Canned(body=openai_completion(text, usage=openai_usage(100, 10)), delay=delay)
 
@@ -60,7 +54,7 @@ def _wait_requests(proc: subprocess.Popen[str], server: ModelServer, n: int) -> 
 
 
 def _read(where: Path, *args: str) -> str:
-    result = flow(*args, cwd=where, env=_env())
+    result = flow(*args, cwd=where, env=provider_env(COLUMNS="200"))
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -73,7 +67,7 @@ def test_a_killed_run_reads_as_interrupted_and_resumable_everywhere(
     (where / "bees.prompt.md").write_text(WORKFLOW, encoding="utf-8")
     server.push(_reply("Twelve bees."), _reply("Report: twelve.", delay=20))
     args = ("run", "bees.prompt.md", "--base-url", server.url + "/v1", "--progress", PROGRESS)
-    proc = spawn(*args, "--new", cwd=where, env=_env())
+    proc = spawn(*args, "--new", cwd=where, env=provider_env(COLUMNS="200"))
     try:
         _wait_requests(proc, server, 2)
 
@@ -134,7 +128,7 @@ def test_a_killed_run_reads_as_interrupted_and_resumable_everywhere(
 
     # And resume does what they said: it continues from the step that was cut off.
     server.push(_reply("Report: twelve."))
-    result = flow("resume", PROGRESS, cwd=where, env=_env())
+    result = flow("resume", PROGRESS, cwd=where, env=provider_env(COLUMNS="200"))
     assert result.returncode == 0, result.stderr
     done = json.loads(_read(where, "status", "--json", PROGRESS))
     assert (done["status"], done["state"]) == ("completed", "completed")

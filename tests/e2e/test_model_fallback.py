@@ -19,7 +19,7 @@ import yaml
 
 from promptflow_resume.base.errors import EXIT_PROVIDER
 from promptflow_resume.progress import load_progress
-from tests.support.flowproc import flow, flow_env, transcript
+from tests.support.flowproc import flow, provider_env, transcript
 from tests.support.providers_server import (
     Canned,
     ModelServer,
@@ -85,15 +85,6 @@ def server() -> Iterator[ModelServer]:
         yield srv
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = flow_env(
-        OPENAI_API_KEY="sk-test-not-a-key", ANTHROPIC_API_KEY="sk-ant-test-not-a-key", **extra
-    )
-    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
-        env.pop(name, None)
-    return env
-
-
 def _project(where: Path, protocol: Protocol, models: list[str]) -> Path:
     (where / "bees.prompt.md").write_text(
         WORKFLOW.format(provider=protocol.name, models=json.dumps(models)), encoding="utf-8"
@@ -104,12 +95,12 @@ def _project(where: Path, protocol: Protocol, models: list[str]) -> Path:
 def _run(where: Path, server: ModelServer, protocol: Protocol, *more: str, **env: str) -> Any:
     url = server.url + protocol.suffix
     args = ("run", "bees.prompt.md", "--base-url", url, "--progress", PROGRESS, "--new", *more)
-    return flow(*args, cwd=where, env=_env(**env))
+    return flow(*args, cwd=where, env=provider_env(**env))
 
 
 def _resume(where: Path, server: ModelServer, protocol: Protocol) -> Any:
     url = server.url + protocol.suffix
-    return flow("resume", PROGRESS, "--base-url", url, cwd=where, env=_env())
+    return flow("resume", PROGRESS, "--base-url", url, cwd=where, env=provider_env())
 
 
 def _front(where: Path) -> dict[str, Any]:
@@ -124,7 +115,7 @@ def _models_sent(server: ModelServer) -> list[str]:
 
 
 def _json(where: Path, *args: str) -> Any:
-    result = flow(*args, "--json", cwd=where, env=_env())
+    result = flow(*args, "--json", cwd=where, env=provider_env())
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -162,10 +153,10 @@ def test_a_refused_model_falls_to_the_next_with_the_same_request(
     assert status["models"] == ["missing-model", "good-model"]
     assert status["model_attempts"] == [{"attempt": 1, "model": "good-model", "refused": [refused]}]
     assert _json(where, "show", PROGRESS)["model_attempts"] == status["model_attempts"]
-    shown = flow("show", PROGRESS, cwd=where, env=_env(COLUMNS="200"))
+    shown = flow("show", PROGRESS, cwd=where, env=provider_env(COLUMNS="200"))
     assert "models: missing-model → good-model" in shown.stdout
     assert "attempt 1: model good-model; refused missing-model" in shown.stdout
-    log = flow("log", PROGRESS, cwd=where, env=_env(COLUMNS="200"))
+    log = flow("log", PROGRESS, cwd=where, env=provider_env(COLUMNS="200"))
     assert "    model: good-model\n    refused model missing-model: " in log.stdout
     [logged] = _json(where, "log", PROGRESS)["attempts"]
     assert (logged["model"], logged["refused"]) == ("good-model", [refused])

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from promptflow_resume.base.errors import EXIT_PROVIDER, EXIT_SUSPENDED
-from tests.support.flowproc import FLOW, flow, flow_env, transcript
+from tests.support.flowproc import FLOW, flow, provider_env, transcript
 from tests.support.providers_server import (
     Canned,
     ModelServer,
@@ -84,13 +84,6 @@ def server() -> Iterator[ModelServer]:
         yield srv
 
 
-def _env() -> dict[str, str]:
-    env = flow_env(OPENAI_API_KEY="sk-test-not-a-key", ANTHROPIC_API_KEY="sk-ant-test-not-a-key")
-    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
-        env.pop(name, None)
-    return env
-
-
 def _project(where: Path, protocol: Protocol) -> Path:
     where.mkdir(parents=True, exist_ok=True)
     text = WORKFLOW.format(provider=protocol.name)
@@ -101,12 +94,12 @@ def _project(where: Path, protocol: Protocol) -> Path:
 def _run(where: Path, server: ModelServer, protocol: Protocol, *more: str) -> Any:
     url = server.url + protocol.suffix
     args = ("run", "bees.prompt.md", "--base-url", url, "--progress", PROGRESS, "--new", *more)
-    return flow(*args, cwd=where, env=_env())
+    return flow(*args, cwd=where, env=provider_env())
 
 
 def _resume(where: Path, server: ModelServer, protocol: Protocol, *more: str) -> Any:
     url = server.url + protocol.suffix
-    return flow("resume", PROGRESS, "--base-url", url, *more, cwd=where, env=_env())
+    return flow("resume", PROGRESS, "--base-url", url, *more, cwd=where, env=provider_env())
 
 
 def _front(where: Path) -> dict[str, Any]:
@@ -180,13 +173,13 @@ def test_a_window_suspends_the_run_and_wait_continues_it(
     assert front["attempts"][0]["status"] == "suspended"
     assert [s["status"] for s in front["steps"].values()] == ["completed", "running"]
 
-    status = json.loads(flow("status", PROGRESS, "--json", cwd=where, env=_env()).stdout)
+    status = json.loads(flow("status", PROGRESS, "--json", cwd=where, env=provider_env()).stdout)
     assert (status["status"], status["until"], status["suspensions"]) == (
         "suspended",
         front["until"],
         1,
     )
-    shown = flow("status", PROGRESS, cwd=where, env=_env())
+    shown = flow("status", PROGRESS, cwd=where, env=provider_env())
     assert f"until    {front['until']}" in shown.stdout
 
     waited = _resume(where, server, protocol, "--wait")
@@ -259,7 +252,7 @@ def test_a_kill_during_the_wait_leaves_the_file_as_it_was(
     proc = subprocess.Popen(
         [*FLOW, "resume", PROGRESS, "--base-url", url, "--wait"],
         cwd=where,
-        env=_env(),
+        env=provider_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -16,7 +16,7 @@ import pytest
 
 from promptflow_resume.base.errors import EXIT_AWAITING_APPROVAL, EXIT_SUSPENDED
 from tests.support.events import check_events
-from tests.support.flowproc import flow, flow_env
+from tests.support.flowproc import flow, provider_env
 from tests.support.providers_server import (
     Canned,
     ModelServer,
@@ -60,8 +60,7 @@ def server() -> Iterator[ModelServer]:
 
 
 def _env() -> dict[str, str]:
-    env = flow_env(OPENAI_API_KEY="sk-test-not-a-key")
-    env.pop("OPENAI_BASE_URL", None)
+    env = provider_env()
     env.pop("FLOW_EVENTS", None)  # this test names its own stream
     return env
 

@@ -28,7 +28,7 @@ from promptflow_resume.front import RunCommand, handoffs_to_follow, run_workflow
 from promptflow_resume.handoffs import Follow, latest_system
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.frontmatter import from_front_matter, to_front_matter
-from tests.support.flowproc import flow, flow_env, transcript
+from tests.support.flowproc import flow, provider_env, transcript
 from tests.support.providers_server import (
     Canned,
     ModelServer,
@@ -123,12 +123,6 @@ def _replies(server: ModelServer) -> None:
         )
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = flow_env(OPENAI_API_KEY="sk-test-not-a-key", **extra)
-    env.pop("OPENAI_BASE_URL", None)
-    return env
-
-
 def _run_args(server: ModelServer) -> tuple[str, ...]:
     return (
         "run",
@@ -184,7 +178,7 @@ def _roles(path: Path) -> dict[str | None, list[str]]:
 def test_a_chain_of_three_agents_runs_as_three_parts(tmp_path: Path, server: ModelServer) -> None:
     where = _project(tmp_path / "p")
     _replies(server)
-    result = flow(*_run_args(server), cwd=where, env=_env())
+    result = flow(*_run_args(server), cwd=where, env=provider_env())
     assert result.returncode == 0, result.stderr
     _check_requests(server)
     progress = where / "run" / "progress.md"
@@ -207,12 +201,14 @@ def test_a_chain_of_three_agents_runs_as_three_parts(tmp_path: Path, server: Mod
         ("Start coding", "coder", "../agents/coder.agent.md"),
         ("Review", "reviewer", "../agents/reviewer.agent.md"),
     ]
-    status = flow("status", "run/progress.md", cwd=where, env=_env())
+    status = flow("status", "run/progress.md", cwd=where, env=provider_env())
     assert (
         "handoffs planner (completed) → [Start coding] coder (completed) → [Review] reviewer "
         "(completed)" in status.stdout
     )
-    shown = json.loads(flow("show", "run/progress.md", "--json", cwd=where, env=_env()).stdout)
+    shown = json.loads(
+        flow("show", "run/progress.md", "--json", cwd=where, env=provider_env()).stdout
+    )
     assert [(p["step"], p["agent"], p["status"]) for p in shown["handoffs"]] == [
         ("task", "planner", "completed"),
         ("handoff-1-start-coding", "coder", "completed"),
@@ -225,7 +221,7 @@ def test_sigkill_in_each_part_then_resume_redoes_no_part(
 ) -> None:
     reference = _project(tmp_path / "reference")
     _replies(server)
-    assert flow(*_run_args(server), cwd=reference, env=_env()).returncode == 0
+    assert flow(*_run_args(server), cwd=reference, env=provider_env()).returncode == 0
     expected = transcript(reference / "run" / "progress.md")
     server.requests.clear()
 
@@ -234,7 +230,7 @@ def test_sigkill_in_each_part_then_resume_redoes_no_part(
     _replies(server)
     # Each process dies at the first tool result it records: in part 1, then (resumed) in
     # part 2, then in part 3, after the result and before the model reads it.
-    crash = _env(FLOW_CRASH_AT="engine.tool_result_recorded:1")
+    crash = provider_env(FLOW_CRASH_AT="engine.tool_result_recorded:1")
     first = flow(*_run_args(server), cwd=where, env=crash)
     assert first.returncode == -9, first.stderr
     for step, *_ in PARTS:
@@ -244,7 +240,7 @@ def test_sigkill_in_each_part_then_resume_redoes_no_part(
         if step != PARTS[-1][0]:
             again = flow("resume", "run/progress.md", cwd=where, env=crash)
             assert again.returncode == -9, again.stderr
-    done = flow("resume", "run/progress.md", cwd=where, env=_env())
+    done = flow("resume", "run/progress.md", cwd=where, env=provider_env())
     assert done.returncode == 0, done.stderr
 
     assert transcript(progress) == expected
@@ -398,13 +394,13 @@ def test_cli_errors_have_their_exit_codes(tmp_path: Path) -> None:
         "echo",
         "--new",
     )
-    unknown = flow(*base, "--handoff", "Deploy", cwd=where, env=_env())
+    unknown = flow(*base, "--handoff", "Deploy", cwd=where, env=provider_env())
     assert unknown.returncode == 9, unknown.stderr
     assert "its handoffs: `Start coding`" in unknown.stderr
     assert "Traceback" not in unknown.stderr
-    both = flow(*base, "--handoff", "Review", "--handoffs", "auto", cwd=where, env=_env())
+    both = flow(*base, "--handoff", "Review", "--handoffs", "auto", cwd=where, env=provider_env())
     assert both.returncode == 9 and "exclude each other" in both.stderr
-    wrong = flow(*base, "--handoffs", "all", cwd=where, env=_env())
+    wrong = flow(*base, "--handoffs", "all", cwd=where, env=provider_env())
     assert wrong.returncode == 9 and "the only value is `auto`" in wrong.stderr
     (where / "p.prompt.md").write_text("Say hi.\n", encoding="utf-8")
     prompt = flow(
@@ -416,7 +412,7 @@ def test_cli_errors_have_their_exit_codes(tmp_path: Path) -> None:
         "echo",
         "--new",
         cwd=where,
-        env=_env(),
+        env=provider_env(),
     )
     assert prompt.returncode == 9 and "is a prompt file" in prompt.stderr
 
@@ -461,7 +457,7 @@ def test_anthropic_gets_one_system_prompt_per_request(tmp_path: Path, server: Mo
     args = list(_run_args(server))
     args[args.index("openai")] = "anthropic"
     args[args.index(server.url + "/v1")] = server.url
-    env = _env(ANTHROPIC_API_KEY="sk-ant-test-not-a-key")
+    env = provider_env(ANTHROPIC_API_KEY="sk-ant-test-not-a-key")
     env.pop("ANTHROPIC_BASE_URL", None)
     result = flow(*args, cwd=where, env=env)
     assert result.returncode == 0, result.stderr
@@ -542,7 +538,7 @@ def test_a_compaction_in_a_later_part_sends_one_system_prompt_in_every_request(
         Canned(body=anthropic_message("A wrote many words.")),
         Canned(body=anthropic_message("B is done.")),
     )
-    env = _env(ANTHROPIC_API_KEY="sk-ant-test-not-a-key")
+    env = provider_env(ANTHROPIC_API_KEY="sk-ant-test-not-a-key")
     env.pop("ANTHROPIC_BASE_URL", None)
     result = flow(
         "run", "agents/a.agent.md", "--task", "write", "--handoff", "Next", "--agents", "agents",

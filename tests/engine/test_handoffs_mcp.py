@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.flowproc import flow, flow_env, spawn, transcript
+from tests.support.flowproc import flow, provider_env, spawn, transcript
 from tests.support.providers_server import (
     Canned,
     ModelServer,
@@ -89,12 +89,6 @@ def _project(where: Path, reviewer: str, *, workspace_config: bool) -> Path:
     return where
 
 
-def _env() -> dict[str, str]:
-    env = flow_env(OPENAI_API_KEY="sk-test-not-a-key")
-    env.pop("OPENAI_BASE_URL", None)
-    return env
-
-
 def _run_args(server: ModelServer) -> tuple[str, ...]:
     return (
         "run",
@@ -140,7 +134,7 @@ def test_only_the_part_whose_agent_names_the_server_is_offered_its_tools(
 ) -> None:
     where = _project(tmp_path / "p", REVIEWER_OWN if own else REVIEWER, workspace_config=not own)
     server.push(*_replies("stats"))
-    result = flow(*_run_args(server), cwd=where, env=_env())
+    result = flow(*_run_args(server), cwd=where, env=provider_env())
     assert result.returncode == 0, result.stderr
 
     writer, reviewer, last = (r.body for r in server.requests)
@@ -164,7 +158,7 @@ def test_a_part_killed_in_its_mcp_call_resumes_it_durably(
     state = where / "state"
     (state / "hold").write_text("", encoding="utf-8")
     server.push(*_replies("read_notes")[:2])
-    proc = spawn(*_run_args(server), cwd=where, env=_env())
+    proc = spawn(*_run_args(server), cwd=where, env=provider_env())
     deadline = time.monotonic() + 60
     while not (state / "holding").exists():
         assert proc.poll() is None, proc.communicate()
@@ -178,7 +172,7 @@ def test_a_part_killed_in_its_mcp_call_resumes_it_durably(
     server.requests.clear()
     server.push(_replies("read_notes")[2])
     result = flow(
-        "resume", "run/progress.md", "--base-url", server.url + "/v1", cwd=where, env=_env()
+        "resume", "run/progress.md", "--base-url", server.url + "/v1", cwd=where, env=provider_env()
     )
     assert result.returncode == 0, result.stderr
     # The read-only call in flight ran again on the reviewer's server; nothing else was sent
@@ -197,7 +191,7 @@ def test_two_agents_defining_one_server_differently_are_refused(
     writer = WRITER.replace("tools: [think]\n", "tools: [think]\nmcp-servers:\n")
     writer = writer.replace("mcp-servers:\n", "mcp-servers:\n  notes:\n    command: other\n")
     (where / "agents" / "writer.agent.md").write_text(writer, encoding="utf-8")
-    result = flow(*_run_args(server), cwd=where, env=_env())
+    result = flow(*_run_args(server), cwd=where, env=provider_env())
     assert result.returncode == 4, result.stderr
     assert "define the MCP server `notes` differently" in result.stderr
     assert "reviewer.agent.md" in result.stderr and "$.mcp-servers.notes" in result.stderr
@@ -209,7 +203,7 @@ def test_a_part_naming_a_server_nothing_configures_is_told_at_the_start(
 ) -> None:
     where = _project(tmp_path / "p", REVIEWER, workspace_config=False)
     server.push(_replies("stats")[0], _replies("stats")[2])
-    result = flow(*_run_args(server), cwd=where, env=_env())
+    result = flow(*_run_args(server), cwd=where, env=provider_env())
     assert result.returncode == 0, result.stderr
     assert "`notes/*`, which no built-in, command or MCP server provides" in result.stderr
     assert "stats" not in _tools(server.requests[1].body)

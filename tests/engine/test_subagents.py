@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.flowproc import flow, flow_env, spawn, transcript
+from tests.support.flowproc import flow, flow_env, provider_env, spawn, transcript
 from tests.support.providers_server import (
     Canned,
     ModelServer,
@@ -108,12 +108,6 @@ def _project(where: Path, lead: str = LEAD) -> Path:
     return where
 
 
-def _env() -> dict[str, str]:
-    env = flow_env(OPENAI_API_KEY="sk-test-not-a-key")
-    env.pop("OPENAI_BASE_URL", None)
-    return env
-
-
 def _run_args(server: ModelServer) -> tuple[str, ...]:
     return (
         "run",
@@ -142,12 +136,12 @@ def _resume(where: Path, server: ModelServer, *extra: str) -> subprocess.Complet
         server.url + "/v1",
         *extra,
         cwd=where,
-        env=_env(),
+        env=provider_env(),
     )
 
 
 def _status(where: Path) -> dict[str, Any]:
-    result = flow("status", "--json", "run/progress.md", cwd=where, env=_env())
+    result = flow("status", "--json", "run/progress.md", cwd=where, env=provider_env())
     data: dict[str, Any] = json.loads(result.stdout)
     return data
 
@@ -179,7 +173,7 @@ def test_a_subagent_call_is_a_linked_child_run_and_its_usage_rolls_up_once(
 ) -> None:
     where = _project(tmp_path / "p")
     server.push(*_replies())
-    result = flow(*_run_args(server), cwd=where, env=_env())
+    result = flow(*_run_args(server), cwd=where, env=provider_env())
     assert result.returncode == 0, result.stderr
 
     # The tool offered: only helper (not other, not hidden, not lead itself), described.
@@ -214,13 +208,13 @@ def test_a_subagent_call_is_a_linked_child_run_and_its_usage_rolls_up_once(
         "completed",
     )
     assert child["usage"]["turns"] == 2
-    shown = flow("status", "run/progress.md", cwd=where, env=_env()).stdout
+    shown = flow("status", "run/progress.md", cwd=where, env=provider_env()).stdout
     assert "task › agent helper: completed" in shown and str(CHILD_FILE.name) in shown
     # The parent's Execution state section names the child's file.
     assert "call `call_lead_1`: agent `helper`" in parent_text
 
     # flow resume of the child itself is refused and names the parent.
-    refused = flow("resume", str(CHILD_FILE), cwd=where, env=_env())
+    refused = flow("resume", str(CHILD_FILE), cwd=where, env=provider_env())
     assert refused.returncode != 0
     assert "subagent" in refused.stderr and "progress.md" in refused.stderr
 
@@ -230,7 +224,7 @@ def test_sigkill_inside_the_subagent_then_resume_the_parent_resumes_inside_it(
 ) -> None:
     reference = _project(tmp_path / "reference")
     server.push(*_replies())
-    assert flow(*_run_args(server), cwd=reference, env=_env()).returncode == 0
+    assert flow(*_run_args(server), cwd=reference, env=provider_env()).returncode == 0
     parent_ref = transcript(reference / "run" / "progress.md")
     child_ref = transcript(reference / CHILD_FILE)
     server.requests.clear()
@@ -239,7 +233,7 @@ def test_sigkill_inside_the_subagent_then_resume_the_parent_resumes_inside_it(
     # The helper's second call (its answer) hangs on the wire; flow is killed meanwhile, after
     # the helper's first turn and its think call are durable in the child's file.
     server.push(*_replies(delay_at=2)[:3])
-    proc = spawn(*_run_args(server), cwd=where, env=_env())
+    proc = spawn(*_run_args(server), cwd=where, env=provider_env())
     _kill_when(proc, server, 3)
     # The helper's first turn and its think call are durable (in the child's journal).
     assert [e[0] for e in transcript(where / CHILD_FILE)] == [
@@ -257,7 +251,7 @@ def test_sigkill_inside_the_subagent_then_resume_the_parent_resumes_inside_it(
     assert child["usage"]["turns"] == 1
     assert data["usage_total"]["turns"] == 2  # the parent's turn and the child's, not yet rolled
     assert data["resume_agents"] == ["call_lead_1"]
-    shown = flow("status", "run/progress.md", cwd=where, env=_env()).stdout
+    shown = flow("status", "run/progress.md", cwd=where, env=provider_env()).stdout
     assert "subagent calls resumed inside their runs: call_lead_1" in shown
     assert "run again (idempotent)" not in shown
 
@@ -295,7 +289,7 @@ def test_an_agent_not_offered_is_never_run_and_the_call_is_refused(
         openai_completion("Done without them."),
     ]
     server.push(*(Canned(body=b) for b in bad))
-    result = flow(*_run_args(server), cwd=where, env=_env())
+    result = flow(*_run_args(server), cwd=where, env=provider_env())
     assert result.returncode == 0, result.stderr
     assert len(server.requests) == 2  # nothing ran in between: no child made a model call
     results = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
@@ -311,7 +305,7 @@ def test_an_agent_without_agents_list_offers_every_callable_agent_but_hidden_one
     lead = LEAD.replace("agents: ['helper']\n", "")
     where = _project(tmp_path / "p", lead=lead)
     server.push(Canned(body=openai_completion("Nothing to hand out.")))
-    assert flow(*_run_args(server), cwd=where, env=_env()).returncode == 0
+    assert flow(*_run_args(server), cwd=where, env=provider_env()).returncode == 0
     [spec] = server.requests[0].body["tools"]
     assert spec["function"]["parameters"]["properties"]["agent"]["enum"] == ["helper", "other"]
 
@@ -321,7 +315,7 @@ def test_a_progress_file_edited_to_name_another_agent_does_not_run_it(
 ) -> None:
     where = _project(tmp_path / "p")
     server.push(*_replies(delay_at=1)[:2])
-    proc = spawn(*_run_args(server), cwd=where, env=_env())
+    proc = spawn(*_run_args(server), cwd=where, env=provider_env())
     _stop_when(proc, server, 2)  # inside the child's first call
     progress = where / "run" / "progress.md"
     text = progress.read_text(encoding="utf-8")
@@ -346,7 +340,7 @@ def test_a_resume_that_no_longer_finds_the_subagent_stops_for_review(
 ) -> None:
     where = _project(tmp_path / "p")
     server.push(*_replies(delay_at=1)[:2])
-    proc = spawn(*_run_args(server), cwd=where, env=_env())
+    proc = spawn(*_run_args(server), cwd=where, env=provider_env())
     _kill_when(proc, server, 2)  # inside the helper's first call
     server.requests.clear()
     # The helper's file is moved away: it is not found, and its child is not given up.
@@ -369,7 +363,7 @@ def test_a_child_that_ran_another_agent_file_is_not_resumed(
 ) -> None:
     where = _project(tmp_path / "p")
     server.push(*_replies(delay_at=1)[:2])
-    proc = spawn(*_run_args(server), cwd=where, env=_env())
+    proc = spawn(*_run_args(server), cwd=where, env=provider_env())
     _stop_when(proc, server, 2)
     child = where / CHILD_FILE
     text = child.read_text(encoding="utf-8")
@@ -390,7 +384,7 @@ def test_a_resume_offers_the_agents_found_then_and_reports_a_changed_offer(
     lead = LEAD.replace("agents: ['helper']\n", "")
     where = _project(tmp_path / "p", lead=lead)
     server.push(Canned(body=openai_completion("slow"), delay=10))
-    proc = spawn(*_run_args(server), cwd=where, env=_env())
+    proc = spawn(*_run_args(server), cwd=where, env=provider_env())
     _stop_when(proc, server, 1)
     third = HELPER.replace("name: helper", "name: third")
     (where / "agents" / "third.agent.md").write_text(third, encoding="utf-8")
@@ -599,6 +593,6 @@ def test_agents_side_by_side_find_each_other_without_agents_folders(
     where = _project(tmp_path / "p")
     server.push(*_replies())
     args = [a for a in _run_args(server) if a not in ("--agents", "agents")]
-    result = flow(*args, cwd=where, env=_env())
+    result = flow(*args, cwd=where, env=provider_env())
     assert result.returncode == 0, result.stderr
     assert (where / CHILD_FILE).is_file()  # the helper, found beside the lead, ran

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.flowproc import flow, flow_env, spawn, transcript
+from tests.support.flowproc import flow, flow_env, provider_env, spawn, transcript
 from tests.support.providers_server import Canned, ModelServer, openai_completion, openai_usage
 from tests.support.slow import sweep
 
@@ -76,12 +76,6 @@ def _project(where: Path) -> Path:
     return where
 
 
-def _env() -> dict[str, str]:
-    env = flow_env(OPENAI_API_KEY="sk-test-not-a-key")
-    env.pop("OPENAI_BASE_URL", None)
-    return env
-
-
 def _run_args(server: ModelServer) -> tuple[str, ...]:
     return (
         "run",
@@ -114,7 +108,7 @@ def _kill_when(proc: subprocess.Popen[str], server: ModelServer, requests: int) 
 def reference(tmp_path: Path, server: ModelServer) -> tuple[Path, list[object], list[object]]:
     where = _project(tmp_path / "reference")
     server.push(*(_reply(n) for n in range(4)))
-    result = flow(*_run_args(server), cwd=where, env=_env())
+    result = flow(*_run_args(server), cwd=where, env=provider_env())
     assert result.returncode == 0, result.stderr
     requests = len(server.requests)
     server.requests.clear()
@@ -129,11 +123,11 @@ def test_sigkill_inside_the_child_then_resume_the_parent(
     where = _project(tmp_path / "killed")
     # The child's second call (judge) hangs on the wire; the process is killed meanwhile.
     server.push(_reply(0), _reply(1), _reply(2, delay=10))
-    proc = spawn(*_run_args(server), cwd=where, env=_env())
+    proc = spawn(*_run_args(server), cwd=where, env=provider_env())
     _kill_when(proc, server, 3)
 
     # What status sees: the parent is inside its child, which ran one call not rolled up yet.
-    result = flow("status", "--json", "run/progress.md", cwd=where, env=_env())
+    result = flow("status", "--json", "run/progress.md", cwd=where, env=provider_env())
     data = json.loads(result.stdout)
     [child] = data["children"]
     # The parent's file says running; its owner is gone, so it reads as interrupted.
@@ -145,7 +139,7 @@ def test_sigkill_inside_the_child_then_resume_the_parent(
 
     server.push(_reply(2), _reply(3))
     result = flow(
-        "resume", "run/progress.md", "--base-url", server.url + "/v1", cwd=where, env=_env()
+        "resume", "run/progress.md", "--base-url", server.url + "/v1", cwd=where, env=provider_env()
     )
     assert result.returncode == 0, result.stderr
     assert transcript(where / "run" / "progress.md") == parent_ref
@@ -172,14 +166,14 @@ def test_sigkill_after_the_child_completed_then_resume_the_parent(
     _, parent_ref, child_ref = reference
     where = _project(tmp_path / "killed")
     server.push(_reply(0), _reply(1), _reply(2), _reply(3, delay=10))
-    proc = spawn(*_run_args(server), cwd=where, env=_env())
+    proc = spawn(*_run_args(server), cwd=where, env=provider_env())
     _kill_when(proc, server, 4)
     child_bytes = (where / CHILD_FILE).read_bytes()
     assert "status: completed" in child_bytes.decode()
 
     server.push(_reply(3))
     result = flow(
-        "resume", "run/progress.md", "--base-url", server.url + "/v1", cwd=where, env=_env()
+        "resume", "run/progress.md", "--base-url", server.url + "/v1", cwd=where, env=provider_env()
     )
     assert result.returncode == 0, result.stderr
     assert transcript(where / "run" / "progress.md") == parent_ref
@@ -196,7 +190,7 @@ def test_ctrl_c_inside_the_child_stops_both_then_resume_completes(
     _, parent_ref, child_ref = reference
     where = _project(tmp_path / "stopped")
     server.push(_reply(0), _reply(1, delay=10))
-    proc = spawn(*_run_args(server), cwd=where, env=_env())
+    proc = spawn(*_run_args(server), cwd=where, env=provider_env())
     deadline = time.monotonic() + 60
     while len(server.requests) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -210,7 +204,7 @@ def test_ctrl_c_inside_the_child_stops_both_then_resume_completes(
 
     server.push(_reply(1), _reply(2), _reply(3))
     result = flow(
-        "resume", "run/progress.md", "--base-url", server.url + "/v1", cwd=where, env=_env()
+        "resume", "run/progress.md", "--base-url", server.url + "/v1", cwd=where, env=provider_env()
     )
     assert result.returncode == 0, result.stderr
     assert transcript(where / "run" / "progress.md") == parent_ref

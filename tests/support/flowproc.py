@@ -34,6 +34,22 @@ def flow_env(**extra: str) -> dict[str, str]:
     return env
 
 
+#: Keys that look real to the SDKs and are no key anywhere: the tests' provider servers take them.
+FAKE_KEYS = {"OPENAI_API_KEY": "sk-test-not-a-key", "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key"}
+#: What a developer's shell may set that would send a test's requests elsewhere.
+_ENDPOINT_VARIABLES = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")
+
+
+def provider_env(**extra: str) -> dict[str, str]:
+    """``flow_env`` for runs against the local provider servers: fake keys for both protocols,
+    and no endpoint variable from the developer's shell (the run names the server's URL)."""
+    env = flow_env(**{**FAKE_KEYS, **extra})
+    for name in _ENDPOINT_VARIABLES:
+        if name not in extra:
+            env.pop(name, None)
+    return env
+
+
 def flow(
     *args: str,
     cwd: Path,
