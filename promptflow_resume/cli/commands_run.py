@@ -60,7 +60,7 @@ from .options import (
 
 if TYPE_CHECKING:
     # The API pulls in reconcile and every tool; `flow --help` registers this module without it.
-    from ..api import Choices, ResumePlan
+    from ..api import Choices, ResumePlan, RunOptions
 
 
 def _stdin_is_terminal() -> bool:
@@ -247,6 +247,95 @@ def _watchers(console: Reporter, stream: Reporter | None) -> Reporter:
     return console if stream is None else Tee(console, stream)
 
 
+@dataclasses.dataclass(frozen=True)
+class _SharedFlags:
+    """The flags ``flow run`` and ``flow resume`` share, as typer gave them: one place turns
+    them into the run's options, so the two commands cannot drift apart. Each field is named
+    as the commands' parameter, which is how ``of`` finds it."""
+
+    provider: str | None
+    model: str | None
+    base_url: str | None
+    record: bool
+    max_cost: float | None
+    price: list[str]
+    prices: Path | None
+    max_tokens: int | None
+    max_turns: int | None
+    timeout: str | None
+    max_suspensions: int | None
+    file: Path | None
+    no_instructions: bool
+    skills: list[Path]
+    no_skills: bool
+    hooks: list[Path]
+    no_hooks: bool
+    allow_commands: list[str]
+    allow_fetch: list[str]
+    accept_permissions: bool
+    approve: list[str]
+    no_approve: bool
+    on_consent: str
+    mcp_config: Path | None
+    agents: list[Path]
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> _SharedFlags:
+        """The shared flags out of a command's parameters (its ``locals()``)."""
+        return cls(**{field.name: values[field.name] for field in dataclasses.fields(cls)})
+
+    def options(
+        self,
+        interactive: bool,
+        live: bool,
+        reporter: ConsoleReporter,
+        stream: Reporter | None,
+        selection: str | None = None,
+    ) -> RunOptions:
+        """The run's options: budgets, permissions, tools and where to report."""
+        from ..api import Limits, RunOptions
+        from ..front import given_prices
+
+        limits = Limits(
+            self.max_cost,
+            self.max_tokens,
+            self.max_turns,
+            option_seconds("--timeout", self.timeout),
+            max_suspensions=self.max_suspensions,
+            prices=given_prices(self.price, self.prices),
+        )
+        permissions = _permissions(
+            self.allow_commands,
+            self.allow_fetch,
+            interactive,
+            reporter,
+            accept=self.accept_permissions,
+        )
+        return RunOptions(
+            provider=self.provider,
+            model=self.model,
+            base_url=self.base_url,
+            record=self.record,
+            stream=live,
+            limits=limits,
+            file=self.file,
+            selection=selection,
+            instructions=not self.no_instructions,
+            skills=not self.no_skills,
+            skill_dirs=tuple(self.skills),
+            hooks=not self.no_hooks,
+            hook_files=tuple(self.hooks),
+            permissions=permissions,
+            mcp_config=self.mcp_config,
+            mcp_ask=_ask_mcp_input if interactive else None,
+            reporter=_watchers(reporter, stream),
+            agent_dirs=tuple(self.agents),
+            approve=tuple(self.approve),
+            approval=not self.no_approve,
+            consent_stop=_on_consent(self.on_consent),
+        )
+
+
 @app.command("run")
 def run_command(
     workflow: WorkflowArg,
@@ -324,10 +413,8 @@ def run_command(
     (--worktree), 16 suspended at a provider's quota window (continue with flow resume
     --wait), 130 interrupted (see docs/spec.md for all).
     """
-    from ..api import Limits, RunOptions
     from ..front import (
         RunCommand,
-        given_prices,
         handoffs_to_follow,
         read_selection,
         run_workflow,
@@ -359,37 +446,7 @@ def run_command(
         write=err,
         verbose=verbose,
     )
-    options = RunOptions(
-        provider=provider,
-        model=model,
-        base_url=base_url,
-        record=record,
-        stream=live,
-        limits=Limits(
-            max_cost,
-            max_tokens,
-            max_turns,
-            option_seconds("--timeout", timeout),
-            max_suspensions=max_suspensions,
-            prices=given_prices(price, prices),
-        ),
-        file=file,
-        instructions=not no_instructions,
-        skills=not no_skills,
-        skill_dirs=tuple(skills),
-        hooks=not no_hooks,
-        hook_files=tuple(hooks),
-        permissions=_permissions(
-            allow_commands, allow_fetch, interactive, reporter, accept=accept_permissions
-        ),
-        mcp_config=mcp_config,
-        mcp_ask=_ask_mcp_input if interactive else None,
-        reporter=_watchers(reporter, stream),
-        agent_dirs=tuple(agents),
-        approve=tuple(approve),
-        approval=not no_approve,
-        consent_stop=_on_consent(on_consent),
-    )
+    options = _SharedFlags.of(locals()).options(interactive, live, reporter, stream)
     try:
         outcome = run_workflow(command, options)
     finally:
@@ -609,7 +666,7 @@ def resume_command(
     A run suspended at a provider's quota window goes on once the window opens: --wait
     sleeps until then; before it, resume sends nothing and exits 16.
     """
-    from ..api import Choices, Limits, ResumeRequest, RunOptions, resume_run, run_status
+    from ..api import Choices, ResumeRequest, RunOptions, resume_run, run_status
     from ..front import Target, given_prices, parse_assignments, read_selection, resume_target
 
     choices = Choices(
@@ -654,38 +711,8 @@ def resume_command(
         set_values=parse_assignments(set_, "--set"),
         confirm_change=_confirm_change if interactive else None,
     )
-    options = RunOptions(
-        provider=provider,
-        model=model,
-        base_url=base_url,
-        record=record,
-        stream=live,
-        limits=Limits(
-            max_cost,
-            max_tokens,
-            max_turns,
-            option_seconds("--timeout", timeout),
-            max_suspensions=max_suspensions,
-            prices=given_prices(price, prices),
-        ),
-        file=file,
-        selection=read_selection(selection),
-        instructions=not no_instructions,
-        skills=not no_skills,
-        skill_dirs=tuple(skills),
-        hooks=not no_hooks,
-        hook_files=tuple(hooks),
-        permissions=_permissions(
-            allow_commands, allow_fetch, interactive, reporter, accept=accept_permissions
-        ),
-        mcp_config=mcp_config,
-        mcp_ask=_ask_mcp_input if interactive else None,
-        reporter=_watchers(reporter, stream),
-        agent_dirs=tuple(agents),
-        approve=tuple(approve),
-        approval=not no_approve,
-        consent_stop=_on_consent(on_consent),
-    )
+    flags = _SharedFlags.of(locals())
+    options = flags.options(interactive, live, reporter, stream, read_selection(selection))
     try:
         outcome = resume_run(progress, options, request)
     finally:
