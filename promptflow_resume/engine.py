@@ -351,6 +351,7 @@ class Engine:
             options.redactor,
             notice=self.reporter.notice,
             note=self._attempt.notes.append,
+            ran=self.reporter.hook_ran,
             attempt=self._attempt.n,
             key=self._key,
         )

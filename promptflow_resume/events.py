@@ -83,6 +83,11 @@ class Reporter:
         """The run stops ``suspended`` at a provider's quota window that opens at ``until``
         (UTC, ISO 8601); ``reason`` is the run's one-line reason (docs/spec.md 4.18)."""
 
+    def hook_ran(self, hook: str, event: str, status: str, ms: int) -> None:
+        """A repository hook ran for ``event`` (docs/spec.md 4.15) and ended as ``status``:
+        ``ok``, ``failed``, ``timed_out``, ``not_started`` or ``denied`` (a ``preToolUse``
+        hook refused the call), after ``ms`` milliseconds."""
+
     def close(self) -> None:
         """The run stopped; tear down any live display."""
 
@@ -185,6 +190,11 @@ class Tee(Reporter):
         """Told to each."""
         for r in self.reporters:
             r.suspended(until, reason)
+
+    def hook_ran(self, hook: str, event: str, status: str, ms: int) -> None:
+        """Told to each."""
+        for r in self.reporters:
+            r.hook_ran(hook, event, status, ms)
 
     def close(self) -> None:
         """Told to each."""

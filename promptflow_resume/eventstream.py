@@ -299,3 +299,7 @@ class EventStream(Reporter):
     def suspended(self, until: str, reason: str) -> None:
         """``suspended``."""
         self.emit("suspended", until=until, reason=reason)
+
+    def hook_ran(self, hook: str, event: str, status: str, ms: int) -> None:
+        """``hook``."""
+        self.emit("hook", hook=hook, event=event, status=status, ms=ms)

@@ -122,6 +122,8 @@ class RunHooks:
     #: Tells the person (a failing hook); ``note`` records a line in the attempt's history.
     notice: Callable[[str], None] = print
     note: Callable[[str], None] = lambda text: None
+    #: Told of each hook run: the hook, its event, how it ended and its time (an event stream).
+    ran: Callable[[str, str, str, int], None] = lambda hook, event, status, ms: None
     attempt: int = 1
     #: This machine's key: it seals each record, and a record it did not seal is dropped.
     key: Key | None = None
@@ -243,7 +245,9 @@ class RunHooks:
         for position, hook in enumerate(hooks):
             if any(r.hook == hook.ref for r in record.ran):
                 continue
-            record.ran.append(self._run_one(hook, payload))
+            done = self._run_one(hook, payload)
+            record.ran.append(done)
+            self.ran(done.hook, event, _status(done), done.ms)
             self._sealed(record)
             ledger.runs += 1
             if close and position == len(hooks) - 1:
@@ -366,6 +370,17 @@ class RunHooks:
 
 
 _SETTLED = ("userPromptSubmitted", "postToolUse")
+
+
+def _status(ran: HookRun) -> str:
+    """How a hook run ended, in one word (the ``hook`` event's ``status``, docs/spec.md 4.16)."""
+    if ran.exit is None:
+        return "not_started"
+    if ran.timed_out:
+        return "timed_out"
+    if ran.exit != 0:
+        return "failed"
+    return "denied" if ran.decision == "deny" else "ok"
 
 
 def _prompt_key(entry_id: int, text: str) -> str:

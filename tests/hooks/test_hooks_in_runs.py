@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 from promptflow_resume.progress import load_progress
+from tests.support.events import read_events, validator
 from tests.support.faults import assert_clean_error
 from tests.support.flowproc import flow, flow_env
 from tests.support.hooks import (
@@ -274,3 +275,31 @@ def test_an_interrupted_run_ends_its_session_with_abort(tmp_path: Path) -> None:
     assert result.returncode == 130, result.stderr
     assert log_lines(log)[-1]["event"] == "sessionEnd"
     assert log_lines(log)[-1]["payload"]["reason"] == "abort"
+
+
+def test_each_hook_run_is_an_event_saying_how_it_ended(tmp_path: Path) -> None:
+    log = str(tmp_path / "decisions.jsonl")
+    hooks = {
+        "sessionStart": [
+            command("stuck.sh", env={"HOOK_LOG": str(tmp_path / "pids")}, timeoutSec=0.5)
+        ],
+        "preToolUse": [command("deny_tools.py", env={"HOOK_LOG": log, "DENY_TOOLS": "bump"})],
+        "postToolUse": [command("leaky.sh")],
+        "sessionEnd": [command("audit.py", "sessionEnd", env={"HOOK_LOG": str(tmp_path / "a")})],
+    }
+    where = workspace(tmp_path / "w", hooks)
+    events = tmp_path / "events.jsonl"
+    assert flow(*RUN, "--events", str(events), cwd=where).returncode == 0
+    seen = [e for e in read_events(events) if e["type"] == "hook"]
+    assert [(e["hook"].split("#")[1], e["event"], e["status"]) for e in seen] == [
+        ("sessionStart[0]", "sessionStart", "timed_out"),
+        ("preToolUse[0]", "preToolUse", "denied"),
+        ("postToolUse[0]", "postToolUse", "failed"),
+        ("preToolUse[0]", "preToolUse", "denied"),
+        ("postToolUse[0]", "postToolUse", "failed"),
+        ("preToolUse[0]", "preToolUse", "ok"),
+        ("postToolUse[0]", "postToolUse", "failed"),
+        ("sessionEnd[0]", "sessionEnd", "ok"),
+    ]
+    assert seen[0]["ms"] >= 500
+    assert all(validator("hook").is_valid(e) for e in seen)
