@@ -150,13 +150,15 @@ class RunOptions:
     consent_stop: bool = False
 
     def approval_policy(self, workflow: Workflow) -> ApprovalPolicy:
-        """The approval policy of one attempt of ``workflow`` (empty with ``--no-approve``)."""
+        """The approval policy of one attempt of ``workflow`` (empty with ``--no-approve``):
+        its ``approve:`` (with the agent a prompt file uses), each later agent's of a handoff
+        chain, and ``--approve``."""
         from .tools.approval import ApprovalPolicy
 
         if not self.approval:
             return ApprovalPolicy()
-        listed = _string_list(workflow.front_matter.get("approve"))
-        return ApprovalPolicy.of(listed, self.approve)
+        listed = [p for each in (workflow, *workflow.parts()) for p in each.approve]
+        return ApprovalPolicy.of(list(dict.fromkeys(listed)), self.approve)
 
     #: A cost budget shared with runs in other processes: a batch's ``--max-cost`` ledger,
     #: on which every model call holds a reservation (docs/spec.md 8.3).

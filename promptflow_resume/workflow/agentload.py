@@ -110,8 +110,10 @@ def task_input(agent: LoadedAgent) -> InputDecl:
 def use_agent(cfg: WorkflowSettings, agent: Workflow, data: dict[str, Any]) -> None:
     """A prompt file's settings with ``agent: NAME``: the agent's tools unless the file lists
     ``tools:`` (the file's win, as in VS Code), its model unless the file names one, and its
-    commands beside the file's own (the file's win on a name clash)."""
+    commands beside the file's own (the file's win on a name clash); the calls either's
+    ``approve:`` names wait for a person."""
     cfg.commands = {**agent.commands, **cfg.commands}
+    cfg.approve = tuple(dict.fromkeys((*cfg.approve, *agent.approve)))
     if not cfg.tools_listed:
         own = tuple(t for t in cfg.tools if t not in agent.tools)
         cfg.tools = (*agent.tools, *own)

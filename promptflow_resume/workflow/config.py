@@ -41,6 +41,8 @@ class WorkflowSettings:
     budget: Budget = field(default_factory=Budget)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     compaction: Compaction = field(default_factory=Compaction)
+    #: ``approve:``: tool-name patterns whose calls wait for a person's yes (docs/spec.md 4.17).
+    approve: tuple[str, ...] = ()
 
 
 def build_config(
@@ -60,6 +62,8 @@ def build_config(
         cfg.provider = data["provider"]
     if usable("model"):
         _build_models(cfg, data["model"], pos, col)
+    if usable("approve"):
+        cfg.approve = tuple(data["approve"] or ())
     cfg.params = _build_params(data, pos, col, bad)
     if usable("budget"):
         cfg.budget = _build_budget(data["budget"] or {}, pos, col)

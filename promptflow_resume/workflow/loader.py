@@ -346,6 +346,7 @@ def _analyze(
         variables=tuple(variables),
         tool_map=cfg.tool_map,
         compaction=cfg.compaction,
+        approve=cfg.approve,
         recovery=Recovery.MODEL if data.get("recovery") == "model" else Recovery.PERSON,
         kind="agent" if agent is not None else "prompt",
         agent=agent.spec if agent is not None else None,

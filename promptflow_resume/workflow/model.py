@@ -270,6 +270,8 @@ class Workflow:
     #: without ``model:``. A model the provider refuses as unknown or unavailable to the key
     #: is replaced by the next for the rest of the attempt (docs/spec.md 5.3).
     models: tuple[str, ...] = ()
+    #: ``approve:`` patterns: the file's, and with ``agent: NAME`` that agent's too (4.17).
+    approve: tuple[str, ...] = ()
 
     def step(self, step_id: str) -> Step | None:
         """The step with ``step_id``, or None."""

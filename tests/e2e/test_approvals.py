@@ -292,3 +292,28 @@ def test_without_on_consent_stop_a_command_is_refused_as_before(workdir: Path) -
     assert not (workdir / "marker.txt").exists()
     bad = flow("run", *args, "--on-consent", "ask", cwd=workdir)
     assert bad.returncode == 2 and "expected refuse or stop" in bad.stderr
+
+
+def test_the_approve_list_of_an_agent_a_prompt_file_uses_holds_its_calls(workdir: Path) -> None:
+    agents = workdir / ".github" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "writer.agent.md").write_text(
+        "---\nname: writer\ntools: [create_file, read_file]\napprove: [create_file]\n---\n"
+        "You write files.\n",
+        encoding="utf-8",
+    )
+    (workdir / "wf.prompt.md").write_text(
+        "---\nprovider: scripted\nagent: writer\n---\n## Step 1: Write\nWrite the files.\n",
+        encoding="utf-8",
+    )
+    (workdir / "wf.script.yaml").write_text(SCRIPT, encoding="utf-8")
+    (workdir / "notes.md").write_text("ship on Friday\n", encoding="utf-8")
+    run_args = ("run", "wf.prompt.md", "--recording", "wf.script.yaml", "--progress", PROGRESS)
+    result = flow(*run_args, "--new", cwd=workdir)
+    assert result.returncode == 15, result.stderr
+    run, _ = load_progress(workdir / PROGRESS)
+    assert [(a.tool, a.why) for a in run.approvals] == [
+        ("create_file", "approve: create_file"),
+        ("create_file", "approve: create_file"),
+    ]
+    assert not (workdir / "a.txt").exists()
