@@ -405,7 +405,9 @@ def compact_run(
     reporter, record = options.reporter, options.record
     store, run, _ = ProgressStore.open(path)
     try:
-        wf = workflow_for(run, path, workflow_path)
+        wf = workflow_for(
+            run, path, workflow_path, workspace=options.root(), agent_dirs=options.agent_dirs
+        )
         check_params(run, wf, path)
         if provider is not None:
             run.config.provider = provider

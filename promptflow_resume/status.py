@@ -233,7 +233,9 @@ def run_status(
     settings: Compaction | None = None
     change: PermissionsChange | None = None
     try:
-        wf = workflow_for(run, path, workflow_path)
+        wf = workflow_for(
+            run, path, workflow_path, workspace=options.root(), agent_dirs=options.agent_dirs
+        )
         settings = wf.compaction
         change = _permissions_change(run, wf)
         root = Path(options.workspace) if options.workspace else Path.cwd()

@@ -7,13 +7,14 @@ import sys
 import typer
 
 from .app import app, out, print_json
-from .options import BaseUrlOpt, ModelOpt, ProgressArg, ProviderOpt, WorkflowMovedOpt
+from .options import AgentsDirOpt, BaseUrlOpt, ModelOpt, ProgressArg, ProviderOpt, WorkflowMovedOpt
 
 
 @app.command("compact")
 def compact_command(
     progress: ProgressArg,
     workflow: WorkflowMovedOpt = None,
+    agents: AgentsDirOpt = [],  # noqa: B006 - typer copies list defaults
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -37,6 +38,7 @@ def compact_command(
         base_url=base_url,
         record=record,
         reporter=None if as_json else reporter,
+        agent_dirs=tuple(agents),
     )
     outcome = compact_run(progress, options, workflow_path=workflow)
     if as_json:

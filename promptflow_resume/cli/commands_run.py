@@ -868,13 +868,14 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
 def status_command(
     progress: ProgressArg,
     workflow: WorkflowMovedOpt = None,
+    agents: AgentsDirOpt = [],  # noqa: B006 - typer copies list defaults
     # Status starts no MCP server (docs/spec.md 10.3), so it reads no configuration; the
     # option is still accepted, unlisted, so scripts that pass it keep working.
     mcp_config: Path | None = typer.Option(None, "--mcp-config", metavar="FILE", hidden=True),
     as_json: bool = typer.Option(False, "--json", help="Print the stable JSON status document."),
 ) -> int:
     """Where a run stands: status, step i of n, what resume would do, usage, edits, last error."""
-    from ..api import ResumeRequest, run_status
+    from ..api import ResumeRequest, RunOptions, run_status
     from ..front import Target, resume_target
 
     request = ResumeRequest(workflow_path=workflow)
@@ -883,5 +884,5 @@ def status_command(
 
         return batch_status_command(progress, as_json)
 
-    status = run_status(progress, request=request)
+    status = run_status(progress, RunOptions(agent_dirs=tuple(agents)), request=request)
     return _print_status(status, as_json)

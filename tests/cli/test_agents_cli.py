@@ -298,3 +298,12 @@ def test_a_prompt_file_runs_with_its_agent(tmp_path: Path, server: ModelServer) 
     assert again.returncode == 4
     assert "ask.prompt.md:2:8: $.agent: no custom agent is called `terse`" in again.stderr
     assert len(server.requests) == 1
+    # status and compact find the agent where the run found it, with the same --agents.
+    status = flow("status", "run/progress.md", "--agents", str(agents), "--json", cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["workflow_changed"] is False
+    lost = flow("status", "run/progress.md", "--json", cwd=tmp_path)
+    assert "no custom agent is called `terse`" in lost.stdout + lost.stderr
+    compact = flow("compact", "run/progress.md", "--agents", str(agents), "--json", cwd=tmp_path)
+    assert compact.returncode == 0, compact.stderr
+    assert json.loads(compact.stdout)["compacted"] is False
