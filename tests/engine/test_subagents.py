@@ -274,6 +274,49 @@ def test_sigkill_inside_the_subagent_then_resume_the_parent_resumes_inside_it(
     assert data["usage_total"] == data["usage"]
 
 
+#: Retries shorter than the test's quota window, so that the window suspends the run.
+QUICK_RETRY = "retry:\n  max_attempts: 3\n  initial_delay: 0.01\n  max_delay: 0.2\n---\n"
+
+
+def test_a_subagent_suspended_at_a_quota_window_suspends_its_parent_until_then(
+    tmp_path: Path, server: ModelServer
+) -> None:
+    reference = _project(tmp_path / "reference")
+    server.push(*_replies())
+    assert flow(*_run_args(server), cwd=reference, env=provider_env()).returncode == 0
+    server.requests.clear()
+
+    where = _project(tmp_path / "suspended")
+    helper = where / "agents" / "helper.agent.md"
+    helper.write_text(HELPER.replace("---\nYou", QUICK_RETRY + "You", 1), encoding="utf-8")
+    server.close_window(3.0, after=2)  # the helper's second call meets the window
+    server.push(*_replies())
+    result = flow(*_run_args(server), cwd=where, env=provider_env())
+    assert result.returncode == 16, result.stderr
+    data = _status(where)
+    [child] = data["children"]
+    assert (data["status"], child["status"]) == ("suspended", "suspended")
+    assert data["until"] == _status_of(where / CHILD_FILE)["until"]
+    assert "flow resume --wait" in result.stderr
+
+    early = _resume(where, server)
+    assert early.returncode == 16, early.stderr  # before the window: nothing is sent
+    waited = _resume(where, server, "--wait")
+    assert waited.returncode == 0, waited.stderr
+    assert transcript(where / CHILD_FILE) == transcript(reference / CHILD_FILE)
+    assert transcript(where / "run" / "progress.md") == transcript(
+        reference / "run" / "progress.md"
+    )
+    # Two answered before the window, one refused, then the refused one and the parent's last.
+    assert len(server.requests) == 5 and server.pending == 0
+
+
+def _status_of(progress: Path) -> dict[str, Any]:
+    result = flow("status", "--json", str(progress), cwd=progress.parent, env=provider_env())
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
 def test_an_agent_not_offered_is_never_run_and_the_call_is_refused(
     tmp_path: Path, server: ModelServer
 ) -> None:
