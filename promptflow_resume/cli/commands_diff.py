@@ -1,4 +1,5 @@
-"""``flow diff``: what changed between two versions of a run, and git's diff driver for it."""
+"""``flow diff`` (what changed between two versions of a run, and git's diff driver) and
+``flow ci`` (a pull request's run as a GitHub Actions step)."""
 
 from __future__ import annotations
 
@@ -55,3 +56,16 @@ def diff_command(
     else:
         out(change.to_markdown().rstrip("\n"))
     return 0
+
+
+@app.command("ci")
+def ci_command() -> int:
+    """Run or resume a pull request's run as a GitHub Actions step (the repository's
+    action.yml calls it): reads the action's INPUT_* and the runner's GITHUB_* variables,
+    writes GITHUB_OUTPUT and the job summary, and commits the progress file with share: yes.
+    Exits 0 when the run completed or waits for a person, a budget or a quota window."""
+    import os
+
+    from ..ci import run_ci
+
+    return run_ci(os.environ, log=out).step_exit

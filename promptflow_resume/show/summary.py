@@ -228,7 +228,7 @@ def _changed_files(path: Path) -> list[str]:
 def _links(shown: str, progress_link: str | None, report_link: str | None) -> list[str]:
     lines = ["### Files", "", f"- Progress file: [{cell(shown, 200)}]({progress_link or shown})"]
     if report_link:
-        lines.append(f"- Report: [{cell(Path(report_link).name, 100)}]({report_link})")
+        lines.append(f"- Report: [HTML report]({report_link})")
     lines.append(f"- Resume anywhere: `flow resume {shown}`")
     return lines
 
@@ -240,8 +240,10 @@ def summary_text(
     *,
     progress_link: str | None = None,
     report_link: str | None = None,
+    comments: bool = False,
 ) -> str:
-    """The summary page of a loaded run (see the module's docstring)."""
+    """The summary page of a loaded run (see the module's docstring); ``comments``: the run
+    is decided by ``/flow`` comments on a pull request (``flow ci``), said under Next."""
     shown = str(path)
     total = run.cursor.total or len(run.steps)
     icon = _ICONS.get(state.status, "⏸️")
@@ -259,6 +261,12 @@ def summary_text(
         lines += ["", f"**Last error:** {cell(run.last_error.message, 500)}"]
     first, *rest = _next_lines(run, state, shown)
     lines += ["", "**Next:** " + first, *rest]
+    if comments and state.status in ("awaiting_approval", "needs_review", "budget_exhausted"):
+        lines += [
+            "",
+            "On the pull request: comment `/flow approve` (or `/flow deny REASON`) to decide the "
+            "held calls and resume, or `/flow resume` after a change to the budget or the file.",
+        ]
     lines += ["", *_steps(run), "", *_settings(run, path)]
     if run.worktree is not None:
         lines += ["", *_changed_files(path)]
@@ -271,9 +279,15 @@ def summary_text(
 
 
 def pr_summary(
-    path: Path, *, progress_link: str | None = None, report_link: str | None = None
+    path: Path,
+    *,
+    progress_link: str | None = None,
+    report_link: str | None = None,
+    comments: bool = False,
 ) -> str:
     """``flow show PROGRESS --summary``: the run at ``path`` as PR-sized Markdown (reads only)."""
     run, _report = load_progress(path)
     state = run_state(path, run.status, run.reason)
-    return summary_text(run, state, path, progress_link=progress_link, report_link=report_link)
+    return summary_text(
+        run, state, path, progress_link=progress_link, report_link=report_link, comments=comments
+    )

@@ -141,6 +141,7 @@ COMMAND_ARGS: dict[str, tuple[str, ...]] = {
     "rewind": ("run/progress.md",),
     "log": ("run/progress.md",),
     "diff": ("run/progress.md", "run/progress.md"),
+    "ci": (),
     "clean": (".",),
     "review": ("run/progress.md",),
     "merge": ("run/progress.md",),

@@ -34,7 +34,7 @@ def test_summary_of_the_example_shows_status_steps_settings_and_links(
     assert "| Budget | max_turns: 12 |" in text
     assert "| Tools offered | `find_todos`, `read_file` |" in text
     assert "| Inputs | folder: workflows/examples/sample-app |" in text
-    assert "- Report: [run.html](run.html)" in text
+    assert "- Report: [HTML report](run.html)" in text
     assert len(text) < GITHUB_LIMIT
 
 
