@@ -125,7 +125,9 @@ class CiInputs:
             workspace=workspace,
             workflow=env.get("INPUT_WORKFLOW", "").strip() or None,
             task=env.get("INPUT_TASK", "").strip() or None,
-            inputs=tuple(line.strip() for line in env.get("INPUT_INPUTS", "").splitlines() if line.strip()),
+            inputs=tuple(
+                line.strip() for line in env.get("INPUT_INPUTS", "").splitlines() if line.strip()
+            ),
             provider=env.get("INPUT_PROVIDER", "").strip() or None,
             model=env.get("INPUT_MODEL", "").strip() or None,
             base_url=env.get("INPUT_BASE_URL", "").strip() or None,
@@ -381,14 +383,18 @@ def _finish(
 
 
 def _blob_link(env: Mapping[str, str], shown: Path) -> str | None:
-    server, repo, ref = (env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_HEAD_REF"))
+    server, repo, ref = (
+        env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_HEAD_REF")
+    )
     if server and repo and ref:
         return f"{server}/{repo}/blob/{ref}/{shown.as_posix()}"
     return None
 
 
 def _run_link(env: Mapping[str, str]) -> str | None:
-    server, repo, run_id = (env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
+    server, repo, run_id = (
+        env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")
+    )
     if server and repo and run_id:
         # The report is uploaded as the run's artifact, listed on the workflow run's page.
         return f"{server}/{repo}/actions/runs/{run_id}#artifacts"
@@ -430,7 +436,9 @@ def commit_run(workspace: Path, path: Path, result: CiResult, env: Mapping[str, 
     message = f"flow: run {result.run_id} {result.status}"
     git([*identity, "commit", "--quiet", "-m", message, "--", *names], workspace)
     commit = git(["rev-parse", "HEAD"], workspace).stdout.strip()
-    branch = env.get("GITHUB_HEAD_REF") or git(["branch", "--show-current"], workspace).stdout.strip()
+    branch = (
+        env.get("GITHUB_HEAD_REF") or git(["branch", "--show-current"], workspace).stdout.strip()
+    )
     if branch and git(["remote"], workspace).stdout.strip():
         git(["push", "--quiet", "origin", f"HEAD:refs/heads/{branch}"], workspace)
     return commit

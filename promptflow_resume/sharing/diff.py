@@ -79,7 +79,13 @@ class EntryNote:
 
     def to_dict(self, key: str) -> dict[str, Any]:
         """A JSON-ready form, the text under ``key`` (``preview`` or ``diff``)."""
-        return {"id": self.id, "role": self.role, "step": self.step, "tool": self.tool, key: self.text}
+        return {
+            "id": self.id,
+            "role": self.role,
+            "step": self.step,
+            "tool": self.tool,
+            key: self.text,
+        }
 
 
 @dataclass
@@ -159,7 +165,14 @@ class RunDiff:
         title = f"Appended ({len(self.appended)} entries)" if self.appended else "Appended"
         lines += _section(title, shown)
         for note in self.edited:
-            lines += ["", f"## Edited: {_label(note)}", "", "```diff", note.text.rstrip("\n"), "```"]
+            lines += [
+                "",
+                f"## Edited: {_label(note)}",
+                "",
+                "```diff",
+                note.text.rstrip("\n"),
+                "```",
+            ]
         lines += _section("Removed", [f"- {_label(e)}: {e.text}" for e in self.removed])
         return "\n".join([*lines, ""])
 

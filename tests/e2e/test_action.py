@@ -130,8 +130,15 @@ def _inputs(given: dict[str, str]) -> dict[str, str]:
     return {name: given.get(name, str(spec.get("default", ""))) for name, spec in declared.items()}
 
 
-def _job(origin: Path, tmp: Path, event: dict[str, Any], name: str, given: dict[str, str],
-         base_env: dict[str, str], install: bool) -> tuple[dict[str, str], str, Path, list[int]]:
+def _job(
+    origin: Path,
+    tmp: Path,
+    event: dict[str, Any],
+    name: str,
+    given: dict[str, str],
+    base_env: dict[str, str],
+    install: bool,
+) -> tuple[dict[str, str], str, Path, list[int]]:
     """One job: check out ``feature`` in a fresh workspace and run the action's steps."""
     workspace = tmp / name / "workspace"
     runner_temp = tmp / "runner"  # one venv for both jobs: the install is the slow part
@@ -165,9 +172,7 @@ def _job(origin: Path, tmp: Path, event: dict[str, Any], name: str, given: dict[
             REPO,
             action_path,
             ignore=lambda folder, names: [
-                n
-                for n in names
-                if (Path(folder) == REPO and n not in keep) or n == "__pycache__"
+                n for n in names if (Path(folder) == REPO and n not in keep) or n == "__pycache__"
             ],
         )
     env["GITHUB_ACTION_PATH"] = str(action_path)
@@ -230,7 +235,7 @@ def test_the_action_stops_for_approval_then_a_comment_resumes_the_same_file(
         "seal-key": KEY,
     }
     opened = {"pull_request": {"number": 7, "head": {"ref": "feature"}}, "number": 7}
-    outputs, summary, workspace, _ = _job(origin, tmp_path, opened, "job1", given, base_env, True)
+    outputs, summary, _ws, _ = _job(origin, tmp_path, opened, "job1", given, base_env, True)
     assert outputs["status"] == "awaiting_approval"
     assert outputs["exit-code"] == "15"
     assert outputs["progress-path"] == "flow-runs/pr-7.md"
@@ -274,20 +279,32 @@ def test_a_broken_input_fails_the_step_with_one_paragraph(tmp_path: Path) -> Non
     }
     done = subprocess.run(
         [sys.executable, "-m", "promptflow_resume", "ci"],
-        cwd=workspace, env=env, capture_output=True, text=True, timeout=60,
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 9
     assert "max-cost" in done.stderr and "Traceback" not in done.stderr
     env["INPUT_MAX_COST"] = ""
     done = subprocess.run(
         [sys.executable, "-m", "promptflow_resume", "ci"],
-        cwd=workspace, env=env, capture_output=True, text=True, timeout=60,
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 9 and "seal-key" in done.stderr and "c2VjcmV0" not in done.stderr
     env["INPUT_SEAL_KEY"] = ""
     done = subprocess.run(
         [sys.executable, "-m", "promptflow_resume", "ci"],
-        cwd=workspace, env=env, capture_output=True, text=True, timeout=60,
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 9 and "input workflow is empty" in done.stderr
     assert shutil.which("git")

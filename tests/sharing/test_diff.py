@@ -38,7 +38,9 @@ def versions(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     (folder / "greet.prompt.md").write_text(WORKFLOW, encoding="utf-8")
     (folder / "script.json").write_text(json.dumps(SCRIPT), encoding="utf-8")
     progress = folder / "run" / "progress.md"
-    request = StartRequest(folder / "greet.prompt.md", progress=progress, recording=folder / "script.json")
+    request = StartRequest(
+        folder / "greet.prompt.md", progress=progress, recording=folder / "script.json"
+    )
     first = start_run(request, RunOptions(workspace=folder, limits=Limits(max_turns=1)))
     assert first.run.status == "budget_exhausted"
     shutil.copyfile(progress, folder / "old.md")
