@@ -283,6 +283,7 @@ def _go(inputs: CiInputs, result: CiResult) -> Outcome | None:
             )
             result.notes.append(f"{inputs.command}d {len(decided.calls)} held call(s)")
         result.resumed = True
+        fetch_run_branch(inputs.workspace, path)
         return resume_run(path, options)
     if inputs.command is not None:
         raise InputError(
@@ -423,22 +424,54 @@ def run_files(path: Path) -> list[Path]:
     return found
 
 
+def fetch_run_branch(workspace: Path, path: Path) -> None:
+    """Fetch the branch of a worktree run (9) from ``origin`` when this clone lacks it: a job
+    on a new runner recreates the worktree from it. Nothing when it cannot: the resume then
+    says the branch is gone."""
+    from .progress import load_progress
+    from .worktree import branch_exists, git
+
+    run, _ = load_progress(path)
+    if run.worktree is None or branch_exists(workspace, run.worktree.branch):
+        return
+    ref = f"refs/heads/{run.worktree.branch}"
+    git(["fetch", "--quiet", "origin", f"{ref}:{ref}"], workspace, check=False)
+
+
+def _save_worktree(workspace: Path, path: Path) -> list[str]:
+    """Commit what a stopped worktree run left uncommitted to its branch (a job's runner is
+    gone afterwards) and name the branch to push; nothing for other runs."""
+    from .progress import load_progress
+    from .worktree import branch_exists, commit_all, worktree_folder
+
+    run, _ = load_progress(path)
+    tree = run.worktree
+    if tree is None or tree.state != "active" or not branch_exists(workspace, tree.branch):
+        return []
+    folder = worktree_folder(tree, path)
+    if folder.is_dir():
+        commit_all(folder, f"flow: run {run.run_id} stopped {run.status}")
+    return [f"refs/heads/{tree.branch}:refs/heads/{tree.branch}"]
+
+
 def commit_run(workspace: Path, path: Path, result: CiResult, env: Mapping[str, str]) -> str | None:
     """Commit the run's files to the checked-out branch and push it to the pull request's
-    branch (``GITHUB_HEAD_REF``, else the current branch); None when nothing changed."""
+    branch (``GITHUB_HEAD_REF``, else the current branch), with a worktree run's own branch;
+    None when nothing changed."""
     from .worktree import git
 
+    extra = _save_worktree(workspace, path)
     identity = ["-c", "user.name=flow", "-c", "user.email=flow@users.noreply.github.com"]
     names = [_relative(p, workspace) for p in run_files(path)]
     git(["add", "--force", "--", *names], workspace)
-    if not git(["diff", "--cached", "--name-only", "--", *names], workspace).stdout.strip():
-        return None
-    message = f"flow: run {result.run_id} {result.status}"
-    git([*identity, "commit", "--quiet", "-m", message, "--", *names], workspace)
-    commit = git(["rev-parse", "HEAD"], workspace).stdout.strip()
-    branch = (
-        env.get("GITHUB_HEAD_REF") or git(["branch", "--show-current"], workspace).stdout.strip()
-    )
-    if branch and git(["remote"], workspace).stdout.strip():
-        git(["push", "--quiet", "origin", f"HEAD:refs/heads/{branch}"], workspace)
+    commit = None
+    if git(["diff", "--cached", "--name-only", "--", *names], workspace).stdout.strip():
+        message = f"flow: run {result.run_id} {result.status}"
+        git([*identity, "commit", "--quiet", "-m", message, "--", *names], workspace)
+        commit = git(["rev-parse", "HEAD"], workspace).stdout.strip()
+    branch = env.get("GITHUB_HEAD_REF") or git(["branch", "--show-current"], workspace).stdout
+    refs = [f"HEAD:refs/heads/{branch.strip()}"] if branch.strip() and commit else []
+    refs += extra
+    if refs and git(["remote"], workspace).stdout.strip():
+        git(["push", "--quiet", "origin", *refs], workspace)
     return commit

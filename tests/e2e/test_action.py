@@ -308,3 +308,96 @@ def test_a_broken_input_fails_the_step_with_one_paragraph(tmp_path: Path) -> Non
     )
     assert done.returncode == 9 and "input workflow is empty" in done.stderr
     assert shutil.which("git")
+
+
+WRITER = """\
+---
+description: Write notes, then stamp the build
+commands:
+  stamp:
+    description: Stamp the build
+    argv: ["true"]
+tools: [create_file, stamp]
+---
+Write notes.txt, stamp the build, then say that it is done.
+"""
+
+
+def test_a_worktree_run_commits_its_branch_and_the_next_job_resumes_in_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``flow ci`` in this process (the action's step without the install): a worktree run's
+    changed files are in the summary, its branch is pushed, and a new clone resumes it."""
+    from promptflow_resume.ci import run_ci
+
+    args = json.dumps({"path": "notes.txt", "content": "written by the run\n"})
+    turns = iter(
+        [
+            Canned(body=openai_completion("", [openai_tool_call("c1", "create_file", args)])),
+            Canned(body=openai_completion("", [openai_tool_call("c2", "stamp", "{}")])),
+            Canned(body=openai_completion("Notes written and stamped.")),
+        ]
+    )
+    bare = tmp_path / "origin.git"
+    _git("init", "-q", "--bare", "-b", "main", str(bare), cwd=tmp_path)
+    seed = tmp_path / "seed"
+    _git("clone", "-q", str(bare), str(seed), cwd=tmp_path)
+    _git("checkout", "-q", "-b", "feature", cwd=seed)
+    (seed / "writer.prompt.md").write_text(WRITER, encoding="utf-8")
+    _git("add", ".", cwd=seed)
+    _git("commit", "-qm", "workflow", cwd=seed)
+    _git("push", "-q", "origin", "feature", cwd=seed)
+    with ModelServer() as server:
+        server.responder = lambda received: next(turns)
+        results = []
+        for job, event in enumerate(
+            [
+                {"number": 3, "pull_request": {"number": 3}},
+                {"issue": {"number": 3}, "comment": {"body": "/flow approve"}},
+            ]
+        ):
+            workspace = tmp_path / f"job{job}" / "ws"
+            _git("clone", "-q", "-b", "feature", str(bare), str(workspace), cwd=tmp_path)
+            (tmp_path / f"job{job}" / "event.json").write_text(json.dumps(event), "utf-8")
+            env = {
+                "GITHUB_WORKSPACE": str(workspace),
+                "GITHUB_EVENT_PATH": str(tmp_path / f"job{job}" / "event.json"),
+                "RUNNER_TEMP": str(tmp_path / f"job{job}" / "temp"),
+                "INPUT_WORKFLOW": "writer.prompt.md",
+                "INPUT_PROVIDER": "openai",
+                "INPUT_MODEL": "gpt-4o-mini",
+                "INPUT_BASE_URL": server.url + "/v1",
+                "INPUT_APPROVE": "stamp",
+                "INPUT_WORKTREE": "yes",
+                "INPUT_SHARE": "yes",
+                "INPUT_SEAL_KEY": KEY,
+                "OPENAI_API_KEY": "sk-test",
+            }
+            monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+            monkeypatch.chdir(workspace)
+            results.append(run_ci(env, set_env=monkeypatch.setenv, log=lambda text: None))
+    first, second = results
+    assert first.status == "awaiting_approval" and first.step_exit == 0
+    assert "### Changed files" in first.summary and "| `notes.txt` | 1 | 0 |" in first.summary
+    branch = f"flow/{first.run_id}"
+    assert _git("show", f"{branch}:notes.txt", cwd=bare) == "written by the run\n"
+    assert second.status == "completed" and second.resumed and second.run_id == first.run_id
+    assert "| `notes.txt` | 1 | 0 |" in second.summary
+    assert "`flow review flow-runs/pr-3.md`, then `flow merge flow-runs/pr-3.md`" in second.summary
+
+
+def test_the_example_workflow_gives_only_inputs_the_action_declares() -> None:
+    example = yaml.safe_load((REPO / "docs" / "examples" / "flow-pr.yml").read_text("utf-8"))
+    steps = example["jobs"]["flow"]["steps"]
+    ours = [s for s in steps if str(s.get("uses", "")).split("@")[0].endswith("/promptflow-resume")]
+    assert len(ours) == 1
+    assert set(ours[0]["with"]) <= set(ACTION["inputs"])
+    # The outputs a later step reads exist.
+    later = " ".join(str(s.get("run", "")) for s in steps)
+    for name in re.findall(r"steps\.flow\.outputs\.([a-z-]+)", later):
+        assert name in ACTION["outputs"]
+    # Both triggers: pushes to the pull request, and /flow comments.
+    assert set(example[True] if True in example else example["on"]) == {
+        "pull_request",
+        "issue_comment",
+    }
