@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -76,16 +76,22 @@ class EntryNote:
     tool: str | None
     #: Appended and removed: the first line of the text; edited: a unified diff of the text.
     text: str
+    #: Edited: the newer file's digest of the entry no longer matches its text, i.e. a person
+    #: changed it and no resume has taken the edit up yet (2.4).
+    by_hand: bool = False
 
     def to_dict(self, key: str) -> dict[str, Any]:
-        """A JSON-ready form, the text under ``key`` (``preview`` or ``diff``)."""
-        return {
+        """A JSON-ready form, the text under ``key`` (``preview``; ``diff`` with ``by_hand``)."""
+        data: dict[str, Any] = {
             "id": self.id,
             "role": self.role,
             "step": self.step,
             "tool": self.tool,
             key: self.text,
         }
+        if key == "diff":
+            data["by_hand"] = self.by_hand
+        return data
 
 
 @dataclass
@@ -165,9 +171,10 @@ class RunDiff:
         title = f"Appended ({len(self.appended)} entries)" if self.appended else "Appended"
         lines += _section(title, shown)
         for note in self.edited:
+            title = "Edited by hand" if note.by_hand else "Edited"
             lines += [
                 "",
-                f"## Edited: {_label(note)}",
+                f"## {title}: {_label(note)}",
                 "",
                 "```diff",
                 note.text.rstrip("\n"),
@@ -256,7 +263,7 @@ def _changes(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
     return [Change(k, old.get(k), new.get(k)) for k in keys if old.get(k) != new.get(k)]
 
 
-def _entries(diff: RunDiff, old: Run, new: Run) -> None:
+def _entries(diff: RunDiff, old: Run, new: Run, by_hand: frozenset[int]) -> None:
     before = {e.id: e for e in old.transcript}
     after_ids = set()
     for entry in new.transcript:
@@ -265,12 +272,21 @@ def _entries(diff: RunDiff, old: Run, new: Run) -> None:
         if was is None:
             diff.appended.append(_note(entry, _preview(entry)))
         elif was != entry:
-            diff.edited.append(_note(entry, _text_diff(was, entry)))
+            note = _note(entry, _text_diff(was, entry))
+            diff.edited.append(replace(note, by_hand=entry.id in by_hand))
     diff.removed = [_note(e, _preview(e)) for e in old.transcript if e.id not in after_ids]
 
 
-def diff_runs(old: Run, new: Run, *, old_label: str = "old", new_label: str = "new") -> RunDiff:
-    """What changed from ``old`` to ``new``, two parsed versions of a run."""
+def diff_runs(
+    old: Run,
+    new: Run,
+    *,
+    old_label: str = "old",
+    new_label: str = "new",
+    edited_by_hand: frozenset[int] = frozenset(),
+) -> RunDiff:
+    """What changed from ``old`` to ``new``, two parsed versions of a run; ``edited_by_hand``:
+    the ids of entries the newer file reports edited by hand (``LoadReport.edited_entries``)."""
     diff = RunDiff(
         old=Version(old_label, old.run_id, old.status, len(old.transcript)),
         new=Version(new_label, new.run_id, new.status, len(new.transcript)),
@@ -286,7 +302,7 @@ def diff_runs(old: Run, new: Run, *, old_label: str = "old", new_label: str = "n
         {f"approvals.{a.call_id}": a.decision for a in old.approvals},
         {f"approvals.{a.call_id}": a.decision for a in new.approvals},
     )
-    _entries(diff, old, new)
+    _entries(diff, old, new, edited_by_hand)
     diff.usage = {
         "tokens": new.usage.total_tokens - old.usage.total_tokens,
         "cost_usd": round(new.usage.cost_usd - old.usage.cost_usd, 6),
@@ -296,13 +312,14 @@ def diff_runs(old: Run, new: Run, *, old_label: str = "old", new_label: str = "n
     return diff
 
 
-def read_run(path: Path) -> Run:
-    """A progress file's run as written (no journal, no sidecar check); FlowError if broken."""
+def read_run(path: Path) -> tuple[Run, frozenset[int]]:
+    """A progress file's run as written (no journal, no sidecar check) and the ids of the
+    entries it reports edited by hand; FlowError if broken."""
     from ..progress.parse import parse
     from ..progress.store import read_text
 
-    run, _ = parse(read_text(path), path=path)
-    return run
+    run, report = parse(read_text(path), path=path)
+    return run, frozenset(report.edited_entries)
 
 
 def revision_text(path: Path, rev: str) -> str:
@@ -324,16 +341,20 @@ def revision_text(path: Path, rev: str) -> str:
 
 def diff_files(old: Path, new: Path) -> RunDiff:
     """``flow diff OLD NEW``: what changed between two progress files."""
-    return diff_runs(read_run(old), read_run(new), old_label=str(old), new_label=str(new))
+    before, _ = read_run(old)
+    after, by_hand = read_run(new)
+    return diff_runs(before, after, old_label=str(old), new_label=str(new), edited_by_hand=by_hand)
 
 
 def diff_revision(path: Path, rev: str) -> RunDiff:
     """``flow diff PROGRESS --rev REV``: what changed since ``path`` as committed at ``rev``."""
     from ..progress.parse import parse
 
-    new = read_run(path)  # its errors come first: the file named is the one to fix
+    new, by_hand = read_run(path)  # its errors come first: the file named is the one to fix
     old, _ = parse(revision_text(path, rev), path=f"{path}@{rev}")
-    return diff_runs(old, new, old_label=f"{path}@{rev}", new_label=str(path))
+    return diff_runs(
+        old, new, old_label=f"{path}@{rev}", new_label=str(path), edited_by_hand=by_hand
+    )
 
 
 def _indented(text: str) -> list[str]:
@@ -378,7 +399,7 @@ def textconv_text(path: Path) -> str:
     """``flow diff --textconv FILE``: the text git diffs for a progress file. A file that does
     not parse (broken, or not a progress file) is given back as it is, so git still diffs it."""
     try:
-        run = read_run(path)
+        run, _ = read_run(path)
     except FlowError:
         try:
             return path.read_bytes().decode("utf-8", errors="replace")

@@ -51,6 +51,7 @@ def versions(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     text = progress.read_text(encoding="utf-8")
     assert text.count("Hello from the first step.") == 1
     progress.write_text(text.replace("Hello from the first step.", "Hello, edited."), "utf-8")
+    shutil.copyfile(progress, folder / "edited.md")
     done = resume_run(progress, RunOptions(workspace=folder, limits=Limits(max_turns=5)))
     assert done.run.status == "completed", done.run.reason
     return folder / "old.md", progress
@@ -74,9 +75,19 @@ def test_a_resumed_run_names_the_appended_entries_and_the_hand_edit(
     assert {"field": "config.budget.max_turns", "old": 1, "new": 5} in data["settings"]
     assert data["usage"]["turns"] == 1 and data["usage"]["attempts"] == 1
     assert data["removed"] == []
+    # The resume took the edit up: the newer file's digests match its text again.
+    assert edited[0]["by_hand"] is False
     shown = change.to_markdown()
     assert "## Edited: entry 2 · assistant · greet" in shown
     assert "- sum-up: running → completed" in shown
+
+
+def test_an_edit_not_yet_resumed_is_marked_by_hand(versions: tuple[Path, Path]) -> None:
+    old, _ = versions
+    change = diff_files(old, old.parent / "edited.md")
+    assert [(e.id, e.by_hand) for e in change.edited] == [(2, True)]
+    assert change.appended == [] and change.steps == [] and change.state == []
+    assert "## Edited by hand: entry 2 · assistant · greet" in change.to_markdown()
 
 
 def test_against_a_git_revision_and_the_cli(versions: tuple[Path, Path]) -> None:
