@@ -29,7 +29,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -308,7 +308,7 @@ def _go(inputs: CiInputs, result: CiResult) -> Outcome | None:
     )
     # The inputs' form is checked before anything runs (exit 9, naming the bad item).
     parse_assignments(list(inputs.inputs), "inputs")
-    return run_workflow(command, replace(options))
+    return run_workflow(command, options)
 
 
 def run_ci(
@@ -334,7 +334,7 @@ def run_ci(
         if outcome is not None:
             result.progress = outcome.path
             result.exit_code = outcome.exit_code
-    _finish(inputs, env, result, failure, log)
+    failure = _finish(inputs, env, result, failure, log)
     if failure is not None:
         raise failure
     return result
@@ -346,41 +346,55 @@ def _finish(
     result: CiResult,
     failure: FlowError | None,
     log: Callable[[str], None],
-) -> None:
-    from .progress import load_progress
-    from .show.report import write_html
-    from .show.summary import pr_summary
+) -> FlowError | None:
+    """Describe the run, commit it when asked, write the outputs and the summary; the first
+    error met (the run's, or one of these steps') is returned to be raised."""
+    from .base.printing import for_people
 
     path = result.progress
-    shown = Path(_relative(path, inputs.workspace))
-    if path.exists():
-        run, _ = load_progress(path)
-        result.run_id, result.status = run.run_id, run.status
-        result.cost_usd, result.tokens = run.usage.cost_usd, run.usage.total_tokens
-        reports = Path(env.get("RUNNER_TEMP") or inputs.workspace) / "flow-report"
-        result.report = reports / f"{run.run_id}.html"
-        write_html(path, result.report)
-        cwd = Path.cwd()
-        os.chdir(inputs.workspace)  # the summary names the file as the repository does
-        try:
-            result.summary = pr_summary(
-                shown,
-                progress_link=_blob_link(env, shown),
-                report_link=_run_link(env),
-                comments=True,
-            )
-        finally:
-            os.chdir(cwd)
+    try:
+        if path.exists():
+            _describe(inputs, env, result)
+        if inputs.share and path.exists() and failure is None:
+            result.committed = commit_run(inputs.workspace, path, result, env)
+    except FlowError as error:
+        failure = failure or error
     if failure is not None:
-        result.summary = f"## ❌ flow: the run did not go on\n\n{failure}\n\n" + result.summary
-    if inputs.share and path.exists() and failure is None:
-        result.committed = commit_run(inputs.workspace, path, result, env)
+        result.exit_code = failure.exit_code
+        # The page is read by people and kept with the job: redacted like a terminal's text.
+        stopped = for_people(str(failure))
+        result.summary = f"## ❌ flow: the run did not go on\n\n{stopped}\n\n" + result.summary
     _write_outputs(env, result.outputs(inputs.workspace))
     summary_file = env.get("GITHUB_STEP_SUMMARY")
     if summary_file:
         with open(summary_file, "a", encoding="utf-8") as handle:
             handle.write(result.summary + "\n")
     log(result.summary)
+    return failure
+
+
+def _describe(inputs: CiInputs, env: Mapping[str, str], result: CiResult) -> None:
+    """The run's outputs, its report and its summary, from its file."""
+    from .progress import load_progress
+    from .show.report import write_html
+    from .show.summary import pr_summary
+
+    path = result.progress
+    run, _ = load_progress(path)
+    result.run_id, result.status = run.run_id, run.status
+    result.cost_usd, result.tokens = run.usage.cost_usd, run.usage.total_tokens
+    reports = Path(env.get("RUNNER_TEMP") or inputs.workspace) / "flow-report"
+    result.report = reports / f"{run.run_id}.html"
+    write_html(path, result.report)
+    shown = Path(_relative(path, inputs.workspace))
+    cwd = Path.cwd()
+    os.chdir(inputs.workspace)  # the summary names the file as the repository does
+    try:
+        result.summary = pr_summary(
+            shown, progress_link=_blob_link(env, shown), report_link=_run_link(env), comments=True
+        )
+    finally:
+        os.chdir(cwd)
 
 
 def _blob_link(env: Mapping[str, str], shown: Path) -> str | None:

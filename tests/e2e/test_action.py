@@ -401,3 +401,34 @@ def test_the_example_workflow_gives_only_inputs_the_action_declares() -> None:
         "pull_request",
         "issue_comment",
     }
+
+
+def test_a_command_without_a_run_writes_outputs_and_the_error_then_exits_9(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from promptflow_resume.base.errors import InputError
+    from promptflow_resume.ci import run_ci
+
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"issue": {"number": 5}, "comment": {"body": "/flow approve"}}))
+    output, summary = tmp_path / "output.txt", tmp_path / "summary.md"
+    env = {
+        "GITHUB_WORKSPACE": str(tmp_path),
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_OUTPUT": str(output),
+        "GITHUB_STEP_SUMMARY": str(summary),
+    }
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError) as raised:
+        run_ci(env, set_env=monkeypatch.setenv, log=lambda text: None)
+    assert "`/flow approve` found no run at flow-runs/pr-5.md" in str(raised.value)
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert outputs["exit-code"] == "9" and outputs["status"] == ""
+    assert outputs["progress-path"] == "flow-runs/pr-5.md"
+    assert summary.read_text().startswith("## ❌ flow: the run did not go on\n\n")
+    event.write_text(json.dumps({"issue": {"number": 5}, "comment": {"body": "/flow merge"}}))
+    with pytest.raises(InputError, match="the commands are /flow approve"):
+        run_ci(env, set_env=monkeypatch.setenv, log=lambda text: None)
+    event.write_text(json.dumps({"issue": {"number": 5}, "comment": {"body": "Looks good"}}))
+    with pytest.raises(InputError, match="input workflow is empty"):
+        run_ci(env, set_env=monkeypatch.setenv, log=lambda text: None)
