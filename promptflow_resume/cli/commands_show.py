@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from ..base.errors import InputError
 from .app import app, out, print_json
 from .options import ProgressArg
 
@@ -53,7 +54,11 @@ def show(
 ) -> None:
     """Show a run: its steps on a time line (time, turns, tokens, cost) and the conversation
     rendered as Markdown, tool outputs collapsed. Reads the file only."""
+    if report_link is not None and not summary:
+        raise InputError("--report-link goes with --summary (it is a link in the summary).")
     if summary:
+        if json_output or html is not None:
+            raise InputError("--summary prints Markdown; it goes without --json and --html.")
         from ..show.summary import pr_summary
 
         sys.stdout.write(pr_summary(path, report_link=report_link))

@@ -101,3 +101,10 @@ def test_summary_of_a_20000_turn_run_fits_a_comment(tmp_path: Path) -> None:
     assert len(text) < SUMMARY_LIMIT
     assert "| 1 | loop | ✅ completed |" in text and "20001 |" in text
     print(f"summary of 20,000 turns: {len(text)} characters in {took:.2f}s")
+
+
+def test_summary_refuses_options_that_do_not_go_with_it(tmp_path: Path) -> None:
+    both = flow("show", str(EXAMPLE), "--summary", "--json", cwd=tmp_path)
+    assert both.returncode == 9 and "--summary prints Markdown" in both.stderr
+    alone = flow("show", str(EXAMPLE), "--report-link", "x.html", cwd=tmp_path)
+    assert alone.returncode == 9 and "--report-link goes with --summary" in alone.stderr
