@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -88,19 +87,6 @@ def test_summary_of_a_missing_file_is_one_paragraph_with_exit_5(tmp_path: Path) 
     done = flow("show", "nothing.md", "--summary", cwd=tmp_path)
     assert done.returncode == 5
     assert "Traceback" not in done.stderr and "nothing.md" in done.stderr
-
-
-@pytest.mark.slow
-def test_summary_of_a_20000_turn_run_fits_a_comment(tmp_path: Path) -> None:
-    from tests.support.long_run import run_loop
-
-    progress = run_loop(tmp_path, 20_000)
-    started = time.monotonic()
-    text = pr_summary(progress)
-    took = time.monotonic() - started
-    assert len(text) < SUMMARY_LIMIT
-    assert "| 1 | loop | ✅ completed |" in text and "20001 |" in text
-    print(f"summary of 20,000 turns: {len(text)} characters in {took:.2f}s")
 
 
 def test_summary_refuses_options_that_do_not_go_with_it(tmp_path: Path) -> None:

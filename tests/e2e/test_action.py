@@ -197,7 +197,8 @@ def _job(
         assert done.returncode == 0, f"step {step['name']!r}: {done.stdout}\n{done.stderr}"
         if step["name"] == "Install flow":
             _lend_packages(runner_temp / "flow-venv")
-        assert KEY not in done.stdout + done.stderr
+        printed = done.stdout + done.stderr
+        assert KEY not in printed and base_env["OPENAI_API_KEY"] not in printed
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
     return outputs, summary.read_text(encoding="utf-8"), workspace, codes
 

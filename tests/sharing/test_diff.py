@@ -142,25 +142,3 @@ def test_textconv_of_a_file_that_does_not_parse_is_the_file(tmp_path: Path) -> N
     assert done.returncode == 0 and done.stdout == "---\nnot: [a progress file\n"
     bad = flow("diff", "progress.md", "progress.md", cwd=tmp_path)
     assert bad.returncode == 4 and "Traceback" not in bad.stderr
-
-
-@pytest.mark.slow
-def test_diff_of_a_20000_turn_run_resumed(tmp_path: Path) -> None:
-    import time
-
-    from promptflow_resume.progress import render
-    from promptflow_resume.progress.parse import parse
-    from tests.support.long_run import run_loop
-
-    progress = run_loop(tmp_path, 20_000)
-    text = progress.read_text(encoding="utf-8")
-    run, _ = parse(text)
-    older = tmp_path / "old.md"
-    shorter = run.__class__(**{**run.__dict__, "transcript": run.transcript[:-10]})
-    older.write_text(render(shorter), encoding="utf-8")
-    started = time.monotonic()
-    change = diff_files(older, progress)
-    took = time.monotonic() - started
-    assert [e.id for e in change.appended] == [e.id for e in run.transcript[-10:]]
-    assert change.edited == []
-    print(f"flow diff of a 20,000-turn run: {took:.2f}s")
