@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from ..base.errors import InputError
 from .app import app, out, print_json
 from .options import ProgressArg
 
@@ -37,9 +38,31 @@ def show(
     json_output: bool = typer.Option(
         False, "--json", help="Print the run's usage and step time line as JSON."
     ),
+    summary: bool = typer.Option(
+        False,
+        "--summary",
+        help="Print a Markdown summary sized for a pull request comment or a CI job summary "
+        "(under 65,536 characters): status and what to do next, steps, settings used, "
+        "changed files, links.",
+    ),
+    report_link: str | None = typer.Option(
+        None,
+        "--report-link",
+        metavar="URL",
+        help="With --summary: where the HTML report is (a path or URL), linked from it.",
+    ),
 ) -> None:
     """Show a run: its steps on a time line (time, turns, tokens, cost) and the conversation
     rendered as Markdown, tool outputs collapsed. Reads the file only."""
+    if report_link is not None and not summary:
+        raise InputError("--report-link goes with --summary (it is a link in the summary).")
+    if summary:
+        if json_output or html is not None:
+            raise InputError("--summary prints Markdown; it goes without --json and --html.")
+        from ..show.summary import pr_summary
+
+        sys.stdout.write(pr_summary(path, report_link=report_link))
+        return
     if json_output and html is None:
         from ..show.report import run_json
 

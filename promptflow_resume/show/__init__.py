@@ -20,12 +20,14 @@ from ..base.lazyexports import lazy_exports
 if TYPE_CHECKING:
     from .html import html_page
     from .report import run_json, terminal_report, write_html
+    from .summary import pr_summary
     from .terminal import terminal_view
     from .timeline import StepRow, timeline
 
 __all__ = [
     "StepRow",
     "html_page",
+    "pr_summary",
     "run_json",
     "terminal_report",
     "terminal_view",
@@ -40,6 +42,7 @@ _EXPORTS = {
     "terminal_report": "report",
     "write_html": "report",
     "terminal_view": "terminal",
+    "pr_summary": "summary",
     "StepRow": "timeline",
     "timeline": "timeline",
 }

@@ -140,6 +140,8 @@ COMMAND_ARGS: dict[str, tuple[str, ...]] = {
     "fork": ("run/progress.md",),
     "rewind": ("run/progress.md",),
     "log": ("run/progress.md",),
+    "diff": ("run/progress.md", "run/progress.md"),
+    "ci": (),
     "clean": (".",),
     "review": ("run/progress.md",),
     "merge": ("run/progress.md",),

@@ -44,6 +44,8 @@ LAYERS: list[set[str]] = [
     # The front: the command line, and the package's public names (``__init__`` exports the
     # API's functions lazily, and the command line reads its version).
     {"__main__", "cli", "__init__"},
+    # A GitHub Actions step: runs or resumes a pull request's run through the front.
+    {"ci"},
     {"batch", "front"},
     # The event stream (--events): a reporter that writes what the engine tells.
     {"eventstream"},
