@@ -132,6 +132,11 @@ def _output_block(content: str) -> str:
     return "<pre>" + escape(content) + "</pre>"
 
 
+def output_block(content: str) -> str:
+    """A tool output (or any diff) as an escaped ``<pre>``, diffs coloured per line."""
+    return _output_block(content)
+
+
 class _Sidecars:
     """Where a page finds sidecars (beside ``progress``) and links them (from ``out_dir``)."""
 

@@ -44,7 +44,7 @@ LAYERS: list[set[str]] = [
     # The front: the command line, and the package's public names (``__init__`` exports the
     # API's functions lazily, and the command line reads its version).
     {"__main__", "cli", "__init__"},
-    {"batch", "front"},
+    {"batch", "front", "serve"},
     # The event stream (--events): a reporter that writes what the engine tells.
     {"eventstream"},
     {"api"},
