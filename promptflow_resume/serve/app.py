@@ -179,14 +179,16 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
             ts = run.transcript
             known = last_entry[0]
             if len(ts) < sent[0] or (
-                known is not None and (ts[known[0]].content if known[0] < len(ts) else None)
-                != known[1]
+                known is not None
+                and (ts[known[0]].content if known[0] < len(ts) else None) != known[1]
             ):
                 return [event("reload", "")]
             out.append(event("head", run_header(run, state)))
             if len(ts) > sent[0]:
                 out.append(
-                    event("entries", entries_html(run, source=path.name, progress=path, start=sent[0]))
+                    event(
+                        "entries", entries_html(run, source=path.name, progress=path, start=sent[0])
+                    )
                 )
                 sent[0] = len(ts)
             if ts:
@@ -289,4 +291,3 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
     app = Starlette(routes=routes)
     app.state.dashboard = board
     return GuardedApp(app, guard)
-

@@ -43,9 +43,7 @@ def _stat(path: Path) -> tuple[int, int] | None:
 
 def run_stamp(path: Path) -> tuple[object, ...]:
     """What changes when a run writes anything: its file, journal and owner record."""
-    return tuple(
-        _stat(path.with_name(path.name + suffix)) for suffix in ("", ".journal", ".owner")
-    )
+    return tuple(_stat(path.with_name(path.name + suffix)) for suffix in ("", ".journal", ".owner"))
 
 
 async def watch(

@@ -126,7 +126,9 @@ def _sort_key(name: str) -> object:
     return key
 
 
-def select_rows(rows: Sequence[Row], *, status: str, needs: bool, text: str, sort: str) -> list[Row]:
+def select_rows(
+    rows: Sequence[Row], *, status: str, needs: bool, text: str, sort: str
+) -> list[Row]:
     """The rows a list's filters keep, in the order asked (``updated``: the listing's own,
     unfinished first, newest first)."""
     kept = [
@@ -201,7 +203,7 @@ def list_page(
     query = urlencode({"status": status, "needs": "1" if needs else "", "q": text, "sort": sort})
     where = ", ".join(escape(str(f)) for f in folders)
     body = (
-        f"<h1>Runs</h1><p class=\"facts\">{len(rows):,} runs in {where}; "
+        f'<h1>Runs</h1><p class="facts">{len(rows):,} runs in {where}; '
         f'<span id="waiting">{waiting}</span> need a person.</p>'
         '<form class="filters" method="get" action="/">'
         f'<label>status <select name="status">{options}</select></label>'
@@ -231,9 +233,7 @@ def _form(action: str, key: str, csrf: str, inner: str) -> str:
     )
 
 
-def actions_panel(
-    run: Run, state: RunState, key: str, csrf: str, process: Process | None
-) -> str:
+def actions_panel(run: Run, state: RunState, key: str, csrf: str, process: Process | None) -> str:
     """What a person can do with the run now, as forms (one ``<div id="actions">``)."""
     parts: list[str] = []
     pending = [a for a in run.approvals if a.decision == "pending"]
@@ -345,7 +345,7 @@ def run_page(
             '<h2>Conversation</h2><div id="conversation">',
             entries_html(run, source=path.name, progress=path),
             "</div>",
-            f'<footer>{escape(path.name)} · resume from a terminal with <code>flow resume '
+            f"<footer>{escape(path.name)} · resume from a terminal with <code>flow resume "
             f"{escape(str(path))}</code></footer>",
         ]
     )
