@@ -141,9 +141,9 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
             )
         try:
             run, state = await asyncio.to_thread(_load, path)
-        except FlowError as error:
-            return _html(pages.message_page("Cannot read the run", str(error)), 422)
-        note, error = board.notes.get(request.query_params.get("note", ""), (None, False))
+        except FlowError as problem:
+            return _html(pages.message_page("Cannot read the run", str(problem)), 422)
+        note, failed = board.notes.get(request.query_params.get("note", ""), (None, False))
         page = pages.run_page(
             run,
             state,
@@ -152,7 +152,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
             csrf=guard.csrf,
             process=board.processes.of(path),
             note=note,
-            error=error,
+            error=failed,
         )
         return _html(page)
 
@@ -266,7 +266,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
             if len(raw) > MAX_FORM_BYTES:
                 return _html(pages.message_page("Refused", "The form is too large."), 413)
         form = parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
-        if not guard.csrf_ok((form.get("csrf") or [None])[0]):
+        if not guard.csrf_ok((form.get("csrf") or [""])[0]):
             return _html(pages.message_page("Refused", "The form's CSRF token is wrong."), 403)
         try:
             text, error = await asyncio.to_thread(action, path, form, board.processes), False

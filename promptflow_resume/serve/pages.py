@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import quote, urlencode
 
 from ..detect.prompt import format_age, format_cost
+from ..progress.children import ChildNode
 from ..progress.model import Run
 from ..progress.state import RunState
 from ..show.html import CSS, entries_html, output_block, run_header, run_title
@@ -25,6 +26,7 @@ nav { display: flex; gap: 1rem; align-items: baseline; border-bottom: 1px solid 
 nav a { color: var(--accent); text-decoration: none; font-weight: 600; }
 main.wide { max-width: 90rem; }
 table.runs { width: 100%; font-size: .9rem; }
+table.runs th { white-space: nowrap; }
 table.runs tr.child td:first-child { padding-left: 1.5rem; }
 table.runs tr.batch td { background: var(--soft); font-weight: 600; }
 .needs { color: var(--bad); font-weight: 600; }
@@ -149,6 +151,11 @@ def select_rows(
     return kept
 
 
+def _tokens(node: ChildNode) -> int:
+    usage = node.total_usage()
+    return usage.input_tokens + usage.output_tokens
+
+
 def rows_html(rows: Sequence[Row]) -> str:
     """The list's table body: batches grouped with their rows, child runs under parents."""
     parts: list[str] = []
@@ -178,8 +185,8 @@ def rows_html(rows: Sequence[Row]) -> str:
                 f"{' › agent ' + escape(node.agent) if node.agent else ''}</td>"
                 f'<td><span class="status {escape(node.status)}">{escape(node.status)}</span>'
                 f'</td><td class="num">{node.steps_done}/{node.steps_total}</td>'
-                f'<td class="num">{node.total_usage().input_tokens + node.total_usage().output_tokens:,}'
-                f'</td><td class="num">{escape(format_cost(node.total_usage().cost_usd))}</td>'
+                f'<td class="num">{_tokens(node):,}</td>'
+                f'<td class="num">{escape(format_cost(node.total_usage().cost_usd))}</td>'
                 "<td></td><td></td><td></td></tr>"
             )
     if not parts:

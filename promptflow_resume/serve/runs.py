@@ -162,7 +162,7 @@ def _is_batch(root: Path, key: str) -> bool:
 def needs_of(summary: RunSummary) -> str | None:
     """What a run waits for from a person, or None."""
     need = NEEDS.get(summary.state.status)
-    if need is None and summary.worktree is not None:
-        if summary.status == "completed" and summary.worktree.get("state") == "active":
-            need = "worktree"
+    tree = summary.worktree
+    if need is None and tree is not None and summary.status == "completed":
+        need = "worktree" if tree.get("state") == "active" else None
     return need

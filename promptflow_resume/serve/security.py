@@ -11,7 +11,7 @@ must prove it comes from the person who started ``flow serve``:
 - a POST carries a CSRF token (derived from the access token) in a form field, and an
   ``Origin`` header, when sent, must be this server's;
 - every response has a strict Content-Security-Policy (scripts only from this server, nothing
-  from anywhere else), ``nosniff``, no framing and no referrer.
+  from anywhere else), ``nosniff``, no framing, no referrer sent to other sites.
 
 The guard is plain ASGI, so it wraps the whole application and nothing reaches a route
 unchecked::
@@ -121,7 +121,8 @@ def security_headers(policy: str = POLICY) -> list[tuple[bytes, bytes]]:
         (b"content-security-policy", policy.encode()),
         (b"x-content-type-options", b"nosniff"),
         (b"x-frame-options", b"DENY"),
-        (b"referrer-policy", b"no-referrer"),
+        # same-origin, not no-referrer: with no-referrer a form's Origin is "null".
+        (b"referrer-policy", b"same-origin"),
         (b"cache-control", b"no-store"),
         (b"cross-origin-opener-policy", b"same-origin"),
         (b"cross-origin-resource-policy", b"same-origin"),
