@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, quote
 
 from ..base.errors import FlowError
@@ -32,12 +33,17 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
+    from ..progress.model import Run
+    from ..progress.state import RunState
+
 #: A form larger than this is refused (answers are text; nothing needs more).
 MAX_FORM_BYTES = 1024 * 1024
 #: How often the list's stream re-reads the listing.
 LIST_POLL_SECONDS = 1.0
 #: Notes kept for the pages actions redirect to (oldest dropped first).
 MAX_NOTES = 200
+#: Runs kept read (``RunCache``).
+CACHED_RUNS = 8
 
 
 @dataclass
@@ -48,6 +54,7 @@ class Dashboard:
     guard: Guard
     processes: Processes
     notes: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    cache: RunCache = field(default_factory=lambda: RunCache())
 
     def note(self, text: str, error: bool) -> str:
         """Keep a sentence for the next page; returns its id (for ``?note=``)."""
@@ -68,12 +75,35 @@ def _missing(what: str) -> Response:
     return _html(pages.message_page("Not found", f"{what} is not a run flow serve serves."), 404)
 
 
-def _load(path: Path) -> tuple[Any, Any]:
-    from ..progress import load_progress
-    from ..progress.state import run_state
+class RunCache:
+    """The runs read last, each with the stamp of its files (``live.run_stamp``) when read:
+    a page asked again, or a stream with nothing new, reads nothing. A run of 10,000 turns
+    takes about half a second to read; showing it again from here takes a few milliseconds."""
 
-    run, _ = load_progress(path)
-    return run, run_state(path, run.status, run.reason)
+    def __init__(self, size: int = CACHED_RUNS) -> None:
+        self.size = size
+        self.runs: dict[Path, tuple[object, Run]] = {}
+        self._lock = threading.Lock()
+
+    def load(self, path: Path) -> tuple[Run, RunState]:
+        """The run at ``path`` (read again when its files changed) and its state now."""
+        from ..progress import load_progress
+        from ..progress.state import run_state
+
+        stamp = run_stamp(path)
+        with self._lock:
+            known = self.runs.get(path)
+        if known is not None and known[0] == stamp:
+            run = known[1]
+        else:
+            run, _ = load_progress(path)
+            with self._lock:
+                self.runs.pop(path, None)
+                self.runs[path] = (stamp, run)
+                while len(self.runs) > self.size:
+                    self.runs.pop(next(iter(self.runs)))
+        # The state is worked out each time: an owner can die without touching the files.
+        return run, run_state(path, run.status, run.reason)
 
 
 def make_app(served: Served, guard: Guard) -> GuardedApp:
@@ -140,10 +170,11 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
                 headers={"content-security-policy": DOWNLOAD_POLICY},
             )
         try:
-            run, state = await asyncio.to_thread(_load, path)
+            run, state = await asyncio.to_thread(board.cache.load, path)
         except FlowError as problem:
             return _html(pages.message_page("Cannot read the run", str(problem)), 422)
         note, failed = board.notes.get(request.query_params.get("note", ""), (None, False))
+        start = request.query_params.get("start", "")
         page = pages.run_page(
             run,
             state,
@@ -153,6 +184,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
             process=board.processes.of(path),
             note=note,
             error=failed,
+            start=int(start) if start.isdigit() else None,
         )
         return _html(page)
 
@@ -170,7 +202,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
 
         def render_now() -> list[bytes]:
             try:
-                run, state = _load(path)
+                run, state = board.cache.load(path)
             except FlowError:
                 return []  # mid-write or broken: the next change tells more
             from ..show.html import entries_html, run_header
@@ -218,7 +250,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
         from ..show.html import REPORT_POLICY, html_page
 
         try:
-            run, state = await asyncio.to_thread(_load, path)
+            run, state = await asyncio.to_thread(board.cache.load, path)
         except FlowError as error:
             return _html(pages.message_page("Cannot read the run", str(error)), 422)
         page = html_page(run, source=path.name, state=state, progress=path)

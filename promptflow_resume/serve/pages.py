@@ -12,6 +12,8 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
+from ..base.paths import display_path
+from ..base.wording import count
 from ..detect.prompt import format_age, format_cost
 from ..progress.children import ChildNode
 from ..progress.model import Run
@@ -41,6 +43,8 @@ textarea { width: 100%; min-height: 5rem; font: inherit; }
 button { font: inherit; padding: .2rem .8rem; cursor: pointer; }
 """
 
+#: Entries a run's page shows at first (the latest); a link shows the others.
+WINDOW = 300
 #: Columns the list sorts by: name → (label, key of a row).
 SORTS = ("updated", "status", "workflow", "cost", "tokens", "steps")
 #: Statuses the list filters by (effective ones, ``invalid`` for unreadable files).
@@ -208,9 +212,9 @@ def list_page(
     )
     waiting = sum(1 for r in rows if r.needs is not None)
     query = urlencode({"status": status, "needs": "1" if needs else "", "q": text, "sort": sort})
-    where = ", ".join(escape(str(f)) for f in folders)
+    where = ", ".join(escape(display_path(f)) for f in folders)
     body = (
-        f'<h1>Runs</h1><p class="facts">{len(rows):,} runs in {where}; '
+        f'<h1>Runs</h1><p class="facts">{escape(count(len(rows), "run"))} in {where}; '
         f'<span id="waiting">{waiting}</span> need a person.</p>'
         '<form class="filters" method="get" action="/">'
         f'<label>status <select name="status">{options}</select></label>'
@@ -341,16 +345,29 @@ def run_page(
     process: Process | None,
     note: str | None,
     error: bool,
+    start: int | None = None,
 ) -> str:
     """A run's page: the same rendering as ``flow show --html`` with the actions above it,
-    kept current by the events stream (``/events/run/KEY?from=N``)."""
+    kept current by the events stream (``/events/run/KEY?from=N``). The conversation shows
+    its last ``WINDOW`` entries (from ``start`` when given), with a link to the others."""
+    total = len(run.transcript)
+    first = max(0, total - WINDOW) if start is None else min(max(start, 0), total)
+    earlier = ""
+    if first:
+        earlier = (
+            f'<p class="cut" id="earlier">'
+            f"{escape(count(first, 'earlier entry', 'earlier entries'))} not shown: "
+            f'<a href="{escape(run_url(key))}?start=0">show them all</a>.</p>'
+        )
     body = "".join(
         [
             note_html(note, error),
             run_header(run, state),
             actions_panel(run, state, key, csrf, process),
-            '<h2>Conversation</h2><div id="conversation">',
-            entries_html(run, source=path.name, progress=path),
+            "<h2>Conversation</h2>",
+            earlier,
+            '<div id="conversation">',
+            entries_html(run, source=path.name, progress=path, start=first),
             "</div>",
             f"<footer>{escape(path.name)} · resume from a terminal with <code>flow resume "
             f"{escape(str(path))}</code></footer>",

@@ -148,6 +148,10 @@ class Served:
 
 
 def _relative(path: Path, root: Path) -> str:
+    # Listed paths are below the (resolved) root already: a string test, no file system calls.
+    text, prefix = str(path), str(root).rstrip(os.sep) + os.sep
+    if text.startswith(prefix) and ".." not in path.parts:
+        return text[len(prefix) :].replace(os.sep, "/")
     try:
         return path.resolve().relative_to(root).as_posix()
     except ValueError:
