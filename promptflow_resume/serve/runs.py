@@ -29,7 +29,7 @@ NEEDS = {
     "awaiting_input": "question",
     "needs_review": "review",
 }
-_BATCH_ROW = re.compile(r"^(?P<batch>.+)/rows/\d{4,}/progress\.md$")
+_BATCH_ROW = re.compile(r"^(?:(?P<batch>.+)/)?rows/\d{4,}/progress\.md$")
 
 
 class NotServed(Exception):
@@ -50,7 +50,7 @@ class Row:
     children: list[ChildNode]
     #: ``approval``, ``question``, ``review``, ``worktree`` (changes to review), or None.
     needs: str | None
-    #: The batch folder's key when the run is a batch's row, else None.
+    #: The batch's folder (inside the served one) when the run is a batch's row, else None.
     batch: str | None = None
 
     @property
@@ -140,10 +140,10 @@ class Served:
             trees = list_run_trees([root], root=root, include_completed=True)
             for tree in trees:
                 s = tree.summary
-                key = f"{i}/{_relative(Path(s.path), root)}"
-                match = _BATCH_ROW.match(key)
-                batch = match.group("batch") if match and _is_batch(root, key) else None
-                found.append(Row(key, s, tree.children, needs_of(s), batch))
+                relative = _relative(Path(s.path), root)
+                found.append(
+                    Row(f"{i}/{relative}", s, tree.children, needs_of(s), _batch(root, relative))
+                )
         return found
 
 
@@ -158,9 +158,16 @@ def _relative(path: Path, root: Path) -> str:
         return Path(os.path.relpath(path, root)).as_posix()
 
 
-def _is_batch(root: Path, key: str) -> bool:
-    folder = root / key.split("/", 1)[1].rsplit("/rows/", 1)[0]
-    return (folder / "batch.md").is_file()
+def _batch(root: Path, relative: str) -> str | None:
+    """The batch folder (as shown) of a run that is a batch's row (``rows/NNNN/progress.md``
+    beside a ``batch.md``, docs/spec.md 8), else None."""
+    match = _BATCH_ROW.match(relative)
+    if match is None:
+        return None
+    folder = root / match.group("batch") if match.group("batch") else root
+    if not (folder / "batch.md").is_file():
+        return None
+    return match.group("batch") or root.name
 
 
 def needs_of(summary: RunSummary) -> str | None:
