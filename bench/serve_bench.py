@@ -27,10 +27,17 @@ from pathlib import Path
 
 from promptflow_resume.progress import render
 from promptflow_resume.progress.examples import example_run, synthetic_run
+from promptflow_resume.progress.model import RunStatus
 from promptflow_resume.progress.store import ProgressStore
 
 REPO = Path(__file__).resolve().parent.parent
-STATUSES = ("completed", "interrupted", "failed", "awaiting_approval", "needs_review")
+STATUSES: tuple[RunStatus, ...] = (
+    "completed",
+    "interrupted",
+    "failed",
+    "awaiting_approval",
+    "needs_review",
+)
 
 
 def many_runs(folder: Path, count: int) -> None:
