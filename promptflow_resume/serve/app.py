@@ -185,8 +185,15 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
             note=note,
             error=failed,
             start=int(start) if start.isdigit() else None,
+            family=await asyncio.to_thread(family_of, path),
         )
         return _html(page)
+
+    def family_of(path: Path) -> str:
+        from ..progress.children import children_of_file
+
+        children = children_of_file(path)
+        return pages.family_html(served.parent_key(path), children, served.key_or_none)
 
     async def run_events(request: Request) -> Response:
         key = request.path_params["key"]

@@ -7,7 +7,7 @@ sorting are a GET form, actions are POST forms; ``script.js`` only adds live upd
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 from pathlib import Path
 from urllib.parse import quote, urlencode
@@ -335,6 +335,39 @@ def process_html(process: Process | None) -> str:
     )
 
 
+def family_html(
+    parent: str | None, children: Sequence[ChildNode], key_of: Callable[[Path], str | None]
+) -> str:
+    """Links to the run's parent (for a child run) and to its child runs (sub-workflows'
+    steps and subagents, docs/spec.md 4.10 and 4.14), each child's own children under it."""
+    parts: list[str] = []
+    if parent is not None:
+        parts.append(
+            f'<p class="facts" id="parent">child of <a href="{escape(run_url(parent))}">'
+            "the parent run</a></p>"
+        )
+
+    def items(nodes: Sequence[ChildNode]) -> str:
+        out = []
+        for node in nodes:
+            key = key_of(node.path)
+            name = escape(node.run_id or node.path.name)
+            link = f'<a href="{escape(run_url(key))}">{name}</a>' if key else name
+            what = f"step {escape(node.step)}" + (
+                f" › agent {escape(node.agent)}" if node.agent else ""
+            )
+            out.append(
+                f'<li>{link} — {what}: <span class="status {escape(node.status)}">'
+                f"{escape(node.status)}</span> {node.steps_done}/{node.steps_total}"
+                f"{'<ul>' + items(node.children) + '</ul>' if node.children else ''}</li>"
+            )
+        return "".join(out)
+
+    if children:
+        parts.append(f'<h2>Child runs</h2><ul id="children">{items(children)}</ul>')
+    return "".join(parts)
+
+
 def run_page(
     run: Run,
     state: RunState,
@@ -346,6 +379,7 @@ def run_page(
     note: str | None,
     error: bool,
     start: int | None = None,
+    family: str = "",
 ) -> str:
     """A run's page: the same rendering as ``flow show --html`` with the actions above it,
     kept current by the events stream (``/events/run/KEY?from=N``). The conversation shows
@@ -363,6 +397,7 @@ def run_page(
         [
             note_html(note, error),
             run_header(run, state),
+            family,
             actions_panel(run, state, key, csrf, process),
             "<h2>Conversation</h2>",
             earlier,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..base.errors import FileNotFoundFlowError
 from ..detect import RunSummary, list_run_trees
-from ..progress.children import ChildNode
+from ..progress.children import ChildNode, is_child_path
 
 #: What needs a person, by effective status.
 NEEDS = {
@@ -132,6 +132,24 @@ class Served:
             except OSError:
                 continue
         raise NotServed(key)
+
+    def key_or_none(self, path: Path) -> str | None:
+        """``key``, or None for a file outside the served folders."""
+        try:
+            return self.key(path)
+        except (NotServed, OSError):
+            return None
+
+    def parent_key(self, path: Path) -> str | None:
+        """The key of a child run's parent (``<stem>.steps/<step>/progress.md`` or a
+        subagent's ``<stem>.steps/<step>/agents/<call>/progress.md``), if served."""
+        if not is_child_path(path):
+            return None
+        steps = (
+            path.parent.parent if path.parent.parent.name.endswith(".steps") else path.parents[3]
+        )
+        parent = steps.parent / (steps.name[: -len(".steps")] + ".md")
+        return self.key_or_none(parent) if parent.is_file() else None
 
     def rows(self) -> list[Row]:
         """Every run in the served folders (completed ones too), unfinished first."""

@@ -6,6 +6,7 @@ error for a missing ``[serve]`` extra."""
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -13,7 +14,7 @@ from promptflow_resume.progress import load_progress, render
 from promptflow_resume.progress.examples import synthetic_run
 from promptflow_resume.serve.security import Guard
 from tests.engine.test_worktree import BRANCH, PROGRESS, RUN, _repo, git
-from tests.support import xss
+from tests.support import FIXTURES, xss
 from tests.support.flowproc import flow, flow_env
 from tests.support.serve import Server
 
@@ -108,3 +109,21 @@ def test_a_missing_extra_is_one_paragraph_and_exit_21(tmp_path: Path) -> None:
     )
     assert "pip install 'promptflow-resume[serve]'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_run_links_its_child_runs_and_a_child_its_parent(tmp_path: Path) -> None:
+    for name in ("nested.prompt.md", "nested-child.prompt.md", "nested.script.yaml"):
+        shutil.copy(FIXTURES / "hostile" / name, tmp_path / name)
+    done = flow("run", "nested.prompt.md", "--recording", "nested.script.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    parent = next((tmp_path / ".flow" / "runs").glob("*/progress.md"))
+    key = f"0/{parent.relative_to(tmp_path).as_posix()}"
+    child_key = key.replace("progress.md", "progress.steps/child/progress.md")
+    with Server(tmp_path) as server:
+        page = server.get(f"/run/{key}")[2]
+        children = page[page.index('<ul id="children">') :]
+        assert f'<a href="/run/{child_key}">' in children and "step child" in children
+        child = server.get(f"/run/{child_key}")[2]
+        assert f'child of <a href="/run/{key}">the parent run</a>' in child
+        listing = server.get("/")[2]
+        assert listing.count("data-key=") == 1  # the child is under its parent, not a row
