@@ -82,11 +82,16 @@ class RunCache:
 
     def __init__(self, size: int = CACHED_RUNS) -> None:
         self.size = size
-        self.runs: dict[Path, tuple[object, Run]] = {}
+        self.runs: dict[Path, tuple[object, Run, list[int]]] = {}
         self._lock = threading.Lock()
 
     def load(self, path: Path) -> tuple[Run, RunState]:
         """The run at ``path`` (read again when its files changed) and its state now."""
+        run, state, _ = self.read(path)
+        return run, state
+
+    def read(self, path: Path) -> tuple[Run, RunState, list[int]]:
+        """``load``, and the ids of the entries edited by hand (``LoadReport``)."""
         from ..progress import load_progress
         from ..progress.state import run_state
 
@@ -94,16 +99,17 @@ class RunCache:
         with self._lock:
             known = self.runs.get(path)
         if known is not None and known[0] == stamp:
-            run = known[1]
+            _, run, edited = known
         else:
-            run, _ = load_progress(path)
+            run, report = load_progress(path)
+            edited = list(report.edited_entries)
             with self._lock:
                 self.runs.pop(path, None)
-                self.runs[path] = (stamp, run)
+                self.runs[path] = (stamp, run, edited)
                 while len(self.runs) > self.size:
                     self.runs.pop(next(iter(self.runs)))
         # The state is worked out each time: an owner can die without touching the files.
-        return run, run_state(path, run.status, run.reason)
+        return run, run_state(path, run.status, run.reason), edited
 
 
 def make_app(served: Served, guard: Guard) -> GuardedApp:
@@ -170,7 +176,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
                 headers={"content-security-policy": DOWNLOAD_POLICY},
             )
         try:
-            run, state = await asyncio.to_thread(board.cache.load, path)
+            run, state, edited = await asyncio.to_thread(board.cache.read, path)
         except FlowError as problem:
             return _html(pages.message_page("Cannot read the run", str(problem)), 422)
         note, failed = board.notes.get(request.query_params.get("note", ""), (None, False))
@@ -186,6 +192,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
             error=failed,
             start=int(start) if start.isdigit() else None,
             family=await asyncio.to_thread(family_of, path),
+            edited=edited,
         )
         return _html(page)
 
@@ -209,7 +216,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
 
         def render_now() -> list[bytes]:
             try:
-                run, state = board.cache.load(path)
+                run, state, edited = board.cache.read(path)
             except FlowError:
                 return []  # mid-write or broken: the next change tells more
             from ..show.html import entries_html, run_header
@@ -226,7 +233,10 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
             if len(ts) > sent[0]:
                 out.append(
                     event(
-                        "entries", entries_html(run, source=path.name, progress=path, start=sent[0])
+                        "entries",
+                        entries_html(
+                            run, source=path.name, progress=path, start=sent[0], edited=edited
+                        ),
                     )
                 )
                 sent[0] = len(ts)
@@ -257,10 +267,10 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
         from ..show.html import REPORT_POLICY, html_page
 
         try:
-            run, state = await asyncio.to_thread(board.cache.load, path)
+            run, state, edited = await asyncio.to_thread(board.cache.read, path)
         except FlowError as error:
             return _html(pages.message_page("Cannot read the run", str(error)), 422)
-        page = html_page(run, source=path.name, state=state, progress=path)
+        page = html_page(run, source=path.name, state=state, progress=path, edited=edited)
         name = f"{run.run_id}.html".replace('"', "")
         return Response(
             without_surrogates(page).encode("utf-8"),

@@ -7,7 +7,7 @@ sorting are a GET form, actions are POST forms; ``script.js`` only adds live upd
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from html import escape
 from pathlib import Path
 from urllib.parse import quote, urlencode
@@ -380,6 +380,7 @@ def run_page(
     error: bool,
     start: int | None = None,
     family: str = "",
+    edited: Collection[int] = (),
 ) -> str:
     """A run's page: the same rendering as ``flow show --html`` with the actions above it,
     kept current by the events stream (``/events/run/KEY?from=N``). The conversation shows
@@ -402,7 +403,7 @@ def run_page(
             "<h2>Conversation</h2>",
             earlier,
             '<div id="conversation">',
-            entries_html(run, source=path.name, progress=path, start=first),
+            entries_html(run, source=path.name, progress=path, start=first, edited=edited),
             "</div>",
             f"<footer>{escape(path.name)} · resume from a terminal with <code>flow resume "
             f"{escape(str(path))}</code></footer>",

@@ -204,3 +204,19 @@ def test_the_list_filters_and_sorts_without_scripts(site: tuple[Server, Path]) -
         r'<td class="num">([\d,]+)</td><td class="num">\$', server.get("/?sort=tokens")[2]
     )
     assert tokens == sorted(tokens, key=lambda t: -int(t.replace(",", "")))
+
+
+def test_an_entry_edited_by_hand_is_marked(site: tuple[Server, Path]) -> None:
+    server, folder = site
+    path = folder / ".flow" / "runs" / "xss-a" / "progress.md"
+    run, _ = load_progress(path)
+    answer = next(e for e in run.transcript if e.role == "assistant")
+    text = path.read_text(encoding="utf-8")
+    first_line = answer.content.split("\n", 1)[0]
+    path.write_text(text.replace(first_line, first_line + " (fixed by hand)", 1), "utf-8")
+    page = server.get("/run/0/.flow/runs/xss-a/progress.md")[2]
+    assert page.count("edited by hand") == 1
+    marked = page[page.index('class="entry assistant edited"') :]
+    assert marked.startswith(f'class="entry assistant edited" id="entry-{answer.id}"')
+    report = server.get("/export/0/.flow/runs/xss-a/progress.md")[2]
+    assert report.count("edited by hand") == 1
