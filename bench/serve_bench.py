@@ -5,7 +5,8 @@ its own id and status) and one with a run of ``--turns`` model turns (default 10
 a tool call and its result each, so three entries a turn). A ``flow serve`` process serves
 each; every page is asked for once cold (the first request after start) and then ``--repeat``
 times (the median is shown). The ratio is the median over the budget (``--budget``, 300 ms):
-below 1.00 is within it::
+below 1.00 is within it. The last row is the time from an entry's append to the journal to its
+event on the run's stream, against one second::
 
     python bench/serve_bench.py
     python bench/serve_bench.py --runs 2000 --turns 20000 --repeat 20
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from promptflow_resume.progress import render
 from promptflow_resume.progress.examples import example_run, synthetic_run
-from promptflow_resume.progress.model import RunStatus
+from promptflow_resume.progress.model import Entry, RunStatus
 from promptflow_resume.progress.store import ProgressStore
 
 REPO = Path(__file__).resolve().parent.parent
@@ -109,6 +110,43 @@ class Served:
         self.proc.wait(timeout=15)
 
 
+def live_delay(server: Served, folder: Path, repeat: int) -> float:
+    """Median seconds from an entry's durable append (the journal) to its ``entries`` event
+    on the run's stream, for a run this process owns (as a live ``flow run`` does)."""
+    run = synthetic_run(30)
+    path = folder / "live" / "progress.md"
+    path.parent.mkdir(parents=True)
+    store = ProgressStore.create(path, run)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    conn.request(
+        "GET",
+        f"/events/run/0/live/progress.md?from={len(run.transcript)}",
+        headers={
+            "Host": f"127.0.0.1:{server.port}",
+            "Cookie": f"flow_serve_{server.port}={server.token}",
+        },
+    )
+    stream = conn.getresponse()
+    delays = []
+    try:
+        time.sleep(0.5)  # the stream is open and has looked at the files once
+        for n in range(repeat):
+            entry = Entry(len(run.transcript) + 1, "assistant", f"live entry {n}", step="report")
+            run.transcript.append(entry)
+            started = time.perf_counter()
+            store.save(run, [entry])
+            while True:
+                line = stream.readline().decode()
+                if line.startswith("data: ") and f"live entry {n}" in line:
+                    break
+            delays.append(time.perf_counter() - started)
+            time.sleep(0.3)
+    finally:
+        conn.close()
+        store.close()
+    return statistics.median(delays)
+
+
 def main() -> None:
     """Print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -137,6 +175,7 @@ def main() -> None:
                 cold, size = server.seconds(path)
                 warm = statistics.median(server.seconds(path)[0] for _ in range(args.repeat))
                 rows.append((label, cold, warm, size))
+            delay = live_delay(servers[longs], longs, args.repeat)
         finally:
             for server in servers.values():
                 server.close()
@@ -149,6 +188,10 @@ def main() -> None:
             f"{label:<48} {cold * 1000:>9.0f} {warm * 1000:>10.0f} "
             f"{warm / args.budget:>6.2f} {size / 1024:>8.0f}"
         )
+    print(
+        f"{'live: journal append to entries event (1 s)':<48} {'':>9} {delay * 1000:>10.0f} "
+        f"{delay:>6.2f}"
+    )
 
 
 if __name__ == "__main__":
