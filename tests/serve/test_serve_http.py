@@ -220,3 +220,34 @@ def test_an_entry_edited_by_hand_is_marked(site: tuple[Server, Path]) -> None:
     assert marked.startswith(f'class="entry assistant edited" id="entry-{answer.id}"')
     report = server.get("/export/0/.flow/runs/xss-a/progress.md")[2]
     assert report.count("edited by hand") == 1
+
+
+@pytest.mark.parametrize(
+    ("bound", "host", "ok"),
+    [
+        ("127.0.0.1", "127.0.0.1:8765", True),
+        ("127.0.0.1", "localhost:8765", True),
+        ("127.0.0.1", "[::1]:8765", True),
+        ("127.0.0.1", "127.0.0.1:80", False),
+        ("127.0.0.1", "127.0.0.1", False),
+        ("127.0.0.1", "rebind.example:8765", False),
+        ("192.168.1.5", "192.168.1.5:8765", True),
+        ("192.168.1.5", "10.0.0.1:8765", False),
+        ("0.0.0.0", "10.0.0.1:8765", True),  # any address of this machine, as a literal
+        ("0.0.0.0", "[fe80::1]:8765", True),
+        ("0.0.0.0", "rebind.example:8765", False),  # never a name
+        ("::", "host.local:8765", False),
+        ("::1", "[::1]:8765", True),
+        ("::1", "::1:8765", False),
+    ],
+)
+def test_which_host_names_the_server_answers_to(bound: str, host: str, ok: bool) -> None:
+    assert Guard("t", bound, 8765).host_ok(host) is ok
+
+
+def test_the_printed_url_names_an_address_to_open() -> None:
+    assert Guard("abc", "0.0.0.0", 9).url() == "http://127.0.0.1:9/?token=abc"
+    assert Guard("abc", "::1", 9).url() == "http://[::1]:9/?token=abc"
+    assert Guard("abc", "127.0.0.1", 9).origin_ok("http://127.0.0.1:9")
+    assert not Guard("abc", "127.0.0.1", 9).origin_ok("null")
+    assert not Guard("abc", "127.0.0.1", 9).origin_ok("https://127.0.0.1:9")
