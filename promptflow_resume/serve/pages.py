@@ -31,7 +31,7 @@ table.runs { width: 100%; font-size: .9rem; }
 table.runs th { white-space: nowrap; }
 table.runs tr.child td:first-child { padding-left: 1.5rem; }
 table.runs tr.batch td { background: var(--soft); font-weight: 600; }
-.needs { color: var(--bad); font-weight: 600; }
+.needs { color: var(--bad); font-weight: 600; white-space: nowrap; }
 .gone { color: var(--bad); } .alive { color: var(--ok); }
 form.filters { display: flex; gap: .5rem; flex-wrap: wrap; align-items: end; margin: .5rem 0; }
 .panel { border: 1px solid var(--line); border-radius: .4rem; padding: .5rem .75rem;
@@ -212,7 +212,8 @@ def list_page(
     )
     waiting = sum(1 for r in rows if r.needs is not None)
     query = urlencode({"status": status, "needs": "1" if needs else "", "q": text, "sort": sort})
-    where = ", ".join(escape(display_path(f)) for f in folders)
+    shown = [display_path(f) for f in folders]
+    where = ", ".join("this folder" if p == "." else escape(p) for p in shown)
     body = (
         f'<h1>Runs</h1><p class="facts">{escape(count(len(rows), "run"))} in {where}; '
         f'<span id="waiting">{waiting}</span> need a person.</p>'

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from promptflow_resume.progress import load_progress
+from promptflow_resume.progress import load_progress, render
 from tests.support import REPO, xss
 from tests.support.flowproc import flow, flow_env
 from tests.support.serve import Server
@@ -158,11 +158,20 @@ def test_approve_in_the_page_then_resume_completes_the_run(
     )  # fmt: skip
     assert started.returncode == 15, started.stderr
     progress = tmp_path / "run" / "progress.md"
+    # Two older runs beside it, for the list to show more than one.
+    for name, status in (("release-notes", "interrupted"), ("release-check", "completed")):
+        other = xss.plain_run()
+        other.run_id, other.status = f"20261121-232529-{name}", status
+        other.reason = None if status == "completed" else other.reason
+        path = tmp_path / ".flow" / "runs" / other.run_id / "progress.md"
+        path.parent.mkdir(parents=True)
+        path.write_text(render(other), encoding="utf-8")
     with Server(tmp_path) as server:
         watched = _page(browser)
         page = watched.page
         page.goto(server.url)
         assert page.locator(".needs").inner_text() == "approval"
+        assert page.locator("#runs-body tr").count() == 3
         _shot(page, "serve-list.png", tmp_path)
         page.locator("#runs-body a").first.click()
         page.wait_for_selector("#approvals")
