@@ -151,7 +151,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
 
         async def render() -> list[bytes]:
             waiting, _, html = last[0].partition("\n")
-            return [event("rows", without_surrogates(html)), event("waiting", waiting)]
+            return [event("rows", html), event("waiting", waiting)]
 
         def stamp() -> str:
             last[0] = body()
@@ -245,7 +245,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
             process = board.processes.of(path)
             panel = pages.actions_panel(run, state, key, guard.csrf, process)
             out.append(event("actions", panel))
-            return [without_surrogates(c.decode()).encode() for c in out]
+            return out
 
         async def render() -> list[bytes]:
             return await asyncio.to_thread(render_now)

@@ -18,9 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+from ..base.textnorm import without_surrogates
+
+_BREAK = re.compile(r"\r\n|\r|\n")
 #: How often the files are looked at: new entries show within a second.
 POLL_SECONDS = 0.25
 #: A comment line this often keeps proxies and the browser from dropping a quiet stream.
@@ -28,9 +32,11 @@ KEEPALIVE_SECONDS = 15.0
 
 
 def event(name: str, data: str) -> bytes:
-    """One server-sent event (each line of ``data`` its own ``data:`` line)."""
-    lines = "".join(f"data: {line}\n" for line in data.split("\n"))
-    return f"event: {name}\n{lines}\n".encode()
+    """One server-sent event, each line of ``data`` its own ``data:`` line. A stream's lines
+    end at CR, LF or CRLF, so a lone CR in a message splits it too (it cannot start a field of
+    its own); a lone surrogate (kept in a transcript) becomes U+FFFD."""
+    lines = "".join(f"data: {line}\n" for line in _BREAK.split(data))
+    return without_surrogates(f"event: {name}\n{lines}\n").encode("utf-8")
 
 
 def _stat(path: Path) -> tuple[int, int] | None:

@@ -251,3 +251,12 @@ def test_the_printed_url_names_an_address_to_open() -> None:
     assert Guard("abc", "127.0.0.1", 9).origin_ok("http://127.0.0.1:9")
     assert not Guard("abc", "127.0.0.1", 9).origin_ok("null")
     assert not Guard("abc", "127.0.0.1", 9).origin_ok("https://127.0.0.1:9")
+
+
+def test_an_event_keeps_every_line_of_its_data_as_data() -> None:
+    from promptflow_resume.serve.live import event
+
+    data = event("entries", "one\ntwo\r\nevent: reload\rthree \ud800")
+    assert data == (
+        b"event: entries\ndata: one\ndata: two\ndata: event: reload\ndata: three \xef\xbf\xbd\n\n"
+    )
