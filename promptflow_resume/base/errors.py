@@ -36,6 +36,7 @@ EXIT_TOOL_SERVER = 13
 EXIT_GIT = 14
 EXIT_AWAITING_APPROVAL = 15
 EXIT_SUSPENDED = 16
+EXIT_SERVE = 21
 EXIT_INTERRUPTED = 130
 
 
@@ -336,3 +337,10 @@ class GitError(FlowError):
     a merge conflict, git not installed. Nothing is lost: the worktree and branch stay."""
 
     exit_code = EXIT_GIT
+
+
+class ServeError(FlowError):
+    """``flow serve`` could not start: its port is taken or not allowed, the address cannot
+    be bound, or the ``[serve]`` extra (starlette, uvicorn) is not installed."""
+
+    exit_code = EXIT_SERVE

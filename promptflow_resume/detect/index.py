@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 #: File name of the index inside a runs folder.
 INDEX_NAME = ".index.sqlite"
 #: Bump when the table changes; an index of another version is dropped and rebuilt.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: How deep below a plain folder (not a runs folder) progress files are looked for.
 TREE_DEPTH = 3
 #: Folders never searched, besides hidden ones (.git, .venv): dependencies, caches, builds.
@@ -63,6 +63,7 @@ _COLUMNS = (
     "inputs_json",
     "error",
     "worktree_json",
+    "tokens",
 )
 _CREATE = (
     "CREATE TABLE runs (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, "
@@ -433,12 +434,13 @@ def _to_row(stamp: Stamp, s: RunSummary | None) -> tuple[Any, ...]:
         s.inputs_json,
         s.error,
         s.worktree_json,
+        s.tokens,
     )
 
 
 def _from_row(row: Sequence[Any]) -> RunSummary:
     (path, size, mtime, run_id, status, reason, wf_name, wf_path, description, wf_hash) = row[:10]
-    (done, total, cost, created, updated, keywords, inputs_json, error, tree) = row[10:]
+    (done, total, cost, created, updated, keywords, inputs_json, error, tree, tokens) = row[10:]
     return RunSummary(
         path=Path(path),
         run_id=run_id,
@@ -457,6 +459,7 @@ def _from_row(row: Sequence[Any]) -> RunSummary:
         inputs_json=inputs_json or "{}",
         error=error,
         worktree_json=tree,
+        tokens=int(tokens or 0),
         size=int(size),
         mtime_ns=int(mtime),
     )

@@ -70,6 +70,8 @@ class RunSummary:
     error: str | None = None
     #: The run's ``worktree`` front matter as canonical JSON (``flow run --worktree``), or None.
     worktree_json: str | None = None
+    #: Input plus output tokens used so far (``usage`` in the front matter).
+    tokens: int = 0
     size: int = 0
     mtime_ns: int = 0
 
@@ -113,6 +115,7 @@ class RunSummary:
             "steps_done": self.steps_done,
             "steps_total": self.steps_total,
             "cost_usd": self.cost_usd,
+            "tokens": self.tokens,
             "created": self.created,
             "updated": self.updated,
             "keywords": list(self.keywords),
@@ -193,7 +196,7 @@ WANTED: Spec = {
     "inputs": True,
     "cursor": True,
     "steps": {"*": {"status": True}},
-    "usage": {"cost_usd": True},
+    "usage": {"cost_usd": True, "input_tokens": True, "output_tokens": True},
     "keywords": True,
     "worktree": True,
 }
@@ -279,6 +282,11 @@ def summary_from_data(
         total = len(steps)
     usage = data.get("usage")
     cost = _number(usage.get("cost_usd")) if isinstance(usage, Mapping) else 0.0
+    tokens = (
+        int(_number(usage.get("input_tokens")) + _number(usage.get("output_tokens")))
+        if isinstance(usage, Mapping)
+        else 0
+    )
     inputs = data.get("inputs")
     raw_keywords = data.get("keywords")
     keywords: tuple[str, ...] = ()
@@ -303,6 +311,7 @@ def summary_from_data(
         keywords=keywords,
         inputs_json=canonical_json(inputs if isinstance(inputs, Mapping) else {}),
         worktree_json=_worktree_json(data.get("worktree")),
+        tokens=tokens,
         size=size,
         mtime_ns=mtime_ns,
     )

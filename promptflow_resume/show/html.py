@@ -21,6 +21,7 @@ import functools
 import json
 import os
 import re
+from collections.abc import Collection
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,7 @@ details > summary { cursor: pointer; color: var(--muted); margin: .4rem 0; }
 .diff .add { color: var(--ok); } .diff .del { color: var(--bad); }
 .diff .hunk { color: var(--accent); }
 .empty, .cut { color: var(--muted); font-style: italic; }
+.entry.edited { border: 2px dashed var(--warn); }
 .sidecar img { max-width: 100%; height: auto; border: 1px solid var(--line); }
 footer { color: var(--muted); font-size: .85rem; margin-top: 2rem; }
 """
@@ -132,6 +134,11 @@ def _output_block(content: str) -> str:
     return "<pre>" + escape(content) + "</pre>"
 
 
+def output_block(content: str) -> str:
+    """A tool output (or any diff) as an escaped ``<pre>``, diffs coloured per line."""
+    return _output_block(content)
+
+
 class _Sidecars:
     """Where a page finds sidecars (beside ``progress``) and links them (from ``out_dir``)."""
 
@@ -162,10 +169,15 @@ class _Sidecars:
         )
 
 
-def _entry(entry: Entry, source: str, sidecars: _Sidecars | None = None) -> str:
+def _entry(
+    entry: Entry, source: str, sidecars: _Sidecars | None = None, edited: bool = False
+) -> str:
     label = f"{entry.id} · {ROLE_LABELS.get(entry.role, entry.role)}"
     if entry.step:
         label += f" · {one_line(entry.step, 80)}"
+    if edited:
+        # Its text no longer matches the digest flow recorded: a person changed it.
+        label += " · edited by hand"
     covers = ""
     if entry.covers is not None:
         first, last = entry.covers
@@ -175,6 +187,7 @@ def _entry(entry: Entry, source: str, sidecars: _Sidecars | None = None) -> str:
             f'<a href="#entry-{last}">{last}</a> in requests'
         )
     classes = ["entry", entry.role] + (["error"] if entry.is_error else [])
+    classes += ["edited"] if edited else []
     if entry.role == "tool_call":
         args = escape(one_line(entry.content[:2000], 300)) if entry.content else ""
         body = f"<p>→ <code>{escape(entry.tool or '?')}</code>(<code>{args}</code>)</p>"
@@ -280,23 +293,17 @@ def _steps_table(rows: list[StepRow]) -> str:
     return f'<table id="steps">{head}{body}</table>'
 
 
-def html_page(
-    run: Run,
-    *,
-    source: str = "progress.md",
-    state: RunState | None = None,
-    progress: Path | None = None,
-    out_dir: Path | None = None,
-) -> str:
-    """The whole page for ``run``; ``source`` names the progress file in the footer.
+#: The report's policy: nothing may load from anywhere, the page is one file, readable offline.
+REPORT_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+#: The page's style sheet, for pages that embed a run (``flow serve``).
+CSS = _CSS
 
-    ``state`` is its effective state (``progress.state``); without it the recorded status.
-    With ``progress`` (the file's path) sidecars are shown: images inline, others linked
-    relative to ``out_dir`` (the page's folder; the progress file's folder when None).
-    """
-    sidecars = _Sidecars(progress, out_dir) if progress is not None else None
+
+def run_header(run: Run, state: RunState | None = None) -> str:
+    """The run's title, status, facts, handoff chain, last error and steps (chart and table):
+    the part of the page that changes as a run goes on, in one ``<div id="run-head">``."""
     status, why = (state.status, state.reason) if state is not None else (run.status, run.reason)
-    title = run.workflow.name or run.workflow.path.rsplit("/", 1)[-1]
+    title = run_title(run)
     u = run.usage
     rows = timeline(run)
     facts = (
@@ -312,26 +319,92 @@ def html_page(
             f'<p class="status failed">last error: {escape(e.type)}: '
             f"{escape(one_line(e.message, 500))}</p>"
         )
+    return "".join(
+        [
+            '<div id="run-head">',
+            f"<h1>{escape(title)} · run {escape(run.run_id)}</h1>",
+            f'<p class="facts"><span class="status {escape(status)}" id="status">'
+            f"{escape(status)}</span>{reason}</p>",
+            f'<p class="facts" id="facts">{escape(facts)}</p>',
+            _chain(run),
+            error,
+            "<h2>Steps</h2>" + _chart(rows) + _steps_table(rows) if rows else "",
+            "</div>",
+        ]
+    )
+
+
+def run_title(run: Run) -> str:
+    """The run's workflow name (or its file name), as the page's title shows it."""
+    return run.workflow.name or run.workflow.path.rsplit("/", 1)[-1]
+
+
+def entries_html(
+    run: Run,
+    *,
+    source: str = "progress.md",
+    progress: Path | None = None,
+    out_dir: Path | None = None,
+    start: int = 0,
+    edited: Collection[int] = (),
+) -> str:
+    """The conversation's entries from ``start`` on, one ``<section>`` each; the entries
+    whose ids are in ``edited`` (``LoadReport.edited_entries``) are marked as edited by hand
+    (see ``html_page`` for ``progress`` and ``out_dir``)."""
+    sidecars = _Sidecars(progress, out_dir) if progress is not None else None
+    marked = frozenset(edited)
+    return "".join(_entry(e, source, sidecars, e.id in marked) for e in run.transcript[start:])
+
+
+def run_body(
+    run: Run,
+    *,
+    source: str = "progress.md",
+    state: RunState | None = None,
+    progress: Path | None = None,
+    out_dir: Path | None = None,
+    edited: Collection[int] = (),
+) -> str:
+    """The page's content without the document around it: header, steps and conversation,
+    for a page that embeds a run (``flow serve``); ``html_page`` wraps it in a document."""
+    return "".join(
+        [
+            run_header(run, state),
+            '<h2>Conversation</h2><div id="conversation">',
+            entries_html(run, source=source, progress=progress, out_dir=out_dir, edited=edited),
+            "</div>",
+        ]
+    )
+
+
+def html_page(
+    run: Run,
+    *,
+    source: str = "progress.md",
+    state: RunState | None = None,
+    progress: Path | None = None,
+    out_dir: Path | None = None,
+    edited: Collection[int] = (),
+) -> str:
+    """The whole page for ``run``; ``source`` names the progress file in the footer.
+
+    ``state`` is its effective state (``progress.state``); without it the recorded status.
+    With ``progress`` (the file's path) sidecars are shown: images inline, others linked
+    relative to ``out_dir`` (the page's folder; the progress file's folder when None).
+    Entries whose ids are in ``edited`` are marked as edited by hand.
+    """
+    status = state.status if state is not None else run.status
     meta = json.dumps({"run_id": run.run_id, "status": status}).replace("<", "\\u003c")
     return "".join(
         [
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
-            # Nothing may load from anywhere: the page is one file, readable offline.
-            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-            "style-src 'unsafe-inline'; img-src data:\">",
+            f'<meta http-equiv="Content-Security-Policy" content="{REPORT_POLICY}">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{escape(title)} · run {escape(run.run_id)}</title>",
+            f"<title>{escape(run_title(run))} · run {escape(run.run_id)}</title>",
             f"<style>{_CSS}</style></head><body><main>",
-            f"<h1>{escape(title)} · run {escape(run.run_id)}</h1>",
-            f'<p class="facts"><span class="status {escape(status)}" id="status">'
-            f"{escape(status)}</span>{reason}</p>",
-            f'<p class="facts">{escape(facts)}</p>',
-            _chain(run),
-            error,
-            "<h2>Steps</h2>" + _chart(rows) + _steps_table(rows) if rows else "",
-            '<h2>Conversation</h2><div id="conversation">',
-            "".join(_entry(e, source, sidecars) for e in run.transcript),
-            "</div>",
+            run_body(
+                run, source=source, state=state, progress=progress, out_dir=out_dir, edited=edited
+            ),
             f"<footer>Generated by <code>flow show --html</code> from {escape(source)}; "
             f"resume the run with <code>flow resume {escape(source)}</code>.</footer>",
             f'<script type="application/json" id="flow-run">{meta}</script>',

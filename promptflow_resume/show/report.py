@@ -63,14 +63,21 @@ def write_html(path: Path, out: Path) -> None:
     write is a ``StorageError`` naming ``out`` (the progress file is never written)."""
     from .html import html_page
 
-    run, state = _load(path)
+    run, report = load_progress(path)
+    state = run_state(path, run.status, run.reason)
+    page = html_page(
+        run,
+        source=path.name,
+        state=state,
+        progress=path,
+        out_dir=out.absolute().parent,
+        edited=report.edited_entries,
+    )
     # A lone surrogate in the transcript (kept exactly there) cannot be UTF-8 in a page.
-    page = without_surrogates(
-        html_page(run, source=path.name, state=state, progress=path, out_dir=out.absolute().parent)
-    ).encode("utf-8")
+    data = without_surrogates(page).encode("utf-8")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        replace_file(out, page)
+        replace_file(out, data)
     except OSError as error:
         raise storage_error(error, out, "write the page", resumable=False) from None
 

@@ -151,6 +151,8 @@ COMMAND_ARGS: dict[str, tuple[str, ...]] = {
     "approve": ("run/progress.md", "--all"),
     "deny": ("run/progress.md", "--call", "call_0", "--reason", "not now"),
     "answer": ("run/progress.md", "--text", "yes"),
+    # A server runs until stopped: a missing folder ends it at once (it never reads stdin).
+    "serve": ("no-such-folder", "--port", "0"),
 }
 
 

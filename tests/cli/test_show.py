@@ -216,3 +216,16 @@ def test_no_escape_sequence_from_the_file_reaches_the_terminal(
     shown = capsys.readouterr().out
     assert not [c for c in shown if ord(c) < 32 and c not in "\n"]
     assert "evil \u241b[2J" in shown
+
+
+def test_the_page_marks_an_entry_edited_by_hand(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], progress: Path
+) -> None:
+    run, _ = load_progress(progress)
+    entry = next(e for e in run.transcript if e.role == "assistant" and e.content)
+    line = entry.content.split("\n", 1)[0]
+    text = progress.read_text(encoding="utf-8")
+    progress.write_text(text.replace(line, line + " (by hand)", 1), encoding="utf-8")
+    page = _page(tmp_path, progress, capsys).read_text(encoding="utf-8")
+    assert page.count("edited by hand") == 1
+    assert f'class="entry assistant edited" id="entry-{entry.id}"' in page

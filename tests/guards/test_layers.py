@@ -46,7 +46,7 @@ LAYERS: list[set[str]] = [
     {"__main__", "cli", "__init__"},
     # A GitHub Actions step: runs or resumes a pull request's run through the front.
     {"ci"},
-    {"batch", "front"},
+    {"batch", "front", "serve"},
     # The event stream (--events): a reporter that writes what the engine tells.
     {"eventstream"},
     {"api"},

@@ -58,6 +58,9 @@ WATCHED = [
     "promptflow_resume.subworkflows",
     "promptflow_resume.recovery",
     "importlib.resources",
+    "starlette",
+    "uvicorn",
+    "promptflow_resume.serve",
 ]
 
 
@@ -74,6 +77,13 @@ def _imported_by(tmp_path: Path, *args: str) -> tuple[int, list[str]]:
     )
     loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
     return done.returncode, loaded
+
+
+def test_flow_serve_help_and_flow_list_load_no_web_server(tmp_path: Path) -> None:
+    for args in (("serve", "--help"), ("list", "--all"), ("--help",)):
+        code, loaded = _imported_by(tmp_path, *args)
+        assert code == 0
+        assert not {"starlette", "uvicorn", "promptflow_resume.serve"} & set(loaded), args
 
 
 def _completed_run(tmp_path: Path, reporter: Reporter | None = None) -> Path:

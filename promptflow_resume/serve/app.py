@@ -1,0 +1,342 @@
+"""The dashboard as a Starlette application: routes, each a few lines over ``runs``,
+``pages``, ``actions`` and ``live``; ``security.GuardedApp`` wraps it all.
+
+Routes (``KEY`` is a run's key, ``runs.Served``):
+
+- ``GET /``: the runs list (``?status=&needs=1&q=&sort=``); ``GET /events/list``: its stream;
+- ``GET /run/KEY``: a run's page, or a sidecar file beside it (as a download);
+- ``GET /events/run/KEY?from=N``: the run's stream; ``GET /export/KEY``: the HTML report;
+- ``GET /review/KEY``: a worktree run's changes; ``POST /act/ACTION/KEY``: an action;
+- ``GET /static/serve.js``: the script.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, quote
+
+from ..base.errors import FlowError
+from ..base.textnorm import without_surrogates
+from . import pages
+from .actions import ACTIONS, Processes
+from .live import event, run_stamp, watch
+from .runs import NotServed, Served
+from .script import SCRIPT
+from .security import DOWNLOAD_POLICY, Guard, GuardedApp
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from ..progress.model import Run
+    from ..progress.state import RunState
+
+#: A form larger than this is refused (answers are text; nothing needs more).
+MAX_FORM_BYTES = 1024 * 1024
+#: How often the list's stream re-reads the listing.
+LIST_POLL_SECONDS = 1.0
+#: Notes kept for the pages actions redirect to (oldest dropped first).
+MAX_NOTES = 200
+#: Runs kept read (``RunCache``).
+CACHED_RUNS = 8
+
+
+@dataclass
+class Dashboard:
+    """What the routes share: the folders, the guard, the resumes started, action notes."""
+
+    served: Served
+    guard: Guard
+    processes: Processes
+    notes: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    cache: RunCache = field(default_factory=lambda: RunCache())
+
+    def note(self, text: str, error: bool) -> str:
+        """Keep a sentence for the next page; returns its id (for ``?note=``)."""
+        ident = secrets.token_urlsafe(8)
+        self.notes[ident] = (text, error)
+        while len(self.notes) > MAX_NOTES:
+            self.notes.pop(next(iter(self.notes)))
+        return ident
+
+
+def _html(text: str, status: int = 200) -> Response:
+    from starlette.responses import HTMLResponse
+
+    return HTMLResponse(without_surrogates(text), status_code=status)
+
+
+def _missing(what: str) -> Response:
+    return _html(pages.message_page("Not found", f"{what} is not a run flow serve serves."), 404)
+
+
+class RunCache:
+    """The runs read last, each with the stamp of its files (``live.run_stamp``) when read:
+    a page asked again, or a stream with nothing new, reads nothing. A run of 10,000 turns
+    takes about half a second to read; showing it again from here takes a few milliseconds."""
+
+    def __init__(self, size: int = CACHED_RUNS) -> None:
+        self.size = size
+        self.runs: dict[Path, tuple[object, Run, list[int]]] = {}
+        self._lock = threading.Lock()
+
+    def load(self, path: Path) -> tuple[Run, RunState]:
+        """The run at ``path`` (read again when its files changed) and its state now."""
+        run, state, _ = self.read(path)
+        return run, state
+
+    def read(self, path: Path) -> tuple[Run, RunState, list[int]]:
+        """``load``, and the ids of the entries edited by hand (``LoadReport``)."""
+        from ..progress import load_progress
+        from ..progress.state import run_state
+
+        stamp = run_stamp(path)
+        with self._lock:
+            known = self.runs.get(path)
+        if known is not None and known[0] == stamp:
+            _, run, edited = known
+        else:
+            run, report = load_progress(path)
+            edited = list(report.edited_entries)
+            with self._lock:
+                self.runs.pop(path, None)
+                self.runs[path] = (stamp, run, edited)
+                while len(self.runs) > self.size:
+                    self.runs.pop(next(iter(self.runs)))
+        # The state is worked out each time: an owner can die without touching the files.
+        return run, run_state(path, run.status, run.reason), edited
+
+
+def make_app(served: Served, guard: Guard) -> GuardedApp:
+    """The application, behind its guard."""
+    from starlette.applications import Starlette
+    from starlette.responses import FileResponse, RedirectResponse, Response, StreamingResponse
+    from starlette.routing import Route
+
+    board = Dashboard(served, guard, Processes(served.cwd))
+
+    async def runs_list(request: Request) -> Response:
+        q = request.query_params
+        rows = await asyncio.to_thread(served.rows)
+        page = pages.list_page(
+            rows,
+            served.roots,
+            status=q.get("status", ""),
+            needs=q.get("needs") == "1",
+            text=q.get("q", ""),
+            sort=q.get("sort", "updated"),
+        )
+        return _html(page)
+
+    async def list_events(request: Request) -> Response:
+        q = request.query_params
+        last: list[str] = [""]
+
+        def body() -> str:
+            rows = served.rows()
+            kept = pages.select_rows(
+                rows,
+                status=q.get("status", ""),
+                needs=q.get("needs") == "1",
+                text=q.get("q", ""),
+                sort=q.get("sort", "updated"),
+            )
+            waiting = sum(1 for r in rows if r.needs is not None)
+            return f"{waiting}\n{pages.rows_html(kept)}"
+
+        async def render() -> list[bytes]:
+            waiting, _, html = last[0].partition("\n")
+            return [event("rows", html), event("waiting", waiting)]
+
+        def stamp() -> str:
+            last[0] = body()
+            return last[0]
+
+        stream = watch(stamp, render, request.is_disconnected, every=LIST_POLL_SECONDS)
+        return StreamingResponse(stream, media_type="text/event-stream")
+
+    async def run_view(request: Request) -> Response:
+        key = request.path_params["key"]
+        try:
+            path = served.progress_file(key)
+        except NotServed:
+            try:
+                side = served.sidecar_file(key)
+            except NotServed:
+                return _missing(key)
+            return FileResponse(
+                side,
+                media_type="application/octet-stream",
+                filename=side.name,
+                headers={"content-security-policy": DOWNLOAD_POLICY},
+            )
+        try:
+            run, state, edited = await asyncio.to_thread(board.cache.read, path)
+        except FlowError as problem:
+            return _html(pages.message_page("Cannot read the run", str(problem)), 422)
+        note, failed = board.notes.get(request.query_params.get("note", ""), (None, False))
+        start = request.query_params.get("start", "")
+        page = pages.run_page(
+            run,
+            state,
+            key=key,
+            path=path,
+            csrf=guard.csrf,
+            process=board.processes.of(path),
+            note=note,
+            error=failed,
+            start=int(start) if start.isdigit() else None,
+            family=await asyncio.to_thread(family_of, path),
+            edited=edited,
+        )
+        return _html(page)
+
+    def family_of(path: Path) -> str:
+        from ..progress.children import children_of_file
+
+        children = children_of_file(path)
+        return pages.family_html(served.parent_key(path), children, served.key_or_none)
+
+    async def run_events(request: Request) -> Response:
+        key = request.path_params["key"]
+        try:
+            path = served.progress_file(key)
+        except NotServed:
+            return _missing(key)
+        try:
+            sent = [max(0, int(request.query_params.get("from", "0")))]
+        except ValueError:
+            sent = [0]
+        last_entry: list[tuple[int, str] | None] = [None]
+
+        def render_now() -> list[bytes]:
+            try:
+                run, state, edited = board.cache.read(path)
+            except FlowError:
+                return []  # mid-write or broken: the next change tells more
+            from ..show.html import entries_html, run_header
+
+            out = []
+            ts = run.transcript
+            known = last_entry[0]
+            if len(ts) < sent[0] or (
+                known is not None
+                and (ts[known[0]].content if known[0] < len(ts) else None) != known[1]
+            ):
+                return [event("reload", "")]
+            out.append(event("head", run_header(run, state)))
+            if len(ts) > sent[0]:
+                out.append(
+                    event(
+                        "entries",
+                        entries_html(
+                            run, source=path.name, progress=path, start=sent[0], edited=edited
+                        ),
+                    )
+                )
+                sent[0] = len(ts)
+            if ts:
+                last_entry[0] = (len(ts) - 1, ts[-1].content)
+            process = board.processes.of(path)
+            panel = pages.actions_panel(run, state, key, guard.csrf, process)
+            out.append(event("actions", panel))
+            return out
+
+        async def render() -> list[bytes]:
+            return await asyncio.to_thread(render_now)
+
+        def stamp() -> object:
+            process = board.processes.of(path)
+            lines = (len(process.lines), process.exit_code) if process is not None else None
+            return (run_stamp(path), lines)
+
+        stream = watch(stamp, render, request.is_disconnected)
+        return StreamingResponse(stream, media_type="text/event-stream")
+
+    async def export(request: Request) -> Response:
+        key = request.path_params["key"]
+        try:
+            path = served.progress_file(key)
+        except NotServed:
+            return _missing(key)
+        from ..show.html import REPORT_POLICY, html_page
+
+        try:
+            run, state, edited = await asyncio.to_thread(board.cache.read, path)
+        except FlowError as error:
+            return _html(pages.message_page("Cannot read the run", str(error)), 422)
+        page = html_page(run, source=path.name, state=state, progress=path, edited=edited)
+        name = f"{run.run_id}.html".replace('"', "")
+        return Response(
+            without_surrogates(page).encode("utf-8"),
+            media_type="text/html; charset=utf-8",
+            headers={
+                "content-disposition": f'attachment; filename="{quote(name)}"',
+                "content-security-policy": REPORT_POLICY,
+            },
+        )
+
+    async def review(request: Request) -> Response:
+        key = request.path_params["key"]
+        try:
+            path = served.progress_file(key)
+        except NotServed:
+            return _missing(key)
+        from ..worktree import review_run
+
+        try:
+            result = await asyncio.to_thread(review_run, path)
+        except FlowError as error:
+            return _html(pages.message_page("Cannot review the run", str(error)), 422)
+        tree = result.tree
+        facts = (
+            f"branch {tree.branch} against base {tree.base[:12]}, {result.commits} commit(s)"
+            + (", uncommitted changes included" if result.uncommitted else "")
+        )
+        return _html(pages.review_page(key, result.run_id, result.stat, result.diff, facts))
+
+    async def act(request: Request) -> Response:
+        key = request.path_params["key"]
+        action = ACTIONS.get(request.path_params["action"])
+        try:
+            path = served.progress_file(key)
+        except NotServed:
+            return _missing(key)
+        if action is None:
+            return _missing(request.path_params["action"])
+        raw = b""
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > MAX_FORM_BYTES:
+                return _html(pages.message_page("Refused", "The form is too large."), 413)
+        form = parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
+        if not guard.csrf_ok((form.get("csrf") or [""])[0]):
+            return _html(pages.message_page("Refused", "The form's CSRF token is wrong."), 403)
+        try:
+            text, error = await asyncio.to_thread(action, path, form, board.processes), False
+        except FlowError as problem:
+            text, error = str(problem), True
+        ident = board.note(text, error)
+        return RedirectResponse(f"{pages.run_url(key)}?note={ident}", status_code=303)
+
+    async def script(request: Request) -> Response:
+        return Response(SCRIPT, media_type="text/javascript; charset=utf-8")
+
+    routes = [
+        Route("/", runs_list),
+        Route("/events/list", list_events),
+        Route("/run/{key:path}", run_view),
+        Route("/events/run/{key:path}", run_events),
+        Route("/export/{key:path}", export),
+        Route("/review/{key:path}", review),
+        Route("/act/{action}/{key:path}", act, methods=["POST"]),
+        Route("/static/serve.js", script),
+    ]
+    app = Starlette(routes=routes)
+    app.state.dashboard = board
+    return GuardedApp(app, guard)
