@@ -8,8 +8,8 @@ record it:
 - ``resume`` a stopped run: a real ``flow resume`` process, its output kept for the page;
 - ``merge`` / ``discard`` a worktree run (``worktree``); the review is a page of its own.
 
-``ACTIONS`` maps a form's action name to its function; comparing two runs or two versions
-(``flow diff``) is to be added here and to ``pages.actions_panel``.
+``ACTIONS`` maps a form's action name to its function. Comparing two runs or two versions
+(``flow diff``) changes nothing, so it is a page (``/compare``), not an action.
 """
 
 from __future__ import annotations
@@ -174,5 +174,4 @@ ACTIONS: dict[str, Callable[[Path, Form, Processes], str]] = {
     "resume": resume,
     "merge": merge,
     "discard": discard,
-    # "compare": two runs or two versions, through the flow diff library (to be added).
 }

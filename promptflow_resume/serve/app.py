@@ -300,6 +300,30 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
         )
         return _html(pages.review_page(key, result.run_id, result.stat, result.diff, facts))
 
+    async def compare(request: Request) -> Response:
+        """``flow diff`` of the run against a git revision (``rev``) or another served run
+        (``with``, its key): read only, so a GET without a CSRF token."""
+        key = request.path_params["key"]
+        other = request.query_params.get("with", "").strip()
+        rev = request.query_params.get("rev", "").strip()
+        try:
+            path = served.progress_file(key)
+            against = served.progress_file(other) if other else None
+        except NotServed as missing:
+            return _missing(str(missing))
+        from ..sharing.diff import diff_files, diff_revision
+
+        try:
+            if against is not None:
+                result = await asyncio.to_thread(diff_files, against, path)
+                title = f"{other} → {key}"
+            else:
+                result = await asyncio.to_thread(diff_revision, path, rev or "HEAD")
+                title = f"{key} since {rev or 'HEAD'}"
+        except FlowError as error:
+            return _html(pages.message_page("Cannot compare", str(error)), 422)
+        return _html(pages.compare_page(key, title, result.to_markdown()))
+
     async def act(request: Request) -> Response:
         key = request.path_params["key"]
         action = ACTIONS.get(request.path_params["action"])
@@ -334,6 +358,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
         Route("/events/run/{key:path}", run_events),
         Route("/export/{key:path}", export),
         Route("/review/{key:path}", review),
+        Route("/compare/{key:path}", compare),
         Route("/act/{action}/{key:path}", act, methods=["POST"]),
         Route("/static/serve.js", script),
     ]

@@ -320,7 +320,12 @@ def actions_panel(run: Run, state: RunState, key: str, csrf: str, process: Proce
     parts.append(
         f'<p><a href="/export/{escape(quote(key))}" id="export">Export the HTML report</a></p>'
     )
-    # The place for "compare two versions or two runs" (flow diff), to be added.
+    parts.append(
+        f'<form method="get" action="/compare/{escape(quote(key))}" id="compare">'
+        'Compare with git revision <input name="rev" size="12" placeholder="HEAD"> '
+        'or another run <input name="with" size="30" placeholder="key from the list"> '
+        "<button>Compare</button></form>"
+    )
     return f'<div id="actions">{"".join(parts)}{process_html(process)}</div>'
 
 
@@ -422,6 +427,18 @@ def review_page(key: str, title: str, stat: str, diff: str, facts: str) -> str:
         f"<pre>{escape(stat)}</pre>{output_block(diff) if diff else '<p>no changes</p>'}"
     )
     return document(f"Review {title}", body)
+
+
+def compare_page(key: str, title: str, markdown: str) -> str:
+    """``flow diff`` as a page: its Markdown rendered as the report renders messages."""
+    from ..show.html import markdown_html
+
+    body = (
+        f"<h1>Compare: {escape(title)}</h1>"
+        f'<p><a href="{escape(run_url(key))}">back to the run</a></p>'
+        f'<div id="diff">{markdown_html(markdown)}</div>'
+    )
+    return document(f"Compare {title}", body)
 
 
 def message_page(title: str, text: str) -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..base.errors import FlowError, GitError
+from ..base.errors import FlowError, GitError, InputError
 from ..progress.model import Entry, Run
 
 #: Lines of an edited entry's text diff kept (the rest is counted).
@@ -326,6 +326,13 @@ def revision_text(path: Path, rev: str) -> str:
     """The text of ``path`` at git revision ``rev`` (a GitError when git cannot give it)."""
     from ..worktree import git
 
+    if not rev or rev.startswith("-") or any(c.isspace() or not c.isprintable() for c in rev):
+        # git would read a revision starting with "-" as an option (`--output=FILE` writes).
+        raise InputError(
+            f"--rev {rev!r} is not a git revision: a revision is a branch, tag, commit or "
+            "expression such as HEAD~1, without spaces and not starting with '-'.",
+            hint="Name the revision, e.g. --rev HEAD~1 or --rev main.",
+        )
     folder = path.resolve().parent
     done = git(["show", f"{rev}:./{path.name}"], folder, check=False)
     if done.returncode != 0:

@@ -96,6 +96,12 @@ def _markdown() -> Any:
     return MarkdownIt("commonmark", {"html": False}).enable("table").disable("image")
 
 
+def markdown_html(text: str) -> str:
+    """``text`` rendered from Markdown as the report renders a message: raw HTML as text,
+    images as their text."""
+    return str(_markdown().render(text))
+
+
 def _lines(content: str) -> list[str]:
     lines = content.split("\n")
     if lines and lines[-1] == "":
@@ -217,7 +223,7 @@ def _entry(
             body += sidecars.html(entry)
     elif entry.content:
         part = excerpt(entry.content)
-        body = _markdown().render(part.text) + _cut_note(part, entry, source)
+        body = markdown_html(part.text) + _cut_note(part, entry, source)
     else:
         body = '<p class="empty">(no text)</p>'
     return (

@@ -260,3 +260,40 @@ def test_an_event_keeps_every_line_of_its_data_as_data() -> None:
     assert data == (
         b"event: entries\ndata: one\ndata: two\ndata: event: reload\ndata: three \xef\xbf\xbd\n\n"
     )
+
+
+def test_compare_shows_flow_diff_of_two_runs_escaped(site: tuple[Server, Path]) -> None:
+    server, _ = site
+    plain, hostile = "0/.flow/runs/plain/progress.md", "0/.flow/runs/xss-a/progress.md"
+    status, _, page = server.get(f"/compare/{hostile}?" + urlencode({"with": plain}))
+    assert status == 200, page
+    assert "<h2>Edited" in page  # every entry gained the payloads
+    assert "<script>window" not in page and 'href="javascript' not in page
+    assert not re.search(r"<(?:img|iframe|details open ontoggle|style>@)", page)
+    status, _, page = server.get(f"/compare/{hostile}?" + urlencode({"with": "0/../secret.txt"}))
+    assert status == 404
+
+
+def test_compare_against_git_refuses_an_option_as_a_revision(tmp_path: Path) -> None:
+    import subprocess
+
+    folder = tmp_path / "repo"
+    run_file = folder / ".flow" / "runs" / "plain" / "progress.md"
+    run_file.parent.mkdir(parents=True)
+    run_file.write_text(render(xss.plain_run()), encoding="utf-8")
+    identity = ["-c", "user.name=dev", "-c", "user.email=dev@example.com"]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "run"]):
+        subprocess.run(["git", *identity, *args], cwd=folder, check=True, capture_output=True)
+    run = load_progress(run_file)[0]
+    first = next(e for e in run.transcript if e.role == "assistant")
+    text = run_file.read_text(encoding="utf-8")
+    run_file.write_text(text.replace(first.content, "Changed by hand.", 1), encoding="utf-8")
+    key = "0/.flow/runs/plain/progress.md"
+    written = tmp_path / "written.txt"
+    with Server(folder) as server:
+        status, _, page = server.get(f"/compare/{key}?rev=HEAD")
+        assert status == 200, page
+        assert f"Edited by hand: entry {first.id}" in page and "Changed by hand." in page
+        status, _, page = server.get(f"/compare/{key}?" + urlencode({"rev": f"--output={written}"}))
+        assert status == 422 and "is not a git revision" in page
+    assert not written.exists()

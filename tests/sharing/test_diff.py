@@ -102,6 +102,9 @@ def test_against_a_git_revision_and_the_cli(versions: tuple[Path, Path]) -> None
     missing = flow("diff", "run/progress.md", "--rev", "nope", cwd=old.parent)
     assert missing.returncode == 14 and "Traceback" not in missing.stderr
     assert "revision 'nope'" in missing.stderr
+    option = flow("diff", "run/progress.md", "--rev", "--output=written.txt", cwd=old.parent)
+    assert option.returncode == 9 and "is not a git revision" in option.stderr
+    assert not (old.parent / "written.txt").exists()
     usage = flow("diff", "run/progress.md", cwd=old.parent)
     assert usage.returncode == 9 and "two progress files" in usage.stderr
 
