@@ -51,7 +51,7 @@ from .digest import Chain, entry_digest
 from .frontmatter import front_matter, run_from_valid
 from .location import progress_file
 from .migrations import upgrade_front_matter
-from .model import FORMAT_VERSION, Entry, LoadReport, Run
+from .model import FORMAT_VERSION, Entry, LoadReport, Run, meta_from_fields
 from .owner import owner_alive, owner_path, read_owner, write_owner
 from .parse import parse_bytes
 from .render import document_head, document_tail, entry_block
@@ -225,6 +225,8 @@ def entry_to_dict(entry: Entry) -> dict[str, Any]:
         out["is_error"] = True
     if entry.covers is not None:
         out["covers"] = list(entry.covers)
+    if entry.meta is not None:
+        out["meta"] = dict(entry.meta.fields())
     return out
 
 
@@ -242,6 +244,7 @@ def entry_from_dict(data: dict[str, Any]) -> Entry:
         sidecar_sha256=data.get("sidecar_sha256"),
         sidecar_bytes=data.get("sidecar_bytes"),
         covers=(int(data["covers"][0]), int(data["covers"][1])) if data.get("covers") else None,
+        meta=meta_from_fields(data["meta"]) if data.get("meta") else None,
     )
 
 
@@ -915,4 +918,5 @@ _render_key: Callable[[Entry], tuple[Any, ...]] = operator.attrgetter(
     "sidecar_sha256",
     "sidecar_bytes",
     "covers",
+    "meta",
 )
