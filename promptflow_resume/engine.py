@@ -41,6 +41,7 @@ from .base.errors import (
 )
 from .base.redact import Redactor
 from .base.stops import routed_to
+from .base.traceids import span_id, trace_id_for, traceparent, tracing_on
 from .chat import ToolSpec
 from .compaction import CompactionTally
 from .conversation import (
@@ -1273,7 +1274,7 @@ class Engine:
         faults.point("engine.tool_start_recorded")
         self.reporter.tool_started(name, call.content, call.call_id or "")
         if agent is None:
-            result = self._invoke(tool, arguments, self._consent_for(call))
+            result = self._invoke(tool, arguments, self._consent_for(call), call)
         else:
             result = self._run_subagent(step, call, agent, str(arguments["task"]))
         faults.point("engine.tool_ran")
@@ -1392,13 +1393,23 @@ class Engine:
             )
         return values
 
-    def _context(self, consent: Consent | None = None) -> ToolContext:
+    def _context(self, consent: Consent | None = None, call: Entry | None = None) -> ToolContext:
         return ToolContext(
             workspace=self.options.workspace,
             env=dict(os.environ),
             consent=consent or self.options.consent,
             skills=self.options.skills,
+            traceparent=self._traceparent(call) if call is not None else None,
         )
+
+    def _traceparent(self, call: Entry) -> str | None:
+        """With tracing on, the context of ``call``'s ``execute_tool`` span (its id derived
+        as ``otel.spans`` derives it, so the span the run sends is the one named)."""
+        if not tracing_on():
+            return None
+        run = self.run
+        trace = run.trace.id if run.trace is not None else trace_id_for(run.run_id)
+        return traceparent(trace, span_id(trace, f"call/{call.call_id or call.id}"))
 
     def _expectation(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, str] | None:
         """An edit's file hashes before and after, recorded with its start (see tools.edit)."""
@@ -1412,9 +1423,13 @@ class Engine:
         return found
 
     def _invoke(
-        self, tool: Tool, arguments: dict[str, Any], consent: Consent | None = None
+        self,
+        tool: Tool,
+        arguments: dict[str, Any],
+        consent: Consent | None = None,
+        call: Entry | None = None,
     ) -> ToolResult:
-        ctx = self._context(consent)
+        ctx = self._context(consent, call)
         try:
             return tool.run(arguments, ctx)
         except ToolServerError:

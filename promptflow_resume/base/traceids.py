@@ -13,12 +13,26 @@ the same ids (docs/spec.md 13)::
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 
 #: A ``traceparent`` header value (version 00), as W3C Trace Context writes it.
 TRACEPARENT = re.compile(r"00-(?!0{32})([0-9a-f]{32})-(?!0{16})([0-9a-f]{16})-([0-9a-f]{2})")
 #: The environment variable a run reads its parent context from (a batch sets it per row).
 TRACEPARENT_VARIABLE = "TRACEPARENT"
+#: Set (to anything but ``0``/``false``) by ``--otel``: tracing is on without an endpoint
+#: variable, in this process and those it starts (batch workers).
+OTEL_VARIABLE = "FLOW_OTEL"
+#: The standard variables naming an OTLP endpoint; either switches tracing on.
+ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+def tracing_on(option: bool = False) -> bool:
+    """True when runs send spans (docs/spec.md 13): ``--otel`` (``option``), ``$FLOW_OTEL``,
+    or an OTLP endpoint variable."""
+    if option or os.environ.get(OTEL_VARIABLE, "").strip().lower() not in ("", "0", "false"):
+        return True
+    return any(os.environ.get(name, "").strip() for name in ENDPOINT_VARIABLES)
 
 
 def _hex(text: str, digits: int) -> str:

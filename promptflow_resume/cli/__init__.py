@@ -61,6 +61,7 @@ COMMANDS.register("agents", "promptflow_resume.cli.commands_agents:agents_comman
 COMMANDS.register("approve", "promptflow_resume.cli.commands_approve:approve_command")
 COMMANDS.register("deny", "promptflow_resume.cli.commands_approve:deny_command")
 COMMANDS.register("answer", "promptflow_resume.cli.commands_approve:answer_command")
+COMMANDS.register("export", "promptflow_resume.cli.commands_export:export_command")
 
 
 def register_commands(args: list[str] | None = None) -> None:

@@ -26,6 +26,7 @@ from .options import (
     ApproveOpt,
     BaseUrlOpt,
     EventsOpt,
+    OtelOpt,
     FileOpt,
     HandoffOpt,
     HandoffsOpt,
@@ -240,11 +241,14 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
     return exit_code
 
 
-def _watchers(console: Reporter, stream: Reporter | None) -> Reporter:
-    """The terminal display, and the event stream beside it when there is one."""
+def _watchers(console: Reporter, stream: Reporter | None, otel: bool = False) -> Reporter:
+    """The terminal display, and beside it the event stream and the span sender (``--otel``
+    or an OTLP endpoint variable) when there are."""
     from ..events import Tee
+    from ..front import tracer
 
-    return console if stream is None else Tee(console, stream)
+    others = [r for r in (stream, tracer(otel, console)) if r is not None]
+    return Tee(console, *others) if others else console
 
 
 @app.command("run")
@@ -313,6 +317,7 @@ def run_command(
         "flow discard. Always starts a new run.",
     ),
     events: EventsOpt = None,
+    otel: OtelOpt = False,
     as_json: SummaryJson = False,
     verbose: VerboseOpt = False,
 ) -> int:
@@ -384,7 +389,7 @@ def run_command(
         ),
         mcp_config=mcp_config,
         mcp_ask=_ask_mcp_input if interactive else None,
-        reporter=_watchers(reporter, stream),
+        reporter=_watchers(reporter, stream, otel),
         agent_dirs=tuple(agents),
         approve=tuple(approve),
         approval=not no_approve,
@@ -597,6 +602,7 @@ def resume_command(
     ),
     mcp_config: McpConfigOpt = None,
     events: EventsOpt = None,
+    otel: OtelOpt = False,
     as_json: SummaryJson = False,
     verbose: VerboseOpt = False,
 ) -> int:
@@ -680,7 +686,7 @@ def resume_command(
         ),
         mcp_config=mcp_config,
         mcp_ask=_ask_mcp_input if interactive else None,
-        reporter=_watchers(reporter, stream),
+        reporter=_watchers(reporter, stream, otel),
         agent_dirs=tuple(agents),
         approve=tuple(approve),
         approval=not no_approve,

@@ -10,7 +10,6 @@ A sending failure never stops the run: it is told once as a notice, and tracing 
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,21 +23,8 @@ if TYPE_CHECKING:
     from ..base.redact import Redactor
     from .sdk import SpanSender
 
-#: The ``--otel`` switch's variable: set, tracing is on even without an endpoint variable.
-OTEL_VARIABLE = "FLOW_OTEL"
 #: While a step goes on, finished model and tool calls are sent at most this often.
 FLUSH_SECONDS = 5.0
-
-
-def tracing_on(option: bool = False) -> bool:
-    """True when spans are to be sent: ``--otel``, ``$FLOW_OTEL``, or an OTLP endpoint
-    variable (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT``)."""
-    if option or os.environ.get(OTEL_VARIABLE, "").strip() not in ("", "0", "false"):
-        return True
-    return any(
-        os.environ.get(name, "").strip()
-        for name in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-    )
 
 
 class OtelReporter(Reporter):

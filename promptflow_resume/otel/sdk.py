@@ -8,14 +8,13 @@ standard variables (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, ``OTEL_EXPORTER_OTLP
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
 from ..base.errors import TelemetryError
+from ..base.traceids import ENDPOINT_VARIABLES
 from .spans import SpanRecord
-
-#: The variables that switch tracing on (docs/spec.md 13).
-ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 TRACES_PATH = "/v1/traces"
 
 
@@ -56,6 +55,8 @@ class SpanSender:
                 hint="Install it with: pip install 'promptflow-resume[otel]' "
                 "(or unset OTEL_EXPORTER_OTLP_ENDPOINT).",
             ) from None
+        # The exporter logs each retry and failure; flow says what failed, once, itself.
+        logging.getLogger("opentelemetry.exporter").setLevel(logging.CRITICAL)
         chosen = endpoint or configured_endpoint()
         if chosen and not os.environ.get(ENDPOINT_VARIABLES[0]) or endpoint:
             url: str | None = traces_url(chosen) if chosen else None

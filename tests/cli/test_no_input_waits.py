@@ -149,6 +149,7 @@ COMMAND_ARGS: dict[str, tuple[str, ...]] = {
     "approve": ("run/progress.md", "--all"),
     "deny": ("run/progress.md", "--call", "call_0", "--reason", "not now"),
     "answer": ("run/progress.md", "--text", "yes"),
+    "export": ("otel", "run/progress.md", "--file", "trace.json"),
 }
 
 
