@@ -278,3 +278,12 @@ def export_traces(
     from .otel.exporting import export_otel
 
     return export_otel(paths, endpoint=endpoint, file=file)
+
+
+def trace_batch(option: bool) -> None:
+    """``flow batch --otel``: tracing on for the batch and its rows' runs (``FLOW_OTEL``,
+    which the workers inherit; docs/spec.md 13)."""
+    from .base.traceids import OTEL_VARIABLE
+
+    if option:
+        os.environ[OTEL_VARIABLE] = "1"

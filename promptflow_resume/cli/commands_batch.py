@@ -15,6 +15,7 @@ from .app import app, err, event_stream, out, print_json
 from .options import (
     BaseUrlOpt,
     EventsOpt,
+    OtelOpt,
     MaxCostOpt,
     ModelOpt,
     PriceOpt,
@@ -170,6 +171,7 @@ def batch_command(
     ),
     max_cost: MaxCostOpt = None,
     events: EventsOpt = None,
+    otel: OtelOpt = False,
     price: PriceOpt = [],  # noqa: B006 - typer copies list defaults
     prices: PricesOpt = None,
     as_json: SummaryJson = False,
@@ -185,8 +187,9 @@ def batch_command(
     """
     from ..batch import start_batch
     from ..batch.runner import BatchInterrupted
-    from ..front import given_prices
+    from ..front import given_prices, trace_batch
 
+    trace_batch(otel)
     live = sys.stderr.isatty() and not as_json
     stream = event_stream(events)
     try:
