@@ -142,8 +142,11 @@ def _place_entries(ctx: _Context, attempts: list[Attempt]) -> None:
 
 
 def _start(ctx: _Context, entry: Entry) -> int:
+    """When the call that made ``entry`` began: its time less its duration, and never before
+    the entry before it (times are cut to milliseconds, so the two can cross by one)."""
     ms = entry.meta.ms if entry.meta is not None and entry.meta.ms is not None else 0
-    return ctx.ends[entry.id] - ms * 1_000_000
+    before = ctx.ends.get(entry.id - 1, 0)
+    return min(ctx.ends[entry.id], max(before, ctx.ends[entry.id] - ms * 1_000_000))
 
 
 def _attempt_spans(ctx: _Context, attempt: Attempt, before: Attempt | None) -> list[SpanRecord]:

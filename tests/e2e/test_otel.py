@@ -119,16 +119,11 @@ def test_a_live_run_sends_the_example_tree_and_its_export_is_the_same(
     assert _shapes(spans_of_json(json.loads(out.read_text(encoding="utf-8")))) == _shapes(live)
 
 
-def test_message_content_is_sent_only_with_the_switch_and_redacted(
+def test_message_content_is_sent_only_with_the_switch(
     tmp_path: Path, receiver: OtlpReceiver
 ) -> None:
-    secret = "sk-live-0123456789abcdef0123456789"
     progress = _run_example(
-        tmp_path,
-        receiver,
-        OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="true",
-        # A secret that a tool's output would carry if it were not redacted.
-        NOTES_API_KEY=secret,
+        tmp_path, receiver, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="true"
     )
     run, _ = load_progress(progress)
     assert run.trace is not None
@@ -136,9 +131,10 @@ def test_message_content_is_sent_only_with_the_switch_and_redacted(
     chat = next(s for s in live if s.name.startswith("chat"))
     message = json.loads(chat.attributes["gen_ai.output.messages"])
     assert message[0]["role"] == "assistant"
+    assert message[0]["parts"][1]["name"] == "find_todos"
     tool = next(s for s in live if s.name == "execute_tool read_file")
     assert "TODO" in tool.attributes["gen_ai.tool.call.result"]
-    assert all(secret not in json.dumps(s.attributes) for s in live)
+    assert json.loads(tool.attributes["gen_ai.tool.call.arguments"])["path"]
 
 
 def test_a_resumed_run_adds_a_linked_attempt_to_the_same_trace(
@@ -172,47 +168,50 @@ def test_a_resumed_run_adds_a_linked_attempt_to_the_same_trace(
 
 
 MCP_WORKFLOW = """---
-description: Read the trace context
+description: Ask the notes server
 provider: scripted
 tools: ['notes/*']
 ---
 You check the notes server.
 
 ## Step 1: Check
-Ask the server what it received.
+Ask the server.
 """
+
+
+def _mcp_run(tmp_path: Path, tool: str, **env: str) -> Path:
+    """Run a workflow whose scripted model calls the notes server's ``tool`` once."""
+    where = tmp_path / "ws"
+    (where / ".vscode").mkdir(parents=True)
+    (where / "state").mkdir()
+    (where / "ask.prompt.md").write_text(MCP_WORKFLOW, encoding="utf-8")
+    script = {"replies": [{"content": "", "tool_calls": [{"name": tool, "arguments": {}}]}, "Done."]}
+    (where / "ask.script.yaml").write_text(json.dumps(script), encoding="utf-8")
+    server = {"command": sys.executable, "args": [str(SERVER), "state"], "env": dict(env)}
+    config = {"servers": {"notes": server}}
+    (where / ".vscode" / "mcp.json").write_text(json.dumps(config), encoding="utf-8")
+    progress = where / "run" / "progress.md"
+    done = flow(
+        "run",
+        "ask.prompt.md",
+        "--recording",
+        "ask.script.yaml",
+        "--new",
+        "--progress",
+        str(progress),
+        "--otel",
+        cwd=where,
+        env=flow_env(**env),
+    )
+    assert done.returncode == 0, done.stderr
+    return progress
 
 
 def test_an_mcp_call_carries_its_span_context_in_meta(
     tmp_path: Path, receiver: OtlpReceiver
 ) -> None:
-    where = tmp_path / "ws"
-    (where / ".vscode").mkdir(parents=True)
-    (where / "trace.prompt.md").write_text(MCP_WORKFLOW, encoding="utf-8")
-    script = {
-        "replies": [
-            {"content": "Asking.", "tool_calls": [{"name": "trace_meta", "arguments": {}}]},
-            "Done.",
-        ]
-    }
-    (where / "trace.script.yaml").write_text(json.dumps(script), encoding="utf-8")
-    config = {"servers": {"notes": {"command": sys.executable, "args": [str(SERVER), "state"]}}}
-    (where / ".vscode" / "mcp.json").write_text(json.dumps(config), encoding="utf-8")
-    (where / "state").mkdir()
-    done = flow(
-        "run",
-        "trace.prompt.md",
-        "--recording",
-        "trace.script.yaml",
-        "--new",
-        "--progress",
-        "run/progress.md",
-        "--otel",
-        cwd=where,
-        env=flow_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url),
-    )
-    assert done.returncode == 0, done.stderr
-    run, _ = load_progress(where / "run" / "progress.md")
+    progress = _mcp_run(tmp_path, "trace_meta", OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url)
+    run, _ = load_progress(progress)
     assert run.trace is not None
     result = next(e for e in run.transcript if e.role == "tool_result")
     live = receiver.of_trace(run.trace.id)
@@ -220,28 +219,25 @@ def test_an_mcp_call_carries_its_span_context_in_meta(
     assert tool.attributes["flow.tool.kind"] == "mcp"
     assert tool.attributes["flow.mcp.server"] == "notes"
     assert tool.attributes["gen_ai.tool.type"] == "extension"
-    assert json.loads(result.content) == {
-        "traceparent": f"00-{run.trace.id}-{tool.span_id}-01"
-    }
+    assert tool.attributes["mcp.method.name"] == "tools/call"
+    assert json.loads(result.content) == {"traceparent": f"00-{run.trace.id}-{tool.span_id}-01"}
 
 
-def test_without_tracing_an_mcp_call_carries_no_trace_context(tmp_path: Path) -> None:
-    where = tmp_path / "ws"
-    (where / ".vscode").mkdir(parents=True)
-    (where / "trace.prompt.md").write_text(MCP_WORKFLOW, encoding="utf-8")
-    script = {"replies": [{"content": "", "tool_calls": [{"name": "trace_meta", "arguments": {}}]}, "Done."]}
-    (where / "trace.script.yaml").write_text(json.dumps(script), encoding="utf-8")
-    config = {"servers": {"notes": {"command": sys.executable, "args": [str(SERVER), "state"]}}}
-    (where / ".vscode" / "mcp.json").write_text(json.dumps(config), encoding="utf-8")
-    (where / "state").mkdir()
-    done = flow(
-        "run", "trace.prompt.md", "--recording", "trace.script.yaml", "--new",
-        "--progress", "run/progress.md", cwd=where,
+def test_captured_content_is_redacted(tmp_path: Path, receiver: OtlpReceiver) -> None:
+    # The server's ``leak`` tool answers with its token: a secret the spans must not carry.
+    secret = "tok-planted-9e8d7c6b5a4f3"
+    progress = _mcp_run(
+        tmp_path,
+        "leak",
+        OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url,
+        OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="true",
+        NOTES_TOKEN=secret,
     )
-    assert done.returncode == 0, done.stderr
-    run, _ = load_progress(where / "run" / "progress.md")
-    result = next(e for e in run.transcript if e.role == "tool_result")
-    assert json.loads(result.content) == {}
+    run, _ = load_progress(progress)
+    assert run.trace is not None
+    tool = next(s for s in receiver.of_trace(run.trace.id) if s.name == "execute_tool leak")
+    shown = tool.attributes["gen_ai.tool.call.result"]
+    assert "the token is" in shown and secret not in shown
 
 
 def _batch(tmp_path: Path, receiver: OtlpReceiver, engine: str) -> list[SpanView]:

@@ -208,7 +208,11 @@ def tree_text(spans: list[SpanView]) -> str:
     lines: list[str] = []
 
     def walk(parent: str, depth: int) -> None:
-        for span in sorted(by_parent.get(parent, []), key=lambda s: (s.start_ns, s.name)):
+        order = sorted(
+            by_parent.get(parent, []),
+            key=lambda s: (s.start_ns, s.attributes.get("flow.entry", 0), s.name),
+        )
+        for span in order:
             lines.append("  " * depth + _label(span))
             walk(span.span_id, depth + 1)
 
