@@ -38,6 +38,7 @@ from .events import Reporter
 from .hooks import load_run_hooks
 from .progress import ProgressStore
 from .progress.model import (
+    AllowLists,
     Cursor,
     Run,
     RunConfig,
@@ -197,9 +198,8 @@ def new_run(
     # A password in the endpoint (https://user:pass@host) must not reach the file either.
     clean_url, url_redacted = redactor.redact(base_url) if base_url else (None, 0)
     created = now_iso()
-    run_id = run_id or run_id_for(progress_path, workflow)
     run = Run(
-        run_id=run_id,
+        run_id=run_id or run_id_for(progress_path, workflow),
         workflow=WorkflowRef(
             path=relative_path(workflow.path, progress_path.parent),
             hash=workflow.hash,
@@ -229,16 +229,21 @@ def new_run(
         inputs=clean_inputs,
         steps={s.id: StepState() for s in workflow.steps},
         keywords=list(keywords or []),
-        trace=new_trace(run_id),
     )
     # Sealed from its first checkpoint: ``flow run`` resumes it without asking only then.
     mark_written_here(run, Key.ensure())
 
+    run.config.permissions = _allow_lists(workflow)
+    _count_redactions(run, (redacted, "inputs"), (url_redacted, "config.base_url"))
+    run.trace = new_trace(run.run_id)
+    return run
+
+
+def _allow_lists(workflow: Workflow) -> AllowLists:
+    """The workflow's allow-lists, recorded in the run (imported late: the tools layer)."""
     from .tools.allowlists import allow_lists
 
-    run.config.permissions = allow_lists(workflow)
-    _count_redactions(run, (redacted, "inputs"), (url_redacted, "config.base_url"))
-    return run
+    return allow_lists(workflow)
 
 
 def new_trace(run_id: str) -> TraceRef:

@@ -1200,7 +1200,8 @@ class Engine:
             else:
                 result = self._tool_effect(step, call, tool, arguments)
         entry = self._result_entry(step, call, result)
-        entry.meta = EntryMeta(ms=_ms_since(began), **tool_kind(tool))
+        kind, server = tool_kind(tool)
+        entry.meta = EntryMeta(ms=_ms_since(began), kind=kind, server=server)
         settle_call(run, call.call_id)
         self._hooks.tool_done(call, run.next_entry_id())
         self._forget_approval(call)
@@ -1678,20 +1679,18 @@ class Engine:
         self._attempt.reason = self.run.reason
 
 
-def tool_kind(tool: Tool | None) -> dict[str, str]:
-    """What kind of tool answered a call (a tool result's ``kind`` and ``server``)."""
+def tool_kind(tool: Tool | None) -> tuple[str | None, str | None]:
+    """What kind of tool answered a call, and its MCP server (a result's ``kind``/``server``)."""
     if tool is None:
-        return {}
+        return None, None
     if isinstance(tool, SubagentTool):
-        return {"kind": "agent"}
+        return "agent", None
     ref = getattr(tool, "server_ref", None)
     if isinstance(ref, dict):
-        return {"kind": "mcp", "server": str(ref.get("name", ""))} if ref.get("name") else {
-            "kind": "mcp"
-        }
+        return "mcp", str(ref.get("name") or "") or None
     if isinstance(tool, CommandTool):
-        return {"kind": "command"}
-    return {"kind": "builtin"}
+        return "command", None
+    return "builtin", None
 
 
 def _ms_since(began: float) -> int:

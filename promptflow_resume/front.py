@@ -22,8 +22,8 @@ import enum
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .api import Outcome, ResolvedInputs, ResumeRequest, StartRequest, resume_run, start_run
 from .base.errors import InputError

@@ -418,7 +418,6 @@ def send_batch_span(batch: Batch) -> None:
     context = batch_traceparent(batch.batch_id)
     if context is None:
         return
-    from .. import __version__
     from ..base.errors import TelemetryError
     from ..base.traceids import parse_traceparent
     from ..otel.sdk import SpanSender
@@ -443,7 +442,7 @@ def send_batch_span(batch: Batch) -> None:
         },
     )
     try:
-        sender = SpanSender(None, __version__)
+        sender = SpanSender()
         try:
             sender.send([record])
         finally:

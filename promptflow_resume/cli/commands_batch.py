@@ -15,9 +15,9 @@ from .app import app, err, event_stream, out, print_json
 from .options import (
     BaseUrlOpt,
     EventsOpt,
-    OtelOpt,
     MaxCostOpt,
     ModelOpt,
+    OtelOpt,
     PriceOpt,
     PricesOpt,
     ProviderOpt,

@@ -20,7 +20,7 @@ from ..base.errors import StorageError
 from ..base.redact import Redactor
 from ..progress.store import load_progress
 from .otlpjson import request_json
-from .sdk import resource_attributes
+from .sdk import flow_version, resource_attributes
 from .spans import SpanRecord, capture_content, run_spans, trace_of
 
 
@@ -61,11 +61,9 @@ def export_otel(
     paths: list[Path], *, endpoint: str | None = None, file: Path | None = None
 ) -> ExportSummary:
     """Send (or with ``file`` write) the spans of the runs in ``paths``."""
-    from .. import __version__
-
     spans, traces = progress_spans(paths)
     if file is not None:
-        data = request_json(spans, resource_attributes(__version__), __version__)
+        data = request_json(spans, resource_attributes(), flow_version())
         text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
         try:
             replace_file(file, text.encode("utf-8", "surrogatepass"), mode=0o644)
@@ -77,7 +75,7 @@ def export_otel(
         return ExportSummary(len(paths), len(spans), traces, str(file))
     from .sdk import SpanSender
 
-    sender = SpanSender(endpoint, __version__)
+    sender = SpanSender(endpoint)
     try:
         sender.send(spans)
     finally:

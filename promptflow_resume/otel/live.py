@@ -92,10 +92,9 @@ class OtelReporter(Reporter):
             return
         try:
             if self._sender is None:
-                from .. import __version__
                 from .sdk import SpanSender
 
-                self._sender = SpanSender(self._endpoint, __version__)
+                self._sender = SpanSender(self._endpoint)
             self._sender.send(spans)
         except TelemetryError as error:
             self._failed = True

@@ -49,7 +49,11 @@ def span_json(span: SpanRecord) -> dict[str, Any]:
         out["status"]["message"] = span.status_message
     if span.links:
         out["links"] = [
-            {"traceId": link.trace_id, "spanId": link.span_id, "attributes": attributes(link.attributes)}
+            {
+                "traceId": link.trace_id,
+                "spanId": link.span_id,
+                "attributes": attributes(link.attributes),
+            }
             for link in span.links
         ]
     return out

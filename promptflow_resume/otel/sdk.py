@@ -15,6 +15,7 @@ from typing import Any
 from ..base.errors import TelemetryError
 from ..base.traceids import ENDPOINT_VARIABLES
 from .spans import SpanRecord
+
 TRACES_PATH = "/v1/traces"
 
 
@@ -33,18 +34,28 @@ def traces_url(endpoint: str) -> str:
     return base if base.endswith(TRACES_PATH) else base + TRACES_PATH
 
 
-def resource_attributes(version: str) -> dict[str, Any]:
+def flow_version() -> str:
+    """This flow's version, as installed (the spans' ``service.version``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("promptflow-resume")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def resource_attributes() -> dict[str, Any]:
     """The resource every span of flow's is sent with."""
     return {
         "service.name": os.environ.get("OTEL_SERVICE_NAME") or "flow",
-        "service.version": version,
+        "service.version": flow_version(),
     }
 
 
 class SpanSender:
     """An OTLP/HTTP exporter for one run or one export; ``send`` may be called many times."""
 
-    def __init__(self, endpoint: str | None, version: str) -> None:
+    def __init__(self, endpoint: str | None = None) -> None:
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
             from opentelemetry.sdk.resources import Resource
@@ -58,14 +69,14 @@ class SpanSender:
         # The exporter logs each retry and failure; flow says what failed, once, itself.
         logging.getLogger("opentelemetry.exporter").setLevel(logging.CRITICAL)
         chosen = endpoint or configured_endpoint()
-        if chosen and not os.environ.get(ENDPOINT_VARIABLES[0]) or endpoint:
+        if (chosen and not os.environ.get(ENDPOINT_VARIABLES[0])) or endpoint:
             url: str | None = traces_url(chosen) if chosen else None
         else:
             url = None  # the exporter reads OTEL_EXPORTER_OTLP_TRACES_ENDPOINT itself
         self.url = url or chosen or "http://localhost:4318/v1/traces"
-        self._exporter = OTLPSpanExporter(endpoint=url) if url else OTLPSpanExporter()
-        self._resource = Resource.create(resource_attributes(version))
-        self._scope = InstrumentationScope("promptflow_resume", version)
+        self._exporter: Any = OTLPSpanExporter(endpoint=url) if url else OTLPSpanExporter()
+        self._resource = Resource.create(resource_attributes())
+        self._scope = InstrumentationScope("promptflow_resume", flow_version())
 
     def send(self, spans: list[SpanRecord]) -> None:
         """Send ``spans``; TelemetryError when the endpoint does not take them."""

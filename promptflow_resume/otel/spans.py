@@ -21,13 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Union
 
 from ..base.clock import parse_iso
 from ..base.traceids import parse_traceparent, span_id, trace_id_for
 from ..progress.model import Attempt, Entry, Run
 
-AttrValue = Union[str, int, float, bool, list[str]]
+AttrValue = str | int | float | bool | list[str]
 
 #: The standard switch that lets spans carry message content (off unless ``true``).
 CAPTURE_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -250,7 +249,7 @@ def _step_spans(
         elif entry.role == "compaction":
             children.append(_compaction_span(ctx, n, sid, entry))
         elif entry.role == "tool_call":
-            children.append(_tool_span(ctx, n, sid, entry, results.get(entry.call_id)))
+            children.append(_tool_span(ctx, n, sid, entry, results.get(entry.call_id or "")))
     start = min(ctx.ends[e.id] for e in entries)
     end = max(ctx.ends[e.id] for e in entries)
     for child in children:
@@ -347,10 +346,7 @@ def _chat_span(ctx: _Context, n: int, parent: str, entry: Entry) -> SpanRecord:
 
 def _same_reply(run: Run, reply: Entry, call: Entry) -> bool:
     """True when ``call`` follows ``reply`` with only tool calls between (one reply's)."""
-    for e in run.transcript[reply.id : call.id - 1]:
-        if e.role != "tool_call":
-            return False
-    return True
+    return all(e.role == "tool_call" for e in run.transcript[reply.id : call.id - 1])
 
 
 def _compaction_span(ctx: _Context, n: int, parent: str, entry: Entry) -> SpanRecord:
@@ -382,9 +378,7 @@ def _compaction_span(ctx: _Context, n: int, parent: str, entry: Entry) -> SpanRe
     )
 
 
-def _tool_span(
-    ctx: _Context, n: int, parent: str, call: Entry, result: Entry | None
-) -> SpanRecord:
+def _tool_span(ctx: _Context, n: int, parent: str, call: Entry, result: Entry | None) -> SpanRecord:
     tool = call.tool or ""
     meta = result.meta if result is not None else None
     kind = meta.kind if meta is not None else None

@@ -47,11 +47,15 @@ def _head(entry: Entry) -> str:
     """
     e = entry
     size = e.sidecar_bytes
-    if e.covers is None and e.meta is None and (
-        type(e.id) is int
-        and type(e.role) is str
-        and (size is None or type(size) is int)
-        and (e.is_error is True or e.is_error is False)
+    if (
+        e.covers is None
+        and e.meta is None
+        and (
+            type(e.id) is int
+            and type(e.role) is str
+            and (size is None or type(size) is int)
+            and (e.is_error is True or e.is_error is False)
+        )
     ):
         shape = (e.role, e.step, e.tool, e.is_error, e.sidecar, e.sidecar_sha256, size)
         try:

@@ -41,9 +41,9 @@ from .model import (
     Seal,
     StepState,
     StepStatus,
+    TraceRef,
     Usage,
     WorkflowRef,
-    TraceRef,
     WorktreeRef,
     WorktreeState,
 )

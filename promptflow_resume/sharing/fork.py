@@ -26,8 +26,8 @@ from ..base.clock import now_iso
 from ..base.errors import InputError
 from ..base.paths import rebase, relative_path
 from ..base.runids import new_run_id
-from ..base.traceids import trace_id_for
 from ..base.safeopen import linked_file
+from ..base.traceids import trace_id_for
 from ..flowfolder import make_folder
 from ..handoffs import rebase_chain
 from ..progress import ProgressStore, load_progress

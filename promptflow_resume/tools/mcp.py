@@ -424,9 +424,7 @@ class McpServers:
             if conn.done is not None and not conn.done.done():
                 conn.done.set_result(None)
 
-    def call(
-        self, tool: McpTool, arguments: dict[str, Any], traceparent: str | None = None
-    ) -> Any:
+    def call(self, tool: McpTool, arguments: dict[str, Any], traceparent: str | None = None) -> Any:
         """Send one ``tools/call`` and return the SDK's result; ToolServerError on failure.
         ``traceparent`` goes in the request's ``_meta``, as the MCP convention for trace
         context says (docs/spec.md 13)."""

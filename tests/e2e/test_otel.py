@@ -185,7 +185,9 @@ def _mcp_run(tmp_path: Path, tool: str, **env: str) -> Path:
     (where / ".vscode").mkdir(parents=True)
     (where / "state").mkdir()
     (where / "ask.prompt.md").write_text(MCP_WORKFLOW, encoding="utf-8")
-    script = {"replies": [{"content": "", "tool_calls": [{"name": tool, "arguments": {}}]}, "Done."]}
+    script = {
+        "replies": [{"content": "", "tool_calls": [{"name": tool, "arguments": {}}]}, "Done."]
+    }
     (where / "ask.script.yaml").write_text(json.dumps(script), encoding="utf-8")
     server = {"command": sys.executable, "args": [str(SERVER), "state"], "env": dict(env)}
     config = {"servers": {"notes": server}}

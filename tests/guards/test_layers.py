@@ -46,7 +46,7 @@ LAYERS: list[set[str]] = [
     {"__main__", "cli", "__init__"},
     {"batch", "front"},
     # The event stream (--events): a reporter that writes what the engine tells.
-    {"eventstream"},
+    {"eventstream", "otel"},
     {"api"},
     # The run machinery.
     {"starting", "resuming", "attempt"},

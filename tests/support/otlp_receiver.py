@@ -237,7 +237,7 @@ def _label(span: SpanView) -> str:
             value = a[key]
             bits.append(f"{short}={','.join(value) if isinstance(value, list) else value}")
     if span.links:
-        bits.append("links=" + ",".join(str(l[2].get("flow.link", "?")) for l in span.links))
+        bits.append("links=" + ",".join(str(link[2].get("flow.link", "?")) for link in span.links))
     if span.status == 2:
         bits.append("ERROR")
     ms = (span.end_ns - span.start_ns) / 1e6
