@@ -503,7 +503,8 @@ class Engine:
             self._workflow_step(step, state, mine)
             return
         if not mine:
-            opening = self._opening_entries(step)
+            opening = keep_times(self._opening_entries(step), run.dropped_prompt)
+            run.dropped_prompt = []
             self._hooks.expect_prompt(opening, run.next_entry_id())
             self._append(opening)
             self._hooks.settle()
@@ -1597,7 +1598,8 @@ class Engine:
         for entry in entries:
             entry.id = self.run.next_entry_id()
             # When it was recorded (docs/spec.md 2.3): what its span's times come from.
-            entry.meta = replace(entry.meta or EntryMeta(), at=at)
+            if entry.meta is None or entry.meta.at is None:
+                entry.meta = replace(entry.meta or EntryMeta(), at=at)
             self.run.transcript.append(entry)
         self._unsaved.extend(entries)
         if durable:
@@ -1677,6 +1679,16 @@ class Engine:
         self._attempt.ended = now_iso()
         self._attempt.status = self.run.status
         self._attempt.reason = self.run.reason
+
+
+def keep_times(opening: list[Entry], dropped: list[Entry]) -> list[Entry]:
+    """``opening`` with the recorded times of the ``dropped`` prompt entries they repeat
+    exactly (a resume writes a step's prompt anew; the file's lines stay as they were)."""
+    for new, old in zip(opening, dropped, strict=False):
+        if (new.role, new.step, new.content) != (old.role, old.step, old.content):
+            break
+        new.meta = old.meta
+    return opening
 
 
 def tool_kind(tool: Tool | None) -> tuple[str | None, str | None]:

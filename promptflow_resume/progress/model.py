@@ -611,6 +611,10 @@ class Run:
     #: Storage bookkeeping, managed by ``ProgressStore``: the last journal event folded into
     #: the file, so a journal left beside a newer file is never applied twice. Not compared.
     journal_seq: int = field(default=0, compare=False)
+    #: A resume's bookkeeping: the prompt entries of the step it starts again that it dropped
+    #: to write them anew; an identical one keeps its recorded time (``at``), so the file's
+    #: old lines do not change. Never written. Not compared.
+    dropped_prompt: list[Entry] = field(default_factory=list, compare=False, repr=False)
 
     def steps_done(self) -> int:
         """How many of the run's steps are completed."""
