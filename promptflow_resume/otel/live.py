@@ -40,6 +40,7 @@ class OtelReporter(Reporter):
         self._redactor: Redactor | None = None
         self._attempt = 0
         self._sent: set[str] = set()
+        self._children: set[tuple[str, str]] = set()
         self._last = time.monotonic()
         self._failed = False
 
@@ -105,3 +106,33 @@ class OtelReporter(Reporter):
                 )
             return
         self._sent.update(s.span_id for s in spans)
+        if final:
+            self._send_children(run)
+
+    def _send_children(self, run: Run) -> None:
+        """The spans of the child runs this attempt ran (sub-workflows, subagents): their
+        engines tell their parent's display, not this reporter, so they are sent from their
+        files when the parent's attempt stops."""
+        if self._progress is None or self._sender is None:
+            return
+        from ..base.errors import FlowError
+        from ..progress.store import load_progress
+        from .spans import ns_of
+
+        attempt = next((a for a in run.attempts if a.n == self._attempt), None)
+        since = ns_of(attempt.started) if attempt is not None else 0
+        paths = [state.child for state in run.steps.values() if state.child]
+        paths += [link.child for state in run.steps.values() for link in state.agents.values()]
+        for rel in paths:
+            path = self._progress.parent / rel
+            try:
+                child, _ = load_progress(path)
+                spans = [
+                    s
+                    for s in run_spans(child, path)
+                    if s.end_ns >= since and (s.trace_id, s.span_id) not in self._children
+                ]
+                self._sender.send(spans)
+            except (FlowError, OSError):
+                continue  # a child's file that cannot be read (or sent) is not the run's
+            self._children.update((s.trace_id, s.span_id) for s in spans)

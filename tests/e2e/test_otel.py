@@ -167,6 +167,41 @@ def test_a_resumed_run_adds_a_linked_attempt_to_the_same_trace(
     assert _shapes(receiver.of_trace(trace)) == _shapes(live)
 
 
+def test_a_sub_workflow_step_links_to_its_child_runs_trace(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    progress = tmp_path / "run" / "progress.md"
+    done = flow(
+        "run",
+        str(support.REPO / "workflows" / "release-check.prompt.md"),
+        "--recording",
+        str(RECORDING),
+        "--new",
+        "--progress",
+        str(progress),
+        cwd=support.REPO,
+        env=flow_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url),
+    )
+    assert done.returncode == 0, done.stderr
+    run, _ = load_progress(progress)
+    child_path = progress.parent / str(run.steps["triage"].child)
+    child, _ = load_progress(child_path)
+    assert run.trace is not None and child.trace is not None
+    assert child.trace.id != run.trace.id  # one trace per run
+    parent_spans = receiver.of_trace(run.trace.id)
+    assert _names(parent_spans) == [
+        "invoke_agent release-check",
+        "  step triage",
+        "    execute_tool workflow",
+    ]
+    call = next(s for s in parent_spans if s.name == "execute_tool workflow")
+    assert call.attributes["flow.tool.kind"] == "workflow"
+    child_root = span_id(child.trace.id, "attempt/1")
+    assert call.links == [(child.trace.id, child_root, {"flow.link": "child_run"})]
+    # The child's own spans were sent too, when the parent's attempt stopped.
+    assert _names(receiver.of_trace(child.trace.id)) == EXAMPLE_TREE
+
+
 MCP_WORKFLOW = """---
 description: Ask the notes server
 provider: scripted
