@@ -461,11 +461,11 @@ def _read_as_written(
         )
         head_end = known.head_end
         if meta_b:
-            try:
-                entry.meta = _meta_of(meta_b)
-            except ValueError:
-                return pos  # the line reader names the field
-            head_end = _meta_head_end(head_end, entry.meta)
+            read = _meta_of(meta_b)
+            if read is None:
+                return pos  # the line reader reads (or names) any other form
+            entry.meta, tail = read
+            head_end = head_end[:-2] + tail
         at = marker.end()
         raw: bytes | None = None
         try:
@@ -536,21 +536,49 @@ def _read_as_written(
         expected += 1
 
 
-def _meta_of(meta_b: bytes) -> EntryMeta:
-    """The ``EntryMeta`` of a marker's meta fields (`` at=... ms=...``, plain characters)."""
-    pairs: dict[str, str] = {}
-    for token in meta_b.decode().split():
-        key, _, value = token.partition("=")
-        if key in pairs:
-            raise ValueError(f"{key} twice")
-        pairs[key] = value
-    return meta_from_fields(pairs)
+_N = rb"(0|[1-9][0-9]{0,17})"
+_V = rb"([A-Za-z0-9_.:/~+@,-]+)"
+#: The meta fields of a marker as ``render`` writes them (canonical order and forms); any
+#: other form is left to the line reader.
+_WRITTEN_META = re.compile(
+    rb" at=([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z)"
+    rb"(?: ms=N)?(?: model=V)?(?: answered_by=V)?(?: tokens=N/N/N)?(?: cost=([0-9][0-9.e+-]*))?"
+    rb"(?: finish=V)?(?: retries=N)?(?: kind=V)?(?: server=V)?".replace(b"N", _N).replace(b"V", _V)
+)
 
 
-def _meta_head_end(head_end: bytes, meta: EntryMeta) -> bytes:
-    """The digest head's end for an entry with ``meta`` (``digest._head_by_json``'s form)."""
-    fields = json.dumps([[k, v] for k, v in meta.fields()], separators=(",", ":"))
-    return head_end[: -len(b"]\n")] + b",null," + fields.encode() + b"]\n"
+def _meta_of(meta_b: bytes) -> tuple[EntryMeta, bytes] | None:
+    """The ``EntryMeta`` of a marker's meta fields as ``render`` writes them, and the digest
+    head's tail for them (``digest._head_by_json``'s form); None for any other form."""
+    match = _WRITTEN_META.fullmatch(meta_b)
+    if match is None:
+        return None
+    at, ms, model, answered, t_in, t_out, t_cached, cost, finish, retries, kind, server = (
+        match.groups()
+    )
+    cost_value = None
+    if cost is not None:
+        try:
+            cost_value = float(cost)
+        except ValueError:
+            return None
+        if repr(cost_value).encode() != cost:
+            return None
+    meta = EntryMeta(
+        at=at.decode(),
+        ms=None if ms is None else int(ms),
+        model=None if model is None else model.decode(),
+        answered_by=None if answered is None else answered.decode(),
+        tokens=None if t_in is None else (int(t_in), int(t_out), int(t_cached)),
+        cost=cost_value,
+        finish=None if finish is None else finish.decode(),
+        retries=None if retries is None else int(retries),
+        kind=None if kind is None else kind.decode(),
+        server=None if server is None else server.decode(),
+    )
+    # Values hold no space, ``=`` or ``"`` (``_V``): the tokens become the JSON pairs as they are.
+    pairs = meta_b[1:].replace(b"=", b'","').replace(b" ", b'"],["')
+    return meta, b',null,[["' + pairs + b'"]]]\n'
 
 
 class _Shape(NamedTuple):
