@@ -29,8 +29,8 @@ def export_command(
     file: Path | None = typer.Option(
         None,
         "--file",
-        metavar="OUT.json",
-        help="Write the spans to OUT.json as OTLP/JSON instead of sending them "
+        metavar="OUT",
+        help="Write the spans to the file OUT as OTLP/JSON instead of sending them "
         "(needs no OpenTelemetry package).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print what was exported as JSON."),
