@@ -214,7 +214,7 @@ Ask the server.
 """
 
 
-def _mcp_run(tmp_path: Path, tool: str, **env: str) -> Path:
+def _mcp_run(tmp_path: Path, tool: str, *, otel: bool = True, **env: str) -> Path:
     """Run a workflow whose scripted model calls the notes server's ``tool`` once."""
     where = tmp_path / "ws"
     (where / ".vscode").mkdir(parents=True)
@@ -236,7 +236,7 @@ def _mcp_run(tmp_path: Path, tool: str, **env: str) -> Path:
         "--new",
         "--progress",
         str(progress),
-        "--otel",
+        *(["--otel"] if otel else []),
         cwd=where,
         env=flow_env(**env),
     )
@@ -258,6 +258,13 @@ def test_an_mcp_call_carries_its_span_context_in_meta(
     assert tool.attributes["gen_ai.tool.type"] == "extension"
     assert tool.attributes["mcp.method.name"] == "tools/call"
     assert json.loads(result.content) == {"traceparent": f"00-{run.trace.id}-{tool.span_id}-01"}
+
+
+def test_without_tracing_an_mcp_call_carries_no_trace_context(tmp_path: Path) -> None:
+    progress = _mcp_run(tmp_path, "trace_meta", otel=False)
+    run, _ = load_progress(progress)
+    result = next(e for e in run.transcript if e.role == "tool_result")
+    assert json.loads(result.content) == {}
 
 
 def test_captured_content_is_redacted(tmp_path: Path, receiver: OtlpReceiver) -> None:
