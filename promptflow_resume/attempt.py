@@ -8,6 +8,7 @@ the run stops. ``exit_code_for`` maps how it stopped to the documented exit code
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,10 +33,20 @@ from .base.errors import (
 from .base.paths import relative_path
 from .base.redact import Redactor
 from .base.runids import id_from_folder, new_run_id
+from .base.traceids import TRACEPARENT_VARIABLE, parse_traceparent, trace_id_for
 from .events import Reporter
 from .hooks import load_run_hooks
 from .progress import ProgressStore
-from .progress.model import Cursor, Run, RunConfig, StepState, WorkflowRef, approvals_view
+from .progress.model import (
+    AllowLists,
+    Cursor,
+    Run,
+    RunConfig,
+    StepState,
+    TraceRef,
+    WorkflowRef,
+    approvals_view,
+)
 from .progress.seal import Key, mark_written_here
 from .reconcile import Choices
 from .runoptions import Limits, RunOptions
@@ -222,11 +233,25 @@ def new_run(
     # Sealed from its first checkpoint: ``flow run`` resumes it without asking only then.
     mark_written_here(run, Key.ensure())
 
+    run.config.permissions = _allow_lists(workflow)
+    _count_redactions(run, (redacted, "inputs"), (url_redacted, "config.base_url"))
+    run.trace = new_trace(run.run_id)
+    return run
+
+
+def _allow_lists(workflow: Workflow) -> AllowLists:
+    """The workflow's allow-lists, recorded in the run (imported late: the tools layer)."""
     from .tools.allowlists import allow_lists
 
-    run.config.permissions = allow_lists(workflow)
-    _count_redactions(run, (redacted, "inputs"), (url_redacted, "config.base_url"))
-    return run
+    return allow_lists(workflow)
+
+
+def new_trace(run_id: str) -> TraceRef:
+    """The trace of a new run: its id from the run id, and the context it starts under
+    (``$TRACEPARENT``, set by a batch for its rows; docs/spec.md 13)."""
+    given = os.environ.get(TRACEPARENT_VARIABLE)
+    parent = given.strip().lower() if given and parse_traceparent(given) else None
+    return TraceRef(id=trace_id_for(run_id), parent=parent)
 
 
 def _count_redactions(run: Run, *found: tuple[int, str]) -> None:

@@ -22,13 +22,13 @@ import signal
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn, Protocol
 
 from .base import collector, faults
-from .base.clock import iso_at, now_iso
+from .base.clock import iso_at, now_iso, now_iso_ms
 from .base.costledger import CostLedger, Reservation
 from .base.errors import (
     DeadlineError,
@@ -41,6 +41,7 @@ from .base.errors import (
 )
 from .base.redact import Redactor
 from .base.stops import routed_to
+from .base.traceids import span_id, trace_id_for, traceparent, tracing_on
 from .chat import ToolSpec
 from .compaction import CompactionTally
 from .conversation import (
@@ -59,6 +60,7 @@ from .progress.model import (
     Approval,
     Attempt,
     Entry,
+    EntryMeta,
     ErrorInfo,
     InFlight,
     RefusedModel,
@@ -75,7 +77,7 @@ from .providers.givenprices import from_record
 from .tools import TOOLS, offered_tool_names
 from .tools.approval import CONSENT_WHY, ApprovalPolicy, consent_hold, decider, granted
 from .tools.base import Tool, ToolContext, ToolResult
-from .tools.commands import command_output, stop_running_commands
+from .tools.commands import CommandTool, command_output, stop_running_commands
 from .tools.consent import Asker, Consent
 from .tools.subagent import OfferedAgent, SubagentTool, offer_changes, wants_subagents
 from .workflow import context_prompt, step_command_args, step_prompt, step_workflow_inputs
@@ -325,6 +327,8 @@ class Engine:
         #: This machine's key: it seals the run and each tool call recorded from a reply.
         self._key = Key.ensure()
         self._deadline = self._compute_deadline()
+        #: Transient errors retried for the model call under way (its reply's ``retries``).
+        self._retries = 0
         self._attempt = self._begin_attempt()
         #: The run's models in the order tried; every attempt starts from the first, so a
         #: model that has become available is used again (docs/spec.md 5.3).
@@ -500,7 +504,8 @@ class Engine:
             self._workflow_step(step, state, mine)
             return
         if not mine:
-            opening = self._opening_entries(step)
+            opening = keep_times(self._opening_entries(step), run.dropped_prompt)
+            run.dropped_prompt = []
             self._hooks.expect_prompt(opening, run.next_entry_id())
             self._append(opening)
             self._hooks.settle()
@@ -637,6 +642,7 @@ class Engine:
                 editor=self.options.editor,
             )
         self._check_deadline()
+        began = time.monotonic()
         faults.point("engine.child_started")
         left = self._deadline - time.monotonic() if self._deadline is not None else None
         self.reporter.notice(f"step {step.id}: runs the workflow {step.workflow} ({state.child})")
@@ -661,7 +667,12 @@ class Engine:
                 child, step, f"the sub-workflow of step {step.id!r} ({state.child})"
             )
         entry = self._entry(
-            "tool_result", outcome.output, step.id, call_id=call.call_id, tool=WORKFLOW_TOOL
+            "tool_result",
+            outcome.output,
+            step.id,
+            call_id=call.call_id,
+            tool=WORKFLOW_TOOL,
+            meta=EntryMeta(ms=_ms_since(began), kind="workflow"),
         )
         self._append([entry])
         return entry
@@ -771,6 +782,7 @@ class Engine:
         cost = 0.0
         # A compaction made on the way (a summary call) adds its cost to the run's usage.
         before = run.usage.cost_usd
+        began, self._retries = time.monotonic(), 0
         try:
             request, reply = self._call_model_compacting(step, state, request)
             cost = self._cost(reply)
@@ -792,7 +804,17 @@ class Engine:
             total.add(usage)
         state.turns += 1
 
-        entries = [self._entry("assistant", reply.content, step.id)]
+        asked = request.model or self._model or self.run.config.model
+        meta = EntryMeta(
+            ms=_ms_since(began),
+            model=asked,
+            answered_by=reply.model if reply.model and reply.model != asked else None,
+            tokens=(usage.input_tokens, usage.output_tokens, usage.cached_tokens),
+            cost=round(cost, 6),
+            finish=reply.finish_reason or None,
+            retries=self._retries or None,
+        )
+        entries = [self._entry("assistant", reply.content, step.id, meta=meta)]
         for index, call in enumerate(reply.tool_calls):
             call_id = call.id or f"call-{run.next_entry_id() + index}"
             entries.append(
@@ -887,6 +909,7 @@ class Engine:
             )
 
         self._log.messages(self.run.transcript)  # brings the view up to date
+        began = time.monotonic()
         done = summarise(
             self._log.view,
             self.workflow.compaction,
@@ -904,6 +927,12 @@ class Engine:
         for total in (self.run.usage, state.usage, self._attempt.usage):
             total.add(done.usage)
         self._compactions.add(done, self._attempt.notes)
+        done.entry.meta = EntryMeta(
+            ms=_ms_since(began),
+            model=self._model or self.run.config.model,
+            tokens=(done.usage.input_tokens, done.usage.output_tokens, done.usage.cached_tokens),
+            cost=round(done.usage.cost_usd, 6),
+        )
         self._append([done.entry])
         first, last = done.plan.covers
         self.reporter.compacted(step.id, first, last, done.plan.tokens)
@@ -925,6 +954,7 @@ class Engine:
                 "attempt notes",
             )
             self._attempt.notes.append(note)
+            self._retries += 1
             self.reporter.retry(event.attempt, event.delay, event.error.message)
 
         def send(to_model: Request) -> Reply:
@@ -1152,6 +1182,7 @@ class Engine:
                 hint="Check it, then resume with --trust-calls or --deny-calls.",
             )
         denied = self._decided(call) if step.kind != "command" else None
+        began = time.monotonic()
         if tool is None:
             names = ", ".join(sorted(self._offered(step))) or "none"
             result = ToolResult(_UNKNOWN_TOOL.format(name=name, names=names), is_error=True)
@@ -1171,6 +1202,8 @@ class Engine:
             else:
                 result = self._tool_effect(step, call, tool, arguments)
         entry = self._result_entry(step, call, result)
+        kind, server = tool_kind(tool)
+        entry.meta = EntryMeta(ms=_ms_since(began), kind=kind, server=server)
         settle_call(run, call.call_id)
         self._hooks.tool_done(call, run.next_entry_id())
         self._forget_approval(call)
@@ -1244,7 +1277,7 @@ class Engine:
         faults.point("engine.tool_start_recorded")
         self.reporter.tool_started(name, call.content, call.call_id or "")
         if agent is None:
-            result = self._invoke(tool, arguments, self._consent_for(call))
+            result = self._invoke(tool, arguments, self._consent_for(call), call)
         else:
             result = self._run_subagent(step, call, agent, str(arguments["task"]))
         faults.point("engine.tool_ran")
@@ -1363,13 +1396,23 @@ class Engine:
             )
         return values
 
-    def _context(self, consent: Consent | None = None) -> ToolContext:
+    def _context(self, consent: Consent | None = None, call: Entry | None = None) -> ToolContext:
         return ToolContext(
             workspace=self.options.workspace,
             env=dict(os.environ),
             consent=consent or self.options.consent,
             skills=self.options.skills,
+            traceparent=self._traceparent(call) if call is not None else None,
         )
+
+    def _traceparent(self, call: Entry) -> str | None:
+        """With tracing on, the context of ``call``'s ``execute_tool`` span (its id derived
+        as ``otel.spans`` derives it, so the span the run sends is the one named)."""
+        if not tracing_on():
+            return None
+        run = self.run
+        trace = run.trace.id if run.trace is not None else trace_id_for(run.run_id)
+        return traceparent(trace, span_id(trace, f"call/{call.call_id or call.id}"))
 
     def _expectation(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, str] | None:
         """An edit's file hashes before and after, recorded with its start (see tools.edit)."""
@@ -1383,9 +1426,13 @@ class Engine:
         return found
 
     def _invoke(
-        self, tool: Tool, arguments: dict[str, Any], consent: Consent | None = None
+        self,
+        tool: Tool,
+        arguments: dict[str, Any],
+        consent: Consent | None = None,
+        call: Entry | None = None,
     ) -> ToolResult:
-        ctx = self._context(consent)
+        ctx = self._context(consent, call)
         try:
             return tool.run(arguments, ctx)
         except ToolServerError:
@@ -1548,8 +1595,12 @@ class Engine:
     def _append(self, entries: list[Entry], *, durable: bool = True) -> None:
         """Give entries their ids and add them to the transcript; save unless ``durable`` is
         False, in which case the next save (due before any effect) carries them."""
+        at = now_iso_ms()
         for entry in entries:
             entry.id = self.run.next_entry_id()
+            # When it was recorded (docs/spec.md 2.3): what its span's times come from.
+            if entry.meta is None or entry.meta.at is None:
+                entry.meta = replace(entry.meta or EntryMeta(), at=at)
             self.run.transcript.append(entry)
         self._unsaved.extend(entries)
         if durable:
@@ -1629,6 +1680,35 @@ class Engine:
         self._attempt.ended = now_iso()
         self._attempt.status = self.run.status
         self._attempt.reason = self.run.reason
+
+
+def keep_times(opening: list[Entry], dropped: list[Entry]) -> list[Entry]:
+    """``opening`` with the recorded times of the ``dropped`` prompt entries they repeat
+    exactly (a resume writes a step's prompt anew; the file's lines stay as they were)."""
+    for new, old in zip(opening, dropped, strict=False):
+        if (new.role, new.step, new.content) != (old.role, old.step, old.content):
+            break
+        new.meta = old.meta
+    return opening
+
+
+def tool_kind(tool: Tool | None) -> tuple[str | None, str | None]:
+    """What kind of tool answered a call, and its MCP server (a result's ``kind``/``server``)."""
+    if tool is None:
+        return None, None
+    if isinstance(tool, SubagentTool):
+        return "agent", None
+    ref = getattr(tool, "server_ref", None)
+    if isinstance(ref, dict):
+        return "mcp", str(ref.get("name") or "") or None
+    if isinstance(tool, CommandTool):
+        return "command", None
+    return "builtin", None
+
+
+def _ms_since(began: float) -> int:
+    """Milliseconds since ``began`` (``time.monotonic``)."""
+    return max(0, round((time.monotonic() - began) * 1000))
 
 
 def _exit_now(signum: int, frame: FrameType | None) -> None:

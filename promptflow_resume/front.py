@@ -19,18 +19,24 @@ The CLI parses its options, calls one of these, and prints what it returns::
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .api import Outcome, ResolvedInputs, ResumeRequest, StartRequest, resume_run, start_run
 from .base.errors import InputError
 from .base.paths import display_path
+from .events import Reporter
 from .handoffs import DEFAULT_MAX_HANDOFFS, Follow, chained
 from .runoptions import RunOptions
 from .runrequests import AskInput, GivenInputs
 from .workflow import load_workflow
 from .workflow.model import Workflow
+
+if TYPE_CHECKING:
+    from .otel.exporting import ExportSummary
 
 #: The provider whose runs send nothing: it shows the prompts that would be sent.
 DRY_RUN_PROVIDER = "echo"
@@ -247,3 +253,37 @@ def window_wait(path: Path) -> tuple[float, str | None]:
     run, _ = load_progress(progress_file(path))
     left = seconds_to_window(run)
     return left, run.until if left > 0 else None
+
+
+def tracer(option: bool, tell: Reporter) -> Reporter | None:
+    """The reporter that sends a run's spans when tracing is on (``--otel`` or an OTLP
+    endpoint variable, docs/spec.md 13), else None: nothing of OpenTelemetry is imported.
+    ``--otel`` also sets ``FLOW_OTEL`` so what the run starts (batch workers) traces too."""
+    from .base.traceids import OTEL_VARIABLE, tracing_on
+
+    if not tracing_on(option):
+        return None
+    if option:
+        os.environ[OTEL_VARIABLE] = "1"
+    from .otel.live import OtelReporter
+
+    return OtelReporter(tell=tell)
+
+
+def export_traces(
+    paths: list[Path], *, endpoint: str | None = None, file: Path | None = None
+) -> ExportSummary:
+    """``flow export otel``: the spans of the runs in ``paths`` sent to ``endpoint`` (or the
+    OTLP variables' endpoint), or written to ``file`` as OTLP/JSON (docs/spec.md 13)."""
+    from .otel.exporting import export_otel
+
+    return export_otel(paths, endpoint=endpoint, file=file)
+
+
+def trace_batch(option: bool) -> None:
+    """``flow batch --otel``: tracing on for the batch and its rows' runs (``FLOW_OTEL``,
+    which the workers inherit; docs/spec.md 13)."""
+    from .base.traceids import OTEL_VARIABLE
+
+    if option:
+        os.environ[OTEL_VARIABLE] = "1"

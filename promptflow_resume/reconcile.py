@@ -729,7 +729,7 @@ def _archive_reset_steps(
     if plan.reprompt is not None:
         # Only the step's own prompt (and notes) are dropped; they are derived, not recorded work.
         while run.transcript and run.transcript[-1].step == plan.reprompt:
-            run.transcript.pop()
+            run.dropped_prompt.insert(0, run.transcript.pop())
     return notes
 
 

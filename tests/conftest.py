@@ -176,6 +176,15 @@ def _private_home(
     ):
         monkeypatch.setenv(name, str(home / sub))
     monkeypatch.delenv("FLOW_RAISE_ERRORS", raising=False)
+    # Tracing stays off unless a test turns it on (and spans never reach a real collector).
+    for name in (
+        "FLOW_OTEL",
+        "TRACEPARENT",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+    ):
+        monkeypatch.delenv(name, raising=False)
     yield home
     appeared = _new_in_checkout()
     if appeared:

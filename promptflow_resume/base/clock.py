@@ -10,6 +10,12 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def now_iso_ms() -> str:
+    """The current time with milliseconds, as transcript entries record it
+    (``2026-11-21T23:25:29.123Z``; docs/spec.md 2.3)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 def parse_iso(text: str) -> datetime:
     """Parse a timestamp written by ``now_iso`` (or any ISO 8601 form with a zone)."""
     value = datetime.fromisoformat(text.replace("Z", "+00:00"))

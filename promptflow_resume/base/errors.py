@@ -36,6 +36,7 @@ EXIT_TOOL_SERVER = 13
 EXIT_GIT = 14
 EXIT_AWAITING_APPROVAL = 15
 EXIT_SUSPENDED = 16
+EXIT_TELEMETRY = 20
 EXIT_SERVE = 21
 EXIT_INTERRUPTED = 130
 
@@ -337,6 +338,14 @@ class GitError(FlowError):
     a merge conflict, git not installed. Nothing is lost: the worktree and branch stay."""
 
     exit_code = EXIT_GIT
+
+
+class TelemetryError(FlowError):
+    """Spans could not be sent or written (``flow export otel``, docs/spec.md 13): the
+    ``[otel]`` extra is not installed, or the OTLP endpoint refused them or did not answer.
+    A run never fails for this: its live spans are dropped with a notice."""
+
+    exit_code = EXIT_TELEMETRY
 
 
 class ServeError(FlowError):

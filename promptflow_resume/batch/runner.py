@@ -235,10 +235,14 @@ def start_batch(
         recording=str(Path(recording).resolve()) if recording is not None else None,
         events=events is not None,
         prices=batch.prices,
+        traceparent=batch_traceparent(batch.batch_id),
     )
-    return _execute(
-        path, batch, template, inputs, engine_obj, _watching(reporter, events, path), lock=lock
-    )
+    try:
+        return _execute(
+            path, batch, template, inputs, engine_obj, _watching(reporter, events, path), lock=lock
+        )
+    finally:
+        send_batch_span(batch)
 
 
 def _workflow_of(batch: Batch, folder: Path, override: str | Path | None) -> Workflow:
@@ -378,19 +382,73 @@ def resume_batch(
         keep_completed=keep_completed,
         events=events is not None,
         prices=batch.prices,
+        traceparent=batch_traceparent(batch.batch_id),
     )
     # A row not yet started runs with the batch's settings (a started one keeps its own).
     start_settings = {"provider": batch.provider, "model": batch.model, "base_url": batch.base_url}
-    return _execute(
-        path,
-        batch,
-        template,
-        inputs,
-        engine_obj,
-        _watching(reporter, events, path),
-        start_settings=start_settings,
-        lock=lock,
+    try:
+        return _execute(
+            path,
+            batch,
+            template,
+            inputs,
+            engine_obj,
+            _watching(reporter, events, path),
+            start_settings=start_settings,
+            lock=lock,
+        )
+    finally:
+        send_batch_span(batch)
+
+
+def batch_traceparent(batch_id: str) -> str | None:
+    """With tracing on, the trace context of the batch's span, which each row's run links
+    to (docs/spec.md 13); None otherwise."""
+    from ..base.traceids import span_id, trace_id_for, traceparent, tracing_on
+
+    if not tracing_on():
+        return None
+    trace = trace_id_for(f"batch/{batch_id}")
+    return traceparent(trace, span_id(trace, "batch"))
+
+
+def send_batch_span(batch: Batch) -> None:
+    """With tracing on, send the batch's own span (``batch <workflow>``, from its creation to
+    its last update); a failure to send is not the batch's."""
+    context = batch_traceparent(batch.batch_id)
+    if context is None:
+        return
+    from ..base.errors import TelemetryError
+    from ..base.traceids import parse_traceparent
+    from ..otel.sdk import SpanSender
+    from ..otel.spans import SpanRecord, ns_of
+
+    trace, span = parse_traceparent(context) or ("", "")
+    done = sum(1 for r in batch.rows if r.status == "completed")
+    record = SpanRecord(
+        trace_id=trace,
+        span_id=span,
+        parent_span_id=None,
+        name=f"batch {Path(batch.workflow_path).name.split('.')[0]}",
+        kind="internal",
+        start_ns=ns_of(batch.created),
+        end_ns=max(ns_of(batch.updated), ns_of(batch.created)),
+        attributes={
+            "flow.batch.id": batch.batch_id,
+            "flow.batch.engine": batch.engine,
+            "flow.batch.rows": len(batch.rows),
+            "flow.batch.completed": done,
+            "flow.status": batch.status,
+        },
     )
+    try:
+        sender = SpanSender()
+        try:
+            sender.send([record])
+        finally:
+            sender.close()
+    except TelemetryError:
+        pass
 
 
 def _resume_setup(

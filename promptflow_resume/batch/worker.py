@@ -63,6 +63,9 @@ class RowTask:
     budget: str | None = None
     #: ``--price``/``--prices`` given to the batch (model -> USD per million tokens).
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: With tracing on (docs/spec.md 13): the batch's W3C trace context, which the row's run
+    #: records as ``trace.parent`` and its first ``invoke_agent`` span links to.
+    traceparent: str | None = None
 
     def options(self, reporter: Reporter | None = None) -> RunOptions:
         """The row's run options: the batch's connection, in the batch's workspace."""
@@ -120,7 +123,28 @@ def worker_name() -> str:
 def run_row(task: RowTask, reporter: Reporter | None = None) -> RowResult:
     """Start or resume the row's run until it stops; never raises for a user-caused failure.
     With ``task.events`` the run's events go to ``events.jsonl`` beside its progress file,
-    each tagged with the row (the batch copies them into its own stream)."""
+    each tagged with the row (the batch copies them into its own stream); with
+    ``task.traceparent`` the run starts under the batch's trace context and sends its spans."""
+    if task.traceparent is None:
+        return _run_row_watched(task, reporter)
+    from ..base.traceids import TRACEPARENT_VARIABLE
+    from ..otel.live import OtelReporter
+
+    before = os.environ.get(TRACEPARENT_VARIABLE)
+    os.environ[TRACEPARENT_VARIABLE] = task.traceparent
+    tracer = OtelReporter()
+    try:
+        from ..events import Tee
+
+        return _run_row_watched(task, tracer if reporter is None else Tee(reporter, tracer))
+    finally:
+        if before is None:
+            os.environ.pop(TRACEPARENT_VARIABLE, None)
+        else:
+            os.environ[TRACEPARENT_VARIABLE] = before
+
+
+def _run_row_watched(task: RowTask, reporter: Reporter | None) -> RowResult:
     if not task.events:
         return _run_row(task, reporter)
     from ..events import Tee

@@ -64,6 +64,7 @@ COMMANDS.register("approve", "promptflow_resume.cli.commands_approve:approve_com
 COMMANDS.register("deny", "promptflow_resume.cli.commands_approve:deny_command")
 COMMANDS.register("answer", "promptflow_resume.cli.commands_approve:answer_command")
 COMMANDS.register("serve", "promptflow_resume.cli.commands_serve:serve_command")
+COMMANDS.register("export", "promptflow_resume.cli.commands_export:export_command")
 
 
 def register_commands(args: list[str] | None = None) -> None:

@@ -17,6 +17,7 @@ from .options import (
     EventsOpt,
     MaxCostOpt,
     ModelOpt,
+    OtelOpt,
     PriceOpt,
     PricesOpt,
     ProviderOpt,
@@ -170,6 +171,7 @@ def batch_command(
     ),
     max_cost: MaxCostOpt = None,
     events: EventsOpt = None,
+    otel: OtelOpt = False,
     price: PriceOpt = [],  # noqa: B006 - typer copies list defaults
     prices: PricesOpt = None,
     as_json: SummaryJson = False,
@@ -185,8 +187,9 @@ def batch_command(
     """
     from ..batch import start_batch
     from ..batch.runner import BatchInterrupted
-    from ..front import given_prices
+    from ..front import given_prices, trace_batch
 
+    trace_batch(otel)
     live = sys.stderr.isatty() and not as_json
     stream = event_stream(events)
     try:

@@ -44,6 +44,7 @@ from .options import (
     NoInstructionsOpt,
     NoSkillsOpt,
     OnConsentOpt,
+    OtelOpt,
     PriceOpt,
     PricesOpt,
     ProgressArg,
@@ -240,11 +241,14 @@ def _report_outcome(run: Run, path: Path, exit_code: int, as_json: bool) -> int:
     return exit_code
 
 
-def _watchers(console: Reporter, stream: Reporter | None) -> Reporter:
-    """The terminal display, and the event stream beside it when there is one."""
+def _watchers(console: Reporter, stream: Reporter | None, otel: bool = False) -> Reporter:
+    """The terminal display, and beside it the event stream and the span sender (``--otel``
+    or an OTLP endpoint variable) when there are."""
     from ..events import Tee
+    from ..front import tracer
 
-    return console if stream is None else Tee(console, stream)
+    others = [r for r in (stream, tracer(otel, console)) if r is not None]
+    return Tee(console, *others) if others else console
 
 
 @dataclasses.dataclass(frozen=True)
@@ -278,6 +282,7 @@ class _SharedFlags:
     on_consent: str
     mcp_config: Path | None
     agents: list[Path]
+    otel: bool
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> _SharedFlags:
@@ -328,7 +333,7 @@ class _SharedFlags:
             permissions=permissions,
             mcp_config=self.mcp_config,
             mcp_ask=_ask_mcp_input if interactive else None,
-            reporter=_watchers(reporter, stream),
+            reporter=_watchers(reporter, stream, self.otel),
             agent_dirs=tuple(self.agents),
             approve=tuple(self.approve),
             approval=not self.no_approve,
@@ -402,6 +407,7 @@ def run_command(
         "flow discard. Always starts a new run.",
     ),
     events: EventsOpt = None,
+    otel: OtelOpt = False,
     as_json: SummaryJson = False,
     verbose: VerboseOpt = False,
 ) -> int:
@@ -654,6 +660,7 @@ def resume_command(
     ),
     mcp_config: McpConfigOpt = None,
     events: EventsOpt = None,
+    otel: OtelOpt = False,
     as_json: SummaryJson = False,
     verbose: VerboseOpt = False,
 ) -> int:

@@ -299,6 +299,16 @@ McpConfigOpt = Annotated[
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Say more about what happens.")]
 #: ``--json`` of the commands that print a summary of what they did.
 SummaryJson = Annotated[bool, typer.Option("--json", help="Print a machine-readable summary.")]
+#: ``--otel`` of the commands that run workflows (docs/spec.md 13).
+OtelOpt = Annotated[
+    bool,
+    typer.Option(
+        "--otel",
+        help="Send the run's OpenTelemetry spans to the OTLP/HTTP endpoint of "
+        "OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318); on without this flag when "
+        "that variable is set. Needs the [otel] extra.",
+    ),
+]
 #: ``--events FILE`` of the commands that run workflows (docs/spec.md 4.16).
 EventsOpt = Annotated[
     str | None,

@@ -47,11 +47,15 @@ def _head(entry: Entry) -> str:
     """
     e = entry
     size = e.sidecar_bytes
-    if e.covers is None and (
-        type(e.id) is int
-        and type(e.role) is str
-        and (size is None or type(size) is int)
-        and (e.is_error is True or e.is_error is False)
+    if (
+        e.covers is None
+        and e.meta is None
+        and (
+            type(e.id) is int
+            and type(e.role) is str
+            and (size is None or type(size) is int)
+            and (e.is_error is True or e.is_error is False)
+        )
     ):
         shape = (e.role, e.step, e.tool, e.is_error, e.sidecar, e.sidecar_sha256, size)
         try:
@@ -106,6 +110,12 @@ def _head_by_json(e: Entry) -> str:
         # Only compaction entries carry it: every other entry's head (and so every digest
         # written before compaction existed) stays as it was.
         fields.append(list(e.covers))
+    if e.meta is not None:
+        # Format 7 entries: their marker fields after everything else, so the digests of
+        # entries written before (without them) stay as they were.
+        if e.covers is None:
+            fields.append(None)
+        fields.append([[key, value] for key, value in e.meta.fields()])
     return json.dumps(fields, ensure_ascii=True, separators=(",", ":"))
 
 

@@ -41,6 +41,7 @@ from .model import (
     Seal,
     StepState,
     StepStatus,
+    TraceRef,
     Usage,
     WorkflowRef,
     WorktreeRef,
@@ -68,6 +69,7 @@ KEY_ORDER: tuple[str, ...] = (
     "last_error",
     "redactions",
     "keywords",
+    "trace",
     "parent",
     "worktree",
     "seal",
@@ -309,6 +311,10 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
             {"count": run.redactions.count, "where": OneLineList(run.redactions.where)}
         )
     _put(out, "keywords", OneLineList(run.keywords))
+    if run.trace is not None:
+        trace: dict[str, Any] = {"id": run.trace.id}
+        _put(trace, "parent", run.trace.parent)
+        out["trace"] = OneLine(trace)
     if run.parent is not None:
         out["parent"] = OneLine(run.parent)
     if run.worktree is not None:
@@ -450,6 +456,11 @@ def run_from_valid(data: dict[str, Any]) -> Run:
         keywords=list(data.get("keywords") or []),
         parent=dict(data["parent"]) if data.get("parent") is not None else None,
         worktree=_worktree_from(data.get("worktree")),
+        trace=(
+            TraceRef(id=data["trace"]["id"], parent=data["trace"].get("parent"))
+            if isinstance(data.get("trace"), dict)
+            else None
+        ),
         seal=_seal_from(data.get("seal")),
         approvals=_approvals_from(data.get("approvals")),
     )

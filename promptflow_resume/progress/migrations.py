@@ -115,6 +115,15 @@ def v5_to_v6(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
     return {**data, "flow_progress": 6}, body
 
 
+def v6_to_v7(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
+    """Version 6 to 7: version 7 adds the key ``trace`` (the run's trace id, docs/spec.md 13)
+    and the entry marker fields ``at``, ``ms``, ``model``, ``answered_by``, ``tokens``,
+    ``cost``, ``finish``, ``retries``, ``kind`` and ``server`` (2.3). A version 6 file has none:
+    its trace id is derived from its run id when it is exported, its spans timed by its
+    steps."""
+    return {**data, "flow_progress": 7}, body
+
+
 #: Registered upgrades by the version they upgrade *from*.
 MIGRATIONS: dict[int, Migration] = {
     1: v1_to_v2,
@@ -122,6 +131,7 @@ MIGRATIONS: dict[int, Migration] = {
     3: v3_to_v4,
     4: v4_to_v5,
     5: v5_to_v6,
+    6: v6_to_v7,
 }
 
 

@@ -9,11 +9,12 @@ Invariant (tested): ``parse(render(run)) == run`` for every run.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 
 RunStatus = Literal[
     "running",
@@ -99,6 +100,99 @@ class Usage:
         }
 
 
+@dataclass(frozen=True)
+class EntryMeta:
+    """When an entry was recorded and, for a model reply or a tool result, what the call took.
+
+    Written on each entry's marker (``at=``, ``ms=``, ...; docs/spec.md 2.3) by format 7 and
+    later: what ``flow export otel`` turns into spans (docs/spec.md 13). All optional, since
+    entries written by an older flow, or by hand, have none.
+    """
+
+    #: When the entry was recorded: UTC with milliseconds (``2026-11-21T23:25:29.123Z``).
+    at: str | None = None
+    #: How long the call took, in milliseconds: a model call (with its retries) on an
+    #: ``assistant`` or ``compaction`` entry, the tool on a ``tool_result`` entry.
+    ms: int | None = None
+    #: The model the request went to, and the model that answered when it differs.
+    model: str | None = None
+    answered_by: str | None = None
+    #: Input, output and cached input tokens the provider reported for the reply.
+    tokens: tuple[int, int, int] | None = None
+    #: What the reply cost (USD), as flow priced it.
+    cost: float | None = None
+    #: The provider's finish reason (``stop``, ``tool_calls``, ``length``, ...).
+    finish: str | None = None
+    #: Transient errors retried before the reply came.
+    retries: int | None = None
+    #: What kind of tool answered a ``tool_result``: ``builtin``, ``command``, ``mcp``,
+    #: ``workflow`` or ``agent``; and for ``mcp`` the server's name.
+    kind: str | None = None
+    server: str | None = None
+
+    def fields(self) -> list[tuple[str, str]]:
+        """The set fields as marker ``key=value`` pairs, in their fixed order."""
+        out: list[tuple[str, str]] = []
+        for key in META_KEYS:
+            value = getattr(self, key)
+            if value is None:
+                continue
+            if key == "tokens":
+                value = "/".join(str(n) for n in value)
+            elif key == "cost":
+                value = repr(float(value))
+            out.append((key, str(value)))
+        return out
+
+
+#: The ``EntryMeta`` fields in marker order (docs/spec.md 2.3).
+META_KEYS: tuple[str, ...] = (
+    "at",
+    "ms",
+    "model",
+    "answered_by",
+    "tokens",
+    "cost",
+    "finish",
+    "retries",
+    "kind",
+    "server",
+)
+
+
+def meta_from_fields(pairs: dict[str, str]) -> EntryMeta:
+    """An ``EntryMeta`` from its marker fields (``EntryMeta.fields``); ValueError names a
+    field that is not of its form."""
+    values: dict[str, Any] = {}
+    for key, text in pairs.items():
+        if key not in META_KEYS:
+            raise ValueError(f"unknown field {key!r}")
+        if key in ("ms", "retries"):
+            if not text.isdigit() or len(text) > 18:
+                raise ValueError(f"{key}={text!r} is not a whole number")
+            values[key] = int(text)
+        elif key == "tokens":
+            parts = text.split("/")
+            if len(parts) != 3 or not all(p.isdigit() and len(p) <= 18 for p in parts):
+                raise ValueError(f"tokens={text!r} is not INPUT/OUTPUT/CACHED")
+            values[key] = (int(parts[0]), int(parts[1]), int(parts[2]))
+        elif key == "cost":
+            cost = float(text)
+            if not 0 <= cost < 1e12 or repr(cost) != text:
+                raise ValueError(f"cost={text!r} is not a number of dollars")
+            values[key] = cost
+        elif key == "at":
+            if _AT.fullmatch(text) is None:
+                raise ValueError(f"at={text!r} is not a UTC time like 2026-11-21T23:25:29.123Z")
+            values[key] = text
+        else:
+            values[key] = text
+    return EntryMeta(**values)
+
+
+_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{3})?Z")
+
+
 @dataclass
 class Entry:
     """One transcript entry: a message, a tool call, a tool result, or a note from flow.
@@ -127,6 +221,8 @@ class Entry:
     sidecar_bytes: int | None = None
     #: For a ``compaction`` entry: the first and last id of the entries it summarises.
     covers: tuple[int, int] | None = None
+    #: When it was recorded and what its call took (format 7 and later; None before).
+    meta: EntryMeta | None = None
 
 
 @dataclass
@@ -465,6 +561,17 @@ class Seal:
 
 
 @dataclass
+class TraceRef:
+    """The run's trace (``trace:``): its W3C trace id, and the context it was started in."""
+
+    #: 32 lowercase hex digits: every attempt of the run adds its spans to this trace.
+    id: str
+    #: The ``traceparent`` the first attempt was started under (a batch's, ``TRACEPARENT``),
+    #: which its ``invoke_agent`` span links to; None when there was none.
+    parent: str | None = None
+
+
+@dataclass
 class Run:
     """A whole run: the checkpoint (front matter) plus the transcript (body)."""
 
@@ -494,6 +601,8 @@ class Run:
     parent: dict[str, str] | None = None
     #: The git worktree the run works in, when started with ``--worktree``.
     worktree: WorktreeRef | None = None
+    #: The run's OpenTelemetry trace (docs/spec.md 13); None in files written before format 7.
+    trace: TraceRef | None = None
     #: Written by flow on the machine that made or last resumed the run (see ``seal.py``).
     seal: Seal | None = None
     #: Tool calls waiting for (or holding) a person's decision (``awaiting_approval``).
@@ -502,6 +611,10 @@ class Run:
     #: Storage bookkeeping, managed by ``ProgressStore``: the last journal event folded into
     #: the file, so a journal left beside a newer file is never applied twice. Not compared.
     journal_seq: int = field(default=0, compare=False)
+    #: A resume's bookkeeping: the prompt entries of the step it starts again that it dropped
+    #: to write them anew; an identical one keeps its recorded time (``at``), so the file's
+    #: old lines do not change. Never written. Not compared.
+    dropped_prompt: list[Entry] = field(default_factory=list, compare=False, repr=False)
 
     def steps_done(self) -> int:
         """How many of the run's steps are completed."""

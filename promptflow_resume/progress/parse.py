@@ -30,7 +30,17 @@ from ..base.textnorm import undo_checkout_newlines
 from .digest import ENTRY_DIGEST_HEX, Chain, entry_digest, head_parts
 from .frontmatter import normalize_yaml_values, run_from_valid
 from .migrations import MIGRATIONS, Migration
-from .model import FORMAT_VERSION, ROLES, Entry, LoadReport, Role, Run
+from .model import (
+    FORMAT_VERSION,
+    META_KEYS,
+    ROLES,
+    Entry,
+    EntryMeta,
+    LoadReport,
+    Role,
+    Run,
+    meta_from_fields,
+)
 from .rawtext import EMPTY_MESSAGE, OWN_FENCE_INFOS
 from .render import (
     EMPTY_RESULT,
@@ -69,7 +79,9 @@ _FENCE_OPEN = re.compile(r"(`{3,})([^`]*)")
 # render's order, values as they are (no percent-encoding, no "--": checked apart, faster).
 _WRITTEN_MARKER = re.compile(
     rb"<!-- flow:entry ([1-9][0-9]*) ([a-z_]+)(?: step=(V))?(?: call=(V))?(?: tool=(V))?( error)?"
-    rb"(?: sidecar=(V))?(?: sha256=(V))?(?: bytes=(0|[1-9][0-9]*))? d=([0-9a-f]{16}) -->\n"
+    rb"(?: sidecar=(V))?(?: sha256=(V))?(?: bytes=(0|[1-9][0-9]*))?"
+    rb"((?: (?:at|ms|model|answered_by|tokens|cost|finish|retries|kind|server)=V)*)"
+    rb" d=([0-9a-f]{16}) -->\n"
     rb"### ([^\n]*)\n\n".replace(b"V", rb"[A-Za-z0-9_.:/~+@,-]+")
 )
 _WRITTEN_FENCE = re.compile(rb"(`{3,})(?:text|json|markdown)\n")
@@ -284,6 +296,7 @@ def _parse_marker(sc: _Scanner, pos: int, line: str) -> tuple[Entry, str]:
             f"unknown entry role {role!r}; expected one of {', '.join(ROLES)}.",
         )
     entry = Entry(id=int(entry_id), role=role, content="")  # type: ignore[arg-type]
+    meta: dict[str, str] = {}
     for token in rest.split():
         key, eq, value = token.partition("=")
         if not eq:
@@ -324,12 +337,21 @@ def _parse_marker(sc: _Scanner, pos: int, line: str) -> tuple[Entry, str]:
                     f"{last}; a compaction covers earlier entries, first id not above the last.",
                 )
             entry.covers = (int(first), int(last))
+        elif key in META_KEYS and key not in meta:
+            meta[key] = value
         else:
             raise sc.fail(
                 ProgressFormatError,
                 pos,
                 f"unknown or malformed field {token!r} on this flow:entry line.",
             )
+    if meta:
+        try:
+            entry.meta = meta_from_fields(meta)
+        except ValueError as error:
+            raise sc.fail(
+                ProgressFormatError, pos, f"malformed field on this flow:entry line: {error}."
+            ) from None
     return entry, digest
 
 
@@ -413,11 +435,11 @@ def _read_as_written(
         marker = match(data, pos)
         if marker is None:
             return pos
-        number, role_b, step_b, call_b, tool_b, error, sidecar, sha, size, stored, head = (
+        number, role_b, step_b, call_b, tool_b, error, sidecar, sha, size, meta_b, stored, head = (
             marker.groups()
         )
         role = _ROLE_NAMES.get(role_b)
-        if role is None or int(number) != expected or find(b"--", pos + 4, marker.end(10)) >= 0:
+        if role is None or int(number) != expected or find(b"--", pos + 4, marker.end(11)) >= 0:
             return pos
         shape = (role_b, step_b, tool_b, error, sidecar, sha, size)
         known = shapes.get(shape)
@@ -437,6 +459,13 @@ def _read_as_written(
             None if sha is None else sha.decode(),
             None if size is None else int(size),
         )
+        head_end = known.head_end
+        if meta_b:
+            read = _meta_of(meta_b)
+            if read is None:
+                return pos  # the line reader reads (or names) any other form
+            entry.meta, tail = read
+            head_end = head_end[:-2] + tail
         at = marker.end()
         raw: bytes | None = None
         try:
@@ -497,7 +526,7 @@ def _read_as_written(
             return pos
         # entry_digest(entry, raw), from the bytes at hand: plain values need no JSON escape.
         call_json = b"null" if call_b is None else b'"' + call_b + b'"'
-        digest = _sha256(b"[" + number + known.head_start + call_json + known.head_end)
+        digest = _sha256(b"[" + number + known.head_start + call_json + head_end)
         digest.update(raw)
         transcript.append(entry)
         digests.append(stored.decode())
@@ -505,6 +534,51 @@ def _read_as_written(
         starts.append(pos)
         pos = end
         expected += 1
+
+
+_N = rb"(0|[1-9][0-9]{0,17})"
+_V = rb"([A-Za-z0-9_.:/~+@,-]+)"
+#: The meta fields of a marker as ``render`` writes them (canonical order and forms); any
+#: other form is left to the line reader.
+_WRITTEN_META = re.compile(
+    rb" at=([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z)"
+    rb"(?: ms=N)?(?: model=V)?(?: answered_by=V)?(?: tokens=N/N/N)?(?: cost=([0-9][0-9.e+-]*))?"
+    rb"(?: finish=V)?(?: retries=N)?(?: kind=V)?(?: server=V)?".replace(b"N", _N).replace(b"V", _V)
+)
+
+
+def _meta_of(meta_b: bytes) -> tuple[EntryMeta, bytes] | None:
+    """The ``EntryMeta`` of a marker's meta fields as ``render`` writes them, and the digest
+    head's tail for them (``digest._head_by_json``'s form); None for any other form."""
+    match = _WRITTEN_META.fullmatch(meta_b)
+    if match is None:
+        return None
+    at, ms, model, answered, t_in, t_out, t_cached, cost, finish, retries, kind, server = (
+        match.groups()
+    )
+    cost_value = None
+    if cost is not None:
+        try:
+            cost_value = float(cost)
+        except ValueError:
+            return None
+        if repr(cost_value).encode() != cost:
+            return None
+    meta = EntryMeta(
+        at=at.decode(),
+        ms=None if ms is None else int(ms),
+        model=None if model is None else model.decode(),
+        answered_by=None if answered is None else answered.decode(),
+        tokens=None if t_in is None else (int(t_in), int(t_out), int(t_cached)),
+        cost=cost_value,
+        finish=None if finish is None else finish.decode(),
+        retries=None if retries is None else int(retries),
+        kind=None if kind is None else kind.decode(),
+        server=None if server is None else server.decode(),
+    )
+    # Values hold no space, ``=`` or ``"`` (``_V``): the tokens become the JSON pairs as they are.
+    pairs = meta_b[1:].replace(b"=", b'","').replace(b" ", b'"],["')
+    return meta, b',null,[["' + pairs + b'"]]]\n'
 
 
 class _Shape(NamedTuple):

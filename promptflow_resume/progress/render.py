@@ -151,6 +151,9 @@ def entry_marker(entry: Entry, digest: str) -> str:
         fields += f" bytes={entry.sidecar_bytes}"
     if entry.covers is not None:
         fields += f" covers={entry.covers[0]}-{entry.covers[1]}"
+    if entry.meta is not None:
+        for key, value in entry.meta.fields():
+            fields += f" {key}={marker_value(value)}"
     return f"<!-- flow:entry {entry.id} {entry.role}{fields} d={digest} -->"
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import unquote
 
 from ..base import collector, faults
 from ..base.durable import fsync_dir, replace_file, write_all
@@ -51,10 +52,10 @@ from .digest import Chain, entry_digest
 from .frontmatter import front_matter, run_from_valid
 from .location import progress_file
 from .migrations import upgrade_front_matter
-from .model import FORMAT_VERSION, Entry, LoadReport, Run
+from .model import FORMAT_VERSION, Entry, EntryMeta, LoadReport, Run, meta_from_fields
 from .owner import owner_alive, owner_path, read_owner, write_owner
 from .parse import parse_bytes
-from .render import document_head, document_tail, entry_block
+from .render import document_head, document_tail, entry_block, marker_value
 from .schema import validate_front_matter
 from .sidecar import folder_name, read_checked, write_sidecar
 
@@ -225,7 +226,19 @@ def entry_to_dict(entry: Entry) -> dict[str, Any]:
         out["is_error"] = True
     if entry.covers is not None:
         out["covers"] = list(entry.covers)
+    if entry.meta is not None:
+        # One string in the marker's form: the journal grows with the payload, not the keys.
+        out["meta"] = " ".join(f"{k}={marker_value(v)}" for k, v in entry.meta.fields())
     return out
+
+
+def _meta_from_text(text: str) -> EntryMeta:
+    """An entry's meta from its journal form (``entry_to_dict``)."""
+    pairs = {}
+    for token in text.split():
+        key, _, value = token.partition("=")
+        pairs[key] = unquote(value, errors="surrogatepass")
+    return meta_from_fields(pairs)
 
 
 def entry_from_dict(data: dict[str, Any]) -> Entry:
@@ -242,6 +255,7 @@ def entry_from_dict(data: dict[str, Any]) -> Entry:
         sidecar_sha256=data.get("sidecar_sha256"),
         sidecar_bytes=data.get("sidecar_bytes"),
         covers=(int(data["covers"][0]), int(data["covers"][1])) if data.get("covers") else None,
+        meta=_meta_from_text(data["meta"]) if data.get("meta") else None,
     )
 
 
@@ -915,4 +929,5 @@ _render_key: Callable[[Entry], tuple[Any, ...]] = operator.attrgetter(
     "sidecar_sha256",
     "sidecar_bytes",
     "covers",
+    "meta",
 )

@@ -27,13 +27,14 @@ from ..base.errors import InputError
 from ..base.paths import rebase, relative_path
 from ..base.runids import new_run_id
 from ..base.safeopen import linked_file
+from ..base.traceids import trace_id_for
 from ..flowfolder import make_folder
 from ..handoffs import rebase_chain
 from ..progress import ProgressStore, load_progress
 from ..progress.children import folder_name
 from ..progress.links import child_file
 from ..progress.location import progress_file
-from ..progress.model import Cursor, Run, StepState
+from ..progress.model import Cursor, Run, StepState, TraceRef
 from ..progress.render import entries_phrase
 from ..progress.sidecar import stem_of, write_sidecar
 from .common import (
@@ -97,6 +98,8 @@ def forked_run(run: Run, step: str, *, run_id: str, parent_path: str) -> Run:
     ]
     now = now_iso()
     fork.run_id = run_id
+    # A fork is a run of its own: its own trace (docs/spec.md 13).
+    fork.trace = TraceRef(id=trace_id_for(run_id))
     fork.status = "paused"
     fork.reason = f"forked from run {run.run_id} at step {step}; resume to continue"
     fork.created = fork.updated = now
@@ -234,6 +237,7 @@ def _copy_child(
     target = output.parent / where
     child, _report = load_progress(child_source)
     child.run_id = new_run_id(child.workflow.name or Path(child.workflow.path).name.split(".")[0])
+    child.trace = TraceRef(id=trace_id_for(child.run_id))
     # A subagent's link keeps its kind, call and agent; only where and whose it is change.
     child.parent = {
         **(child.parent or {}),

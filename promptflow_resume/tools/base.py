@@ -26,6 +26,9 @@ class ToolContext:
     env: dict[str, str] = field(default_factory=dict)
     consent: Consent | None = None
     skills: tuple[Skill, ...] = ()
+    #: With tracing on, the W3C ``traceparent`` of the call's ``execute_tool`` span: an MCP
+    #: call sends it in its request's ``_meta`` (docs/spec.md 13).
+    traceparent: str | None = None
 
     def skill_folders(self) -> tuple[Path, ...]:
         """The folders of the skills the model may load: readable besides the workspace."""

@@ -424,16 +424,25 @@ class McpServers:
             if conn.done is not None and not conn.done.done():
                 conn.done.set_result(None)
 
-    def call(self, tool: McpTool, arguments: dict[str, Any]) -> Any:
-        """Send one ``tools/call`` and return the SDK's result; ToolServerError on failure."""
+    def call(self, tool: McpTool, arguments: dict[str, Any], traceparent: str | None = None) -> Any:
+        """Send one ``tools/call`` and return the SDK's result; ToolServerError on failure.
+        ``traceparent`` goes in the request's ``_meta``, as the MCP convention for trace
+        context says (docs/spec.md 13)."""
         server = tool.info.server
         config = self.config.servers[server]
         conn = self._ensure(server)
         timeout = config.timeout
 
         async def send() -> Any:
+            if traceparent is None:
+                return await conn.session.call_tool(
+                    tool.info.name, arguments, read_timeout_seconds=timeout
+                )
             return await conn.session.call_tool(
-                tool.info.name, arguments, read_timeout_seconds=timeout
+                tool.info.name,
+                arguments,
+                read_timeout_seconds=timeout,
+                meta={"traceparent": traceparent},  # type: ignore[typeddict-unknown-key]
             )
 
         try:
@@ -536,7 +545,7 @@ class McpTool:
         delays = RETRY_DELAYS if self.idempotent else ()
         for attempt in range(len(delays) + 1):
             try:
-                result = self.servers.call(self, arguments)
+                result = self.servers.call(self, arguments, ctx.traceparent)
             except ToolServerError:
                 if attempt >= len(delays):
                     raise

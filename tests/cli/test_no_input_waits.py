@@ -153,6 +153,7 @@ COMMAND_ARGS: dict[str, tuple[str, ...]] = {
     "answer": ("run/progress.md", "--text", "yes"),
     # A server runs until stopped: a missing folder ends it at once (it never reads stdin).
     "serve": ("no-such-folder", "--port", "0"),
+    "export": ("otel", "run/progress.md", "--file", "trace.json"),
 }
 
 

@@ -48,7 +48,7 @@ LAYERS: list[set[str]] = [
     {"ci"},
     {"batch", "front", "serve"},
     # The event stream (--events): a reporter that writes what the engine tells.
-    {"eventstream"},
+    {"eventstream", "otel"},
     {"api"},
     # The run machinery.
     {"starting", "resuming", "attempt"},

@@ -61,14 +61,19 @@ WATCHED = [
     "starlette",
     "uvicorn",
     "promptflow_resume.serve",
+    # Tracing (docs/spec.md 13): loaded only when it is on.
+    "opentelemetry",
+    "promptflow_resume.otel",
 ]
 
 
-def _imported_by(tmp_path: Path, *args: str) -> tuple[int, list[str]]:
+def _imported_by(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[int, list[str]]:
     code = PROBE.replace("WATCHED", repr(WATCHED))
     done = subprocess.run(
         [sys.executable, "-c", code, json.dumps(list(args))],
-        env=flow_env(),
+        env=flow_env(**(env or {})),
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -132,6 +137,35 @@ def test_a_run_of_a_workflow_without_mcp_tools_does_not_load_the_mcp_client(
     assert code == 0
     assert "promptflow_resume.tools.mcp" not in loaded
     assert "promptflow_resume.engine" in loaded  # the run did run
+
+
+def test_a_run_without_tracing_loads_nothing_of_opentelemetry(tmp_path: Path) -> None:
+    wf = tmp_path / "two.prompt.md"
+    wf.write_text(WORKFLOW, encoding="utf-8")
+    code, loaded = _imported_by(tmp_path, "run", str(wf), "--provider", "echo", "--yes")
+    assert code == 0
+    assert "opentelemetry" not in loaded and "promptflow_resume.otel" not in loaded
+
+
+def test_a_run_with_tracing_on_loads_the_sdk(tmp_path: Path) -> None:
+    # The watch above can fail: the same run with an endpoint variable imports the SDK (its
+    # spans go nowhere: port 9 refuses, and the run goes on).
+    wf = tmp_path / "two.prompt.md"
+    wf.write_text(WORKFLOW, encoding="utf-8")
+    code, loaded = _imported_by(
+        tmp_path,
+        "run",
+        str(wf),
+        "--provider",
+        "echo",
+        "--yes",
+        env={
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+            "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
+        },
+    )
+    assert code == 0
+    assert "opentelemetry" in loaded and "promptflow_resume.otel" in loaded
 
 
 class _Thresholds(Reporter):

@@ -20,6 +20,7 @@ from promptflow_resume.progress.model import (
     Attempt,
     Cursor,
     Entry,
+    EntryMeta,
     ErrorInfo,
     InFlight,
     Redactions,
@@ -138,6 +139,26 @@ json_value = st.recursive(
 optional = st.none() | fm_text
 
 
+small = st.integers(min_value=0, max_value=10**12)
+#: What format 7 records of a call on an entry's marker (docs/spec.md 13.4).
+entry_meta = st.builds(
+    EntryMeta,
+    at=st.none()
+    | st.from_regex(
+        r"\A20[0-9]{2}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z\Z"
+    ),
+    ms=st.none() | small,
+    model=st.none() | content,
+    answered_by=st.none() | content,
+    tokens=st.none() | st.tuples(small, small, small),
+    cost=st.none() | st.floats(min_value=0, max_value=1e6, allow_nan=False, allow_infinity=False),
+    finish=st.none() | content,
+    retries=st.none() | small,
+    kind=st.none() | content,
+    server=st.none() | content,
+)
+
+
 @st.composite
 def entries(draw: st.DrawFn) -> list[Entry]:
     out = []
@@ -156,6 +177,7 @@ def entries(draw: st.DrawFn) -> list[Entry]:
                 sidecar=sidecar,
                 sidecar_sha256=draw(st.none() | content),
                 sidecar_bytes=draw(st.none() | count),
+                meta=draw(st.none() | entry_meta),
             )
         )
     return out

@@ -10,9 +10,14 @@ import pytest
 
 from promptflow_resume.base.errors import InputError, RunLockedError
 from promptflow_resume.progress import ProgressStore, load_progress
-from promptflow_resume.progress.model import StepState
+from promptflow_resume.progress.model import Entry, StepState
 from promptflow_resume.sharing import rewind, rewind_run
 from tests.support.share import STEPS, conversation, make_project, resume, snapshot, start
+
+
+def _fields(entry: Entry) -> dict[str, object]:
+    """An entry's fields as its archive (JSON) holds them: tuples become lists."""
+    return json.loads(json.dumps(asdict(entry)))
 
 
 @pytest.fixture
@@ -36,8 +41,8 @@ def test_rewind_archives_the_later_entries_backs_up_the_file_and_sets_steps_pend
     # Nothing lost: what stays plus what was archived is the whole transcript, field for field.
     assert result.archive == "progress.files/archive-attempt-2-rewind.json"
     archived = json.loads((path.parent / result.archive).read_text(encoding="utf-8"))
-    assert [asdict(e) for e in run.transcript] + archived == [
-        asdict(e) for e in original.transcript
+    assert [_fields(e) for e in run.transcript] + archived == [
+        _fields(e) for e in original.transcript
     ]
     assert result.archived_entries == list(range(first_draft, len(original.transcript) + 1))
     assert run.steps["inspect"] == original.steps["inspect"]
@@ -102,8 +107,8 @@ def test_two_rewinds_keep_two_archives_and_two_backups(project: Path) -> None:
         for entry in json.loads((path.parent / str(result.archive)).read_text(encoding="utf-8"))
     ]
     run, _ = load_progress(path)
-    assert [asdict(e) for e in run.transcript] + archived == [
-        asdict(e) for e in original.transcript
+    assert [_fields(e) for e in run.transcript] + archived == [
+        _fields(e) for e in original.transcript
     ]
 
 
@@ -123,8 +128,8 @@ def test_whatever_the_step_nothing_is_lost_and_the_resume_ends_the_same(
     result = rewind(path, step)
     run, _ = load_progress(path)
     archived = json.loads((path.parent / str(result.archive)).read_text(encoding="utf-8"))
-    assert [asdict(e) for e in run.transcript] + archived == [
-        asdict(e) for e in original.transcript
+    assert [_fields(e) for e in run.transcript] + archived == [
+        _fields(e) for e in original.transcript
     ]
     if step == "inspect":
         (project / "counter.txt").unlink()  # its bump runs again: undo the first one

@@ -15,12 +15,14 @@ A call waits before it answers while ``STATE_DIR/hold`` exists, after writing
 With ``STATE_DIR/more-tools`` present at start it lists one more tool (a changed tool list).
 ``crash`` exits the process mid-call, ``garble`` writes a non-JSON line into the protocol,
 ``hang`` never answers, ``boom`` raises (an ``isError`` result), ``leak`` returns the value of
-the variable ``NOTES_TOKEN`` and prints it to stderr.
+the variable ``NOTES_TOKEN`` and prints it to stderr, ``trace_meta`` returns the trace context
+its request's ``_meta`` carried (JSON).
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import sys
 import time
@@ -134,6 +136,15 @@ def whoami(ctx: Context) -> str:
     _begin("whoami", "")
     headers = {k.lower(): v for k, v in (ctx.headers or {}).items()}
     return f"team: {headers.get('x-team', 'unknown')}"
+
+
+@server.tool(annotations=READ_ONLY)
+def trace_meta(ctx: Context) -> str:
+    """The ``traceparent`` and ``tracestate`` of the request's ``_meta`` (trace context)."""
+    _begin("trace_meta", "")
+    meta = ctx.request_context.meta or {}
+    found = {k: meta.get(k) for k in ("traceparent", "tracestate") if meta.get(k)}
+    return json.dumps(found, sort_keys=True)
 
 
 @server.tool(annotations=READ_ONLY)

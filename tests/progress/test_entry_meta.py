@@ -1,0 +1,110 @@
+"""Format 7: the run's trace id and each entry's call metadata (docs/spec.md 2.3, 2.5, 13.4)
+survive the file, the journal and the upgrade from format 6; a malformed field is refused with
+its place."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from promptflow_resume.base.errors import ProgressFormatError
+from promptflow_resume.progress import load_progress, parse, render
+from promptflow_resume.progress.examples import example_run
+from promptflow_resume.progress.model import Entry, EntryMeta, Run, TraceRef
+from promptflow_resume.progress.store import ProgressStore, journal_path
+
+REPLY = EntryMeta(
+    at="2026-11-21T23:25:31.250Z",
+    ms=820,
+    model="gpt-4o-mini",
+    answered_by="gpt-4o-mini-2024-07-18",
+    tokens=(412, 31, 128),
+    cost=8e-05,
+    finish="tool_calls",
+    retries=2,
+)
+
+
+def _plain_example() -> Run:
+    """The example run without its sidecar (these tests write the file alone)."""
+    run = example_run()
+    for entry in run.transcript:
+        entry.sidecar = entry.sidecar_sha256 = None
+        entry.sidecar_bytes = None
+    return run
+
+
+def _run_with_meta() -> Run:
+    run = _plain_example()
+    run.trace = TraceRef(id="4bf92f3577b34da6a3ce929d0e0e4736", parent=None)
+    for entry in run.transcript:
+        entry.meta = EntryMeta(at="2026-11-21T23:25:30.000Z")
+    run.transcript[2].meta = REPLY
+    return run
+
+
+def test_the_metadata_is_written_on_the_marker_and_read_back() -> None:
+    run = _run_with_meta()
+    text = render(run)
+    assert "trace: {id: 4bf92f3577b34da6a3ce929d0e0e4736}" in text
+    assert (
+        " at=2026-11-21T23:25:31.250Z ms=820 model=gpt-4o-mini "
+        "answered_by=gpt-4o-mini-2024-07-18 tokens=412/31/128 cost=8e-05 finish=tool_calls "
+        "retries=2 d=" in text
+    )
+    back, report = parse(text)
+    assert back == run and report.edited_entries == [] and report.warnings == []
+    assert render(back) == text
+
+
+def test_an_edited_metadata_field_is_an_edit_not_corruption() -> None:
+    text = render(_run_with_meta()).replace(" ms=820 ", " ms=900 ", 1)
+    back, report = parse(text)
+    assert report.edited_entries == [3]
+    assert back.transcript[2].meta is not None and back.transcript[2].meta.ms == 900
+
+
+@pytest.mark.parametrize(
+    ("field", "words"),
+    [
+        ("tokens=412/31", "tokens='412/31' is not INPUT/OUTPUT/CACHED"),
+        ("ms=-3", "ms='-3' is not a whole number"),
+        ("at=yesterday", "is not a UTC time"),
+        ("cost=1.50", "is not a number of dollars"),
+    ],
+)
+def test_a_malformed_metadata_field_is_refused_with_its_line(field: str, words: str) -> None:
+    text = render(_run_with_meta())
+    key = field.split("=")[0]
+    broken = re.sub(rf" {key}=[^ ]+", f" {field}", text, count=1)
+    with pytest.raises(ProgressFormatError) as caught:
+        parse(broken)
+    assert words in caught.value.message
+    assert caught.value.line is not None
+
+
+def test_the_metadata_survives_the_journal(tmp_path: Path) -> None:
+    path = tmp_path / "progress.md"
+    run = _run_with_meta()
+    store = ProgressStore.create(path, run)
+    entry = Entry(id=run.next_entry_id(), role="assistant", content="more", step="report")
+    entry.meta = REPLY
+    run.transcript.append(entry)
+    store.save(run, [entry])
+    assert "tokens=412/31/128" in journal_path(path).read_text(encoding="utf-8")
+    loaded, report = load_progress(path)  # the journal is replayed, not yet folded
+    assert report.replayed_events == 1 and loaded == run
+    store.close()
+
+
+def test_a_version_6_file_is_upgraded_without_a_trace(tmp_path: Path) -> None:
+    run = _plain_example()
+    text = render(run).replace("flow_progress: 7\n", "flow_progress: 6\n", 1)
+    assert "trace:" not in text and " at=" not in text
+    path = tmp_path / "progress.md"
+    path.write_text(text, encoding="utf-8")
+    loaded, _ = load_progress(path)
+    assert loaded.trace is None and all(e.meta is None for e in loaded.transcript)
+    assert render(loaded).startswith("---\nflow_progress: 7\n")
