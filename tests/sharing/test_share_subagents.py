@@ -19,13 +19,12 @@ import pytest
 
 from tests.engine.test_subagents import (
     CHILD_FILE,
-    _env,
     _kill_when,
     _project,
     _replies,
     _run_args,
 )
-from tests.support.flowproc import flow, spawn, transcript
+from tests.support.flowproc import flow, provider_env, spawn, transcript
 from tests.support.providers_server import (
     Canned,
     ModelServer,
@@ -44,7 +43,7 @@ def server() -> Iterator[ModelServer]:
 
 
 def _status(where: Path, path: str) -> dict[str, Any]:
-    result = flow("status", "--json", path, cwd=where, env=_env())
+    result = flow("status", "--json", path, cwd=where, env=provider_env())
     assert result.returncode == 0, result.stderr
     data: dict[str, Any] = json.loads(result.stdout)
     return data
@@ -55,13 +54,13 @@ def test_a_shared_run_cut_off_inside_a_subagent_resumes_inside_the_copied_child(
 ) -> None:
     reference = _project(tmp_path / "reference")
     server.push(*_replies())
-    assert flow(*_run_args(server), cwd=reference, env=_env()).returncode == 0
+    assert flow(*_run_args(server), cwd=reference, env=provider_env()).returncode == 0
     child_ref = [e[:2] for e in transcript(reference / CHILD_FILE)]
     server.requests.clear()
 
     where = _project(tmp_path / "p")
     server.push(*_replies(delay_at=2)[:3])
-    proc = spawn(*_run_args(server), cwd=where, env=_env())
+    proc = spawn(*_run_args(server), cwd=where, env=provider_env())
     _kill_when(proc, server, 3)  # the helper's answer is on the wire; its first turn is durable
 
     shared = flow("share", "run/progress.md", "-o", "shared/run.md", "--json", cwd=where)
@@ -99,7 +98,7 @@ def test_a_shared_run_cut_off_inside_a_subagent_resumes_inside_the_copied_child(
         server.url + "/v1",
         "--trust-calls",  # a shared copy carries no seals (docs/spec.md 10.1)
         cwd=elsewhere,
-        env=_env(),
+        env=provider_env(),
     )
     assert result.returncode == 0, result.stderr
     # Only the helper's cut-off call and the lead's last: the helper's first turn (its think
@@ -154,7 +153,7 @@ def test_a_fork_keeps_the_subagent_runs_of_the_steps_it_keeps(
         "run/progress.md",
         "--new",
         cwd=where,
-        env=_env(),
+        env=provider_env(),
     )
     assert started.returncode == 0, started.stderr
     original = _status(where, "run/progress.md")
@@ -183,7 +182,7 @@ def test_a_fork_keeps_the_subagent_runs_of_the_steps_it_keeps(
     server.push(Canned(body=openai_completion("Report again: 3 bees.")))
     result = flow(
         "resume", "forked/run.md", "--agents", "agents", "--base-url", server.url + "/v1",
-        cwd=where, env=_env(),
+        cwd=where, env=provider_env(),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert len(server.requests) == 1  # only the report: the helper's run is read back
