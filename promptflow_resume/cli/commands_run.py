@@ -41,6 +41,7 @@ from .options import (
     ModelOpt,
     NoApproveOpt,
     NoHooksOpt,
+    NoSnapshotsOpt,
     NoInstructionsOpt,
     NoSkillsOpt,
     OnConsentOpt,
@@ -289,6 +290,7 @@ def run_command(
     no_skills: NoSkillsOpt = False,
     hooks: HooksOpt = [],  # noqa: B006 - typer copies list defaults
     no_hooks: NoHooksOpt = False,
+    no_snapshots: NoSnapshotsOpt = False,
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     accept_permissions: AcceptPermissionsOpt = False,
@@ -379,6 +381,7 @@ def run_command(
         skill_dirs=tuple(skills),
         hooks=not no_hooks,
         hook_files=tuple(hooks),
+        snapshots=not no_snapshots,
         permissions=_permissions(
             allow_commands, allow_fetch, interactive, reporter, accept=accept_permissions
         ),
@@ -581,6 +584,7 @@ def resume_command(
     no_skills: NoSkillsOpt = False,
     hooks: HooksOpt = [],  # noqa: B006 - typer copies list defaults
     no_hooks: NoHooksOpt = False,
+    no_snapshots: NoSnapshotsOpt = False,
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     accept_permissions: AcceptPermissionsOpt = False,
@@ -675,6 +679,7 @@ def resume_command(
         skill_dirs=tuple(skills),
         hooks=not no_hooks,
         hook_files=tuple(hooks),
+        snapshots=not no_snapshots,
         permissions=_permissions(
             allow_commands, allow_fetch, interactive, reporter, accept=accept_permissions
         ),

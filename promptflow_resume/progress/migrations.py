@@ -4,7 +4,7 @@ A file is parsed with the upgrades registered from its version up to ``FORMAT_VE
 next write saves it in the current format. Version 2 changed how the file is written (message
 content as Markdown, one-line records in the front matter) and one default; version 3 added
 keys; version 4 made two kinds of attempt note fields (``edits``, ``mcp_tools``); version 5
-added the model list and what each attempt did with it::
+added the model list and what each attempt did with it; version 7 the file snapshots::
 
     data, body = MIGRATIONS[1](data, body)     # a version 1 front matter and body
 """
@@ -115,6 +115,13 @@ def v5_to_v6(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
     return {**data, "flow_progress": 6}, body
 
 
+def v6_to_v7(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
+    """Version 6 to 7: version 7 adds a key only (``snapshots``, the working tree after each
+    call that can change files, docs/spec.md 12); a version 6 file has none, which reads as a
+    run that recorded no file snapshots (rewind and fork then move the conversation only)."""
+    return {**data, "flow_progress": 7}, body
+
+
 #: Registered upgrades by the version they upgrade *from*.
 MIGRATIONS: dict[int, Migration] = {
     1: v1_to_v2,
@@ -122,6 +129,7 @@ MIGRATIONS: dict[int, Migration] = {
     3: v3_to_v4,
     4: v4_to_v5,
     5: v5_to_v6,
+    6: v6_to_v7,
 }
 
 
