@@ -67,8 +67,8 @@ from .progress.model import (
     StepState,
     Usage,
 )
-from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unsealed_calls
 from .progress.render import entries_phrase
+from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unsealed_calls
 from .progress.sidecar import sidecar_extension
 from .progress.store import read_text
 from .providers.base import Provider, Reply, ReplyUsage, Request

@@ -144,7 +144,8 @@ class Changes:
         lists = [self.added, self.modified, self.deleted]
         kept = [paths[:LISTED_FILES] for paths in lists]
         renamed = self.renamed[:LISTED_FILES]
-        more = sum(len(p) - len(k) for p, k in zip(lists, kept)) + len(self.renamed) - len(renamed)
+        more = sum(len(p) - len(k) for p, k in zip(lists, kept, strict=True))
+        more += len(self.renamed) - len(renamed)
         return FileSnapshot(
             entry=entry,
             commit=commit,
@@ -298,7 +299,9 @@ class SnapshotRepo:
     def tree_of(self, commit: str) -> str:
         """The tree of ``commit`` (SnapshotMissingError when the repository lacks it)."""
         if commit not in self._trees:
-            done = _git(["rev-parse", "--verify", "-q", f"{commit}^{{tree}}"], self.root, check=False)
+            done = _git(
+                ["rev-parse", "--verify", "-q", f"{commit}^{{tree}}"], self.root, check=False
+            )
             if done.returncode != 0:
                 raise SnapshotMissingError(
                     f"the snapshot {commit[:12]} is not in the repository at {self.root} (its "
@@ -333,9 +336,7 @@ class SnapshotRepo:
 
     def diff(self, before: str, after: str) -> Changes:
         """What differs between two trees (or commits), renames found."""
-        done = _git(
-            ["diff-tree", "-r", "-M", "--raw", "--numstat", "-z", before, after], self.root
-        )
+        done = _git(["diff-tree", "-r", "-M", "--raw", "--numstat", "-z", before, after], self.root)
         return parse_diff(done.stdout)
 
     def _paths(self, before: str, after: str) -> dict[str, str]:
@@ -384,6 +385,11 @@ class SnapshotRepo:
                 )
         finally:
             scratch.unlink(missing_ok=True)
+
+    def adopt(self, commit: str) -> None:
+        """Point this run's ref at ``commit`` (a fork keeps its parent's snapshots alive)."""
+        _git(["update-ref", "-m", "flow fork", self.ref, commit], self.root)
+        self._tip = commit
 
     def remove(self) -> None:
         """Delete the run's ref and private index (``flow clean``)."""

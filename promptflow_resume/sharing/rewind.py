@@ -9,7 +9,10 @@ Under the run's lock (a live run is refused with ``RunLockedError``):
    ``flow resume`` uses when it re-runs steps (``reconcile.apply_plan``), where ``N`` is the
    attempt that will continue the run;
 3. that step and every later one become pending, the cursor points at the step, the status
-   becomes ``paused``, and a note in the attempt history says what moved where.
+   becomes ``paused``, and a note in the attempt history says what moved where;
+4. a run with file snapshots (docs/spec.md 12) gets its files back as they were at the start
+   of that step (``restore.py``): checked and confirmed before anything is written, the files
+   first, then the progress file. The snapshot records of the dropped entries go with them.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from .common import (
     stamp,
     step_order,
 )
+from .restore import FilesChoice, FilesRestored, apply_files, plan_files
 
 
 @dataclass
@@ -50,6 +54,8 @@ class RewindResult:
     #: Steps set back to pending.
     reset: list[str] = field(default_factory=list)
     note: str | None = None
+    #: The files put back (None: the run has no snapshots, or ``--no-files``).
+    files: FilesRestored | None = None
 
     @property
     def changed(self) -> bool:
@@ -62,6 +68,7 @@ class RewindResult:
         data["path"] = str(self.path)
         data["backup"] = str(self.backup) if self.backup else None
         data["changed"] = self.changed
+        data["files"] = self.files.to_dict() if self.files is not None else None
         return data
 
 
@@ -75,8 +82,11 @@ def backup_path(path: Path, when: str | None = None) -> Path:
     return candidate
 
 
-def rewind(path: str | Path, to_step: str) -> RewindResult:
-    """Rewind the run at ``path`` to the start of ``to_step``, in place (see the module doc)."""
+def rewind(path: str | Path, to_step: str, files: FilesChoice | None = None) -> RewindResult:
+    """Rewind the run at ``path`` to the start of ``to_step``, in place (see the module doc);
+    ``files`` says what to do with the files the run changed since (default: restore them,
+    refusing files changed by others, without asking)."""
+    choice = files if files is not None else FilesChoice()
     progress = progress_file(path)
     store, run, report = ProgressStore.open(progress)
     try:
@@ -88,8 +98,12 @@ def rewind(path: str | Path, to_step: str) -> RewindResult:
         moved = run.transcript[cut - 1 :] if cut is not None else []
         reset = [sid for sid in later if run.steps.get(sid, StepState()) != StepState()]
         result = RewindResult(path=progress, step=step, backup=None)
+        planned = plan_files(run, progress, cut, choice) if moved else None
         if not moved and not reset and run.cursor.step == step:
             return result  # already at the start of that step: nothing to move, no backup
+        if planned is not None:
+            # The files first: a refusal or a failure leaves the progress file as it was.
+            result.files = apply_files(planned, choice)
 
         backup = backup_path(progress)
         replace_file(backup, read_bytes(progress))
@@ -106,6 +120,11 @@ def rewind(path: str | Path, to_step: str) -> RewindResult:
             parts.append(f"entries {id_range(moved)} archived to {rel}")
             del run.transcript[moved[0].id - 1 :]
             run.in_flight = [f for f in run.in_flight if f.entry < moved[0].id]
+            if run.snapshots is not None:
+                run.snapshots.calls = [s for s in run.snapshots.calls if s.entry < moved[0].id]
+        if result.files is not None:
+            commit = result.files.snapshot.commit or ""
+            parts.append(f"files restored to snapshot {commit[:12]} ({result.files.summary()})")
         result.reset = reset
         if reset:
             parts.append("steps set back to pending: " + ", ".join(reset))
@@ -137,5 +156,6 @@ def rewind(path: str | Path, to_step: str) -> RewindResult:
 
 
 def rewind_run(path: str | Path, to_step: str) -> Path | None:
-    """Rewind a run in place; returns the backup of the previous file (None: no change)."""
+    """Rewind a run in place, its files too; returns the backup of the previous file (None:
+    no change)."""
     return rewind(path, to_step).backup
