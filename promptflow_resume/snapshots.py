@@ -20,8 +20,9 @@ The rules:
 - Each snapshot is a commit whose parent is the ref's previous tip, so one ref keeps every
   snapshot of the run alive (a rewound run's later snapshots too); what a call changed is
   counted against the snapshot before it in the progress file, not against the ref's tip.
-- Restoring compares the working tree with the run's latest snapshot first: a file that
-  differs there was changed by someone else since the run last touched it. Such a file is
+- Restoring compares the working tree with the ref's tip first (the files as the run, or a
+  restore of its files, last left them): a file that differs there was changed by someone
+  else since. A restore adds a commit of the restored tree to the chain for that reason. Such a file is
   never overwritten or deleted without ``force``; a file the run never had (neither in the
   latest nor in the target snapshot) is left alone even with ``force``.
 
@@ -385,6 +386,21 @@ class SnapshotRepo:
                 )
         finally:
             scratch.unlink(missing_ok=True)
+
+    def mark(self, message: str) -> None:
+        """Record the working tree as the run's latest state (after a restore): the next
+        check for files changed by others compares with it."""
+        tree = self.tree_now()
+        tip = self._tip or self.tip()
+        if tip is not None and self.tree_of(tip) == tree:
+            return
+        parents = ["-p", tip] if tip else []
+        commit = _git(
+            ["commit-tree", tree, *parents, "-m", message], self.root, env=self._env()
+        ).stdout.strip()
+        _git(["update-ref", "-m", "flow restore", self.ref, commit, tip or ""], self.root)
+        self._trees[commit] = tree
+        self._tip = commit
 
     def adopt(self, commit: str) -> None:
         """Point this run's ref at ``commit`` (a fork keeps its parent's snapshots alive)."""

@@ -4,7 +4,8 @@ The point is the first entry a rewind or fork drops (``cut``): the files go back
 last snapshot before it (docs/spec.md 12). Before anything is written, the working tree is
 compared with the run's latest snapshot: a file changed since the run last touched it is never
 overwritten or deleted unless ``force`` (``FilesChangedError`` names it), and a file the run
-never had is left alone::
+never had is left alone. "Since the run last touched it" means since the tip of the run's ref:
+its last snapshot, or the restored tree of its last rewind::
 
     choice = FilesChoice(force=False, confirm=ask_on_terminal)
     restored = restore_files(run, progress_path, cut, choice)   # None: nothing recorded
@@ -89,7 +90,8 @@ def plan_files(
     repo = SnapshotRepo.find(root, run.run_id, progress)
     if repo is None:
         return None
-    plan = repo.plan_restore(target.commit, latest.commit, force=choice.force)
+    # The ref's tip is what the run (or a restore) last left, archived calls included.
+    plan = repo.plan_restore(target.commit, repo.tip() or latest.commit, force=choice.force)
     if plan.conflicts and not choice.force:
         raise FilesChangedError(
             f"{len(plan.conflicts)} file(s) in {root} changed since run {run.run_id} last "
@@ -116,4 +118,5 @@ def apply_files(
         )
     if not plan.empty:
         repo.restore(plan)
+        repo.mark(f"flow {repo.run_id}: files restored to entry {target.entry}")
     return FilesRestored(root=repo.root, snapshot=target, plan=plan)
