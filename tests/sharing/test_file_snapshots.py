@@ -35,7 +35,7 @@ commands:
       script: {type: string}
 ---
 ## Step 1: Create
-> run: sh script="echo one > a.txt; mkdir -p d; head -c 3000 /dev/urandom > d/b.bin; echo k > keep.txt"
+> run: sh script="echo one >a.txt; mkdir d; head -c 3000 /dev/urandom >d/b.bin; echo k >keep.txt"
 
 ## Step 2: Modify
 > run: sh script="echo two >> a.txt; mv d/b.bin d/c.bin; echo new > n.txt; chmod +x n.txt"
