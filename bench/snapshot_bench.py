@@ -60,9 +60,8 @@ def _repository(root: Path, files: int) -> list[Path]:
 
 def _objects(root: Path) -> int:
     counts = _git(root, "count-objects", "-v")
-    return sum(
-        int(line.split(": ")[1]) for line in counts.splitlines() if line.startswith(("count", "in-pack"))
-    )
+    wanted = ("count", "in-pack")
+    return sum(int(line.split(": ")[1]) for line in counts.splitlines() if line.startswith(wanted))
 
 
 def _case(

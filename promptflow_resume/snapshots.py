@@ -22,9 +22,9 @@ The rules:
   counted against the snapshot before it in the progress file, not against the ref's tip.
 - Restoring compares the working tree with the ref's tip first (the files as the run, or a
   restore of its files, last left them): a file that differs there was changed by someone
-  else since. A restore adds a commit of the restored tree to the chain for that reason. Such a file is
-  never overwritten or deleted without ``force``; a file the run never had (neither in the
-  latest nor in the target snapshot) is left alone even with ``force``.
+  else since, and is never overwritten or deleted without ``force``. A file the run never had
+  (neither at the tip nor in the target snapshot) is left alone even with ``force``. A
+  restore adds a commit of the restored tree to the chain, so the tip stays what flow left.
 
 Every git command runs as ``git`` with an argument list, never through a shell.
 """
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .base.errors import FlowError, GitError
+from .base.errors import EXIT_FILES_CHANGED, EXIT_SNAPSHOT_MISSING, FlowError, GitError
 from .progress.model import LISTED_FILES, FileSnapshot, Run, Snapshots
 from .progress.sidecar import stem_of
 
@@ -66,7 +66,7 @@ def snapshot_ref(run_id: str) -> str:
 class FilesChangedError(FlowError):
     """A restore would overwrite or delete files changed since the run last touched them."""
 
-    exit_code = 18
+    exit_code = EXIT_FILES_CHANGED
 
     def __init__(self, message: str, *, files: list[str], hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
@@ -83,7 +83,7 @@ class SnapshotMissingError(FlowError):
     """A snapshot the progress file names is not in the repository (cleaned, or another
     clone): its files cannot be restored."""
 
-    exit_code = 19
+    exit_code = EXIT_SNAPSHOT_MISSING
 
 
 def _environment(extra: dict[str, str]) -> dict[str, str]:

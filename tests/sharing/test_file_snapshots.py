@@ -225,6 +225,20 @@ def test_review_and_clean_of_a_run_without_a_worktree(repo: Path) -> None:
     assert _git(repo, "for-each-ref", "refs/flow") == ""
 
 
+def test_a_snapshot_gone_from_the_repository_is_exit_19(repo: Path) -> None:
+    progress = _run(repo)
+    run, _ = load_progress(progress)
+    assert run.snapshots is not None
+    _git(repo, "update-ref", "-d", run.snapshots.ref)
+    _git(repo, "reflog", "expire", "--expire=now", "--all")
+    _git(repo, "gc", "-q", "--prune=now")
+    gone = flow("rewind", str(progress), "--to", "1", "--yes", cwd=repo)
+    assert gone.returncode == 19, gone.stderr
+    assert "--no-files" in gone.stderr and "Traceback" not in gone.stderr
+    moved = flow("rewind", str(progress), "--to", "1", "--no-files", cwd=repo)
+    assert moved.returncode == 0, moved.stderr
+
+
 def test_no_snapshots_and_outside_git(repo: Path, tmp_path: Path) -> None:
     progress = _run(repo, snapshots=False)
     assert load_progress(progress)[0].snapshots is None
