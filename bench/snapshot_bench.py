@@ -47,6 +47,7 @@ def _git(root: Path, *args: str) -> str:
 
 def _repository(root: Path, files: int) -> list[Path]:
     _git(root, "init", "-q")
+    _git(root, "config", "gc.auto", "0")  # objects are counted loose: no packing meanwhile
     paths = []
     for i in range(files):
         path = root / f"d{i % 100:02d}" / f"f{i:05d}.txt"

@@ -408,8 +408,8 @@ class Engine:
                 self._forget_settled_approvals()
                 self._set_status("running", None)
                 self.reporter.run_opened(run, self.store.path, self.options.redactor)
-                self._ensure_context()
                 self._begin_snapshots()
+                self._ensure_context()
                 self._hooks.begin(initial_prompt=None)
                 for step in self.workflow.steps:
                     state = run.steps.setdefault(step.id, StepState())

@@ -496,7 +496,10 @@ class RunSnapshots:
         a crash left due, taken now and marked late. Returns the entries snapshotted late."""
         if not self.record.calls:
             taken = self.repo.take(None, f"flow {self.run.run_id}: base")
-            self.record.calls.append(FileSnapshot(entry=0, commit=taken.commit))
+            # The base stands for the files after the entries recorded so far: 0 for a new
+            # run, later for a run resumed by a flow that snapshots for the first time.
+            last = self.run.transcript[-1].id if self.run.transcript else 0
+            self.record.calls.append(FileSnapshot(entry=last, commit=taken.commit))
         due = [s for s in self.record.calls if s.commit is None]
         if due:
             self.settle(late=True)
