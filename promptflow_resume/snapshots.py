@@ -219,6 +219,8 @@ class RestorePlan:
     conflicts: list[str] = field(default_factory=list)
     #: Files the run never had, left as they are.
     kept: list[str] = field(default_factory=list)
+    #: The working tree when the plan was made, as a git tree.
+    before: str = ""
 
     @property
     def empty(self) -> bool:
@@ -354,7 +356,7 @@ class SnapshotRepo:
         target_tree, latest_tree = self.tree_of(target), self.tree_of(latest)
         current = self.tree_now()
         by_others = self._paths(latest_tree, current)
-        plan = RestorePlan(target=target)
+        plan = RestorePlan(target=target, before=current)
         for path, status in sorted(self._paths(current, target_tree).items()):
             if path in by_others:
                 if by_others[path] == "A" and status == "D":
@@ -369,6 +371,9 @@ class SnapshotRepo:
     def restore(self, plan: RestorePlan) -> None:
         """Put the files of ``plan`` back (the conflicts only if the plan was made with
         ``force``: then they are in ``write``/``delete`` too)."""
+        if plan.before:
+            # The files as they were, at the tip: a forced restore loses nothing either.
+            self.mark(f"flow {self.run_id}: the files before a restore", plan.before)
         scratch = self.index.with_name("restore-index")
         scratch.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -387,10 +392,11 @@ class SnapshotRepo:
         finally:
             scratch.unlink(missing_ok=True)
 
-    def mark(self, message: str) -> None:
-        """Record the working tree as the run's latest state (after a restore): the next
-        check for files changed by others compares with it."""
-        tree = self.tree_now()
+    def mark(self, message: str, tree: str | None = None) -> None:
+        """Record the working tree (or ``tree``) as a commit at the ref's tip, unless the tip
+        holds it already: before a restore (so nothing it overwrites is lost) and after it
+        (the next check for files changed by others compares with the restored tree)."""
+        tree = tree or self.tree_now()
         tip = self._tip or self.tip()
         if tip is not None and self.tree_of(tip) == tree:
             return

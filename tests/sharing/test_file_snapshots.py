@@ -171,6 +171,9 @@ def test_a_file_changed_after_the_run_is_never_overwritten_silently(repo: Path) 
     assert result.files is not None and "n.txt" in result.files.plan.conflicts
     assert not (repo / "n.txt").exists() and "n.txt" in result.files.plan.delete
     assert (repo / "mine.txt").exists() and "mine.txt" in result.files.plan.kept
+    # Nothing is lost: the overwritten edit is in the ref's chain, just before the restore.
+    ref = snapshot_ref(load_progress(progress)[0].run_id)
+    assert _git(repo, "show", f"{ref}~1:n.txt") == "the user's own edit\n"
 
 
 def test_headless_rewind_needs_yes_and_no_files_moves_the_conversation_only(
