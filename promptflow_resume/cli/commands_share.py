@@ -180,7 +180,11 @@ def fork_command(
 def rewind_command(
     progress: ProgressArg,
     to: str = typer.Option(
-        ..., "--to", metavar="STEP", help="The step to go back to (id or number)."
+        ...,
+        "--to",
+        metavar="STEP|entry:N",
+        help="The step to go back to (id or number), or entry:N to go back to just before "
+        "entry N, a model reply.",
     ),
     yes: bool = _YES,
     force: bool = _FORCE,

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from promptflow_resume.api import RunOptions, StartRequest, resume_run, start_run
+from promptflow_resume.base.errors import InputError
 from promptflow_resume.progress import load_progress
 from promptflow_resume.sharing import fork, rewind
 from promptflow_resume.sharing.restore import FilesChoice, RestoreNotConfirmedError
@@ -280,3 +281,53 @@ def test_a_crash_between_a_command_and_its_snapshot_is_reconciled_late(repo: Pat
     # And the late snapshot is a real one: rewinding to step 3 restores its files.
     rewind(progress, "3")
     assert (repo / "a.txt").read_text() == "one\ntwo\n" and (repo / "d" / "c.bin").exists()
+
+
+MODEL_WORKFLOW = """\
+---
+description: the model appends to a file twice
+provider: scripted
+commands:
+  append:
+    description: Append a line to x.txt
+    argv: ["sh", "-c", "echo \\"$1\\" >> x.txt", "sh", "{line}"]
+    parameters:
+      line: {type: string}
+---
+Append two lines.
+"""
+
+SCRIPT = """\
+replies:
+  - content: first
+    tool_calls: [{name: append, arguments: {line: one}}]
+  - content: second
+    tool_calls: [{name: append, arguments: {line: two}}]
+  - done
+"""
+
+
+def test_rewind_to_an_entry_restores_the_files_before_that_reply(repo: Path) -> None:
+    (repo / "m.prompt.md").write_text(MODEL_WORKFLOW)
+    (repo / "m.script.yaml").write_text(SCRIPT)
+    progress = repo / ".flow" / "runs" / "m" / "progress.md"
+    options = RunOptions(workspace=repo)
+    request = StartRequest(
+        repo / "m.prompt.md", progress=progress, recording=repo / "m.script.yaml"
+    )
+    outcome = start_run(request, options)
+    assert outcome.exit_code == 0, outcome.run.last_error
+    assert (repo / "x.txt").read_text() == "one\ntwo\n"
+    run, _ = load_progress(progress)
+    second = next(e.id for e in run.transcript if e.role == "assistant" and e.content == "second")
+    result = rewind(progress, f"entry:{second}")
+    assert result.files is not None and (repo / "x.txt").read_text() == "one\n"
+    run, _ = load_progress(progress)
+    assert run.transcript[-1].role == "tool_result" and run.status == "paused"
+    # A tool result is no place to go on from with a model call.
+    with pytest.raises(InputError):
+        rewind(progress, f"entry:{run.transcript[-1].id}")
+    again = resume_run(progress, options)
+    assert again.exit_code == 0, again.run.last_error
+    assert (repo / "x.txt").read_text() == "one\ntwo\n"
+    assert again.run.transcript[-1].content == "done"
