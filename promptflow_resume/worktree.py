@@ -451,11 +451,12 @@ def _run_with_tree(progress_path: Path) -> tuple[Run, WorktreeRef]:
     if run.worktree is None:
         raise GitError(
             f"run {run.run_id} was not started in a worktree; it changed the files of the "
-            "checkout directly.",
+            "checkout directly, and recorded no file snapshots to review them from.",
             path=progress_path,
             field="$.worktree",
-            hint="Only runs started with `flow run --worktree` can be reviewed, merged or "
-            "discarded.",
+            hint="Only runs started with `flow run --worktree` can be merged or discarded; "
+            "runs with file snapshots (in a git repository, without --no-snapshots) can be "
+            "reviewed.",
         )
     return run, run.worktree
 

@@ -182,7 +182,7 @@ def rewind_command(
     to: str = typer.Option(
         ...,
         "--to",
-        metavar="STEP|entry:N",
+        metavar="STEP",
         help="The step to go back to (id or number), or entry:N to go back to just before "
         "entry N, a model reply.",
     ),
