@@ -470,12 +470,15 @@ def _progress_excludes(root: Path, progress: Path | None) -> list[str]:
 
 
 def relative_root(root: Path, progress: Path) -> str:
-    """``root`` as the progress file records it: relative to its folder when that path does
-    not climb above the repository, else absolute."""
+    """``root`` as the progress file records it: relative to its folder when the two share a
+    folder below the file system's root (a checkout and its ``.flow/worktrees/``), else
+    absolute."""
     folder = progress.resolve().parent
     try:
-        folder.relative_to(root)
-    except ValueError:
+        shared = Path(os.path.commonpath([root, folder]))
+    except ValueError:  # different drives
+        return root.as_posix()
+    if shared == Path(shared.anchor):
         return root.as_posix()
     return Path(os.path.relpath(root, folder)).as_posix()
 

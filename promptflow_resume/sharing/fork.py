@@ -218,11 +218,16 @@ def fork(
 
 def _rebase_snapshots(new: Run, run: Run, source: Path, output: Path) -> None:
     """The fork's snapshot records name the same repository from its own folder, and its ref
-    points at the original's latest snapshot (the commits the records name stay alive)."""
+    points at the original's latest snapshot (the commits the records name stay alive). A
+    fork of a worktree run keeps none: its worktree is another folder."""
     if new.snapshots is None or run.snapshots is None:
         return
+    if run.worktree is not None:
+        # The fork works in a worktree of its own: its snapshots begin there, with its base.
+        new.snapshots = None
+        return
     root = root_of(run.snapshots.root, source)
-    new.snapshots.root = relative_root(root, output) if output.parent.exists() else str(root)
+    new.snapshots.root = relative_root(root, output)
     repo = SnapshotRepo.find(root, new.run_id, None)
     tip = repo.tip() if repo is not None else None
     original = SnapshotRepo.find(root, run.run_id, None)
