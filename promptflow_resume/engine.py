@@ -1282,8 +1282,8 @@ class Engine:
         if repo is None:
             if self.run.snapshots is None and len(self.run.attempts) <= 1:
                 self.reporter.notice(
-                    f"{self.options.workspace} is not in a git repository: the files the run "
-                    "changes are not snapshotted (rewind and fork move the conversation only)."
+                    "the workspace is not in a git repository: the files the run changes are "
+                    "not snapshotted (rewind and fork move the conversation only)."
                 )
             return
         try:
