@@ -45,8 +45,6 @@ from .progress.sidecar import stem_of
 
 #: The prefix of every ref a run's snapshots are kept under.
 REF_PREFIX = "refs/flow/"
-#: Git's empty tree: the "before" of a run's first snapshot.
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 #: Variables that would point git at another repository or index than the one asked for.
 _GIT_LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
 #: Snapshot commits carry a fixed identity: they are flow's records, not anyone's work.
@@ -321,7 +319,8 @@ class SnapshotRepo:
 
     def take(self, previous: str | None, message: str) -> Taken:
         """Snapshot the working tree now; ``previous`` is the run's snapshot before (None:
-        this is the first). An unchanged tree makes no commit: ``previous`` is returned."""
+        this is the run's base, whose changes are not listed). An unchanged tree makes no
+        commit: ``previous`` is returned."""
         tree = self.tree_now()
         if previous is not None and self.tree_of(previous) == tree:
             return Taken(previous, tree, Changes())
@@ -334,8 +333,10 @@ class SnapshotRepo:
         _git([*update, tip] if tip else [*update, ""], self.root)
         self._trees[commit] = tree
         self._tip = commit
-        before = self.tree_of(previous) if previous is not None else EMPTY_TREE
-        return Taken(commit, tree, self.diff(before, tree))
+        if previous is None:
+            # A run's base: "what changed" would be every file of the repository.
+            return Taken(commit, tree, Changes())
+        return Taken(commit, tree, self.diff(self.tree_of(previous), tree))
 
     def diff(self, before: str, after: str) -> Changes:
         """What differs between two trees (or commits), renames found."""
