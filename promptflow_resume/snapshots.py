@@ -504,11 +504,13 @@ class RunSnapshots:
     def begin(self) -> list[int]:
         """At an attempt's start: the base snapshot when there is none yet, and the snapshots
         a crash left due, taken now and marked late. Returns the entries snapshotted late."""
+        last = self.run.transcript[-1].id if self.run.transcript else 0
+        # Records of entries removed by hand name ids the next entries will reuse.
+        self.record.calls = [c for c in self.record.calls if c.entry <= last]
         if not self.record.calls:
             taken = self.repo.take(None, f"flow {self.run.run_id}: base")
             # The base stands for the files after the entries recorded so far: 0 for a new
             # run, later for a run resumed by a flow that snapshots for the first time.
-            last = self.run.transcript[-1].id if self.run.transcript else 0
             self.record.calls.append(FileSnapshot(entry=last, commit=taken.commit))
         due = [s for s in self.record.calls if s.commit is None]
         if due:

@@ -331,3 +331,16 @@ def test_rewind_to_an_entry_restores_the_files_before_that_reply(repo: Path) -> 
     assert again.exit_code == 0, again.run.last_error
     assert (repo / "x.txt").read_text() == "one\ntwo\n"
     assert again.run.transcript[-1].content == "done"
+
+
+def test_steps_run_again_on_resume_drop_their_old_snapshot_records(repo: Path) -> None:
+    progress = _run(repo)
+    workflow = repo / "three.prompt.md"
+    workflow.write_text(workflow.read_text().replace("echo two", "echo TWO"))
+    again = flow("resume", str(progress), "--rerun-changed", "--yes", cwd=repo)
+    assert again.returncode == 0, again.stderr
+    run, _ = load_progress(progress)
+    assert run.snapshots is not None
+    entries = [c.entry for c in run.snapshots.calls]
+    assert entries == sorted(set(entries)) and entries[-1] == run.transcript[-1].id
+    assert all(run.entry(c.entry) is not None or c.entry == 0 for c in run.snapshots.calls)
