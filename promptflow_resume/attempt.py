@@ -287,6 +287,7 @@ def engine_options(
         approval_ask=options.permissions.ask,
         consent_stop=options.consent_stop,
         shared_budget=options.shared_budget,
+        snapshots=options.snapshots,
     )
 
 

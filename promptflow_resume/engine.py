@@ -33,6 +33,7 @@ from .base.costledger import CostLedger, Reservation
 from .base.errors import (
     DeadlineError,
     FlowError,
+    GitError,
     ModelUnavailableError,
     NeedsReviewError,
     ProviderError,
@@ -68,12 +69,14 @@ from .progress.model import (
     StepState,
     Usage,
 )
+from .progress.render import entries_phrase
 from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unsealed_calls
 from .progress.sidecar import sidecar_extension
 from .progress.store import read_text
 from .providers.base import Provider, Reply, ReplyUsage, Request
 from .providers.fallback import ModelChoices
 from .providers.givenprices import from_record
+from .snapshots import RunSnapshots, SnapshotRepo
 from .tools import TOOLS, offered_tool_names
 from .tools.approval import CONSENT_WHY, ApprovalPolicy, consent_hold, decider, granted
 from .tools.base import Tool, ToolContext, ToolResult
@@ -300,6 +303,9 @@ class EngineOptions:
     #: A cost budget shared with runs in other processes (a batch's ``--max-cost``): every
     #: model call holds a reservation on it (docs/spec.md 8.3).
     shared_budget: CostLedger | None = None
+    #: Snapshot the working tree after each call that can change files, in a git repository
+    #: (``--no-snapshots``: False; a sub-workflow's run: False, its parent's call has one).
+    snapshots: bool = True
 
 
 class Engine:
@@ -361,6 +367,10 @@ class Engine:
         )
         #: Prices given with ``--price``/``--prices``, as the run recorded them (5.4).
         self._prices = from_record(run.config.prices)
+        #: The run's file snapshots (None: off, or not in a git repository; docs/spec.md 12).
+        self._snaps: RunSnapshots | None = None
+        #: Set when a tool call's tool really ran (its result may have changed files).
+        self._tool_ran = False
 
     def _add_subagent_tool(self) -> None:
         """Offer the subagent tool when the workflow wants it and there is an agent to call:
@@ -403,6 +413,7 @@ class Engine:
                 self._forget_settled_approvals()
                 self._set_status("running", None)
                 self.reporter.run_opened(run, self.store.path, self.options.redactor)
+                self._begin_snapshots()
                 self._ensure_context()
                 self._hooks.begin(initial_prompt=None)
                 for step in self.workflow.steps:
@@ -674,7 +685,9 @@ class Engine:
             tool=WORKFLOW_TOOL,
             meta=EntryMeta(ms=_ms_since(began), kind="workflow"),
         )
+        self._snapshot_due(call)
         self._append([entry])
+        self._snapshot()
         return entry
 
     def _roll_up(self, state: StepState, child: Usage) -> None:
@@ -1207,8 +1220,14 @@ class Engine:
         settle_call(run, call.call_id)
         self._hooks.tool_done(call, run.next_entry_id())
         self._forget_approval(call)
+        snapshot = self._tool_ran and not getattr(tool, "read_only", False)
+        self._tool_ran = False
+        if snapshot:
+            self._snapshot_due(call)
         self._append([entry])
         faults.point("engine.tool_result_recorded")
+        if snapshot:
+            self._snapshot()
         first_line = entry.content.strip().splitlines()[0] if entry.content.strip() else ""
         # Whole (within reason): the display fits it to its width at a word boundary.
         self.reporter.tool_finished(name, entry.is_error, first_line[:1000], call.call_id or "")
@@ -1281,11 +1300,57 @@ class Engine:
         else:
             result = self._run_subagent(step, call, agent, str(arguments["task"]))
         faults.point("engine.tool_ran")
+        self._tool_ran = True
         run.in_flight = [f for f in run.in_flight if f.call_id != call.call_id]
         if step.kind != "command":
             # Without its start record until the result is saved, as before it started.
             seal_calls(run, self._key, [call])
         return result
+
+    def _begin_snapshots(self) -> None:
+        """In a git repository: the run's base snapshot, and those a crash left due (taken
+        now, marked late); outside one, say once that files are not snapshotted."""
+        if not self.options.snapshots:
+            return
+        repo = SnapshotRepo.find(self.options.workspace, self.run.run_id, self.store.path)
+        if repo is None:
+            if self.run.snapshots is None and len(self.run.attempts) <= 1:
+                self.reporter.notice(
+                    "the workspace is not in a git repository: the files the run changes are "
+                    "not snapshotted (rewind and fork move the conversation only)."
+                )
+            return
+        try:
+            snaps = RunSnapshots(repo, self.run, self.store.path)
+            late = snaps.begin()
+        except GitError as error:
+            self.reporter.notice(f"file snapshots are off for this attempt: {error.message}")
+            return
+        self._snaps = snaps
+        if late:
+            self._attempt.notes.append(
+                f"snapshot of {entries_phrase(late)} taken late (the run stopped between the "
+                "call and its snapshot)"
+            )
+        self._save()
+
+    def _snapshot_due(self, call: Entry) -> None:
+        """Mark the snapshot of the result about to be appended as due (same event)."""
+        if self._snaps is not None:
+            self._snaps.due(self.run.next_entry_id(), call.call_id)
+
+    def _snapshot(self) -> None:
+        """Take the due snapshot and record it (one more durable event)."""
+        if self._snaps is None:
+            return
+        faults.point("engine.before_snapshot")
+        try:
+            self._snaps.settle()
+        except GitError as error:
+            self.reporter.notice(f"file snapshots are off for this attempt: {error.message}")
+            self._snaps = None
+            return
+        self._save()
 
     def _child_stopped(self, child: Run, step: Step, where: str) -> NoReturn:
         """A child run (a sub-workflow's or a subagent's) stopped before it completed: its

@@ -721,6 +721,10 @@ def _archive_reset_steps(
             else f"{plan.reset_reason}"
         )
         run.in_flight = [f for f in run.in_flight if f.entry < plan.archive_from]
+        if run.snapshots is not None:
+            # File snapshots of archived calls go with them (their entry ids are reused).
+            cut = plan.archive_from
+            run.snapshots.calls = [c for c in run.snapshots.calls if c.entry < cut]
     for sid in plan.reset:
         run.steps[sid] = StepState()
     for sid in plan.skip:

@@ -160,6 +160,9 @@ class RunOptions:
         listed = [p for each in (workflow, *workflow.parts()) for p in each.approve]
         return ApprovalPolicy.of(list(dict.fromkeys(listed)), self.approve)
 
+    #: Snapshot the working tree after each call that can change files, in a git
+    #: repository (``--no-snapshots`` turns this off; docs/spec.md 12).
+    snapshots: bool = True
     #: A cost budget shared with runs in other processes: a batch's ``--max-cost`` ledger,
     #: on which every model call holds a reservation (docs/spec.md 8.3).
     shared_budget: CostLedger | None = None

@@ -398,6 +398,8 @@ class SubworkflowRunner:
             reporter=_ChildReporter(parent.reporter, child),
             timeout=child.timeout,
             resume_note=None,
+            # Its files are snapshotted by the parent's call that runs it (docs/spec.md 12).
+            snapshots=False,
             consent=self.consent_for(workflow),
             # The child's own MCP tools, never the parent's (its tools: list is its own).
             extra_tools=servers.offer() if servers is not None else (),

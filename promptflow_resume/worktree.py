@@ -414,6 +414,9 @@ class Review:
     stat: str = ""
     diff: str = ""
     commits: int = 0
+    #: True for a run without a worktree, reviewed from its file snapshots (docs/spec.md 12):
+    #: ``tree.branch`` is then the snapshots' ref and ``tree.base`` the base snapshot.
+    from_snapshots: bool = False
 
     @property
     def insertions(self) -> int:
@@ -435,6 +438,7 @@ class Review:
             "state": self.tree.state,
             "commits": self.commits,
             "uncommitted": self.uncommitted,
+            "from_snapshots": self.from_snapshots,
             "files": [f.to_dict() for f in self.files],
             "insertions": self.insertions,
             "deletions": self.deletions,
@@ -447,11 +451,12 @@ def _run_with_tree(progress_path: Path) -> tuple[Run, WorktreeRef]:
     if run.worktree is None:
         raise GitError(
             f"run {run.run_id} was not started in a worktree; it changed the files of the "
-            "checkout directly.",
+            "checkout directly, and recorded no file snapshots to review them from.",
             path=progress_path,
             field="$.worktree",
-            hint="Only runs started with `flow run --worktree` can be reviewed, merged or "
-            "discarded.",
+            hint="Only runs started with `flow run --worktree` can be merged or discarded; "
+            "runs with file snapshots (in a git repository, without --no-snapshots) can be "
+            "reviewed.",
         )
     return run, run.worktree
 
@@ -489,6 +494,9 @@ def review_run(progress_path: str | Path) -> Review:
     Without the worktree folder, the branch is compared with the base.
     """
     path = progress_file(progress_path)
+    run, _ = load_progress(path)
+    if run.worktree is None and run.snapshots is not None:
+        return _review_snapshots(run, path)
     run, tree = _run_with_tree(path)
     _refuse_discarded(tree, path)
     root = repository_root(path.resolve().parent)
@@ -526,6 +534,36 @@ def review_run(progress_path: str | Path) -> Review:
             diff=git(["diff", *target], folder, env=env).stdout,
             commits=commits,
         )
+
+
+def _review_snapshots(run: Run, path: Path) -> Review:
+    """What a run in the checkout itself changed: its base snapshot against its latest."""
+    from .snapshots import root_of
+
+    assert run.snapshots is not None
+    taken = [s for s in run.snapshots.calls if s.commit is not None]
+    root = root_of(run.snapshots.root, path)
+    base, latest = taken[0].commit or "", taken[-1].commit or ""
+    for commit in (base, latest):
+        if git(["cat-file", "-e", f"{commit}^{{commit}}"], root, check=False).returncode != 0:
+            raise GitError(
+                f"the snapshot {commit[:12]} of run {run.run_id} is not in the repository at "
+                f"{root} (removed by `flow clean`, or another clone).",
+                path=path,
+                field="$.snapshots",
+            )
+    target = [base, latest]
+    return Review(
+        run_id=run.run_id,
+        tree=WorktreeRef(path=run.snapshots.root, branch=run.snapshots.ref, base=base),
+        folder=root,
+        uncommitted=False,
+        files=_numstat(git(["diff", "--numstat", *target], root).stdout),
+        stat=git(["diff", "--stat", *target], root).stdout,
+        diff=git(["diff", *target], root).stdout,
+        commits=len({s.commit for s in taken[1:]} - {base}),
+        from_snapshots=True,
+    )
 
 
 @dataclass

@@ -36,6 +36,10 @@ EXIT_TOOL_SERVER = 13
 EXIT_GIT = 14
 EXIT_AWAITING_APPROVAL = 15
 EXIT_SUSPENDED = 16
+#: A rewind or fork would overwrite files changed since the run last touched them (spec 12).
+EXIT_FILES_CHANGED = 18
+#: A file snapshot the progress file names is not in the repository (spec 12).
+EXIT_SNAPSHOT_MISSING = 19
 EXIT_TELEMETRY = 20
 EXIT_SERVE = 21
 EXIT_INTERRUPTED = 130

@@ -43,6 +43,7 @@ from .options import (
     NoHooksOpt,
     NoInstructionsOpt,
     NoSkillsOpt,
+    NoSnapshotsOpt,
     OnConsentOpt,
     OtelOpt,
     PriceOpt,
@@ -283,6 +284,7 @@ class _SharedFlags:
     mcp_config: Path | None
     agents: list[Path]
     otel: bool
+    no_snapshots: bool
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> _SharedFlags:
@@ -330,6 +332,7 @@ class _SharedFlags:
             skill_dirs=tuple(self.skills),
             hooks=not self.no_hooks,
             hook_files=tuple(self.hooks),
+            snapshots=not self.no_snapshots,
             permissions=permissions,
             mcp_config=self.mcp_config,
             mcp_ask=_ask_mcp_input if interactive else None,
@@ -383,6 +386,7 @@ def run_command(
     no_skills: NoSkillsOpt = False,
     hooks: HooksOpt = [],  # noqa: B006 - typer copies list defaults
     no_hooks: NoHooksOpt = False,
+    no_snapshots: NoSnapshotsOpt = False,
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     accept_permissions: AcceptPermissionsOpt = False,
@@ -644,6 +648,7 @@ def resume_command(
     no_skills: NoSkillsOpt = False,
     hooks: HooksOpt = [],  # noqa: B006 - typer copies list defaults
     no_hooks: NoHooksOpt = False,
+    no_snapshots: NoSnapshotsOpt = False,
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
     accept_permissions: AcceptPermissionsOpt = False,

@@ -2,14 +2,66 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ..base.wording import count
 from .app import app, err, out, print_json
 from .options import ProgressArg, SummaryJson
+
+if TYPE_CHECKING:
+    from ..sharing.restore import FilesChoice, FilesRestored
+    from ..snapshots import RestorePlan
+
+_YES = typer.Option(
+    False, "--yes", "-y", help="Restore the files without asking (needed without a terminal)."
+)
+_FORCE = typer.Option(
+    False,
+    "--force",
+    help="Also overwrite or delete files changed since the run last touched them.",
+)
+_NO_FILES = typer.Option(
+    False, "--no-files", help="Move the conversation only; leave the files as they are."
+)
+
+
+def _files_choice(yes: bool, force: bool, no_files: bool, as_json: bool) -> FilesChoice:
+    """What rewind and fork do with the files: ask on a terminal unless ``--yes``; without
+    one (or with ``--json``), go on only with ``--yes``."""
+    from ..sharing.restore import FilesChoice
+
+    def confirm(plan: RestorePlan, root: Path) -> bool:
+        if yes:
+            return True
+        if as_json or sys.stdin is None or not sys.stdin.isatty():
+            return False
+        _show_plan(plan, root)
+        return bool(typer.confirm("Restore these files?", default=False, err=True))
+
+    return FilesChoice(restore=not no_files, force=force, confirm=confirm)
+
+
+def _show_plan(plan: RestorePlan, root: Path) -> None:
+    err(f"files of {root} to restore to snapshot {plan.target[:12]}:")
+    changed = "  (changed since the run last touched it)"
+    for path in plan.write:
+        err(f"  write   {path}{changed if path in plan.conflicts else ''}")
+    for path in plan.delete:
+        err(f"  delete  {path}{changed if path in plan.conflicts else ''}")
+    for path in plan.kept:
+        err(f"  keep    {path}  (not the run's)")
+
+
+def _say_files(files: FilesRestored | None) -> None:
+    if files is None:
+        return
+    commit = (files.snapshot.commit or "")[:12]
+    at = f"snapshot {commit} (entry {files.snapshot.entry})"
+    out(f"files: {files.summary()} — {files.root} as at {at}")
 
 
 def _size(n: int) -> str:
@@ -91,6 +143,9 @@ def fork_command(
         help="Where to write the new run: a .md file, or a folder (created when missing); "
         "default: beside the original.",
     ),
+    yes: bool = _YES,
+    force: bool = _FORCE,
+    no_files: bool = _NO_FILES,
     as_json: SummaryJson = False,
 ) -> int:
     """Start a new run from the checkpoint at the start of a step; the original is unchanged.
@@ -102,7 +157,7 @@ def fork_command(
     """
     from ..sharing import fork
 
-    result = fork(progress, at, output)
+    result = fork(progress, at, output, files=_files_choice(yes, force, no_files, as_json))
     if as_json:
         print_json(result.to_dict())
         return 0
@@ -125,18 +180,28 @@ def fork_command(
 def rewind_command(
     progress: ProgressArg,
     to: str = typer.Option(
-        ..., "--to", metavar="STEP", help="The step to go back to (id or number)."
+        ...,
+        "--to",
+        metavar="STEP",
+        help="The step to go back to (id or number), or entry:N to go back to just before "
+        "entry N, a model reply.",
     ),
+    yes: bool = _YES,
+    force: bool = _FORCE,
+    no_files: bool = _NO_FILES,
     as_json: SummaryJson = False,
 ) -> int:
     """Move a run back to the start of a step, in place, keeping a backup of the file.
 
     That step and every later one become pending; their transcript entries are archived in the
     run's sidecar folder and the attempt history notes where. Refused while the run is live.
+    A run with file snapshots (in a git repository) gets its files back as they were at the
+    start of that step: the plan is shown and confirmed first (--yes without a terminal); a
+    file changed since the run last touched it is refused unless --force.
     """
     from ..sharing import rewind
 
-    result = rewind(progress, to)
+    result = rewind(progress, to, files=_files_choice(yes, force, no_files, as_json))
     if as_json:
         print_json(result.to_dict())
         return 0
@@ -150,6 +215,7 @@ def rewind_command(
         out(f"archived: entries {span} → {result.archive}")
     if result.reset:
         out(f"pending again: {', '.join(result.reset)}")
+    _say_files(result.files)
     out(f"backup: {result.backup}")
     out(f"Continue with: flow resume {result.path}")
     return 0

@@ -20,6 +20,7 @@ def review_command(
     """What a run in a worktree changed against its base commit: a stat and the diff.
 
     Changes not committed to the run's branch yet (a step that was stopped) are included.
+    A run without a worktree is reviewed from its file snapshots (base to latest).
     Nothing is changed. Exit code 14 for a git problem (docs/spec.md §9).
     """
     from ..worktree import review_run
@@ -30,10 +31,17 @@ def review_command(
         return 0
     tree = review.tree
     pending = ", uncommitted changes included" if review.uncommitted else ""
-    out(
-        f"run {review.run_id}: branch {tree.branch} against base {tree.base[:12]} "
-        f"({count(review.commits, 'commit')}{pending}; worktree {tree.path}, {tree.state})"
-    )
+    if review.from_snapshots:
+        out(
+            f"run {review.run_id}: its file snapshots, base {tree.base[:12]} to the latest "
+            f"({count(review.commits, 'snapshot')} with changes; {tree.branch}; files in "
+            f"{review.folder})"
+        )
+    else:
+        out(
+            f"run {review.run_id}: branch {tree.branch} against base {tree.base[:12]} "
+            f"({count(review.commits, 'commit')}{pending}; worktree {tree.path}, {tree.state})"
+        )
     if not review.files:
         out("no changes")
         return 0

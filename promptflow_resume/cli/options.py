@@ -237,6 +237,14 @@ NoHooksOpt = Annotated[
         help="Do not run the workspace's hooks (.github/hooks/); --hooks files still run.",
     ),
 ]
+NoSnapshotsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-snapshots",
+        help="Do not snapshot the working tree after each tool call that can change files "
+        "(in a git repository; rewind and fork then move the conversation only).",
+    ),
+]
 AllowCommandsOpt = Annotated[
     list[str],
     typer.Option(

@@ -27,6 +27,7 @@ from .model import (
     Attempt,
     Cursor,
     ErrorInfo,
+    FileSnapshot,
     HandoffChain,
     HandoffPart,
     HookEvent,
@@ -39,6 +40,7 @@ from .model import (
     RunConfig,
     RunStatus,
     Seal,
+    Snapshots,
     StepState,
     StepStatus,
     TraceRef,
@@ -72,6 +74,7 @@ KEY_ORDER: tuple[str, ...] = (
     "trace",
     "parent",
     "worktree",
+    "snapshots",
     "seal",
     "approvals",
     "transcript",
@@ -326,6 +329,8 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
                 "state": run.worktree.state,
             }
         )
+    if run.snapshots is not None:
+        out["snapshots"] = _snapshots(run.snapshots)
     if run.seal is not None:
         seal: dict[str, Any] = {"by": run.seal.by, "run": run.seal.run}
         _put(seal, "calls", dict(run.seal.calls))
@@ -333,6 +338,55 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
     _put(out, "approvals", [_approval(a) for a in run.approvals])
     out["transcript"] = {"entries": entries, "digest": digest}
     return out
+
+
+def _snapshot(snap: FileSnapshot) -> dict[str, Any]:
+    out: dict[str, Any] = OneLine({"entry": snap.entry})
+    _put(out, "call", snap.call_id)
+    out["commit"] = snap.commit
+    _put(out, "added", OneLineList(snap.added))
+    _put(out, "modified", OneLineList(snap.modified))
+    _put(out, "deleted", OneLineList(snap.deleted))
+    _put(out, "renamed", OneLineList(OneLineList(pair) for pair in snap.renamed))
+    if snap.more:
+        out["more"] = snap.more
+    if snap.stat:
+        out["stat"] = snap.stat
+    if snap.late:
+        out["late"] = True
+    return out
+
+
+def _snapshots(snaps: Snapshots) -> dict[str, Any]:
+    return {
+        "root": snaps.root,
+        "ref": snaps.ref,
+        "calls": [_snapshot(s) for s in snaps.calls],
+    }
+
+
+def _snapshots_from(data: Any) -> Snapshots | None:
+    if not isinstance(data, dict):
+        return None
+    return Snapshots(
+        root=data["root"],
+        ref=data["ref"],
+        calls=[
+            FileSnapshot(
+                entry=c["entry"],
+                commit=c.get("commit"),
+                call_id=c.get("call"),
+                added=list(c.get("added") or []),
+                modified=list(c.get("modified") or []),
+                deleted=list(c.get("deleted") or []),
+                renamed=[list(pair) for pair in c.get("renamed") or []],
+                more=c.get("more", 0),
+                stat=c.get("stat", ""),
+                late=c.get("late", False),
+            )
+            for c in data.get("calls") or []
+        ],
+    )
 
 
 def to_front_matter(run: Run) -> dict[str, Any]:
@@ -461,6 +515,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
             if isinstance(data.get("trace"), dict)
             else None
         ),
+        snapshots=_snapshots_from(data.get("snapshots")),
         seal=_seal_from(data.get("seal")),
         approvals=_approvals_from(data.get("approvals")),
     )

@@ -3,7 +3,7 @@
 ``<progress>.journal`` holds the events written since the last fold of ``progress.md``. Its
 first line is a header; each following line is one event::
 
-    {"flow_journal": 2, "run_id": "r1", "flow_progress": 6}
+    {"flow_journal": 2, "run_id": "r1", "flow_progress": 7}
     {"seq": 8, "set": [[["updated"], "2026-..."], [["usage"], {...}]], "entries": [{...}]}
     {"seq": 9, "set": [[["steps", "s1", "turns"], 4]], "del": [["reason"]], "entries": []}
 

@@ -4,7 +4,7 @@ A file is parsed with the upgrades registered from its version up to ``FORMAT_VE
 next write saves it in the current format. Version 2 changed how the file is written (message
 content as Markdown, one-line records in the front matter) and one default; version 3 added
 keys; version 4 made two kinds of attempt note fields (``edits``, ``mcp_tools``); version 5
-added the model list and what each attempt did with it::
+added the model list and what each attempt did with it; version 7 the file snapshots::
 
     data, body = MIGRATIONS[1](data, body)     # a version 1 front matter and body
 """
@@ -116,11 +116,13 @@ def v5_to_v6(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
 
 
 def v6_to_v7(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
-    """Version 6 to 7: version 7 adds the key ``trace`` (the run's trace id, docs/spec.md 13)
-    and the entry marker fields ``at``, ``ms``, ``model``, ``answered_by``, ``tokens``,
-    ``cost``, ``finish``, ``retries``, ``kind`` and ``server`` (2.3). A version 6 file has none:
-    its trace id is derived from its run id when it is exported, its spans timed by its
-    steps."""
+    """Version 6 to 7: version 7 adds the keys ``trace`` (the run's trace id, docs/spec.md 13)
+    and ``snapshots`` (the working tree after each call that can change files, 12), and the
+    entry marker fields ``at``, ``ms``, ``model``, ``answered_by``, ``tokens``, ``cost``,
+    ``finish``, ``retries``, ``kind`` and ``server`` (2.3). A version 6 file has none of them:
+    its trace id is derived from its run id when it is exported, its spans are timed by its
+    steps, and it reads as a run that recorded no file snapshots (rewind and fork then move the
+    conversation only)."""
     return {**data, "flow_progress": 7}, body
 
 

@@ -29,6 +29,7 @@ from ..base.safeopen import open_regular
 from ..progress import journal_path, load_progress, lock_path, owner_path
 from ..progress.frontmatter import normalize_yaml_values
 from ..progress.model import RUN_STATUSES
+from ..snapshots import SnapshotRepo, root_of
 from .files import sidecar_folder
 
 #: Where ``flow clean`` looks when no folder is given (relative to the working directory).
@@ -56,6 +57,10 @@ class CleanItem:
     worktree: dict[str, Any] | None = None
     #: Why the worktree or branch could not be removed (the run's files went all the same).
     worktree_problem: str | None = None
+    #: The ref of the run's file snapshots (docs/spec.md 12), removed with it (and the
+    #: repository's folder it is in).
+    snapshots_ref: str | None = None
+    snapshots_root: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form."""
@@ -70,6 +75,7 @@ class CleanItem:
             "worktree": self.worktree.get("path") if self.worktree else None,
             "branch": self.worktree.get("branch") if self.worktree else None,
             "worktree_problem": self.worktree_problem,
+            "snapshots_ref": self.snapshots_ref,
         }
 
 
@@ -145,7 +151,9 @@ def _summary(path: Path) -> dict[str, Any]:
     if journal_path(path).exists():
         run, _ = load_progress(path)
         tree = run.worktree
+        snaps = run.snapshots
         return {
+            "snapshots": None if snaps is None else {"root": snaps.root, "ref": snaps.ref},
             "run_id": run.run_id,
             "status": run.status,
             "updated": run.updated,
@@ -249,8 +257,13 @@ def plan_clean(
             report.skipped.append((path, "in use by a live flow process"))
             continue
         targets = run_files(path, str(info["run_id"]), root)
+        found = info.get("snapshots")
+        snaps: dict[str, Any] = found if isinstance(found, dict) else {}
+        has_snaps = isinstance(snaps.get("ref"), str) and isinstance(snaps.get("root"), str)
         report.items.append(
             CleanItem(
+                snapshots_ref=snaps["ref"] if has_snaps else None,
+                snapshots_root=root_of(str(snaps["root"]), path) if has_snaps else None,
                 path=path,
                 run_id=str(info["run_id"]),
                 status=str(info["status"]),
@@ -282,6 +295,8 @@ def _delete(item: CleanItem) -> bool:
 
             # Before the run's files go: the repository is found from the progress file.
             item.worktree_problem = remove_for_clean(item.worktree, item.path)
+        if item.snapshots_root is not None:
+            _remove_snapshots(item)
         for target in item.targets:
             if target == lock_file:
                 continue  # last, after the lock is released
@@ -295,6 +310,14 @@ def _delete(item: CleanItem) -> bool:
     if lock_file in item.targets and lock_file.exists():
         lock_file.unlink()
     return True
+
+
+def _remove_snapshots(item: CleanItem) -> None:
+    """The run's snapshot ref and private index (its commits go at git's next gc)."""
+    assert item.snapshots_root is not None
+    repo = SnapshotRepo.find(item.snapshots_root, item.run_id, None)
+    if repo is not None and repo.ref == item.snapshots_ref:
+        repo.remove()
 
 
 def clean_runs(

@@ -11,6 +11,11 @@ calls' runs into ``<stem>.steps/<step-id>/agents/<call-id>/progress.md`` (4.14),
 new run id and its ``parent`` naming the fork; the steps the fork runs again lose their link
 and get a new child when they run. A run in a git worktree gets a worktree of its own
 (``forktree``).
+
+Files (docs/spec.md 12): a run with snapshots that works in the checkout itself gets its files
+put back as they were at the start of that step (``restore.py``: checked, then confirmed,
+before the fork is written); the fork keeps the snapshot records of the entries it keeps, and
+its own ref points at the original's snapshots so they outlive the original's ``flow clean``.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from ..progress.location import progress_file
 from ..progress.model import Cursor, Run, StepState, TraceRef
 from ..progress.render import entries_phrase
 from ..progress.sidecar import stem_of, write_sidecar
+from ..snapshots import SnapshotRepo, relative_root, root_of, snapshot_ref
 from .common import (
     first_entry_of,
     output_file,
@@ -47,6 +53,7 @@ from .common import (
 )
 from .files import archive_files, read_archive, read_sidecar, sidecar_folder
 from .forktree import fork_worktree
+from .restore import FilesChoice, FilesRestored, apply_files, plan_files
 
 
 @dataclass
@@ -69,12 +76,15 @@ class ForkResult:
     #: The fork's own worktree and branch, for a run in a git worktree (else None).
     worktree: str | None = None
     branch: str | None = None
+    #: The files put back (None: no snapshots, a worktree run, or ``--no-files``).
+    files: FilesRestored | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form (``flow fork --json``)."""
         data = asdict(self)
         data["source"] = str(self.source)
         data["output"] = str(self.output)
+        data["files"] = self.files.to_dict() if self.files is not None else None
         return data
 
 
@@ -105,6 +115,10 @@ def forked_run(run: Run, step: str, *, run_id: str, parent_path: str) -> Run:
     fork.created = fork.updated = now
     if cut is not None:
         fork.in_flight = [f for f in fork.in_flight if f.entry < cut]
+    if fork.snapshots is not None:
+        fork.snapshots.ref = snapshot_ref(run_id)
+        if cut is not None:
+            fork.snapshots.calls = [s for s in fork.snapshots.calls if s.entry < cut]
     for sid in later:
         fork.steps[sid] = StepState()
     fork.cursor = Cursor(step=step, index=index + 1, total=len(order))
@@ -118,8 +132,16 @@ def forked_run(run: Run, step: str, *, run_id: str, parent_path: str) -> Run:
     return fork
 
 
-def fork(path: str | Path, at_step: str, out: str | Path | None = None) -> ForkResult:
-    """Start a new run from the checkpoint at the start of ``at_step`` of the run at ``path``."""
+def fork(
+    path: str | Path,
+    at_step: str,
+    out: str | Path | None = None,
+    files: FilesChoice | None = None,
+) -> ForkResult:
+    """Start a new run from the checkpoint at the start of ``at_step`` of the run at ``path``;
+    ``files`` says what to do with the files (default: restore them without asking, refusing
+    files changed by others)."""
+    choice = files if files is not None else FilesChoice()
     source = progress_file(path)
     run, report = load_progress(source)
     step, index = resolve_step(run, at_step, path=source, option="--at")
@@ -164,6 +186,11 @@ def fork(path: str | Path, at_step: str, out: str | Path | None = None) -> ForkR
             "in the original; the fork starts from the edited text."
         )
     kept = step_order(run)[:index]
+    cut = first_entry_of(run, step_order(run)[index:])
+    planned = plan_files(run, source, cut, choice) if run.worktree is None else None
+    if planned is not None:
+        result.files = apply_files(planned, choice)
+    _rebase_snapshots(new, run, source, output)
     made = fork_worktree(run, source, output, run_id=run_id, kept=kept, step=step)
     new.worktree = None if made is None else made[0]
     if made is not None:
@@ -190,6 +217,26 @@ def fork(path: str | Path, at_step: str, out: str | Path | None = None) -> ForkR
                 remove_worktree(made[0], repository_root(source.resolve().parent))
         raise
     return result
+
+
+def _rebase_snapshots(new: Run, run: Run, source: Path, output: Path) -> None:
+    """The fork's snapshot records name the same repository from its own folder, and its ref
+    points at the original's latest snapshot (the commits the records name stay alive). A
+    fork of a worktree run keeps none: its worktree is another folder."""
+    if new.snapshots is None or run.snapshots is None:
+        return
+    if run.worktree is not None:
+        # The fork works in a worktree of its own: its snapshots begin there, with its base.
+        new.snapshots = None
+        return
+    root = root_of(run.snapshots.root, source)
+    new.snapshots.root = relative_root(root, output)
+    repo = SnapshotRepo.find(root, new.run_id, None)
+    tip = repo.tip() if repo is not None else None
+    original = SnapshotRepo.find(root, run.run_id, None)
+    latest = original.tip() if original is not None else None
+    if repo is not None and latest is not None and tip is None:
+        repo.adopt(latest)
 
 
 def _copy_children(

@@ -9,7 +9,14 @@ Under the run's lock (a live run is refused with ``RunLockedError``):
    ``flow resume`` uses when it re-runs steps (``reconcile.apply_plan``), where ``N`` is the
    attempt that will continue the run;
 3. that step and every later one become pending, the cursor points at the step, the status
-   becomes ``paused``, and a note in the attempt history says what moved where.
+   becomes ``paused``, and a note in the attempt history says what moved where;
+4. a run with file snapshots (docs/spec.md 12) gets its files back as they were at the start
+   of that step (``restore.py``): checked and confirmed before anything is written, the files
+   first, then the progress file. The snapshot records of the dropped entries go with them.
+
+``--to entry:N`` goes back to just before entry N, a model reply, instead: the entries from N on
+are archived, N's step becomes ``running`` (it goes on mid-step, as after a crash there) and
+every later step pending; the files go back to the last snapshot before N.
 """
 
 from __future__ import annotations
@@ -21,9 +28,10 @@ from typing import Any
 
 from ..base.clock import now_iso
 from ..base.durable import replace_file
+from ..base.errors import InputError
 from ..progress import ProgressStore
 from ..progress.location import progress_file
-from ..progress.model import Attempt, Cursor, EditNote, StepState
+from ..progress.model import Attempt, Cursor, EditNote, Run, StepState
 from ..progress.render import entries_phrase
 from ..progress.store import read_bytes
 from .common import (
@@ -34,6 +42,7 @@ from .common import (
     stamp,
     step_order,
 )
+from .restore import FilesChoice, FilesRestored, apply_files, plan_files
 
 
 @dataclass
@@ -50,6 +59,8 @@ class RewindResult:
     #: Steps set back to pending.
     reset: list[str] = field(default_factory=list)
     note: str | None = None
+    #: The files put back (None: the run has no snapshots, or ``--no-files``).
+    files: FilesRestored | None = None
 
     @property
     def changed(self) -> bool:
@@ -62,6 +73,7 @@ class RewindResult:
         data["path"] = str(self.path)
         data["backup"] = str(self.backup) if self.backup else None
         data["changed"] = self.changed
+        data["files"] = self.files.to_dict() if self.files is not None else None
         return data
 
 
@@ -75,27 +87,41 @@ def backup_path(path: Path, when: str | None = None) -> Path:
     return candidate
 
 
-def rewind(path: str | Path, to_step: str) -> RewindResult:
-    """Rewind the run at ``path`` to the start of ``to_step``, in place (see the module doc)."""
+def rewind(path: str | Path, to_step: str, files: FilesChoice | None = None) -> RewindResult:
+    """Rewind the run at ``path`` to the start of ``to_step`` (a step, or ``entry:N``), in
+    place (see the module doc);
+    ``files`` says what to do with the files the run changed since (default: restore them,
+    refusing files changed by others, without asking)."""
+    choice = files if files is not None else FilesChoice()
     progress = progress_file(path)
     store, run, report = ProgressStore.open(progress)
     try:
-        step, index = resolve_step(run, to_step, path=progress, option="--to")
+        point = _entry_point(run, to_step, progress)
+        if point is None:
+            step, index = resolve_step(run, to_step, path=progress, option="--to")
+        else:
+            step, index = point
         require_checkpoint_at(run, index, path=progress, option="--to")
         order = step_order(run)
-        later = order[index:]
-        cut = first_entry_of(run, later)
+        later = order[index:] if point is None else order[index + 1 :]
+        cut = first_entry_of(run, later) if point is None else int(to_step[len(ENTRY) :])
         moved = run.transcript[cut - 1 :] if cut is not None else []
         reset = [sid for sid in later if run.steps.get(sid, StepState()) != StepState()]
+        if point is not None:
+            reset.insert(0, step)
         result = RewindResult(path=progress, step=step, backup=None)
+        planned = plan_files(run, progress, cut, choice) if moved else None
         if not moved and not reset and run.cursor.step == step:
             return result  # already at the start of that step: nothing to move, no backup
+        if planned is not None:
+            # The files first: a refusal or a failure leaves the progress file as it was.
+            result.files = apply_files(planned, choice)
 
         backup = backup_path(progress)
         replace_file(backup, read_bytes(progress))
         result.backup = backup
         attempt_n = len(run.attempts) + 1
-        parts = [f"{now_iso()}: flow rewind --to {step}"]
+        parts = [f"{now_iso()}: flow rewind --to {step if point is None else to_step}"]
         if moved:
             payload = json.dumps([asdict(e) for e in moved], ensure_ascii=False, indent=1)
             rel, _ = store.write_sidecar(
@@ -106,11 +132,21 @@ def rewind(path: str | Path, to_step: str) -> RewindResult:
             parts.append(f"entries {id_range(moved)} archived to {rel}")
             del run.transcript[moved[0].id - 1 :]
             run.in_flight = [f for f in run.in_flight if f.entry < moved[0].id]
+            run.approvals = [a for a in run.approvals if a.entry < moved[0].id]
+            if run.snapshots is not None:
+                run.snapshots.calls = [s for s in run.snapshots.calls if s.entry < moved[0].id]
+        if result.files is not None:
+            commit = result.files.snapshot.commit or ""
+            parts.append(f"files restored to snapshot {commit[:12]} ({result.files.summary()})")
         result.reset = reset
         if reset:
             parts.append("steps set back to pending: " + ", ".join(reset))
         for sid in later:
             run.steps[sid] = StepState()
+        if point is not None:
+            # Mid-step, as after a crash there: the step goes on from its last kept entry.
+            state = run.steps.setdefault(step, StepState())
+            state.status, state.output_entry, state.finished = "running", None, None
         kept_edits = [i for i in report.edited_entries if cut is None or i < cut]
         if kept_edits:
             parts.append(f"{entries_phrase(kept_edits)} edited by hand")
@@ -120,7 +156,8 @@ def rewind(path: str | Path, to_step: str) -> RewindResult:
 
         run.cursor = Cursor(step=step, index=index + 1, total=len(order))
         run.status = "paused"
-        run.reason = f"rewound to step {step} by flow rewind; resume to continue"
+        where = f"step {step}" if point is None else f"entry {cut} of step {step}"
+        run.reason = f"rewound to {where} by flow rewind; resume to continue"
         run.last_error = None
         run.updated = now_iso()
         if not run.attempts:
@@ -136,6 +173,40 @@ def rewind(path: str | Path, to_step: str) -> RewindResult:
         store.close()
 
 
+#: ``--to entry:N``: rewind to just before entry N, a model reply, instead of a step's start.
+ENTRY = "entry:"
+
+
+def _entry_point(run: Run, ref: str, path: Path) -> tuple[str, int] | None:
+    """``entry:N`` as (step, step index): N must be a model reply (an ``assistant`` entry of a
+    step) with every tool call before it answered, so the run goes on with a model call; None
+    when ``ref`` names a step."""
+    if not ref.startswith(ENTRY):
+        return None
+    text = ref[len(ENTRY) :]
+    entry = run.entry(int(text)) if text.isdigit() else None
+    if entry is None or entry.role != "assistant" or entry.step is None:
+        what = f"no entry {text}" if entry is None else f"entry {text} is a {entry.role} entry"
+        raise InputError(
+            f"--to {ref}: {what}; entry:N names a model reply (an assistant entry of a "
+            "step), to go back to just before the model wrote it.",
+            path=path,
+            hint="Run `flow show` to see the entries, or name a step to go back to its start.",
+        )
+    before = run.transcript[: entry.id - 1]
+    answered = {e.call_id for e in before if e.role == "tool_result"}
+    waiting = [e.id for e in before if e.role == "tool_call" and e.call_id not in answered]
+    if waiting:
+        raise InputError(
+            f"--to {ref}: the tool call in entry {waiting[-1]} before it has no result, so the "
+            "run cannot go on from there with a model call.",
+            path=path,
+            hint="Name a later model reply, or a step.",
+        )
+    return entry.step, step_order(run).index(entry.step)
+
+
 def rewind_run(path: str | Path, to_step: str) -> Path | None:
-    """Rewind a run in place; returns the backup of the previous file (None: no change)."""
+    """Rewind a run in place, its files too; returns the backup of the previous file (None:
+    no change)."""
     return rewind(path, to_step).backup

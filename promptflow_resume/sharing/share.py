@@ -307,6 +307,9 @@ def _share_file(
     # A seal proves work done on this machine; elsewhere it cannot be checked, so the copy
     # carries none and whoever resumes it checks its pending calls (docs/spec.md 10.1).
     run.seal = None
+    # File snapshots are objects of this repository, under a ref the copy does not carry
+    # (docs/spec.md 12): elsewhere they name nothing.
+    run.snapshots = None
     src_dir, out_dir = source.parent, output.parent
     result = ShareResult(
         source=source,

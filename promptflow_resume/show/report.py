@@ -53,6 +53,8 @@ def run_json(path: Path) -> dict[str, Any]:
         "steps": [asdict(row) for row in timeline(run)],
         # The handoff chain, part by part (docs/spec.md 4.13); null for a run without one.
         "handoffs": chain_view(run),
+        # The file snapshots, one per call that can change files (docs/spec.md 12).
+        "snapshots": asdict(run.snapshots) if run.snapshots is not None else None,
     }
 
 

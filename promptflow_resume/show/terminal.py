@@ -16,7 +16,7 @@ from rich.text import Text
 
 from ..base.printing import visible
 from ..handoffs import chain_line, chain_view
-from ..progress.model import Entry, Run, attempt_models_text
+from ..progress.model import Entry, FileSnapshot, Run, attempt_models_text
 from ..progress.render import ROLE_LABELS, one_line
 from ..progress.state import RunState
 from .excerpt import excerpt, left_out_note
@@ -125,11 +125,35 @@ def _collapsed(content: str, lines: int, *, diff: bool = False) -> RenderableTyp
     return text
 
 
+def files_line(snap: FileSnapshot) -> str:
+    """What one call did to the files, for people: ``files: +new.txt ~a.txt -old.txt
+    a.txt→b.txt (+3 -1) · snapshot 1a2b3c4d5e6f``."""
+    if snap.commit is None:
+        return "files: snapshot due (taken when the run resumes)"
+    names = [
+        *(f"+{p}" for p in snap.added),
+        *(f"~{p}" for p in snap.modified),
+        *(f"-{p}" for p in snap.deleted),
+        *(f"{a}→{b}" for a, b in snap.renamed),
+    ]
+    if snap.more:
+        names.append(f"and {snap.more} more")
+    listed = " ".join(names) if names else "none changed"
+    stat = f" ({snap.stat})" if snap.stat else ""
+    late = " (taken late, on resume)" if snap.late else ""
+    return f"files: {listed}{stat} · snapshot {snap.commit[:12]}{late}"
+
+
 def entry_view(
-    entry: Entry, *, result_lines: int = 5, source: str = "the progress file"
+    entry: Entry,
+    *,
+    result_lines: int = 5,
+    source: str = "the progress file",
+    snapshot: FileSnapshot | None = None,
 ) -> RenderableType:
     """One transcript entry: a rule naming it, then its content (its first ``ENTRY_LIMIT``
-    characters and a line saying what was left out; ``source`` names the file)."""
+    characters and a line saying what was left out; ``source`` names the file); a tool
+    result with a file ``snapshot`` adds the files its call changed."""
     label = f"{entry.id} · {ROLE_LABELS.get(entry.role, entry.role)}"
     if entry.step:
         label += f" · {one_line(entry.step, 60)}"
@@ -150,6 +174,8 @@ def entry_view(
         diff = not entry.is_error and _DIFF_FENCE.search(entry.content) is not None
         shown = max(result_lines, DIFF_LINES) if diff else result_lines
         body = Group(head, _collapsed(entry.content, shown, diff=diff))
+        if snapshot is not None:
+            body = Group(body, Text(safe(one_line(files_line(snapshot), 2000)), style="cyan"))
     elif entry.content:
         part = excerpt(entry.content)
         body = Markdown(safe(part.text))
@@ -198,7 +224,11 @@ def terminal_view(
     if run.steps:
         parts += [timeline_table(run), Text()]
     parts.append(Rule(Text("Conversation", style="bold")))
-    parts += [entry_view(e, result_lines=result_lines, source=source) for e in run.transcript]
+    snaps = {s.entry: s for s in run.snapshots.calls} if run.snapshots is not None else {}
+    parts += [
+        entry_view(e, result_lines=result_lines, source=source, snapshot=snaps.get(e.id))
+        for e in run.transcript
+    ]
     if run.last_error is not None:
         e = run.last_error
         message = f"last error: {one_line(e.type, 80)}: {one_line(e.message, 300)}"

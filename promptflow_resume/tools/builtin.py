@@ -216,6 +216,9 @@ class ReadFile(BuiltinTool):
     and the ``offset`` to read on from. Binary files are described (size, kind), not shown.
     """
 
+    #: Changes no file: no snapshot after its calls (docs/spec.md 12).
+    read_only = True
+
     reads_skills = True
     spec = ToolSpec(
         name="read_file",
@@ -419,6 +422,9 @@ class ListFiles(BuiltinTool):
     ``SKIPPED_DIRS`` (``.git``, ``node_modules`` …) and does not follow links to folders.
     """
 
+    #: Changes no file: no snapshot after its calls (docs/spec.md 12).
+    read_only = True
+
     reads_skills = True
     spec = ToolSpec(
         name="list_files",
@@ -524,6 +530,9 @@ class SearchFiles(BuiltinTool):
     literal text (and the result says so). Each match is one line ``path:line: text``. Binary
     files, files above ``MAX_SEARCH_FILE_BYTES`` and ``SKIPPED_DIRS`` are skipped.
     """
+
+    #: Changes no file: no snapshot after its calls (docs/spec.md 12).
+    read_only = True
 
     reads_skills = True
     spec = ToolSpec(

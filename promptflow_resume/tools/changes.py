@@ -41,6 +41,8 @@ class GetChangedFiles(Standalone):
     """``get_changed_files {}``: git status and diff of the workspace."""
 
     idempotent = True
+    #: Changes no file: no snapshot after its calls (docs/spec.md 12).
+    read_only = True
     spec = ToolSpec(
         name="get_changed_files",
         description=(

@@ -81,6 +81,8 @@ class CodebaseSearch(Standalone):
     """``codebase_search {query, path?}``: files ranked for a natural-language query."""
 
     idempotent = True
+    #: Changes no file: no snapshot after its calls (docs/spec.md 12).
+    read_only = True
     spec = ToolSpec(
         name="codebase_search",
         description=(

@@ -81,6 +81,8 @@ class FetchWebpage(Standalone):
     """``fetch_webpage {url}``: a web page as text, from an allowed host."""
 
     idempotent = True
+    #: Changes no file: no snapshot after its calls (docs/spec.md 12).
+    read_only = True
     spec = ToolSpec(
         name="fetch_webpage",
         description=(

@@ -523,6 +523,8 @@ class McpTool:
         self.servers = servers
         self.info = info
         self.idempotent = idempotent
+        #: ``readOnlyHint``: no snapshot of the files after its calls (docs/spec.md 12).
+        self.read_only = info.read_only
         description = info.description or f"The tool `{info.name}` of the MCP server {info.server}."
         schema = info.input_schema or {"type": "object", "properties": {}}
         self.spec = ToolSpec(name=model_name, description=description, parameters=schema)

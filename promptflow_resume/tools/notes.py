@@ -33,6 +33,8 @@ class ManageTodoList(Standalone):
     """``manage_todo_list {todos}``: replace the todo list; the result is the checklist."""
 
     idempotent = True
+    #: Changes no file: no snapshot after its calls (docs/spec.md 12).
+    read_only = True
     spec = ToolSpec(
         name="manage_todo_list",
         description=(
@@ -77,6 +79,8 @@ class Think(Standalone):
     """``think {thought}``: a recorded scratchpad; nothing changes."""
 
     idempotent = True
+    #: Changes no file: no snapshot after its calls (docs/spec.md 12).
+    read_only = True
     spec = ToolSpec(
         name="think",
         description=(

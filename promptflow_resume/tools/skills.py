@@ -26,6 +26,8 @@ class LoadSkill(Standalone):
     """The built-in tool that loads one of the run's skills by name."""
 
     idempotent = True
+    #: Changes no file: no snapshot after its calls (docs/spec.md 12).
+    read_only = True
     spec = ToolSpec(
         name=LOAD_TOOL,
         description=(

@@ -30,7 +30,9 @@ def test_the_quick_start_installs_runs_an_example_and_tests() -> None:
 
 def test_the_example_runs_end_to_end_offline(tmp_path: Path) -> None:
     _, example, _ = quick_start()
+    # No file snapshots: the workspace is this repository itself.
     args = [*shlex.split(example)[1:], "--progress", str(tmp_path / "progress.md")]
+    args.append("--no-snapshots")
     result = flow(*args, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("completed: 2/2 steps")
@@ -45,6 +47,7 @@ def test_the_agent_example_follows_its_handoff_offline(tmp_path: Path) -> None:
     found = re.search(r"`(flow run workflows/agents/[^`]+)`", text)
     assert found is not None, "README.md must show the offline agent example"
     args = [*shlex.split(found.group(1))[1:], "--progress", str(tmp_path / "progress.md")]
+    args.append("--no-snapshots")  # the workspace is this repository itself
     result = flow(*args, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("completed: 2/2 steps")

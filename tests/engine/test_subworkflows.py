@@ -391,6 +391,7 @@ def test_the_example_runs_offline(tmp_path: Path) -> None:
         "--progress",
         str(tmp_path / "progress.md"),
         "--new",
+        "--no-snapshots",  # the workspace is this repository itself
         cwd=root,
     )
     assert result.returncode == 0, result.stderr

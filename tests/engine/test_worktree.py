@@ -486,8 +486,15 @@ def test_git_not_installed(repo: Path, tmp_path: Path) -> None:
 
 def test_review_of_a_run_without_a_worktree(repo: Path) -> None:
     plain = ("run", "change.prompt.md", "--recording", "change.script.yaml", "--new")
-    done = flow(*plain, "--progress", "plain/progress.md", cwd=repo)
+    done = flow(*plain, "--progress", "plain/progress.md", "--no-snapshots", cwd=repo)
     assert done.returncode == 0, done.stderr
     refused = flow("review", "plain/progress.md", cwd=repo)
     assert refused.returncode == 14
     assert "was not started in a worktree" in refused.stderr
+    # With its file snapshots (docs/spec.md 12), such a run is reviewed from them.
+    (repo / "hello.txt").write_text("Hello\n", encoding="utf-8")
+    done = flow(*plain, "--progress", "snap/progress.md", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    shown = flow("review", "snap/progress.md", cwd=repo)
+    assert shown.returncode == 0, shown.stderr
+    assert "its file snapshots" in shown.stdout and "+Have a nice day." in shown.stdout

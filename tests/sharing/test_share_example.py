@@ -57,6 +57,7 @@ def test_a_fork_of_the_example_replays_its_last_step_to_the_same_answer(
     monkeypatch.chdir(ROOT)  # the workspace the example ran in
     original, _ = load_progress(EXAMPLE)
     result = fork(EXAMPLE, "prioritise", tmp_path / "fork.md")
-    finished = resume_run(result.output, RunOptions(workspace=ROOT)).run
+    # No file snapshots: the workspace is this repository itself.
+    finished = resume_run(result.output, RunOptions(workspace=ROOT, snapshots=False)).run
     assert finished.status == "completed"
     assert finished.transcript[-1].content == original.transcript[-1].content

@@ -1,0 +1,543 @@
+"""File snapshots of a run: the working tree after each tool call that can change files.
+
+In a git repository, after each such call (an edit, a command, an MCP tool not marked
+read-only, a subagent or sub-workflow), the whole working tree is written as git objects: a
+commit under the run's one ref ``refs/flow/<run-id>/snapshots``. The user's index, stash and
+branches are never touched::
+
+    repo = SnapshotRepo.find(workspace, run_id, progress_path)   # None outside git
+    taken = repo.take(previous_commit, "entry 12")                # commit + what changed
+    plan = repo.plan_restore(target_commit, latest_commit)        # what a rewind would do
+    repo.restore(plan)                                            # the files put back
+
+The rules:
+
+- A private index (``<git dir>/flow/<run-id>/index``) holds what the last snapshot saw. It is
+  seeded once from a copy of the user's index, so git's stat cache makes each snapshot
+  incremental: ``git add -A`` rehashes only paths whose stat changed. Untracked files are
+  included, ignored ones are not (``.gitignore`` as git reads it), and ``.flow/`` folders and
+  the run's own progress file (with its journal, lock and sidecars) are left out.
+- Each snapshot is a commit whose parent is the ref's previous tip, so one ref keeps every
+  snapshot of the run alive (a rewound run's later snapshots too); what a call changed is
+  counted against the snapshot before it in the progress file, not against the ref's tip.
+- Restoring compares the working tree with the ref's tip first (the files as the run, or a
+  restore of its files, last left them): a file that differs there was changed by someone
+  else since, and is never overwritten or deleted without ``force``. A file the run never had
+  (neither at the tip nor in the target snapshot) is left alone even with ``force``. A
+  restore adds a commit of the restored tree to the chain, so the tip stays what flow left.
+
+Every git command runs as ``git`` with an argument list, never through a shell.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .base.errors import EXIT_FILES_CHANGED, EXIT_SNAPSHOT_MISSING, FlowError, GitError
+from .progress.model import LISTED_FILES, FileSnapshot, Run, Snapshots
+from .progress.sidecar import stem_of
+
+#: The prefix of every ref a run's snapshots are kept under.
+REF_PREFIX = "refs/flow/"
+#: Variables that would point git at another repository or index than the one asked for.
+_GIT_LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
+#: Snapshot commits carry a fixed identity: they are flow's records, not anyone's work.
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "flow",
+    "GIT_AUTHOR_EMAIL": "flow@localhost",
+    "GIT_COMMITTER_NAME": "flow",
+    "GIT_COMMITTER_EMAIL": "flow@localhost",
+}
+
+
+def snapshot_ref(run_id: str) -> str:
+    """The ref of run ``run_id``'s snapshots: ``refs/flow/<run-id>/snapshots``."""
+    return f"{REF_PREFIX}{run_id}/snapshots"
+
+
+class FilesChangedError(FlowError):
+    """A restore would overwrite or delete files changed since the run last touched them."""
+
+    exit_code = EXIT_FILES_CHANGED
+
+    def __init__(self, message: str, *, files: list[str], hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.files = list(files)
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``--json`` form, with the files."""
+        data = super().to_dict()
+        data["files"] = list(self.files)
+        return data
+
+
+class SnapshotMissingError(FlowError):
+    """A snapshot the progress file names is not in the repository (cleaned, or another
+    clone): its files cannot be restored."""
+
+    exit_code = EXIT_SNAPSHOT_MISSING
+
+
+def _environment(extra: dict[str, str]) -> dict[str, str]:
+    environment = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARIABLES}
+    environment.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **_IDENTITY, **extra})
+    return environment
+
+
+def _git(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    env: dict[str, str] | None = None,
+    stdin: str | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``git ARGS`` in ``cwd``; a failure (with ``check``) is a GitError quoting git."""
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="surrogateescape",
+            env=_environment(env or {}),
+            check=False,
+        )
+    except FileNotFoundError as error:
+        raise GitError("git is not installed (no `git` program on the PATH).") from error
+    if check and done.returncode != 0:
+        message = " ".join((done.stderr or done.stdout).strip().splitlines()[-3:]) or "no message"
+        raise GitError(f"`git {' '.join(args[:3])}` failed in {cwd}: {message}")
+    return done
+
+
+@dataclass
+class Changes:
+    """What differs between two snapshots."""
+
+    added: list[str] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    renamed: list[list[str]] = field(default_factory=list)
+    insertions: int = 0
+    deletions: int = 0
+    binary: int = 0
+
+    def stat(self) -> str:
+        """``+12 -3`` (text lines), with ``, N binary`` when binary files changed."""
+        if not (self.added or self.modified or self.deleted or self.renamed):
+            return ""
+        text = f"+{self.insertions} -{self.deletions}"
+        return text + (f", {self.binary} binary" if self.binary else "")
+
+    def record(self, entry: int, commit: str, call_id: str | None, late: bool) -> FileSnapshot:
+        """The progress file's record of a snapshot with these changes."""
+        lists = [self.added, self.modified, self.deleted]
+        kept = [paths[:LISTED_FILES] for paths in lists]
+        renamed = self.renamed[:LISTED_FILES]
+        more = sum(len(p) - len(k) for p, k in zip(lists, kept, strict=True))
+        more += len(self.renamed) - len(renamed)
+        return FileSnapshot(
+            entry=entry,
+            commit=commit,
+            call_id=call_id,
+            added=kept[0],
+            modified=kept[1],
+            deleted=kept[2],
+            renamed=renamed,
+            more=more,
+            stat=self.stat(),
+            late=late,
+        )
+
+
+def parse_diff(output: str) -> Changes:
+    """``git diff-tree -r -M --raw --numstat -z`` output as ``Changes``."""
+    changes = Changes()
+    tokens = output.split("\0")
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token.startswith(":"):
+            status = token.split(" ")[-1][:1]
+            if status in "RC":
+                old, new = tokens[i + 1], tokens[i + 2]
+                i += 3
+                if status == "R":
+                    changes.renamed.append([old, new])
+                else:
+                    changes.added.append(new)
+                continue
+            path = tokens[i + 1]
+            i += 2
+            {"A": changes.added, "D": changes.deleted}.get(status, changes.modified).append(path)
+            continue
+        i += 1
+        if not token:
+            continue
+        added, _, rest = token.partition("\t")
+        removed, _, path = rest.partition("\t")
+        if not path:
+            i += 2  # a rename's numstat line: the two paths follow
+        if added == "-":
+            changes.binary += 1
+        elif added.isdigit() and removed.isdigit():
+            changes.insertions += int(added)
+            changes.deletions += int(removed)
+    return changes
+
+
+@dataclass(frozen=True)
+class Taken:
+    """One snapshot: its commit and tree, and what changed since the one before."""
+
+    commit: str
+    tree: str
+    changes: Changes
+
+
+@dataclass
+class RestorePlan:
+    """What restoring the working tree to one snapshot does."""
+
+    target: str
+    #: Files written from the snapshot (created or overwritten).
+    write: list[str] = field(default_factory=list)
+    #: Files deleted: the run made them after the snapshot.
+    delete: list[str] = field(default_factory=list)
+    #: Files changed since the run last touched them that the restore would change.
+    conflicts: list[str] = field(default_factory=list)
+    #: Files the run never had, left as they are.
+    kept: list[str] = field(default_factory=list)
+    #: The working tree when the plan was made, as a git tree.
+    before: str = ""
+
+    @property
+    def empty(self) -> bool:
+        """True when the working tree already matches the snapshot (for the run's files)."""
+        return not (self.write or self.delete or self.conflicts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return {
+            "target": self.target,
+            "write": list(self.write),
+            "delete": list(self.delete),
+            "conflicts": list(self.conflicts),
+            "kept": list(self.kept),
+        }
+
+
+def _pathspec_glob(text: str) -> str:
+    # Glob magic characters in a literal path would widen an exclusion.
+    return "".join(f"[{c}]" if c in "*?[]\\" else c for c in text)
+
+
+class SnapshotRepo:
+    """The repository a run's snapshots are taken in, with the run's private index."""
+
+    def __init__(self, root: Path, git_dir: Path, run_id: str, excludes: Sequence[str]) -> None:
+        self.root = root
+        self.run_id = run_id
+        self.ref = snapshot_ref(run_id)
+        self.index = git_dir / "flow" / run_id / "index"
+        self._user_index = git_dir / "index"
+        self._pathspec = [".", ":(exclude,glob)**/.flow/**", *excludes]
+        #: The tree of each commit seen, so an unchanged tree costs no extra git call.
+        self._trees: dict[str, str] = {}
+        #: The ref's tip as this process last set it (None: not looked up yet).
+        self._tip: str | None = None
+
+    @classmethod
+    def find(cls, workspace: Path, run_id: str, progress: Path | None) -> SnapshotRepo | None:
+        """The repository holding ``workspace``, or None outside git (or without git)."""
+        try:
+            done = _git(
+                ["rev-parse", "--show-toplevel", "--absolute-git-dir"], workspace, check=False
+            )
+        except GitError:
+            return None
+        lines = done.stdout.splitlines()
+        if done.returncode != 0 or len(lines) < 2:
+            return None
+        root, git_dir = Path(lines[0]).resolve(), Path(lines[1])
+        return cls(root, git_dir, run_id, _progress_excludes(root, progress))
+
+    def _env(self, index: Path | None = None) -> dict[str, str]:
+        return {"GIT_INDEX_FILE": str(index or self.index)}
+
+    def _seed(self) -> None:
+        """The private index's first content: a copy of the user's index (its stat cache makes
+        the first snapshot cheap), without the paths snapshots leave out."""
+        self.index.parent.mkdir(parents=True, exist_ok=True)
+        if self._user_index.is_file():
+            shutil.copyfile(self._user_index, self.index)
+            _git(
+                ["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--", *self._excluded()],
+                self.root,
+                env=self._env(),
+            )
+
+    def _excluded(self) -> list[str]:
+        # The exclusions as positive pathspecs, for removing them from a seeded index.
+        return [p.replace(":(exclude,", ":(", 1) for p in self._pathspec[1:]]
+
+    def tree_now(self) -> str:
+        """The working tree as a git tree (written as objects; no commit, no ref)."""
+        if not self.index.exists():
+            self._seed()
+        _git(["add", "-A", "--", *self._pathspec], self.root, env=self._env())
+        return _git(["write-tree"], self.root, env=self._env()).stdout.strip()
+
+    def tree_of(self, commit: str) -> str:
+        """The tree of ``commit`` (SnapshotMissingError when the repository lacks it)."""
+        if commit not in self._trees:
+            done = _git(
+                ["rev-parse", "--verify", "-q", f"{commit}^{{tree}}"], self.root, check=False
+            )
+            if done.returncode != 0:
+                raise SnapshotMissingError(
+                    f"the snapshot {commit[:12]} is not in the repository at {self.root} (its "
+                    f"ref {self.ref} was removed by `flow clean`, or this is another clone).",
+                    hint="Rewind or fork without restoring files: --no-files.",
+                )
+            self._trees[commit] = done.stdout.strip()
+        return self._trees[commit]
+
+    def tip(self) -> str | None:
+        """The commit the run's ref points at, if any."""
+        done = _git(["rev-parse", "--verify", "-q", self.ref], self.root, check=False)
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    def take(self, previous: str | None, message: str) -> Taken:
+        """Snapshot the working tree now; ``previous`` is the run's snapshot before (None:
+        this is the run's base, whose changes are not listed). An unchanged tree makes no
+        commit: ``previous`` is returned."""
+        tree = self.tree_now()
+        if previous is not None and self.tree_of(previous) == tree:
+            return Taken(previous, tree, Changes())
+        tip = self._tip or self.tip()
+        parents = ["-p", tip] if tip else []
+        commit = _git(
+            ["commit-tree", tree, *parents, "-m", message], self.root, env=self._env()
+        ).stdout.strip()
+        update = ["update-ref", "-m", "flow snapshot", self.ref, commit]
+        _git([*update, tip] if tip else [*update, ""], self.root)
+        self._trees[commit] = tree
+        self._tip = commit
+        if previous is None:
+            # A run's base: "what changed" would be every file of the repository.
+            return Taken(commit, tree, Changes())
+        return Taken(commit, tree, self.diff(self.tree_of(previous), tree))
+
+    def diff(self, before: str, after: str) -> Changes:
+        """What differs between two trees (or commits), renames found."""
+        done = _git(["diff-tree", "-r", "-M", "--raw", "--numstat", "-z", before, after], self.root)
+        return parse_diff(done.stdout)
+
+    def _paths(self, before: str, after: str) -> dict[str, str]:
+        """Path -> status letter (A, D, M, T) between two trees, renames as delete + add."""
+        done = _git(
+            ["diff-tree", "-r", "--no-renames", "--name-status", "-z", before, after], self.root
+        )
+        tokens = [t for t in done.stdout.split("\0") if t]
+        return {tokens[i + 1]: tokens[i][:1] for i in range(0, len(tokens) - 1, 2)}
+
+    def plan_restore(self, target: str, latest: str, *, force: bool = False) -> RestorePlan:
+        """What restoring the working tree to snapshot ``target`` would do, ``latest`` being
+        the run's last snapshot (the files as the run last left them)."""
+        target_tree, latest_tree = self.tree_of(target), self.tree_of(latest)
+        current = self.tree_now()
+        by_others = self._paths(latest_tree, current)
+        plan = RestorePlan(target=target, before=current)
+        for path, status in sorted(self._paths(current, target_tree).items()):
+            if path in by_others:
+                if by_others[path] == "A" and status == "D":
+                    plan.kept.append(path)  # neither snapshot has it: not the run's file
+                    continue
+                plan.conflicts.append(path)
+                if not force:
+                    continue
+            (plan.delete if status == "D" else plan.write).append(path)
+        return plan
+
+    def restore(self, plan: RestorePlan) -> None:
+        """Put the files of ``plan`` back (the conflicts only if the plan was made with
+        ``force``: then they are in ``write``/``delete`` too)."""
+        if plan.before:
+            # The files as they were, at the tip: a forced restore loses nothing either.
+            self.mark(f"flow {self.run_id}: the files before a restore", plan.before)
+        scratch = self.index.with_name("restore-index")
+        scratch.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            for path in plan.delete:
+                _remove(self.root, path)
+            if plan.write:
+                _git(["read-tree", self.tree_of(plan.target)], self.root, env=self._env(scratch))
+                for path in plan.write:
+                    _clear_way(self.root, path)
+                _git(
+                    ["checkout-index", "-f", "-z", "--stdin"],
+                    self.root,
+                    env=self._env(scratch),
+                    stdin="".join(f"{p}\0" for p in plan.write),
+                )
+        finally:
+            scratch.unlink(missing_ok=True)
+
+    def mark(self, message: str, tree: str | None = None) -> None:
+        """Record the working tree (or ``tree``) as a commit at the ref's tip, unless the tip
+        holds it already: before a restore (so nothing it overwrites is lost) and after it
+        (the next check for files changed by others compares with the restored tree)."""
+        tree = tree or self.tree_now()
+        tip = self._tip or self.tip()
+        if tip is not None and self.tree_of(tip) == tree:
+            return
+        parents = ["-p", tip] if tip else []
+        commit = _git(
+            ["commit-tree", tree, *parents, "-m", message], self.root, env=self._env()
+        ).stdout.strip()
+        _git(["update-ref", "-m", "flow restore", self.ref, commit, tip or ""], self.root)
+        self._trees[commit] = tree
+        self._tip = commit
+
+    def adopt(self, commit: str) -> None:
+        """Point this run's ref at ``commit`` (a fork keeps its parent's snapshots alive)."""
+        _git(["update-ref", "-m", "flow fork", self.ref, commit], self.root)
+        self._tip = commit
+
+    def remove(self) -> None:
+        """Delete the run's ref and private index (``flow clean``)."""
+        _git(["update-ref", "-d", self.ref], self.root, check=False)
+        shutil.rmtree(self.index.parent, ignore_errors=True)
+
+
+def _remove(root: Path, path: str) -> None:
+    """Delete one file of the run and the folders it leaves empty."""
+    target = root / path
+    try:
+        target.unlink()
+    except FileNotFoundError:
+        return
+    folder = target.parent
+    while folder != root and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
+
+
+def _clear_way(root: Path, path: str) -> None:
+    """A file to write where a folder (or a file where a folder is needed) stands: the run
+    made that folder after the snapshot, or it would not be in the way."""
+    target = root / path
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    for parent in Path(path).parents:
+        if str(parent) == ".":
+            break
+        where = root / parent
+        if where.is_symlink() or where.is_file():
+            where.unlink()
+            break
+
+
+def _progress_excludes(root: Path, progress: Path | None) -> list[str]:
+    """Pathspecs leaving out a progress file, its journal, lock, backups and sidecars, when it
+    lies in the repository outside a ``.flow`` folder."""
+    if progress is None:
+        return []
+    try:
+        rel = progress.resolve().relative_to(root)
+    except ValueError:
+        return []
+    if ".flow" in rel.parts:
+        return []
+    folder = rel.parent.as_posix()
+    prefix = "" if folder == "." else _pathspec_glob(folder) + "/"
+    name = _pathspec_glob(rel.name)
+    return [
+        f":(exclude,glob){prefix}{name}",
+        f":(exclude,glob){prefix}{name}.*",
+        f":(exclude,glob){prefix}.{name}.*",
+        f":(exclude,glob){prefix}{_pathspec_glob(stem_of(rel.name))}.files/**",
+    ]
+
+
+def relative_root(root: Path, progress: Path) -> str:
+    """``root`` as the progress file records it: relative to its folder when the two share a
+    folder below the file system's root (a checkout and its ``.flow/worktrees/``), else
+    absolute."""
+    folder = progress.resolve().parent
+    try:
+        shared = Path(os.path.commonpath([root, folder]))
+    except ValueError:  # different drives
+        return root.as_posix()
+    if shared == Path(shared.anchor):
+        return root.as_posix()
+    return Path(os.path.relpath(root, folder)).as_posix()
+
+
+def root_of(recorded: str, progress: Path) -> Path:
+    """The repository folder a progress file's ``snapshots.root`` names."""
+    path = Path(recorded)
+    return path if path.is_absolute() else (progress.resolve().parent / path).resolve()
+
+
+class RunSnapshots:
+    """A run's snapshots as the engine takes them: the base before the first call, one
+    after each call that can change files, and any a crash left due (taken late)."""
+
+    def __init__(self, repo: SnapshotRepo, run: Run, progress: Path) -> None:
+        self.repo = repo
+        self.run = run
+        if run.snapshots is None:
+            run.snapshots = Snapshots(root=relative_root(repo.root, progress), ref=repo.ref)
+        self.record: Snapshots = run.snapshots
+
+    def begin(self) -> list[int]:
+        """At an attempt's start: the base snapshot when there is none yet, and the snapshots
+        a crash left due, taken now and marked late. Returns the entries snapshotted late."""
+        last = self.run.transcript[-1].id if self.run.transcript else 0
+        # Records of entries removed by hand name ids the next entries will reuse.
+        self.record.calls = [c for c in self.record.calls if c.entry <= last]
+        if not self.record.calls:
+            taken = self.repo.take(None, f"flow {self.run.run_id}: base")
+            # The base stands for the files after the entries recorded so far: 0 for a new
+            # run, later for a run resumed by a flow that snapshots for the first time.
+            self.record.calls.append(FileSnapshot(entry=last, commit=taken.commit))
+        due = [s for s in self.record.calls if s.commit is None]
+        if due:
+            self.settle(late=True)
+        return [s.entry for s in due]
+
+    def due(self, entry: int, call_id: str | None) -> None:
+        """Call ``entry``'s result is about to be recorded: its snapshot is due (recorded in
+        the same event, so a crash before the snapshot leaves the mark)."""
+        self.record.calls.append(FileSnapshot(entry=entry, commit=None, call_id=call_id))
+
+    def settle(self, *, late: bool = False) -> FileSnapshot | None:
+        """Take the snapshot the due records wait for; the first due record gets it, any
+        other (several calls of one crash) the same commit with nothing listed."""
+        due = [i for i, s in enumerate(self.record.calls) if s.commit is None]
+        if not due:
+            return None
+        before = self.record.last_taken()
+        first = self.record.calls[due[0]]
+        taken = self.repo.take(
+            before.commit if before else None, f"flow {self.run.run_id}: entry {first.entry}"
+        )
+        snap = taken.changes.record(first.entry, taken.commit, first.call_id, late)
+        self.record.calls[due[0]] = snap
+        for i in due[1:]:
+            other = self.record.calls[i]
+            self.record.calls[i] = FileSnapshot(
+                entry=other.entry, commit=taken.commit, call_id=other.call_id, late=late
+            )
+        return snap
