@@ -1737,7 +1737,11 @@ class Engine:
         return clean
 
     def _begin_attempt(self) -> Attempt:
-        attempt = Attempt(n=len(self.run.attempts) + 1, started=now_iso())
+        attempt = Attempt(
+            n=len(self.run.attempts) + 1,
+            started=now_iso(),
+            first_entry=self.run.next_entry_id(),
+        )
         self.run.attempts.append(attempt)
         return attempt
 

@@ -142,6 +142,37 @@ def _watched_folders() -> dict[Path, tuple[int, frozenset[str]]]:
 _FOLDERS = _watched_folders()
 
 
+def _git_dir() -> Path:
+    """The checkout's git folder (``.git``, or where a worktree's ``.git`` file points)."""
+    dot = ROOT / ".git"
+    if dot.is_file():
+        return (ROOT / dot.read_text(encoding="utf-8").split(":", 1)[1].strip()).resolve()
+    return dot
+
+
+#: Where ``flow`` keeps a run's private snapshot index in a repository (docs/spec.md 12): a
+#: run in the checkout without ``--no-snapshots`` would add its refs to the developer's repo.
+_SNAPSHOT_FOLDER = _git_dir() / "flow"
+
+
+def _snapshots_in_checkout() -> set[str]:
+    try:
+        return set(os.listdir(_SNAPSHOT_FOLDER))
+    except OSError:
+        return set()
+
+
+_SNAPSHOTS = _snapshots_in_checkout()
+
+
+def _new_snapshots_in_checkout() -> list[str]:
+    """Runs that began snapshotting in the checkout's repository since the last look."""
+    now = _snapshots_in_checkout()
+    new = sorted(now - _SNAPSHOTS)
+    _SNAPSHOTS.update(now)
+    return new
+
+
 def _new_in_checkout() -> list[str]:
     """Entries that appeared in the checkout's folders since the last look (then forgotten)."""
     appeared: list[str] = []
@@ -187,6 +218,12 @@ def _private_home(
         monkeypatch.delenv(name, raising=False)
     yield home
     appeared = _new_in_checkout()
+    snapshots = _new_snapshots_in_checkout()
+    if snapshots:
+        appeared.append(
+            "file snapshots of runs " + ", ".join(snapshots) + " in the checkout's git "
+            "repository (run flow from the checkout with --no-snapshots)"
+        )
     if appeared:
         pytest.fail(
             "the test wrote into the checkout (write under tmp_path instead): "

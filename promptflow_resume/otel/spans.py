@@ -119,9 +119,10 @@ def run_spans(
 
 
 def _place_entries(ctx: _Context, attempts: list[Attempt]) -> None:
-    """Each entry's time, and the attempt it was recorded in (by time; an entry without a
-    time takes the time of the one before it, or its step's start)."""
-    starts = [(ns_of(a.started), a.n) for a in attempts]
+    """Each entry's time, and the attempt it was recorded in: by the attempt's first entry id,
+    or for files without one by time (an entry without a time takes the time of the one
+    before it, or its step's start)."""
+    starts = [(ns_of(a.started), a.n, a.first_entry) for a in attempts]
     last = ns_of(ctx.run.created)
     for entry in ctx.run.transcript:
         meta = entry.meta
@@ -133,9 +134,10 @@ def _place_entries(ctx: _Context, attempts: list[Attempt]) -> None:
         last = at
         ctx.ends[entry.id] = at
         n = starts[0][1]
-        for start, number in starts:
-            # Recorded attempt starts are whole seconds: an entry in that second is theirs.
-            if start <= at:
+        for start, number, first in starts:
+            # Recorded attempt starts are whole seconds: by time, an entry in that second is
+            # theirs, though the attempt before may have written it in that second too.
+            if (first <= entry.id) if first is not None else (start <= at):
                 n = number
         ctx.attempt_of[entry.id] = n
 

@@ -130,6 +130,7 @@ def _agent_child(a: AgentChild) -> dict[str, Any]:
 
 def _attempt(a: Attempt) -> dict[str, Any]:
     out: dict[str, Any] = {"n": a.n, "started": a.started}
+    _put(out, "first_entry", a.first_entry)
     _put(out, "ended", a.ended)
     _put(out, "status", a.status)
     _put(out, "reason", a.reason)
@@ -481,6 +482,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
             Attempt(
                 n=a["n"],
                 started=a["started"],
+                first_entry=a.get("first_entry"),
                 ended=a.get("ended"),
                 status=a.get("status"),
                 reason=a.get("reason"),

@@ -383,6 +383,10 @@ class Attempt:
     status: str | None = None
     reason: str | None = None
     usage: Usage = field(default_factory=Usage)
+    #: The id the attempt's first entry got (the next id when it started): which attempt
+    #: recorded an entry, where whole-second times cannot tell (traces, docs/spec.md 13).
+    #: None in files written before format 7.
+    first_entry: int | None = None
     #: Free-form notes for people: ``--set`` overrides, hand edits detected, workflow changes
     #: accepted. Nothing reads them back: what a program needs is a field below.
     notes: list[str] = field(default_factory=list)

@@ -63,6 +63,8 @@ def _run_example(where: Path, receiver: OtlpReceiver, *extra: str, **env: str) -
         "--new",
         "--progress",
         str(progress),
+        # Run from the checkout, whose git repository must get no snapshot refs of tests.
+        "--no-snapshots",
         *extra,
         cwd=support.REPO,
         env=flow_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url, **env),
@@ -148,6 +150,7 @@ def test_a_resumed_run_adds_a_linked_attempt_to_the_same_trace(
         str(progress),
         "--max-turns",
         "12",
+        "--no-snapshots",
         cwd=support.REPO,
         env=flow_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url),
     )
@@ -179,6 +182,7 @@ def test_a_sub_workflow_step_links_to_its_child_runs_trace(
         "--new",
         "--progress",
         str(progress),
+        "--no-snapshots",
         cwd=support.REPO,
         env=flow_env(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url),
     )

@@ -165,3 +165,19 @@ def test_a_run_from_before_format_7_gets_its_derived_trace_and_step_times() -> N
     sent = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
     assert [s["spanId"] for s in sent] == [s.span_id for s in spans]
     assert run_spans(run) == spans  # the same records make the same spans
+
+
+def test_an_attempt_resumed_within_the_second_its_first_stopped_holds_only_its_entries() -> None:
+    run = _two_attempts()
+    # The first attempt ended, and the second began, in the second of entries 5 and 6: by
+    # time alone those two would be the second attempt's; its first entry id says they are not.
+    run.attempts[0] = Attempt(n=1, started="2026-11-21T23:25:30Z", first_entry=1)
+    run.attempts[1] = Attempt(n=2, started="2026-11-21T23:25:32Z", first_entry=7)
+    placed = [(s.name, s.attempt) for s in run_spans(run)]
+    assert ("execute_tool git_log", 1) in placed and ("compaction", 1) in placed
+    assert [name for name, n in placed if n == 2] == [
+        "invoke_agent release-notes",
+        "step inspect",
+        "chat gpt-4o-mini",
+        "execute_tool notes/read",
+    ]
