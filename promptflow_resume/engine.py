@@ -1327,6 +1327,14 @@ class Engine:
             self.reporter.notice(f"file snapshots are off for this attempt: {error.message}")
             return
         self._snaps = snaps
+        if snaps.elsewhere:
+            note = (
+                "the run's earlier file snapshots are not in this repository (another clone, "
+                "or flow clean): snapshots start again here; rewind and fork to an earlier "
+                "point move the conversation only (--no-files)"
+            )
+            self.reporter.notice(note)
+            self._attempt.notes.append(note)
         if late:
             self._attempt.notes.append(
                 f"snapshot of {entries_phrase(late)} taken late (the run stopped between the "

@@ -312,6 +312,16 @@ class SnapshotRepo:
             self._trees[commit] = done.stdout.strip()
         return self._trees[commit]
 
+    def has(self, commit: str | None) -> bool:
+        """Whether the repository holds ``commit`` (a snapshot of another clone is not)."""
+        if commit is None:
+            return False
+        try:
+            self.tree_of(commit)
+        except SnapshotMissingError:
+            return False
+        return True
+
     def tip(self) -> str | None:
         """The commit the run's ref points at, if any."""
         done = _git(["rev-parse", "--verify", "-q", self.ref], self.root, check=False)
@@ -500,13 +510,23 @@ class RunSnapshots:
         if run.snapshots is None:
             run.snapshots = Snapshots(root=relative_root(repo.root, progress), ref=repo.ref)
         self.record: Snapshots = run.snapshots
+        #: True when ``begin`` found the recorded snapshots missing here and took a new base.
+        self.elsewhere = False
 
     def begin(self) -> list[int]:
-        """At an attempt's start: the base snapshot when there is none yet, and the snapshots
-        a crash left due, taken now and marked late. Returns the entries snapshotted late."""
+        """At an attempt's start: the base snapshot when there is none yet, or when the
+        recorded ones are not in this repository (the file came from another clone: the run
+        goes on, snapshotting from here), and the snapshots a crash left due, taken now and
+        marked late. Returns the entries snapshotted late."""
         last = self.run.transcript[-1].id if self.run.transcript else 0
         # Records of entries removed by hand name ids the next entries will reuse.
         self.record.calls = [c for c in self.record.calls if c.entry <= last]
+        before = self.record.last_taken()
+        if before is not None and not self.repo.has(before.commit):
+            self.elsewhere = True
+            self.record.calls = [c for c in self.record.calls if c.commit is not None]
+            taken = self.repo.take(None, f"flow {self.run.run_id}: base in this clone")
+            self.record.calls.append(FileSnapshot(entry=last, commit=taken.commit))
         if not self.record.calls:
             taken = self.repo.take(None, f"flow {self.run.run_id}: base")
             # The base stands for the files after the entries recorded so far: 0 for a new

@@ -283,6 +283,41 @@ def test_a_crash_between_a_command_and_its_snapshot_is_reconciled_late(repo: Pat
     assert (repo / "a.txt").read_text() == "one\ntwo\n" and (repo / "d" / "c.bin").exists()
 
 
+def test_a_run_resumed_in_another_clone_snapshots_from_there(repo: Path, tmp_path: Path) -> None:
+    crashed = flow(
+        "run",
+        "three.prompt.md",
+        "--progress",
+        ".flow/runs/r/progress.md",
+        cwd=repo,
+        env=flow_env(FLOW_CRASH_AT="engine.before_snapshot:2"),
+    )
+    assert crashed.returncode == -9, crashed.stderr
+    clone = tmp_path / "clone"
+    # --no-local: only what the branches reach, as a clone from a server gets.
+    subprocess.run(["git", "clone", "-q", "--no-local", str(repo), str(clone)], check=True)
+    for name in ("a.txt", "keep.txt", "d/c.bin", "n.txt"):  # the files step 1 and 2 made
+        (clone / name).parent.mkdir(exist_ok=True)
+        (clone / name).write_bytes((repo / name).read_bytes())
+    (clone / ".flow" / "runs" / "r").mkdir(parents=True)
+    progress = clone / ".flow" / "runs" / "r" / "progress.md"
+    progress.write_bytes((repo / ".flow" / "runs" / "r" / "progress.md").read_bytes())
+    resumed = flow("resume", str(progress), cwd=clone)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "not in this repository" in resumed.stderr
+    run, _ = load_progress(progress)
+    assert run.status == "completed" and run.snapshots is not None
+    here = [c for c in run.snapshots.calls if c.entry >= 4]
+    assert [c.entry for c in here] == [4, 6]  # a new base where the run went on, then step 3
+    assert here[1].deleted == ["a.txt", "d/c.bin"] and here[1].modified == ["n.txt"]
+    assert not (clone / "a.txt").exists()
+    # Back to step 3 restores from this clone's snapshots; earlier points have none here.
+    rewind(progress, "3")
+    assert (clone / "a.txt").exists()
+    gone = flow("rewind", str(progress), "--to", "1", "--yes", cwd=clone)
+    assert gone.returncode == 19, gone.stderr
+
+
 MODEL_WORKFLOW = """\
 ---
 description: the model appends to a file twice
