@@ -553,6 +553,11 @@ class RunSnapshots:
         taken = self.repo.take(
             before.commit if before else None, f"flow {self.run.run_id}: entry {first.entry}"
         )
+        if before is not None and taken.commit == before.commit:
+            # Nothing changed: no record, so the front matter grows only with calls that
+            # changed files; the snapshot before stands for this point too.
+            self.record.calls = [s for s in self.record.calls if s.commit is not None]
+            return None
         snap = taken.changes.record(first.entry, taken.commit, first.call_id, late)
         self.record.calls[due[0]] = snap
         for i in due[1:]:

@@ -318,6 +318,25 @@ def test_a_run_resumed_in_another_clone_snapshots_from_there(repo: Path, tmp_pat
     assert gone.returncode == 19, gone.stderr
 
 
+def test_a_call_that_changed_no_file_adds_no_record(repo: Path) -> None:
+    quiet = WORKFLOW.split("## Step 1")[0] + (
+        '## Step 1: Look\n> run: sh script="ls >/dev/null"\n\n'
+        '## Step 2: Write\n> run: sh script="echo one >a.txt"\n'
+    )
+    (repo / "quiet.prompt.md").write_text(quiet)
+    progress = repo / ".flow" / "runs" / "q" / "progress.md"
+    outcome = start_run(
+        StartRequest(repo / "quiet.prompt.md", progress=progress), RunOptions(workspace=repo)
+    )
+    assert outcome.exit_code == 0, outcome.run.last_error
+    run, _ = load_progress(progress)
+    assert run.snapshots is not None
+    results = [e.id for e in run.transcript if e.role == "tool_result"]
+    # The base, then step 2's write only: step 1's look changed nothing.
+    assert [c.entry for c in run.snapshots.calls] == [0, results[1]]
+    assert run.snapshots.calls[1].added == ["a.txt"]
+
+
 MODEL_WORKFLOW = """\
 ---
 description: the model appends to a file twice
