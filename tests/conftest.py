@@ -108,7 +108,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Check every event the session's runs wrote against ``schemas/events.schema.json``; an
-    invalid one fails the session, naming the line and the field."""
+    invalid one fails the session, naming the line and the field. A run that made file
+    snapshots in the checkout's own repository (docs/spec.md 12) fails it too."""
+    if not hasattr(session.config, "workerinput"):
+        made = sorted(_snapshots_in_checkout() - _SNAPSHOTS)
+        if made:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(
+                    "tests made file snapshots in the checkout's git repository (run flow "
+                    "from the checkout with --no-snapshots): runs " + ", ".join(made)
+                )
     path = session.config.stash.get(_EVENTS_KEY, None)
     if path is None:
         return
@@ -155,22 +166,17 @@ def _git_dir() -> Path:
 _SNAPSHOT_FOLDER = _git_dir() / "flow"
 
 
-def _snapshots_in_checkout() -> set[str]:
+def _snapshots_in_checkout() -> frozenset[str]:
+    """The runs that have a snapshot index in the checkout's repository (one folder each)."""
     try:
-        return set(os.listdir(_SNAPSHOT_FOLDER))
+        return frozenset(os.listdir(_SNAPSHOT_FOLDER))
     except OSError:
-        return set()
+        return frozenset()
 
 
+#: Looked at once by the session's first process: its workers share the folder, so a test of
+#: one worker would be blamed for another's, and the session as a whole is checked instead.
 _SNAPSHOTS = _snapshots_in_checkout()
-
-
-def _new_snapshots_in_checkout() -> list[str]:
-    """Runs that began snapshotting in the checkout's repository since the last look."""
-    now = _snapshots_in_checkout()
-    new = sorted(now - _SNAPSHOTS)
-    _SNAPSHOTS.update(now)
-    return new
 
 
 def _new_in_checkout() -> list[str]:
@@ -218,12 +224,6 @@ def _private_home(
         monkeypatch.delenv(name, raising=False)
     yield home
     appeared = _new_in_checkout()
-    snapshots = _new_snapshots_in_checkout()
-    if snapshots:
-        appeared.append(
-            "file snapshots of runs " + ", ".join(snapshots) + " in the checkout's git "
-            "repository (run flow from the checkout with --no-snapshots)"
-        )
     if appeared:
         pytest.fail(
             "the test wrote into the checkout (write under tmp_path instead): "

@@ -81,6 +81,9 @@ class RowTask:
             reporter=reporter,
             limits=Limits(prices=dict(self.prices)),
             shared_budget=ledger,
+            # Rows run side by side in one working tree: a snapshot after a row's call would
+            # count the other rows' changes as its own (docs/spec.md 12.1).
+            snapshots=False,
         )
 
 
