@@ -168,6 +168,8 @@ def test_a_resumed_run_adds_a_linked_attempt_to_the_same_trace(
     receiver.clear()
     flow("export", "otel", str(progress), "--endpoint", receiver.url, cwd=tmp_path)
     assert _shapes(receiver.of_trace(trace)) == _shapes(live)
+    status = json.loads(flow("status", str(progress), "--json", cwd=tmp_path).stdout)
+    assert status["trace_id"] == trace
 
 
 def test_a_sub_workflow_step_links_to_its_child_runs_trace(
@@ -356,6 +358,8 @@ def test_export_of_a_file_from_before_traces_derives_its_trace(tmp_path: Path) -
     assert summary["traces"] == [trace_id_for(run.run_id)]
     spans = spans_of_json(json.loads(out.read_text(encoding="utf-8")))
     assert spans and {s.trace_id for s in spans} == {trace_id_for(run.run_id)}
+    status = json.loads(flow("status", str(copy), "--json", cwd=tmp_path).stdout)
+    assert status["trace_id"] == trace_id_for(run.run_id)  # where to look it up
     assert copy.read_bytes() == source.read_bytes()  # read, never written
 
 
