@@ -39,7 +39,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .base.errors import EXIT_FILES_CHANGED, EXIT_SNAPSHOT_MISSING, FlowError, GitError
+from .base.errors import (
+    EXIT_FILES_CHANGED,
+    EXIT_SNAPSHOT_MISSING,
+    FilesError,
+    FlowError,
+    GitError,
+)
 from .progress.model import LISTED_FILES, FileSnapshot, Run, Snapshots
 from .progress.sidecar import stem_of
 
@@ -61,20 +67,11 @@ def snapshot_ref(run_id: str) -> str:
     return f"{REF_PREFIX}{run_id}/snapshots"
 
 
-class FilesChangedError(FlowError):
-    """A restore would overwrite or delete files changed since the run last touched them."""
+class FilesChangedError(FilesError):
+    """A restore would overwrite or delete files changed since the run last touched them
+    (``files``: those files)."""
 
     exit_code = EXIT_FILES_CHANGED
-
-    def __init__(self, message: str, *, files: list[str], hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.files = list(files)
-
-    def to_dict(self) -> dict[str, object]:
-        """The ``--json`` form, with the files."""
-        data = super().to_dict()
-        data["files"] = list(self.files)
-        return data
 
 
 class SnapshotMissingError(FlowError):

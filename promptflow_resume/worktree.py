@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .base.clock import now_iso
-from .base.errors import FlowError, GitError, InputError
+from .base.errors import FilesError, FlowError, GitError, InputError
 from .flowfolder import make_folder
 from .progress import ProgressStore, load_progress
 from .progress.location import progress_file
@@ -57,18 +57,9 @@ _GIT_LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CO
 _LISTED = 10
 
 
-class MergeConflictError(GitError):
-    """``flow merge`` met a conflict; the merge was aborted and nothing changed."""
-
-    def __init__(self, message: str, *, files: list[str], hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.files = list(files)
-
-    def to_dict(self) -> dict[str, object]:
-        """The ``--json`` form, with the conflicting files."""
-        data = super().to_dict()
-        data["files"] = list(self.files)
-        return data
+class MergeConflictError(FilesError, GitError):
+    """``flow merge`` met a conflict; the merge was aborted and nothing changed (``files``:
+    the conflicting ones)."""
 
 
 # --- git itself -------------------------------------------------------------------------------

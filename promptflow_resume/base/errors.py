@@ -336,6 +336,21 @@ class ToolServerError(FlowError):
     exit_code = EXIT_TOOL_SERVER
 
 
+class FilesError(FlowError):
+    """An error about files it names one by one (a merge's conflicts, a restore's changed
+    files): ``files`` is in the ``--json`` form too. Mixed into the error that says why."""
+
+    def __init__(self, message: str, *, files: list[str], hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.files = list(files)
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``--json`` form, with the files."""
+        data = super().to_dict()
+        data["files"] = list(self.files)
+        return data
+
+
 class GitError(FlowError):
     """A run in its own git worktree (``flow run --worktree``, ``review``, ``merge``,
     ``discard``) met a git problem: not a repository, uncommitted changes, an existing branch,
