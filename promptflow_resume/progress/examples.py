@@ -15,6 +15,7 @@ from .model import (
     Attempt,
     Cursor,
     Entry,
+    EntryMeta,
     ErrorInfo,
     InFlight,
     Redactions,
@@ -137,8 +138,27 @@ def example_run() -> Run:
     )
 
 
-def synthetic_run(entries: int, *, reply_bytes: int = 300, result_bytes: int = 1024) -> Run:
-    """A run of ``entries`` transcript entries: model replies and tool results alternating."""
+def _synthetic_meta(entry: Entry) -> EntryMeta:
+    """What a real run records on ``entry``'s marker: times a second apart per entry."""
+    at = (
+        f"2026-11-21T{entry.id // 3600 % 24:02d}:{entry.id // 60 % 60:02d}:{entry.id % 60:02d}.250Z"
+    )
+    if entry.role == "assistant":
+        return EntryMeta(
+            at=at, ms=1840, model="gpt-4o-mini", tokens=(4200, 120, 3072), cost=0.00071,
+            finish="tool_calls",
+        )  # fmt: skip
+    if entry.role == "tool_result":
+        return EntryMeta(at=at, ms=12, kind="builtin")
+    return EntryMeta(at=at)
+
+
+def synthetic_run(
+    entries: int, *, reply_bytes: int = 300, result_bytes: int = 1024, meta: bool = True
+) -> Run:
+    """A run of ``entries`` transcript entries: model replies and tool results alternating,
+    each with the marker fields flow writes since format 7 (``meta``: its time, and a reply's
+    model, tokens, cost and finish, a result's duration and kind; docs/spec.md 13.4)."""
     run = example_run()
     run.transcript = []
     run.in_flight = []
@@ -157,6 +177,8 @@ def synthetic_run(entries: int, *, reply_bytes: int = 300, result_bytes: int = 1
             entry = Entry(
                 i, "tool_result", output, step=step, call_id=f"call_{i - 1}", tool="read_file"
             )
+        if meta:
+            entry.meta = _synthetic_meta(entry)
         run.transcript.append(entry)
     run.steps["inspect"].output_entry = None
     return run

@@ -234,7 +234,7 @@ SIDECAR_LINE = (
         (SIDECAR_LINE, "Result of `read_file` for call `call_5`:", "fence of entry 6"),
         ("(70,000 bytes)", "(70000 bytes)", "fence of entry 6"),
         ("(70,000 bytes)", "(size ?)", "fence of entry 6"),
-        ("step=inspect d=", "step=%69nspect d=", None),
+        ("step=inspect at=", "step=%69nspect at=", None),
         ("```text\nsrc/", "```text\nSRC/", "entry 3 (tool result, step inspect) was edited"),
         ("The build passed", "The build failed", "entry 1 (assistant, step inspect) was edited"),
     ],
