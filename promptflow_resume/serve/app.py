@@ -204,10 +204,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
 
     async def run_events(request: Request) -> Response:
         key = request.path_params["key"]
-        try:
-            path = served.progress_file(key)
-        except NotServed:
-            return _missing(key)
+        path = served.progress_file(key)
         try:
             sent = [max(0, int(request.query_params.get("from", "0")))]
         except ValueError:
@@ -260,10 +257,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
 
     async def export(request: Request) -> Response:
         key = request.path_params["key"]
-        try:
-            path = served.progress_file(key)
-        except NotServed:
-            return _missing(key)
+        path = served.progress_file(key)
         from ..show.html import REPORT_POLICY, html_page
 
         try:
@@ -283,10 +277,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
 
     async def review(request: Request) -> Response:
         key = request.path_params["key"]
-        try:
-            path = served.progress_file(key)
-        except NotServed:
-            return _missing(key)
+        path = served.progress_file(key)
         from ..worktree import review_run
 
         try:
@@ -306,11 +297,8 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
         key = request.path_params["key"]
         other = request.query_params.get("with", "").strip()
         rev = request.query_params.get("rev", "").strip()
-        try:
-            path = served.progress_file(key)
-            against = served.progress_file(other) if other else None
-        except NotServed as missing:
-            return _missing(str(missing))
+        path = served.progress_file(key)
+        against = served.progress_file(other) if other else None
         from ..sharing.diff import diff_files, diff_revision
 
         try:
@@ -327,10 +315,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
     async def act(request: Request) -> Response:
         key = request.path_params["key"]
         action = ACTIONS.get(request.path_params["action"])
-        try:
-            path = served.progress_file(key)
-        except NotServed:
-            return _missing(key)
+        path = served.progress_file(key)
         if action is None:
             return _missing(request.path_params["action"])
         raw = b""
@@ -362,6 +347,12 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
         Route("/act/{action}/{key:path}", act, methods=["POST"]),
         Route("/static/serve.js", script),
     ]
-    app = Starlette(routes=routes)
+
+    async def not_served(request: Request, error: Exception) -> Response:
+        # Every handler names its file through ``served``; one that is not a served run's
+        # ends here, as one page.
+        return _missing(str(error))
+
+    app = Starlette(routes=routes, exception_handlers={NotServed: not_served})
     app.state.dashboard = board
     return GuardedApp(app, guard)

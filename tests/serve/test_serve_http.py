@@ -91,6 +91,9 @@ def test_every_response_carries_the_policy(site: tuple[Server, Path]) -> None:
         "/run/0//etc/passwd",
         "/run/0/.flow/runs/plain/progress.md.lock",
         "/export/0/.flow/runs/plain/progress.files/out.txt",  # not a progress file
+        "/review/0/../secret.txt",
+        "/events/run/0/../secret.txt",
+        "/compare/0/.flow/runs/plain/progress.md?with=0/../secret.txt",
         "/run/x/progress.md",
     ],
 )
