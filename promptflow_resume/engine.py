@@ -42,7 +42,7 @@ from .base.errors import (
 )
 from .base.redact import Redactor
 from .base.stops import routed_to
-from .base.traceids import span_id, trace_id_for, traceparent, tracing_on
+from .base.traceids import span_id, traceparent, tracing_on
 from .chat import ToolSpec
 from .compaction import CompactionTally
 from .conversation import (
@@ -1484,7 +1484,7 @@ class Engine:
         if not tracing_on():
             return None
         run = self.run
-        trace = run.trace.id if run.trace is not None else trace_id_for(run.run_id)
+        trace = run.trace_id()
         return traceparent(trace, span_id(trace, f"call/{call.call_id or call.id}"))
 
     def _expectation(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, str] | None:

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .base.errors import FileNotFoundFlowError, FlowError
-from .base.traceids import trace_id_for
 from .handoffs import chain_line, chain_view
 from .progress import load_progress
 from .progress.location import progress_file
@@ -108,7 +107,7 @@ class StatusReport:
             "suspensions": sum(1 for a in run.attempts if a.until is not None),
             # The run's trace (docs/spec.md 13.2): recorded, or derived from the run id as
             # flow export otel derives it for a file written before traces.
-            "trace_id": run.trace.id if run.trace is not None else trace_id_for(run.run_id),
+            "trace_id": run.trace_id(),
             "recorded_status": run.status,
             "owner_alive": state.owner_alive,
             "state": state.text(),

@@ -21,7 +21,7 @@ from ..base.redact import Redactor
 from ..progress.store import load_progress
 from .otlpjson import request_json
 from .sdk import flow_version, resource_attributes
-from .spans import SpanRecord, capture_content, run_spans, trace_of
+from .spans import SpanRecord, capture_content, run_spans
 
 
 @dataclass
@@ -53,7 +53,7 @@ def progress_spans(paths: list[Path]) -> tuple[list[SpanRecord], list[str]]:
     for path in paths:
         run, _ = load_progress(path)
         spans.extend(run_spans(run, path, redact=redact))
-        traces.append(trace_of(run))
+        traces.append(run.trace_id())
     return spans, traces
 
 

@@ -93,11 +93,6 @@ class _Context:
     attempt_of: dict[int, int]
 
 
-def trace_of(run: Run) -> str:
-    """The run's trace id: the recorded one, else the one derived from its run id."""
-    return run.trace.id if run.trace is not None else trace_id_for(run.run_id)
-
-
 def run_spans(
     run: Run, progress: Path | None = None, *, redact: Callable[[str], str] | None = None
 ) -> list[SpanRecord]:
@@ -106,7 +101,7 @@ def run_spans(
     ``progress`` is the run's file (to find child runs' files); ``redact`` is applied to
     message content, which is included only when ``redact`` is given (the capture switch).
     """
-    trace = trace_of(run)
+    trace = run.trace_id()
     attempts = run.attempts or [
         Attempt(n=1, started=run.created, ended=run.updated, status=run.status)
     ]
@@ -449,7 +444,7 @@ def _trace_of_file(path: Path) -> str | None:
         child, _ = load_progress(path)
     except (FlowError, OSError):
         return None
-    return trace_of(child)
+    return child.trace_id()
 
 
 def _cut(text: str) -> str:

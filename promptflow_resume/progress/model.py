@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..base.traceids import trace_id_for
+
 FORMAT_VERSION = 7
 
 RunStatus = Literal[
@@ -681,6 +683,11 @@ class Run:
     def steps_done(self) -> int:
         """How many of the run's steps are completed."""
         return sum(1 for s in self.steps.values() if s.status == "completed")
+
+    def trace_id(self) -> str:
+        """The run's trace id (docs/spec.md 13.2): the recorded one, else the one derived from
+        its run id, as for a file written before traces."""
+        return self.trace.id if self.trace is not None else trace_id_for(self.run_id)
 
     def next_entry_id(self) -> int:
         """The id the next transcript entry gets."""
