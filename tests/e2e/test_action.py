@@ -34,6 +34,7 @@ import pytest
 import yaml
 
 from tests.support import REPO
+from tests.support.flowproc import flow
 from tests.support.providers_server import (
     Canned,
     ModelServer,
@@ -278,35 +279,14 @@ def test_a_broken_input_fails_the_step_with_one_paragraph(tmp_path: Path) -> Non
         "INPUT_MAX_COST": "lots",
         "INPUT_SEAL_KEY": "c2VjcmV0",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "promptflow_resume", "ci"],
-        cwd=workspace,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = flow("ci", cwd=workspace, env=env)
     assert done.returncode == 9
     assert "max-cost" in done.stderr and "Traceback" not in done.stderr
     env["INPUT_MAX_COST"] = ""
-    done = subprocess.run(
-        [sys.executable, "-m", "promptflow_resume", "ci"],
-        cwd=workspace,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = flow("ci", cwd=workspace, env=env)
     assert done.returncode == 9 and "seal-key" in done.stderr and "c2VjcmV0" not in done.stderr
     env["INPUT_SEAL_KEY"] = ""
-    done = subprocess.run(
-        [sys.executable, "-m", "promptflow_resume", "ci"],
-        cwd=workspace,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = flow("ci", cwd=workspace, env=env)
     assert done.returncode == 9 and "input workflow is empty" in done.stderr
     assert shutil.which("git")
 
