@@ -29,6 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..base.confine import PathEscapeError, confine, is_within, relative_name
 from ..base.durable import replace_file
 from ..base.globs import glob_regex
 from ..chat import ToolSpec
@@ -51,44 +52,6 @@ MAX_WRITE_BYTES = 16 * 1024 * 1024
 #: Top-level folders ``write_file`` refuses: version control data, and flow's own runs
 #: (a model that overwrote a progress file would corrupt its own checkpoint).
 PROTECTED_DIRS = (".git", ".flow")
-
-
-class PathEscapeError(ValueError):
-    """A path given to a tool leaves the workspace; the message is meant for the model."""
-
-
-def confine(root: Path, path: str) -> Path:
-    """``path`` (relative to ``root``, or absolute inside it) resolved, or PathEscapeError.
-
-    What counts is where the path really leads (every symbolic link followed); the returned
-    path is that real location, so the file checked is the file then opened.
-    """
-    if "\x00" in path:
-        raise PathEscapeError("the path contains a NUL character")
-    root_abs = Path(os.path.abspath(root))
-    candidate = Path(os.path.normpath(root_abs / path))
-    resolved = Path(os.path.realpath(candidate))
-    if _is_within(resolved, Path(os.path.realpath(root_abs))):
-        return resolved
-    if not _is_within(candidate, root_abs):
-        raise PathEscapeError(
-            f"'{path}' is outside the workspace; use a path relative to the workspace root "
-            "(e.g. 'src/main.py')"
-        )
-    raise PathEscapeError(
-        f"'{path}' leads outside the workspace through a symbolic link; only files inside "
-        "the workspace can be used"
-    )
-
-
-def _is_within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
-def relative_name(path: Path, root: Path) -> str:
-    """``path`` relative to the workspace root, with ``/`` separators ("." for the root)."""
-    rel = os.path.relpath(path, os.path.realpath(root))
-    return "." if rel == "." else rel.replace(os.sep, "/")
 
 
 @functools.lru_cache(maxsize=128)
@@ -140,11 +103,11 @@ def skill_target(ctx: ToolContext, path: Any) -> tuple[Path, str] | None:
         return None
     root = Path(os.path.abspath(ctx.workspace))
     candidate = Path(os.path.normpath(root / path))
-    if _is_within(candidate, root):
+    if is_within(candidate, root):
         return None
     for folder in ctx.skill_folders():
         base = Path(os.path.abspath(folder))
-        if _is_within(candidate, base):
+        if is_within(candidate, base):
             return base, os.path.relpath(candidate, base)
     return None
 

@@ -18,9 +18,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ..base.confine import confine
 from ..chat import ToolSpec
 from .base import Standalone, ToolContext, ToolResult
-from .builtin import _object_schema, confine, error_result, signature, validate_arguments
+from .builtin import _object_schema, error_result, signature, validate_arguments
 from .scan import TOO_LARGE, read_text, walk
 
 MAX_FILES = 10

@@ -57,20 +57,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from ..base.confine import PathEscapeError, confine, relative_name
 from ..base.errors import InputError
 from ..base.supervisor import check_program, supervised
 from ..chat import ToolSpec
 from ..workflow.commands import check_arguments, check_cwd, fill_argv
 from ..workflow.model import CommandDecl
 from .base import ToolContext, ToolResult
-from .builtin import (
-    PathEscapeError,
-    confine,
-    error_result,
-    relative_name,
-    signature,
-    validate_arguments,
-)
+from .builtin import error_result, signature, validate_arguments
 
 #: Captured bytes kept per stream; more is read (so the command never blocks) and dropped.
 MAX_CAPTURE_BYTES = 64 * 1024 * 1024

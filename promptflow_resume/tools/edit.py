@@ -20,7 +20,7 @@ file's hash before and after the edit; on resume ``in_flight_state`` compares th
 both. Already at the end state → the edit happened and is recorded as done; still at the start
 state → it runs once; anything else → a person decides (``needs_review``).
 
-Paths follow the rules of the other file tools (``builtin.confine``): inside the workspace,
+Paths follow the rules of the other file tools (``base.confine``): inside the workspace,
 symbolic links resolved, ``.git/`` and ``.flow/`` at the root refused.
 """
 
@@ -35,19 +35,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..base import faults
+from ..base.confine import PathEscapeError, confine, relative_name
 from ..base.durable import replace_file
 from ..chat import ToolSpec
 from .base import Standalone, ToolContext, ToolResult
-from .builtin import (
-    MAX_WRITE_BYTES,
-    PROTECTED_DIRS,
-    PathEscapeError,
-    _object_schema,
-    confine,
-    error_result,
-    guarded_call,
-    relative_name,
-)
+from .builtin import MAX_WRITE_BYTES, PROTECTED_DIRS, _object_schema, error_result, guarded_call
 from .scan import SNIFF_BYTES
 
 #: The hash recorded for "no file here".

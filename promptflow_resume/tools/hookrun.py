@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..base.confine import PathEscapeError, confine
 from ..base.redact import Redactor
 from ..workflow.hooks import HookCommand
-from .builtin import PathEscapeError, confine
 from .commands import run_process
 
 #: Characters of a hook's output kept in records and messages.
