@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base.errors import SpecialFileError, StorageError
+from ..base.flowhome import flow_home
 from ..base.safeopen import open_regular, read_fd
 from .model import Entry, InFlight, Run, Seal
 
@@ -49,16 +50,6 @@ KEY_BYTES = 32
 SEAL_HEX = 32
 #: The version prefix of every seal, so that a later scheme is told apart.
 PREFIX = "v1:"
-
-
-def key_folder() -> Path:
-    """Where the key lives: ``$FLOW_HOME``, ``$XDG_CONFIG_HOME/flow`` or ``~/.config/flow``."""
-    home = os.environ.get("FLOW_HOME")
-    if home:
-        return Path(home)
-    config = os.environ.get("XDG_CONFIG_HOME")
-    base = Path(config) if config else Path.home() / ".config"
-    return base / "flow"
 
 
 def _key_error(path: Path, why: str) -> StorageError:
@@ -128,13 +119,13 @@ class Key:
     @classmethod
     def find(cls) -> Key | None:
         """This machine's key, or None when it has none yet (read commands make none)."""
-        found = _read_key(key_folder() / "key")
+        found = _read_key(flow_home() / "key")
         return cls(found) if found is not None else None
 
     @classmethod
     def ensure(cls) -> Key:
         """This machine's key, made on first use."""
-        path = key_folder() / "key"
+        path = flow_home() / "key"
         found = _read_key(path)
         return cls(found if found is not None else _create_key(path))
 

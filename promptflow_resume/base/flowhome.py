@@ -1,0 +1,23 @@
+"""flow's own folder on this machine: what it keeps outside every repository.
+
+The sealing key (``progress/seal.py``) and the person's decisions about folders live here, never
+in a repository or a run's folder, so that nothing a clone or a pull request brings can forge
+them. The folder is ``$FLOW_HOME`` when set, else ``$XDG_CONFIG_HOME/flow``, else
+``~/.config/flow``; machines that must share these decisions (workers of a Ray cluster, a CI
+runner with a cache) point ``FLOW_HOME`` at one copy.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def flow_home() -> Path:
+    """``$FLOW_HOME``, ``$XDG_CONFIG_HOME/flow`` or ``~/.config/flow`` (not made here)."""
+    home = os.environ.get("FLOW_HOME")
+    if home:
+        return Path(home)
+    config = os.environ.get("XDG_CONFIG_HOME")
+    base = Path(config) if config else Path.home() / ".config"
+    return base / "flow"
