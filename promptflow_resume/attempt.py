@@ -34,6 +34,7 @@ from .base.paths import relative_path
 from .base.redact import Redactor
 from .base.runids import id_from_folder, new_run_id
 from .base.traceids import TRACEPARENT_VARIABLE, parse_traceparent, trace_id_for
+from .base.truststore import untrusted_notice
 from .events import Reporter
 from .hooks import load_run_hooks
 from .progress import ProgressStore
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from .subworkflows import SubworkflowRunner
     from .tools.base import Tool
     from .tools.mcp import McpServers
+    from .tools.mcp_config import McpConfig
     from .workflow.skillfile import Skill
 
 #: Where runs live unless ``--progress`` says otherwise (relative to the working directory).
@@ -263,26 +265,34 @@ def _count_redactions(run: Run, *found: tuple[int, str]) -> None:
 
 
 def engine_options(
-    workflow: Workflow, workspace: Path, redactor: Redactor, options: RunOptions
+    workflow: Workflow,
+    workspace: Path,
+    redactor: Redactor,
+    options: RunOptions,
+    mcp: McpConfig | None = None,
 ) -> EngineOptions:
     """The engine's options for one attempt: one place turns the run options into consent,
-    editor variables and the custom-instructions block."""
+    editor variables and the custom-instructions block; ``mcp`` is the run's MCP
+    configuration, whose files left out for want of trust are said with the hooks'."""
     # The engine is loaded by the commands that run one (not by status, list, log ...).
     from .engine import DEFAULT_MAX_SUSPENSIONS, EngineOptions
 
     file = Path(options.file) if options.file else None
     suspensions = options.limits.max_suspensions
+    reporter = options.reporter or Reporter()
+    hooks = load_run_hooks(workspace, options)
     return EngineOptions(
         max_suspensions=DEFAULT_MAX_SUSPENSIONS if suspensions is None else suspensions,
         workspace=workspace,
-        reporter=options.reporter or Reporter(),
+        reporter=reporter,
         redactor=redactor,
         timeout=options.limits.timeout,
         editor=editor_variables(workspace, file, options.selection),
         consent=options.permissions.consent(workflow),
-        instructions=_instructions(workspace, file) if options.instructions else "",
+        instructions=_instructions(workspace, file, reporter) if options.instructions else "",
         skills=run_skills(workspace, options),
-        hooks=load_run_hooks(workspace, options),
+        hooks=hooks,
+        untrusted=(*hooks.untrusted, *(mcp.untrusted if mcp else ())),
         approval=options.approval_policy(workflow),
         approval_ask=options.permissions.ask,
         consent_stop=options.consent_stop,
@@ -306,10 +316,14 @@ def run_skills(workspace: Path, options: RunOptions) -> tuple[Skill, ...]:
     return found.skills
 
 
-def _instructions(root: Path, file: Path | None) -> str:
+def _instructions(root: Path, file: Path | None, reporter: Reporter) -> str:
     from .workflow.instructions import find_instructions, instructions_block
 
-    return instructions_block(find_instructions(root, file))
+    problems: list[str] = []
+    block = instructions_block(find_instructions(root, file, problems))
+    for problem in problems:
+        reporter.notice(f"instructions skipped: {problem}")
+    return block
 
 
 def children(options: RunOptions, choices: Choices = Choices()) -> SubworkflowRunner:
@@ -324,6 +338,7 @@ def children(options: RunOptions, choices: Choices = Choices()) -> SubworkflowRu
         mcp_config=options.mcp_config,
         mcp_ask=options.mcp_ask,
         agent_dirs=tuple(options.agent_dirs),
+        trust=options.trust,
     )
 
 
@@ -365,6 +380,8 @@ def run_attempt(
         run.attempts[-1].usage.add(decision.usage)
     # The first is the tool-list hash, for the record; the rest (a changed list) is news.
     mcp_notes = mcp_attempt_notes(run, servers) if servers is not None else []
+    left_out = untrusted_notice(options.untrusted, options.workspace)
+    notes = [*notes, left_out] if left_out else list(notes)
     engine.attempt_notes([*notes, *mcp_notes])
     for note in [*notes, *mcp_notes[1:]]:
         options.reporter.notice(note)

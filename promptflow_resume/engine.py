@@ -43,6 +43,7 @@ from .base.errors import (
 from .base.redact import Redactor
 from .base.stops import routed_to
 from .base.traceids import span_id, traceparent, tracing_on
+from .base.truststore import Verdict
 from .chat import ToolSpec
 from .compaction import CompactionTally
 from .conversation import (
@@ -290,6 +291,9 @@ class EngineOptions:
     children: ChildRunner | None = None
     #: The hooks files this attempt runs (``hooks.py``).
     hooks: RunHookSet = field(default_factory=RunHookSet)
+    #: What the workspace brings that its trust left out (relative path, verdict): hooks
+    #: files, MCP configurations, agents; said once as the attempt begins (spec 10.9).
+    untrusted: tuple[tuple[str, Verdict], ...] = ()
     #: Which tool calls wait for a person's yes (``approve:``, ``--approve``; spec 4.17).
     approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     #: Asks a person about one held call on a terminal (None: the run stops

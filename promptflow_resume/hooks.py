@@ -38,6 +38,7 @@ from typing import Any
 
 from .base import faults
 from .base.redact import Redactor
+from .base.truststore import Verdict
 from .progress.model import Entry, HookEvent, HookRun, Run
 from .progress.seal import Key
 from .runoptions import RunOptions
@@ -60,6 +61,9 @@ class RunHookSet:
     """The hooks files one attempt runs with, and their commands in run order."""
 
     files: tuple[HooksFile, ...] = ()
+    #: The workspace's hooks files left out because its folder does not trust them as they
+    #: are (relative path, verdict): they run nothing (docs/spec.md 10.9).
+    untrusted: tuple[tuple[str, Verdict], ...] = ()
 
     @property
     def commands(self) -> tuple[HookCommand, ...]:
@@ -71,21 +75,32 @@ class RunHookSet:
         return {f.source: f.digest for f in self.files}
 
 
-def hook_files(root: Path, options: RunOptions) -> list[Path]:
-    """The hooks files a run in ``root`` uses: the workspace's (unless ``--no-hooks``), then
-    each ``--hooks FILE`` (relative to the working directory)."""
-    found = find_hook_files(root) if options.hooks else []
+def hook_files(root: Path, options: RunOptions) -> tuple[list[Path], list[tuple[str, Verdict]]]:
+    """The hooks files a run in ``root`` uses: the workspace's (unless ``--no-hooks``) that
+    its trust allows, then each ``--hooks FILE`` (relative to the working directory; the
+    person's own, so no trust is asked); and the workspace's files left out, with why."""
+    trust = options.trust_in(root)
+    found: list[Path] = []
+    untrusted: list[tuple[str, Verdict]] = []
+    for path in find_hook_files(root) if options.hooks else []:
+        verdict = trust.verdict(path)
+        if verdict.allowed or verdict is Verdict.OUTSIDE:
+            found.append(path)
+        else:
+            untrusted.append((trust.relative(path) or str(path), verdict))
     for extra in options.hook_files:
         path = Path(extra)
         if path.resolve() not in {p.resolve() for p in found}:
             found.append(path)
-    return found
+    return found, untrusted
 
 
 def load_run_hooks(root: Path, options: RunOptions) -> RunHookSet:
     """Load the run's hooks files; a file with an error stops the run before it starts
-    (``WorkflowError``, exit 4; a missing ``--hooks`` file exit 5)."""
-    return RunHookSet(tuple(load_hooks(path, root) for path in hook_files(root, options)))
+    (``WorkflowError``, exit 4; a missing ``--hooks`` file exit 5). Files the workspace's
+    trust leaves out are not read as hooks, only listed in ``untrusted``."""
+    paths, untrusted = hook_files(root, options)
+    return RunHookSet(tuple(load_hooks(path, root) for path in paths), tuple(untrusted))
 
 
 def hooks_changed(run: Run, now: RunHookSet) -> list[str]:
@@ -94,7 +109,8 @@ def hooks_changed(run: Run, now: RunHookSet) -> list[str]:
     if last is None and not now.files:
         return []
     current = now.digests()
-    last = last or {}
+    # A file left out for want of trust is said so by the trust notice, not as gone.
+    last = {k: v for k, v in (last or {}).items() if k not in dict(now.untrusted)}
     changes = [
         f"{name} (changed)" for name in current if name in last and last[name] != current[name]
     ]
@@ -263,14 +279,17 @@ class RunHooks:
     def _run_one(self, hook: HookCommand, payload: Mapping[str, Any]) -> HookRun:
         from .tools.hookrun import run_hook
 
-        whole = {**self._common(), **payload}
+        whole = hook_input(hook, {**self._common(), **payload})
         try:
             outcome = run_hook(hook, whole, self.workspace, self.redactor)
         except Exception as exc:  # a hook never loses the run
             message, _ = self.redactor.redact(f"{type(exc).__name__}: {exc}")
             self.notice(f"hook {hook.ref} could not run: {message}")
             self.note(f"hook {hook.ref} could not run: {message}")
-            return HookRun(hook.ref, None, 0, output=message[:300])
+            # A guard that cannot run fails closed: its call is denied.
+            denied = "deny" if hook.event == "preToolUse" else None
+            reason = f"the hook could not run ({message[:200]})" if denied else None
+            return HookRun(hook.ref, None, 0, decision=denied, reason=reason, output=message[:300])
         if outcome.failed:
             self.notice(outcome.describe())
             self.note(outcome.describe())
@@ -297,7 +316,7 @@ class RunHooks:
 
     def _tool_payload(self, call: Entry) -> dict[str, Any]:
         # ``toolArgs`` is the arguments' JSON text, as the Copilot CLI documents it.
-        return {"toolName": call.tool or "", "toolArgs": call.content or "{}"}
+        return {"toolName": call.tool or "", "toolArgs": call.content or "{}", CALL: call.call_id}
 
     def _settled_payload(self, event: str, entry: Entry | None) -> dict[str, Any] | None:
         if entry is None:
@@ -326,6 +345,7 @@ class RunHooks:
             "toolName": entry.tool or "",
             "toolArgs": call.content if call is not None else "{}",
             "toolResult": {"resultType": kind, "textResultForLlm": entry.content},
+            CALL: entry.call_id,
         }
 
     def _tidy(self) -> None:
@@ -370,6 +390,44 @@ class RunHooks:
 
 
 _SETTLED = ("userPromptSubmitted", "postToolUse")
+#: The call id of a tool event, which VS Code's input carries (``tool_use_id``) and
+#: Copilot's does not.
+CALL = "_callId"
+
+
+def hook_input(hook: HookCommand, event: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``hook`` reads on its standard input for ``event`` (flow's payload, in Copilot's
+    names): as the Copilot CLI sends it, or as VS Code does for a hook of its format."""
+    if hook.dialect != "vscode":
+        copilot = {k: v for k, v in event.items() if k != CALL}
+        if "toolArgs" in copilot:
+            # The same text again under the name the guard hooks of the public Copilot
+            # collection read (``toolInput``), so they see the call they are to judge.
+            copilot["toolInput"] = copilot["toolArgs"]
+        return copilot
+    written = hook.label.partition("[")[0]
+    out: dict[str, Any] = {
+        "timestamp": time.strftime(
+            "%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(event["timestamp"] / 1000)
+        ),
+        "cwd": event["cwd"],
+        "sessionId": event["sessionId"],
+        "hookEventName": written,
+    }
+    if "toolName" in event:
+        try:
+            arguments = json.loads(event["toolArgs"])
+        except ValueError:
+            arguments = event["toolArgs"]
+        out.update(tool_name=event["toolName"], tool_input=arguments, tool_use_id=event.get(CALL))
+    if "toolResult" in event:
+        out["tool_response"] = event["toolResult"]["textResultForLlm"]
+    for key in ("prompt", "source"):
+        if key in event:
+            out[key] = event[key]
+    if hook.event == "sessionEnd":
+        out.update(stop_hook_active=False, reason=event.get("reason"))
+    return out
 
 
 def _status(ran: HookRun) -> str:

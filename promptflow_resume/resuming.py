@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from .recovery import Decision
     from .tools.base import Tool
     from .tools.mcp import McpServers
+    from .tools.mcp_config import McpConfig
 
 
 @dataclass
@@ -76,6 +77,7 @@ class _Resume:
     tools: dict[str, Tool] = field(default_factory=dict)
     servers: McpServers | None = None
     secrets: tuple[str, ...] = ()
+    mcp: McpConfig | None = None
     choices: Choices = field(default_factory=Choices)
     plan: ResumePlan | None = None
     decision: Decision | None = None
@@ -189,8 +191,10 @@ def _start_tools(state: _Resume) -> None:
 
     options = state.options
     state.tools = build_tools(state.wf, state.root, skills=options.skills)
-    mcp = find_mcp_config(state.wf, state.root, options.mcp_config, options.mcp_ask)
+    trust = options.trust_in(state.root)
+    mcp = find_mcp_config(state.wf, state.root, options.mcp_config, options.mcp_ask, trust)
     state.secrets = tuple(mcp.secrets) if mcp else ()
+    state.mcp = mcp
     state.servers = start_mcp(state.wf, state.root, state.tools, mcp, state.path, state.redactor())
 
 
@@ -322,7 +326,7 @@ def _go_on(
         redactor=redactor,
         base_url=options.base_url,
     )
-    engine = engine_options(state.wf, state.root, redactor, options)
+    engine = engine_options(state.wf, state.root, redactor, options, state.mcp)
     # The resume note says why the run stopped: as it was before the plan was applied.
     engine.resume_note = resume_note(
         replace(run, status=stopped[0], reason=stopped[1]), plan, state.wf

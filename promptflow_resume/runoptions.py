@@ -22,6 +22,7 @@ from .events import Reporter
 
 if TYPE_CHECKING:
     from .base.costledger import CostLedger
+    from .base.truststore import Trust
     from .tools.approval import ApprovalPolicy
     from .tools.consent import Asker, Consent
     from .workflow.model import Workflow
@@ -166,6 +167,18 @@ class RunOptions:
     #: A cost budget shared with runs in other processes: a batch's ``--max-cost`` ledger,
     #: on which every model call holds a reservation (docs/spec.md 8.3).
     shared_budget: CostLedger | None = None
+    #: What the workspace's hooks files, MCP configurations and agents may run: None for
+    #: what ``flow trust`` recorded on this machine; ``Trust.entire`` for
+    #: ``--trust-workspace``; CI gives the files of a base commit (docs/spec.md 10.9).
+    trust: Trust | None = None
+
+    def trust_in(self, folder: Path) -> Trust:
+        """The trust that ``folder``'s brought files are judged by in this run."""
+        if self.trust is not None:
+            return self.trust
+        from .base.truststore import Trust
+
+        return Trust.for_folder(folder)
 
     def root(self) -> Path:
         """The workspace folder (the working directory when none is given)."""

@@ -87,7 +87,7 @@ def _start_in(
     from .tools.mcp_wiring import find_mcp_config, start_mcp
 
     run_id, worktree = tree
-    mcp = find_mcp_config(wf, root, options.mcp_config, options.mcp_ask)
+    mcp = find_mcp_config(wf, root, options.mcp_config, options.mcp_ask, options.trust_in(root))
     redactor = Redactor.from_environment(extra_values=mcp.secrets if mcp else ())
     run = new_run(
         wf,
@@ -119,7 +119,7 @@ def _start_in(
         try:
             if stopped:  # while the file was written: the same as a stop just after it
                 raise KeyboardInterrupt
-            engine = engine_options(wf, root, redactor, options)
+            engine = engine_options(wf, root, redactor, options, mcp)
             _say_worktree(engine.reporter, worktree)
             attempt = Attempt(wf, run, store, provider, tools, servers, engine, children(options))
             run_attempt(attempt, first=True)

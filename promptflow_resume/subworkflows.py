@@ -43,6 +43,7 @@ from .base.errors import (
 )
 from .base.paths import rebase, relative_path
 from .base.safeopen import linked_file
+from .base.truststore import Trust
 from .engine import AgentCall, ChildCall, ChildResult, Engine, EngineOptions, answer_line
 from .events import Reporter
 from .progress import ProgressStore
@@ -255,6 +256,8 @@ class SubworkflowRunner:
     mcp_ask: Callable[[str, str, bool], str] | None = None
     #: ``--agents DIR``: searched for subagents before the workspace's and the user's folders.
     agent_dirs: tuple[Path, ...] = ()
+    #: The run's trust (None: what ``flow trust`` recorded for the child's workspace).
+    trust: Trust | None = None
 
     def location(self, parent_path: Path, step_id: str) -> str:
         """``<stem>.steps/<step-id>/progress.md``, relative to the parent's folder."""
@@ -415,7 +418,13 @@ class SubworkflowRunner:
         from .tools.mcp_wiring import find_mcp_config, start_mcp
 
         workspace = child.options.workspace
-        config = find_mcp_config(workflow, workspace, self.mcp_config, self.mcp_ask)
+        trust = self.trust if self.trust is not None else Trust.for_folder(workspace)
+        # A sub-workflow is the parent workflow's own (the person named it); a subagent is
+        # the model's choice among the agents found, so its servers need the folder's trust.
+        named = child.link.get("kind") != AGENT_KIND
+        config = find_mcp_config(
+            workflow, workspace, self.mcp_config, self.mcp_ask, trust, named=named
+        )
         if config is None:
             return None
         redactor = child.options.redactor.with_values(config.secrets)

@@ -55,6 +55,12 @@ def confine(root: Path, path: str) -> Path:
     )
 
 
+def leads_inside(root: Path, path: Path) -> bool:
+    """True when ``path``, every link on it followed, ends inside ``root`` (also resolved):
+    what a repository brings is read only when this holds."""
+    return is_within(Path(os.path.realpath(path)), Path(os.path.realpath(root)))
+
+
 def relative_name(path: Path, root: Path) -> str:
     """``path`` relative to the workspace root, with ``/`` separators ("." for the root)."""
     rel = os.path.relpath(path, os.path.realpath(root))

@@ -42,6 +42,7 @@ EXIT_FILES_CHANGED = 18
 EXIT_SNAPSHOT_MISSING = 19
 EXIT_TELEMETRY = 20
 EXIT_SERVE = 21
+EXIT_UNTRUSTED = 22
 EXIT_INTERRUPTED = 130
 
 
@@ -372,3 +373,11 @@ class ServeError(FlowError):
     be bound, or the ``[serve]`` extra (starlette, uvicorn) is not installed."""
 
     exit_code = EXIT_SERVE
+
+
+class UntrustedError(FlowError):
+    """The run needs something its workspace brings (an MCP server of the workspace's
+    configuration, an agent's server) from a folder the person has not trusted as it is now
+    (``flow trust``, docs/spec.md 10.9). Nothing was started or written."""
+
+    exit_code = EXIT_UNTRUSTED

@@ -21,3 +21,20 @@ def flow_home() -> Path:
     config = os.environ.get("XDG_CONFIG_HOME")
     base = Path(config) if config else Path.home() / ".config"
     return base / "flow"
+
+
+def not_private(fd: int, path: Path) -> str | None:
+    """Why the open file ``fd`` (at ``path``) in flow's folder cannot be trusted as this
+    user's own, or None: it belongs to another user, or it or its folder can be written by
+    others (anyone who can write it could forge what flow keeps there)."""
+    info = os.fstat(fd)
+    if info.st_uid != os.getuid():
+        return "it belongs to another user"
+    if info.st_mode & 0o022:
+        return f"others can write it (mode {info.st_mode & 0o777:04o})"
+    folder = os.stat(path.parent)
+    if folder.st_mode & 0o022:
+        return f"others can write its folder {path.parent} (mode {folder.st_mode & 0o777:04o})"
+    if folder.st_uid not in (os.getuid(), 0):
+        return f"its folder {path.parent} belongs to another user"
+    return None

@@ -104,7 +104,7 @@ class _State:
     stop = False
 
 
-def _prctl(option: int, value: int) -> bool:
+def prctl(option: int, value: int) -> bool:
     """Call Linux's ``prctl``; False where it is missing or refused."""
     if not sys.platform.startswith("linux"):
         return False
@@ -280,8 +280,8 @@ def main(args: list[str]) -> None:
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # only to wake the loop
     # The parent-death signal wakes the loop; the loop then compares the parent itself.
     signal.signal(signal.SIGUSR1, lambda signum, frame: None)
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGUSR1)
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    prctl(_PR_SET_PDEATHSIG, signal.SIGUSR1)
+    prctl(_PR_SET_CHILD_SUBREAPER, 1)
     if os.getppid() != flow_pid:  # flow died before the request was made: start nothing
         os._exit(1)
     if "--announce" in flags:

@@ -43,6 +43,7 @@ COMMANDS.register("status", "promptflow_resume.cli.commands_run:status_command")
 COMMANDS.register("batch", "promptflow_resume.cli.commands_batch:batch_command")
 COMMANDS.register("check", "promptflow_resume.cli.commands_workflow:check")
 COMMANDS.register("skills", "promptflow_resume.cli.commands_skills:skills_command")
+COMMANDS.register("trust", "promptflow_resume.cli.commands_trust:trust_command")
 COMMANDS.register("validate", "promptflow_resume.cli.commands_progress:validate")
 COMMANDS.register("show", "promptflow_resume.cli.commands_show:show")
 COMMANDS.register("schema", "promptflow_resume.cli.commands_progress:schema")
@@ -91,6 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     # pass one filter: secrets redacted, terminal controls made visible (spec 10.6).
     with until_run():
         from ..base.printing import people_streams
+
+        if argv is None:
+            from ..base.hardening import hide_environment
+
+            # flow's own process: the programs it starts get only the variables they are
+            # given, and none may read the rest (model keys) out of /proc/<pid>/environ.
+            hide_environment()
 
         with people_streams():
             return _main(args)

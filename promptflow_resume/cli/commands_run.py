@@ -55,6 +55,7 @@ from .options import (
     SummaryJson,
     TaskOpt,
     TimeoutOpt,
+    TrustWorkspaceOpt,
     VerboseOpt,
     WorkflowArg,
     WorkflowMovedOpt,
@@ -275,6 +276,7 @@ class _SharedFlags:
     no_skills: bool
     hooks: list[Path]
     no_hooks: bool
+    trust_workspace: bool
     allow_commands: list[str]
     allow_fetch: list[str]
     accept_permissions: bool
@@ -301,6 +303,7 @@ class _SharedFlags:
     ) -> RunOptions:
         """The run's options: budgets, permissions, tools and where to report."""
         from ..api import Limits, RunOptions
+        from ..base.truststore import TRUST_FLAG, Trust
         from ..front import given_prices
 
         limits = Limits(
@@ -341,6 +344,7 @@ class _SharedFlags:
             approve=tuple(self.approve),
             approval=not self.no_approve,
             consent_stop=_on_consent(self.on_consent),
+            trust=Trust.entire(Path.cwd(), TRUST_FLAG) if self.trust_workspace else None,
         )
 
 
@@ -386,6 +390,7 @@ def run_command(
     no_skills: NoSkillsOpt = False,
     hooks: HooksOpt = [],  # noqa: B006 - typer copies list defaults
     no_hooks: NoHooksOpt = False,
+    trust_workspace: TrustWorkspaceOpt = False,
     no_snapshots: NoSnapshotsOpt = False,
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults
@@ -648,6 +653,7 @@ def resume_command(
     no_skills: NoSkillsOpt = False,
     hooks: HooksOpt = [],  # noqa: B006 - typer copies list defaults
     no_hooks: NoHooksOpt = False,
+    trust_workspace: TrustWorkspaceOpt = False,
     no_snapshots: NoSnapshotsOpt = False,
     allow_commands: AllowCommandsOpt = [],  # noqa: B006 - typer copies list defaults
     allow_fetch: AllowFetchOpt = [],  # noqa: B006 - typer copies list defaults

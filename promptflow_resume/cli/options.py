@@ -237,6 +237,15 @@ NoHooksOpt = Annotated[
         help="Do not run the workspace's hooks (.github/hooks/); --hooks files still run.",
     ),
 ]
+TrustWorkspaceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--trust-workspace",
+        envvar="FLOW_TRUST_WORKSPACE",
+        help="Trust the workspace's hooks, MCP configuration and agents for this run only, as "
+        "they are now (for CI; on your machine, `flow trust DIR` records it once).",
+    ),
+]
 NoSnapshotsOpt = Annotated[
     bool,
     typer.Option(

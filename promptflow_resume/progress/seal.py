@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base.errors import SpecialFileError, StorageError
-from ..base.flowhome import flow_home
+from ..base.flowhome import flow_home, not_private
 from ..base.safeopen import open_regular, read_fd
 from .model import Entry, InFlight, Run, Seal
 
@@ -74,8 +74,9 @@ def _read_key(path: Path) -> bytes | None:
     except OSError as error:
         raise _key_error(path, f"it cannot be opened ({error.strerror})") from error
     try:
-        if os.fstat(fd).st_uid != os.getuid():
-            raise _key_error(path, "it belongs to another user")
+        why = not_private(fd, path)
+        if why is not None:
+            raise _key_error(path, why)
         data = read_fd(fd, KEY_BYTES)
     finally:
         os.close(fd)

@@ -19,7 +19,7 @@ import os
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,9 +109,9 @@ def run_hook(
     try:
         cwd = confine(workspace, hook.cwd or ".")
     except PathEscapeError as exc:
-        return HookOutcome(hook, None, elapsed(), error=f"cwd {exc}")
+        return _not_started(hook, elapsed(), f"cwd {exc}")
     if not cwd.is_dir():
-        return HookOutcome(hook, None, elapsed(), error=f"its folder {hook.cwd!r} does not exist")
+        return _not_started(hook, elapsed(), f"its folder {hook.cwd!r} does not exist")
     data = json.dumps(dict(payload), ensure_ascii=False).encode("utf-8")
     try:
         outcome = run_process(
@@ -122,32 +122,66 @@ def run_hook(
             stdin=data,
         )
     except OSError as exc:
-        return HookOutcome(hook, None, elapsed(), error=exc.strerror or str(exc))
+        return _not_started(hook, elapsed(), exc.strerror or str(exc))
     stdout, _ = redactor.redact(outcome.stdout.decode("utf-8", "replace"))
     stderr, _ = redactor.redact(outcome.stderr.decode("utf-8", "replace"))
-    decision, reason = _decision(stdout) if hook.event == "preToolUse" else (None, None)
-    return HookOutcome(
+    ended = HookOutcome(
         hook,
         outcome.returncode,
         elapsed(),
         timed_out=outcome.timed_out,
         stdout=stdout,
         stderr=stderr,
-        decision=decision if outcome.returncode == 0 and not outcome.timed_out else None,
-        reason=reason,
     )
+    if hook.event != "preToolUse":
+        return ended
+    if ended.failed:
+        return replace(ended, decision="deny", reason=failed_guard_reason(ended))
+    decision, reason = _decision(stdout)
+    return replace(ended, decision=decision, reason=reason)
+
+
+#: The exit code by which a hook blocks what it guards (VS Code's and Claude Code's
+#: "blocking error"): its standard error is the reason.
+BLOCKING_EXIT = 2
+
+
+def failed_guard_reason(outcome: HookOutcome) -> str:
+    """Why a ``preToolUse`` hook that did not exit 0 denies its call: a guard that fails,
+    times out or blocks with exit 2 fails closed (docs/spec.md 4.15)."""
+    said = outcome.preview or "it gave no reason"
+    if outcome.exit == BLOCKING_EXIT and not outcome.timed_out:
+        return said
+    if outcome.error is not None:
+        return f"the hook could not start ({outcome.error}), so the call is denied"
+    if outcome.timed_out:
+        return f"the hook timed out after {outcome.hook.timeout:g} s, so the call is denied"
+    return f"the hook exited with {outcome.exit}, so the call is denied: {said}"
+
+
+def _not_started(hook: HookCommand, ms: int, why: str) -> HookOutcome:
+    """A hook that could not start; a guard (``preToolUse``) then denies its call."""
+    outcome = HookOutcome(hook, None, ms, error=why)
+    if hook.event == "preToolUse":
+        return replace(outcome, decision="deny", reason=failed_guard_reason(outcome))
+    return outcome
 
 
 def _decision(stdout: str) -> tuple[str | None, str | None]:
     """``permissionDecision`` and its reason from a ``preToolUse`` hook's output: the whole
-    output as one JSON object, else its last line that is one."""
+    output as one JSON object, else its last line that is one; at the top (Copilot's form)
+    or under ``hookSpecificOutput`` (VS Code's)."""
     candidates = [stdout.strip(), *reversed(stdout.strip().splitlines())]
     for text in candidates:
         try:
             value = json.loads(text)
         except ValueError:
             continue
-        if isinstance(value, dict) and isinstance(value.get("permissionDecision"), str):
-            reason = value.get("permissionDecisionReason")
-            return value["permissionDecision"], reason if isinstance(reason, str) else None
+        if not isinstance(value, dict):
+            continue
+        inner = value.get("hookSpecificOutput")
+        for holder in (value, inner if isinstance(inner, dict) else {}):
+            if isinstance(holder.get("permissionDecision"), str):
+                reason = holder.get("permissionDecisionReason")
+                return holder["permissionDecision"], reason if isinstance(reason, str) else None
     return None, None

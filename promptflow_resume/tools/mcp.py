@@ -48,13 +48,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..base.errors import ToolServerError, WorkflowError
 from ..base.safeopen import refuse_special
+from ..base.truststore import Trust, Verdict
 from ..chat import ToolSpec
+from ..workflow.agentdirs import in_workspace_folder
 from ..workflow.model import Workflow
 from ..workflow.toolnames import BUILTIN_TOOLS, mcp_tool_names
 from .base import ToolContext, ToolResult
@@ -66,6 +68,10 @@ from .mcp_config import (
     agent_config,
     find_configs,
     load_configs,
+    named_servers,
+    raw_servers,
+    trusted_configs,
+    untrusted_error,
     with_agent_servers,
 )
 from .mcp_process import (
@@ -769,6 +775,8 @@ def load_servers(
     config_path: str | Path | None = None,
     ask: Callable[[str, str, bool], str] | None = None,
     env: Mapping[str, str] | None = None,
+    trust: Trust | None = None,
+    named: Path | None = None,
 ) -> McpConfig | None:
     """The MCP configuration for a run of ``workflow``, or None when it needs none.
 
@@ -777,13 +785,21 @@ def load_servers(
     win over the files' on a name clash). A handoff chain's later parts count with the
     first agent: the tools their agents name, the servers they define. A wrong entry is an
     error only for a server the workflow names; others are skipped (``McpServers.notices``
-    says so).
+    says so). With ``trust``, the workspace's files and the agents other than ``named`` (the
+    file the person named) are used only as it allows (``untrusted`` lists the others; a
+    server the run names from one of them is an ``UntrustedError``).
     """
     names = run_mcp_names(workflow)
     agents = chain_agent_servers(workflow)
     if not names and config_path is None and not agents:
         return None
     paths = find_configs(workspace, config_path)
+    untrusted: list[tuple[Path, Verdict]] = []
+    if trust is not None and config_path is None:
+        paths, untrusted = trusted_configs(paths, trust)
+        _refuse_needed(names, paths, untrusted, trust)
+        agents, left = _trusted_agents(named, agents, names, trust)
+        untrusted += left
     config = (
         load_configs(paths, workspace=workspace, env=env, ask=ask, wanted=names) if paths else None
     )
@@ -792,7 +808,57 @@ def load_servers(
     for file, servers in reversed(agents):
         own = agent_config(file, servers, workspace=workspace, env=env, ask=ask, wanted=names)
         config = with_agent_servers(own, config)
-    return config
+    if not untrusted or trust is None:
+        return config
+    if config is None:
+        config = McpConfig(path=untrusted[0][0], servers={}, paths=())
+    named_left = tuple((trust.relative(p) or str(p), verdict) for p, verdict in untrusted)
+    return replace(config, untrusted=named_left)
+
+
+def _refuse_needed(
+    names: list[str],
+    trusted: list[Path],
+    untrusted: list[tuple[Path, Verdict]],
+    trust: Trust,
+) -> None:
+    """Stop a run whose tools name a server that only an untrusted file defines (a bare
+    tool name needs no particular server: it just finds none there)."""
+    if not untrusted:
+        return
+    defined = {name for path in trusted for name in raw_servers(path)}
+    for path, verdict in untrusted:
+        servers = [s for s in raw_servers(path) if s not in defined]
+        named, _ = named_servers(servers, names)
+        if named:
+            raise untrusted_error(named[0], path, verdict, trust)
+
+
+def _trusted_agents(
+    named: Path | None,
+    agents: list[tuple[Path, dict[str, Any]]],
+    names: list[str],
+    trust: Trust,
+) -> tuple[list[tuple[Path, dict[str, Any]]], list[tuple[Path, Verdict]]]:
+    """The agents whose servers may start: the file the person named and agents found
+    elsewhere than the workspace's agent folders (``--agents DIR``, the user's), and the
+    workspace's own (a handoff's, a prompt file's ``agent:``, a subagent) only as trust
+    allows."""
+    own = named.resolve() if named is not None else None
+    kept: list[tuple[Path, dict[str, Any]]] = []
+    left: list[tuple[Path, Verdict]] = []
+    for file, servers in agents:
+        rel = trust.relative(file)
+        brought = rel is not None and in_workspace_folder(rel)
+        verdict = trust.verdict(file) if brought and file.resolve() != own else Verdict.TRUSTED
+        if verdict.allowed or verdict is Verdict.OUTSIDE:
+            kept.append((file, servers))
+            continue
+        needed, _ = named_servers(servers, names)
+        if needed:
+            raise untrusted_error(needed[0], file, verdict, trust, agent=True)
+        left.append((file, verdict))
+    return kept, left
 
 
 def tool_list_note(fingerprints: Mapping[str, str]) -> str:

@@ -40,8 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..base.errors import InputError, InvalidFileError
-from ..base.safeopen import read_regular
+from ..base.confine import leads_inside
+from ..base.errors import InputError, InvalidFileError, SpecialFileError, UntrustedError
+from ..base.safeopen import read_inside, read_regular
+from ..base.truststore import TRUST_FLAG, Trust, Verdict
 from ..workflow.values import parse_size
 
 #: Where VS Code keeps a workspace's MCP servers, relative to the workspace root.
@@ -155,6 +157,9 @@ class McpConfig:
     problems: dict[str, McpConfigError] = field(default_factory=dict)
     #: Lines for the user about the files (a server defined twice, one skipped).
     warnings: tuple[str, ...] = ()
+    #: Files the workspace brings that its trust leaves out (relative path, verdict): their
+    #: servers are not started (docs/spec.md 10.9).
+    untrusted: tuple[tuple[str, Verdict], ...] = ()
 
     @property
     def where(self) -> str:
@@ -241,7 +246,7 @@ def load_configs(
     origin: dict[str, tuple[Path, Any]] = {}
     for config in configs:
         warnings.extend(config.warnings)
-        raw = _raw_servers(config.path)
+        raw = raw_servers(config.path)
         for name in [*config.servers, *config.problems]:
             if name in origin:
                 kept_path, kept_raw = origin[name]
@@ -328,11 +333,49 @@ def with_agent_servers(agent: McpConfig, files: McpConfig | None) -> McpConfig:
     )
 
 
-def _raw_servers(path: Path) -> dict[str, Any]:
-    """The server entries of a file already read once, as written (to compare them)."""
-    raw = json.loads(strip_jsonc(path.read_bytes().decode("utf-8-sig")))
-    servers = raw.get("servers", raw.get("mcpServers", {}))
+def raw_servers(path: Path) -> dict[str, Any]:
+    """The server entries of a file, as written: to compare them, or to name the servers of a
+    file that is read as data only (one its folder does not trust); {} for a file that is
+    not a readable configuration."""
+    try:
+        data = read_regular(path, MAX_CONFIG_BYTES, what="MCP configuration", follow=True)
+        raw = json.loads(strip_jsonc((data or b"").decode("utf-8-sig")))
+    except (OSError, ValueError, SpecialFileError):
+        return {}
+    servers = raw.get("servers", raw.get("mcpServers", {})) if isinstance(raw, dict) else {}
     return servers if isinstance(servers, dict) else {}
+
+
+def trusted_configs(
+    paths: Iterable[Path], trust: Trust
+) -> tuple[list[Path], list[tuple[Path, Verdict]]]:
+    """``paths`` (the workspace's configuration files) split into those ``trust`` lets run
+    and the others, each with its verdict (docs/spec.md 10.9)."""
+    kept: list[Path] = []
+    left: list[tuple[Path, Verdict]] = []
+    for path in paths:
+        verdict = trust.verdict(path)
+        if verdict.allowed or verdict is Verdict.OUTSIDE:
+            kept.append(path)
+        else:
+            left.append((path, verdict))
+    return kept, left
+
+
+def untrusted_error(
+    server: str, source: Path, verdict: Verdict, trust: Trust, *, agent: bool = False
+) -> UntrustedError:
+    """The refusal of a run that needs ``server`` from a file its folder does not trust."""
+    what = "the agent" if agent else "the MCP configuration"
+    return UntrustedError(
+        f"the run needs the MCP server `{server}` of {what} {source}, which the folder "
+        f"{trust.root} brings ({verdict.value}); flow starts what a folder brings only once "
+        "you trust it. Nothing was started.",
+        path=source,
+        field=f"$.mcp-servers.{server}" if agent else f"$.servers.{server}",
+        hint=f"Read the file, then `flow trust {trust.root}` (it trusts the folder as it is "
+        f"now), or {TRUST_FLAG} for this run only, or pass your own --mcp-config FILE.",
+    )
 
 
 def load_config(
@@ -664,6 +707,7 @@ class _Reader:
                 )
             headers = self._mapping(spec.get("headers", {}), f"{where}.headers")
             self._secret_values(headers)
+            self._no_keys_in(url, f"{where}.url", "the URL (logs and proxies keep URLs)")
             return McpServerConfig(
                 transport="sse" if kind == "sse" else "http",
                 url=self._substitute(url, f"{where}.url"),
@@ -687,6 +731,8 @@ class _Reader:
             cwd = cwd if cwd.is_absolute() else self.workspace / cwd
             if not cwd.is_dir():
                 raise self.fail(f"{where}.cwd", f"the folder {cwd} does not exist.")
+        for i, arg in enumerate(spec.get("args", []) or []):
+            self._no_keys_in(arg, f"{where}.args[{i}]", "the arguments (`ps` shows them)")
         return McpServerConfig(
             transport="stdio",
             command=self._substitute(command, f"{where}.command"),
@@ -696,11 +742,46 @@ class _Reader:
             **common,
         )
 
+    def _no_keys_in(self, value: Any, where: str, place: str) -> None:
+        """Refuse ``${env:NAME}`` of a model key or token (``WITHHELD_ENV``) where everyone
+        on the machine can read it: a key goes to a server only in its ``env`` or
+        ``headers``."""
+        if not isinstance(value, str):
+            return
+        for match in _VARIABLE.finditer(value):
+            name = match.group(2) or ""
+            if match.group(1) == "env" and (
+                name in WITHHELD_ENV or name.startswith(WITHHELD_ENV_PREFIX)
+            ):
+                raise self.fail(
+                    where,
+                    f"`{match.group(0)}` would put a key into {place}; flow passes model keys "
+                    "and tokens to a server only through its `env` (or an HTTP server's "
+                    "`headers`).",
+                    hint=f'Move it to the server\'s "env": {{"{name}": "${{env:{name}}}"}}.',
+                )
+
     def _env_file(self, value: Any, where: str) -> dict[str, str]:
         path = Path(self._substitute(value, where))
         path = path if path.is_absolute() else self.workspace / path
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            # A repository's configuration reads env files inside the repository only; any
+            # env file must be a regular file of bounded size (not /dev/zero, not a FIFO).
+            if leads_inside(self.workspace, self.path):
+                data = read_inside(self.workspace, path, MAX_CONFIG_BYTES, what="env file")
+            else:
+                data = read_regular(path, MAX_CONFIG_BYTES, what="env file", follow=True)
+            if data is None:
+                raise FileNotFoundError(errno.ENOENT, "No such file or directory")
+            if len(data) > MAX_CONFIG_BYTES:
+                raise self.fail(where, f"the env file {path} is over {MAX_CONFIG_BYTES:,} bytes.")
+            lines = data.decode("utf-8").splitlines()
+        except SpecialFileError as exc:
+            raise self.fail(where, exc.message) from None
+        except UnicodeDecodeError as exc:
+            raise self.fail(
+                where, f"the env file {path} is not UTF-8 (byte {exc.start})."
+            ) from None
         except OSError as exc:
             reason = exc.strerror or exc
             raise self.fail(where, f"cannot read the env file {path}: {reason}.") from None

@@ -5,7 +5,7 @@ The MCP client (``tools.mcp``, which loads asyncio) is imported only when the wo
 tool that no built-in or command provides, or ``--mcp-config`` is given: a run without MCP
 tools never loads it::
 
-    config = find_mcp_config(workflow, workspace, config_path=None, ask=None)
+    config = find_mcp_config(workflow, workspace, config_path=None, ask=None, trust=trust)
     servers = start_mcp(workflow, workspace, tools, config, progress_path, redactor)
     try:
         notes = mcp_attempt_notes(run, servers) if servers is not None else []
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..base.redact import Redactor
+from ..base.truststore import Trust
 from ..progress.model import Run
 from ..workflow.model import Workflow
 
@@ -36,14 +37,23 @@ def find_mcp_config(
     workspace: Path,
     config_path: str | Path | None,
     ask: Callable[[str, str, bool], str] | None,
+    trust: Trust | None = None,
+    *,
+    named: bool = True,
 ) -> McpConfig | None:
-    """The MCP configuration a run of ``workflow`` uses (never one from a progress file)."""
+    """The MCP configuration a run of ``workflow`` uses (never one from a progress file);
+    with ``trust``, what the workspace brings only as far as it allows (docs/spec.md 10.9).
+    ``named``: the person named ``workflow`` (a run's own file, not a subagent's), so its own
+    ``mcp-servers:`` need no trust."""
     agents = (workflow, *workflow.parts())  # a handoff chain's parts name their own
     if config_path is None and not any(_names_unresolved_tools(a) or a.mcp_servers for a in agents):
         return None  # what load_servers answers, without importing the MCP client (asyncio)
     from .mcp import load_servers
 
-    return load_servers(workflow, workspace, config_path=config_path, ask=ask)
+    own = workflow.path if named else None
+    return load_servers(
+        workflow, workspace, config_path=config_path, ask=ask, trust=trust, named=own
+    )
 
 
 def start_mcp(

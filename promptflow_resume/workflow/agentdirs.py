@@ -20,12 +20,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..base.confine import leads_inside
+from ..base.errors import SpecialFileError
+from ..base.safeopen import read_regular
 from ..base.textnorm import normalize_newlines
 from .agentfile import AGENT_SUFFIX, agent_name
 from .diagnostics import Collector
 from .frontmatter import read_front_matter
 from .model import Workflow
-from .source import FrontMatterUnclosed, split_source
+from .source import MAX_WORKFLOW_BYTES, FrontMatterUnclosed, split_source
 
 #: Where a workspace keeps its agents, relative to its root.
 WORKSPACE_FOLDERS: tuple[str, ...] = (".github/agents", ".claude/agents")
@@ -44,6 +47,13 @@ class AgentPlaces:
     def root(self) -> Path:
         """The workspace folder."""
         return self.workspace if self.workspace is not None else Path.cwd()
+
+
+def in_workspace_folder(rel: str) -> bool:
+    """True when ``rel`` (a path relative to a workspace, POSIX) is an agent file of the
+    workspace's own agent folders: what a repository brings (docs/spec.md 10.9)."""
+    folder, _, name = rel.rpartition("/")
+    return folder in WORKSPACE_FOLDERS and name.endswith(".md")
 
 
 def agent_folders(workspace: Path, extra: Sequence[Path] = ()) -> list[tuple[Path, str]]:
@@ -69,13 +79,21 @@ def agent_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob(pattern) if p.is_file())
 
 
-def searched_files(workspace: Path, extra: Sequence[Path] = ()) -> list[tuple[Path, str]]:
+def searched_files(
+    workspace: Path, extra: Sequence[Path] = (), *, escaped: list[Path] | None = None
+) -> list[tuple[Path, str]]:
     """Every agent file of the searched folders in search order, with its folder's kind; a
-    folder given twice (``--agents .github/agents``) is read once."""
+    folder given twice (``--agents .github/agents``) is read once. A workspace's file that
+    leads out of the workspace (a link to a file elsewhere) is never read: it goes into
+    ``escaped`` instead (docs/spec.md 10.9)."""
     seen: set[Path] = set()
     found: list[tuple[Path, str]] = []
     for folder, source in agent_folders(workspace, extra):
         for path in agent_files(folder):
+            if source == "workspace" and not leads_inside(workspace, path):
+                if escaped is not None:
+                    escaped.append(path)
+                continue
             key = path.resolve()
             if key not in seen:
                 seen.add(key)
@@ -97,9 +115,12 @@ def declared_name(path: Path) -> str:
     cannot be read or parsed is named by its file name."""
     data: dict[str, object] = {}
     try:
-        text = normalize_newlines(path.read_text(encoding="utf-8"))
+        raw = read_regular(path, MAX_WORKFLOW_BYTES, what="agent file", follow=True) or b""
+        if len(raw) > MAX_WORKFLOW_BYTES:
+            raise ValueError("too large")  # named by its file name, never read whole
+        text = normalize_newlines(raw.decode("utf-8"))
         found = read_front_matter(split_source(text, path=str(path)), Collector(str(path)))
-    except (OSError, UnicodeDecodeError, FrontMatterUnclosed):
+    except (OSError, ValueError, SpecialFileError, FrontMatterUnclosed):
         found = None
     if found is not None:
         data = found[0]

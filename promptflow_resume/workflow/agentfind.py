@@ -103,7 +103,8 @@ def find_agents(workspace: Path, extra: Sequence[Path] = ()) -> list[FoundAgent]
     from .loader import check_workflow
 
     found: dict[str, FoundAgent] = {}
-    for path, source in searched_files(workspace, extra):
+    escaped: list[Path] = []
+    for path, source in searched_files(workspace, extra, escaped=escaped):
         workflow, diagnostics = check_workflow(path)
         name = workflow.name if workflow is not None else path.name
         key = name.lower()
@@ -120,6 +121,16 @@ def find_agents(workspace: Path, extra: Sequence[Path] = ()) -> list[FoundAgent]
             found[key] = replace(first, shadows=(*first.shadows, path))
         else:
             found[key] = agent
+    for path in escaped:
+        problem = Diagnostic(
+            "error",
+            f"leads outside the workspace (to {path.resolve()}); an agent a repository brings "
+            "is read only inside it, so it was skipped.",
+            str(path),
+            code="outside-workspace",
+        )
+        skipped = FoundAgent(path.name, path, "workspace", None, (problem,))
+        found.setdefault(f"{path.name} ({path})", skipped)
     return list(found.values())
 
 

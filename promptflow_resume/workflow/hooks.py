@@ -1,17 +1,26 @@
-"""Hooks files: the Copilot hooks format (``version: 1``), loaded and checked.
+"""Hooks files: the Copilot hooks format (``version: 1``) and VS Code's, loaded and checked.
 
 A repository's hooks live in ``.github/hooks/*.json`` and ``.github/hooks/*/hooks.json``
 (``find_hook_files``); ``--hooks FILE`` names others. Each file maps an event to a list of
-command entries, run in order::
+command entries, run in order. Two formats are read, told apart by ``version``::
 
     {"version": 1,
      "hooks": {"preToolUse": [{"type": "command", "bash": "./guard.sh", "cwd": ".",
                                "env": {"MODE": "block"}, "timeoutSec": 10}]}}
 
+    {"hooks": {"PreToolUse": [{"type": "command", "command": "./guard.sh", "timeout": 10}]}}
+
+The second is VS Code's (PascalCase events; ``command`` with ``linux``/``osx``/``windows``
+overrides, ``timeout`` in seconds; entries may also sit in matcher groups,
+``{"matcher": "Bash", "hooks": [...]}``, as Claude Code writes them). Its events map onto
+flow's moments (``VSCODE_EVENTS``), and its hooks get VS Code's input (``tool_name``,
+``tool_input`` …; ``HookCommand.dialect``).
+
 ``check_hooks`` collects every problem with its position (``path:line:col``, the field path),
 as ``flow check`` prints them; ``load_hooks`` raises ``WorkflowError`` at the first error.
-flow runs the events ``EVENTS``; the other events of the Copilot CLI, ``type: prompt`` entries
-and entries with only a ``powershell`` command load with a warning and are not run.
+flow runs the events ``EVENTS``; the other events of the Copilot CLI and of VS Code,
+``type: prompt`` entries and entries with only a ``powershell`` (or ``windows``) command load
+with a warning and are not run.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,9 +63,21 @@ OTHER_EVENTS = frozenset(
         "postToolUseFailure",
     }
 )
+#: VS Code's events that flow runs, and the moment of flow's each stands for.
+VSCODE_EVENTS = {
+    "SessionStart": "sessionStart",
+    "UserPromptSubmit": "userPromptSubmitted",
+    "PreToolUse": "preToolUse",
+    "PostToolUse": "postToolUse",
+    "Stop": "sessionEnd",
+}
 #: Keys of a command entry; ``comment`` is documentation for people.
 ENTRY_KEYS = frozenset(
     {"type", "bash", "command", "powershell", "cwd", "env", "timeoutSec", "matcher", "comment"}
+)
+#: Keys of a VS Code command entry.
+VSCODE_ENTRY_KEYS = frozenset(
+    {"type", "command", "windows", "linux", "osx", "cwd", "env", "timeout", "matcher"}
 )
 #: The Copilot CLI's default time limit of a hook, in seconds.
 DEFAULT_TIMEOUT = 30.0
@@ -69,6 +91,7 @@ MAX_HOOKS_BYTES = 1024 * 1024
 class HookCommand:
     """One command entry of a hooks file, ready to run."""
 
+    #: flow's moment (``EVENTS``), whichever name the file gives it.
     event: str
     #: Its position in the event's list (0-based), in its file.
     index: int
@@ -81,11 +104,16 @@ class HookCommand:
     timeout: float = DEFAULT_TIMEOUT
     #: For tool events: a regex the tool's name must match whole (``^(?:matcher)$``).
     matcher: str | None = None
+    #: ``copilot`` (``version: 1``) or ``vscode``: which input the hook expects.
+    dialect: str = "copilot"
+    #: Where the entry is in its file, as the file names it (``PreToolUse[1].hooks[0]``);
+    #: empty for ``event[index]``.
+    label: str = ""
 
     @property
     def ref(self) -> str:
         """``FILE#event[i]``: how records and messages name this hook."""
-        return f"{self.source}#{self.event}[{self.index}]"
+        return f"{self.source}#{self.label or f'{self.event}[{self.index}]'}"
 
     def matches(self, tool: str) -> bool:
         """True when this hook applies to a call of ``tool``."""
@@ -119,6 +147,8 @@ def hooks_plan(loaded: HooksFile) -> dict[str, Any]:
         "hooks": [
             {
                 "event": h.event,
+                "ref": h.ref,
+                "dialect": h.dialect,
                 "index": h.index,
                 "bash": h.bash,
                 "cwd": h.cwd,
@@ -266,6 +296,8 @@ class _Reader:
         if not isinstance(raw, dict):
             self.problem("error", (), "a hooks file is a JSON object with `version` and `hooks`")
             return []
+        if "version" not in raw and _vscode_events(raw.get("hooks")):
+            return self.vscode_file(raw)
         if raw.get("version") != 1:
             version = json.dumps(raw.get("version")) if "version" in raw else "nothing"
             self.problem("error", ("version",), f"`version` must be 1 (found {version})")
@@ -301,6 +333,93 @@ class _Reader:
             if hook is not None:
                 found.append(hook)
         return found
+
+    def vscode_file(self, raw: dict[str, Any]) -> list[HookCommand]:
+        for key in raw:
+            if key != "hooks":
+                self.problem("warning", (key,), f"unknown key `{key}` (ignored)", key=True)
+        found: list[HookCommand] = []
+        for written, entries in raw["hooks"].items():
+            parts: tuple[Any, ...] = ("hooks", written)
+            event = VSCODE_EVENTS.get(str(written))
+            if event is None:
+                self.problem(
+                    "warning", parts, f"flow runs no `{written}` hooks (they are skipped)", key=True
+                )
+                continue
+            if not isinstance(entries, list):
+                self.problem("error", parts, "an event's hooks are a list of entries")
+                continue
+            index = 0
+            for position, entry in enumerate(entries):
+                group = entry.get("hooks") if isinstance(entry, dict) else None
+                if isinstance(group, list):  # a matcher group: {"matcher": …, "hooks": […]}
+                    matcher = entry.get("matcher")
+                    for inner, item in enumerate(group):
+                        at = (*parts, position, "hooks", inner)
+                        label = f"{written}[{position}].hooks[{inner}]"
+                        hook = self.vscode_entry(event, index, at, label, item, matcher)
+                        index += 1
+                        found += [hook] if hook is not None else []
+                    continue
+                at = (*parts, position)
+                hook = self.vscode_entry(event, index, at, f"{written}[{position}]", entry, None)
+                index += 1
+                found += [hook] if hook is not None else []
+        return found
+
+    def vscode_entry(
+        self,
+        event: str,
+        index: int,
+        parts: tuple[Any, ...],
+        label: str,
+        entry: Any,
+        group_matcher: Any,
+    ) -> HookCommand | None:
+        if not isinstance(entry, dict):
+            self.problem("error", parts, "a hook entry is an object with `type` and `command`")
+            return None
+        for key in entry:
+            if key not in VSCODE_ENTRY_KEYS:
+                hint = did_you_mean(str(key), VSCODE_ENTRY_KEYS)
+                self.problem(
+                    "warning", (*parts, key), f"unknown key `{key}` (ignored){hint}", key=True
+                )
+        if entry.get("type", "command") != "command":
+            self.problem("warning", (*parts, "type"), "flow runs `command` hooks only")
+            return None
+        own = "osx" if sys.platform == "darwin" else "linux"
+        command = entry.get(own) or entry.get("command")
+        if not isinstance(command, str) or not command.strip() or "\x00" in command:
+            if command is None and entry.get("windows") is not None:
+                self.problem(
+                    "warning", parts, "this hook has only a `windows` command (add `command`)"
+                )
+            else:
+                self.problem("error", (*parts, "command"), "`command` must be a non-empty string")
+            return None
+        cwd = entry.get("cwd")
+        if cwd is not None and not isinstance(cwd, str):
+            self.problem("error", (*parts, "cwd"), "`cwd` must be a string (a folder)")
+            return None
+        env = self.env(parts, entry.get("env"))
+        timeout = self.timeout(parts, entry.get("timeout", DEFAULT_TIMEOUT), key="timeout")
+        matcher = self.matcher(parts, event, entry.get("matcher", group_matcher))
+        if env is None or timeout is None or matcher is False:
+            return None
+        return HookCommand(
+            event=event,
+            index=index,
+            source=self.source,
+            bash=command,
+            cwd=cwd,
+            env=env,
+            timeout=timeout,
+            matcher=matcher if isinstance(matcher, str) and matcher not in ("", "*") else None,
+            dialect="vscode",
+            label=label,
+        )
 
     def entry(self, event: str, index: int, entry: Any) -> HookCommand | None:
         parts: tuple[Any, ...] = ("hooks", event, index)
@@ -385,15 +504,15 @@ class _Reader:
             out[str(name)] = json.dumps(text) if isinstance(text, bool) else str(text)
         return out
 
-    def timeout(self, parts: tuple[Any, ...], value: Any) -> float | None:
+    def timeout(self, parts: tuple[Any, ...], value: Any, key: str = "timeoutSec") -> float | None:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            self.problem("error", (*parts, "timeoutSec"), "`timeoutSec` must be a number")
+            self.problem("error", (*parts, key), f"`{key}` must be a number")
             return None
         if not 0 < value <= MAX_TIMEOUT:
             self.problem(
                 "error",
-                (*parts, "timeoutSec"),
-                f"`timeoutSec` must be more than 0 and at most {MAX_TIMEOUT:.0f} seconds",
+                (*parts, key),
+                f"`{key}` must be more than 0 and at most {MAX_TIMEOUT:.0f} seconds",
             )
             return None
         return float(value)
@@ -413,3 +532,8 @@ class _Reader:
             self.problem("error", (*parts, "matcher"), f"`matcher` is not a valid regex: {exc}")
             return False
         return value
+
+
+def _vscode_events(events: Any) -> bool:
+    """True when ``hooks`` names its events as VS Code does (PascalCase)."""
+    return isinstance(events, dict) and bool(events) and all(str(k)[:1].isupper() for k in events)

@@ -19,6 +19,7 @@ resumed run can report that one changed since (``changed_instructions``)::
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from pathlib import Path
 from ..base import yamlio
 from ..base.errors import FlowError, SpecialFileError
 from ..base.globs import glob_regex
-from ..base.safeopen import read_regular
+from ..base.safeopen import read_inside
 from ..base.textnorm import normalize_newlines
 from .source import split_source
 
@@ -74,14 +75,27 @@ def _split_globs(value: str) -> list[str]:
     return parts
 
 
-def _read(path: Path) -> str | None:
+def _read(root: Path, path: Path, problems: list[str]) -> str | None:
+    """The text of an instructions file, or None (and a line in ``problems``) for one that is
+    not a regular file inside the workspace, too large, or not UTF-8: a link to
+    ``~/.aws/credentials`` or to ``.git/config`` is never sent to a model (docs/spec.md 10.9)."""
     try:
-        # A pipe or a device in a repository is skipped like an oversized file (10.4).
-        data = read_regular(path, MAX_INSTRUCTIONS_BYTES, what="instructions file", follow=True)
-        if data is None or len(data) > MAX_INSTRUCTIONS_BYTES:
-            return None
+        data = read_inside(root, path, MAX_INSTRUCTIONS_BYTES, what="instructions file")
+    except SpecialFileError as error:
+        problems.append(str(error))
+        return None
+    except OSError as error:
+        problems.append(f"{path}: cannot be read ({error.strerror}); skipped.")
+        return None
+    if data is None:
+        return None
+    if len(data) > MAX_INSTRUCTIONS_BYTES:
+        problems.append(f"{path}: larger than {MAX_INSTRUCTIONS_BYTES:,} bytes; skipped.")
+        return None
+    try:
         return normalize_newlines(data.decode("utf-8")).strip()
-    except (OSError, UnicodeDecodeError, SpecialFileError):
+    except UnicodeDecodeError as error:
+        problems.append(f"{path}: not UTF-8 text (byte {error.start}); skipped.")
         return None
 
 
@@ -98,8 +112,12 @@ def _apply_to(text: str, where: str) -> tuple[str | None, str]:
     return (value if isinstance(value, str) else None), src.body.strip()
 
 
-def find_instructions(workspace: Path, file: Path | None = None) -> list[Instruction]:
-    """The instructions that apply to a run in ``workspace`` (about ``file``, if given)."""
+def find_instructions(
+    workspace: Path, file: Path | None = None, problems: list[str] | None = None
+) -> list[Instruction]:
+    """The instructions that apply to a run in ``workspace`` (about ``file``, if given); a
+    file that cannot be used is skipped with a line in ``problems``."""
+    problems = [] if problems is None else problems
     root = workspace.resolve()
     rel_file: str | None = None
     if file is not None:
@@ -115,21 +133,21 @@ def find_instructions(workspace: Path, file: Path | None = None) -> list[Instruc
             found.append(Instruction(rel, text, _digest(text)))
 
     main = root / ".github" / "copilot-instructions.md"
-    if main.is_file() and (text := _read(main)) is not None:
+    if os.path.lexists(main) and (text := _read(root, main, problems)) is not None:
         add(main, text)
     folder = root / ".github" / "instructions"
     if folder.is_dir():
         for path in sorted(folder.rglob("*.instructions.md")):
             if not path.is_file() or path.is_symlink():
                 continue
-            text = _read(path)
+            text = _read(root, path, problems)
             if text is None:
                 continue
             apply_to, body = _apply_to(text, str(path))
             if apply_to is not None and applies(apply_to, rel_file):
                 add(path, body)
     agents = root / "AGENTS.md"
-    if agents.is_file() and (text := _read(agents)) is not None:
+    if os.path.lexists(agents) and (text := _read(root, agents, problems)) is not None:
         add(agents, text)
     return found
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..base.confine import leads_inside
 from .model import Diagnostic
 from .skillfile import SKILL_FILE, Skill, load_skill
 
@@ -104,6 +105,17 @@ def find_skills(
             if real in seen:
                 continue
             seen.add(real)
+            if source == "workspace" and not leads_inside(workspace, path):
+                diagnostics.append(
+                    Diagnostic(
+                        "error",
+                        f"leads outside the workspace (to {real}); a skill a repository "
+                        "brings is read only inside it, so it was skipped.",
+                        str(path),
+                        code="outside-workspace",
+                    )
+                )
+                continue
             skill, problems = load_skill(path, source=source)
             diagnostics.extend(problems)
             if skill is None:

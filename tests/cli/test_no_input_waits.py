@@ -18,6 +18,7 @@ import pytest
 
 from promptflow_resume.cli import COMMANDS
 from tests.support.flowproc import FLOW, flow_env
+from tests.support.trust import trusted
 
 #: docs/spec.md section 7.
 DOCUMENTED = {*range(0, 15), 130}
@@ -131,6 +132,7 @@ COMMAND_ARGS: dict[str, tuple[str, ...]] = {
     "batch": ("greet.prompt.md", "--data", "rows.jsonl", "--recording", "script.yaml"),
     "check": ("greet.prompt.md",),
     "skills": (".",),
+    "trust": (".",),
     "validate": ("run/progress.md",),
     "show": ("run/progress.md",),
     "schema": ("events",),
@@ -193,6 +195,7 @@ def test_consent_for_a_model_chosen_command_is_refused_not_asked(workspace: Path
 def test_an_mcp_input_variable_is_not_asked_for(tmp_path: Path, how: str) -> None:
     (tmp_path / ".vscode").mkdir()
     (tmp_path / ".vscode" / "mcp.json").write_text(json.dumps(MCP), encoding="utf-8")
+    trusted(tmp_path)
     (tmp_path / "notes.prompt.md").write_text(
         "---\ndescription: Use the notes\nprovider: scripted\ntools: [notes/*]\n---\nRead.\n",
         encoding="utf-8",

@@ -22,6 +22,7 @@ from promptflow_resume.progress import load_progress
 from tests import support
 from tests.support.flowproc import flow, flow_env
 from tests.support.otlp_receiver import OtlpReceiver, SpanView, spans_of_json, tree_text
+from tests.support.trust import trusted
 
 EXAMPLE = support.REPO / "workflows" / "triage-todos.prompt.md"
 RECORDING = support.REPO / "workflows" / "triage-todos.recording.jsonl"
@@ -233,6 +234,7 @@ def _mcp_run(tmp_path: Path, tool: str, *, otel: bool = True, **env: str) -> Pat
     server = {"command": sys.executable, "args": [str(SERVER), "state"], "env": dict(env)}
     config = {"servers": {"notes": server}}
     (where / ".vscode" / "mcp.json").write_text(json.dumps(config), encoding="utf-8")
+    trusted(where)
     progress = where / "run" / "progress.md"
     done = flow(
         "run",

@@ -26,6 +26,7 @@ from tests.support.providers_server import (
     openai_completion,
     openai_tool_call,
 )
+from tests.support.trust import trusted
 
 SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_servers.py"
 
@@ -86,6 +87,7 @@ def _project(where: Path, reviewer: str, *, workspace_config: bool) -> Path:
             }
         }
         (where / ".vscode" / "mcp.json").write_text(json.dumps(config), encoding="utf-8")
+        trusted(where)
     return where
 
 

@@ -17,6 +17,7 @@ import pytest
 from promptflow_resume.base.errors import EXIT_NEEDS_REVIEW, EXIT_TOOL_SERVER
 from promptflow_resume.progress import load_progress
 from tests.support.flowproc import flow, spawn
+from tests.support.trust import trusted
 from tests.tools.test_mcp_e2e import SECRET, _calls, _env, _gone
 from tests.tools.test_mcp_e2e import _workspace as mcp_workspace
 
@@ -153,6 +154,7 @@ def test_a_child_server_that_cannot_start_fails_the_parent_resumably(tmp_path: P
     config = json.loads(good)
     config["servers"]["notes"]["command"] = str(tmp_path / "no-such-program")
     config_file.write_text(json.dumps(config), encoding="utf-8")
+    trusted(config_file.parent.parent)
 
     result = flow(*RUN, cwd=where, env=_env())
     assert result.returncode == EXIT_TOOL_SERVER, result.stderr
@@ -162,6 +164,7 @@ def test_a_child_server_that_cannot_start_fails_the_parent_resumably(tmp_path: P
     assert parent.status == "failed"
 
     config_file.write_text(good, encoding="utf-8")
+    trusted(config_file.parent.parent)
     result = flow("resume", "run/progress.md", cwd=where, env=_env())
     assert result.returncode == 0, result.stderr
     assert _calls(where) == ["append_note ship on Friday"]

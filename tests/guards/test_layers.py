@@ -57,7 +57,8 @@ LAYERS: list[set[str]] = [
     {"check", "engine", "reconcile", "recovery", "sharing", "detect", "show", "compaction"},
     # Handoff chains (composed from agent files) and hooks, both recorded in the progress file.
     {"conversation", "events", "hooks", "recorded", "runoptions", "handoffs"},
-    {"worktree", "snapshots"},
+    # Git worktrees and file snapshots; the person's trust in what a folder brings.
+    {"worktree", "snapshots", "trust"},
     # What a run is made of: tools, the workflow file, the model providers.
     {"tools"},
     {"workflow"},

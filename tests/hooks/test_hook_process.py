@@ -78,7 +78,9 @@ def test_a_hook_past_its_time_limit_is_stopped_with_its_whole_tree(tmp_path: Pat
     log = tmp_path / "pids"
     hook = _hook(str(OWN / "stuck.sh"), timeout=0.5, env={"HOOK_LOG": str(log)})
     outcome = run_hook(hook, {}, tmp_path, Redactor({}))
-    assert outcome.timed_out and outcome.failed and outcome.decision is None
+    # A guard that times out fails closed: its call is denied, saying why.
+    assert outcome.timed_out and outcome.failed and outcome.decision == "deny"
+    assert outcome.reason == "the hook timed out after 0.5 s, so the call is denied"
     assert "timed out after 0.5 s and was stopped" in outcome.describe()
     assert outcome.ms < 5000
     shell, child = (int(p) for p in log.read_text().split())
@@ -98,9 +100,35 @@ def test_output_is_redacted_and_a_failure_keeps_its_stderr(tmp_path: Path) -> No
     assert "exited with 3" in outcome.describe()
 
 
-def test_a_decision_of_a_failed_hook_does_not_count(tmp_path: Path) -> None:
+def test_a_guard_that_fails_denies_whatever_it_printed(tmp_path: Path) -> None:
+    allow = '{"permissionDecision": "allow"}'
+    outcome = run_hook(_hook(f"echo '{allow}'; exit 1"), {}, tmp_path, Redactor({}))
+    assert outcome.failed and outcome.decision == "deny"
+    assert outcome.reason is not None and outcome.reason.startswith("the hook exited with 1")
     deny = '{"permissionDecision": "deny", "permissionDecisionReason": "x"}'
-    outcome = run_hook(_hook(f"echo '{deny}'; exit 1"), {}, tmp_path, Redactor({}))
-    assert outcome.failed and outcome.decision is None
     chatty = run_hook(_hook(f"echo checking; echo '{deny}'"), {}, tmp_path, Redactor({}))
-    assert chatty.decision == "deny"
+    assert chatty.decision == "deny" and chatty.reason == "x"
+    missing = run_hook(_hook("true", cwd="no/such/folder"), {}, tmp_path, Redactor({}))
+    assert missing.exit is None and missing.decision == "deny"
+
+
+def test_exit_2_blocks_with_its_stderr_as_the_reason(tmp_path: Path) -> None:
+    outcome = run_hook(_hook("echo 'no rm here' >&2; exit 2"), {}, tmp_path, Redactor({}))
+    assert outcome.decision == "deny" and outcome.reason == "no rm here"
+
+
+def test_vs_code_decisions_sit_under_hook_specific_output(tmp_path: Path) -> None:
+    said = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "blocked by policy",
+        }
+    }
+    outcome = run_hook(_hook(f"echo '{json.dumps(said)}'"), {}, tmp_path, Redactor({}))
+    assert outcome.decision == "deny" and outcome.reason == "blocked by policy"
+
+
+def test_other_events_only_report_a_failure(tmp_path: Path) -> None:
+    outcome = run_hook(_hook("exit 1", event="postToolUse"), {}, tmp_path, Redactor({}))
+    assert outcome.failed and outcome.decision is None

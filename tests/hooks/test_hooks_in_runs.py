@@ -22,6 +22,7 @@ from tests.support.hooks import (
     workspace,
     write_hooks,
 )
+from tests.support.trust import trusted
 
 #: Resume with the turn limit the first attempt stopped at raised.
 RESUME = ("resume", "run/progress.md", "--max-turns", "100")
@@ -154,6 +155,7 @@ def test_an_invalid_hooks_file_stops_the_run_before_it_exists(tmp_path: Path) ->
     bad = where / ".github" / "hooks" / "bad.json"
     bad.parent.mkdir(parents=True)
     bad.write_text('{"version": 1,\n "hooks": {"preToolUse": [{"type": "command"}]}}')
+    trusted(where)
     result = flow(*RUN, cwd=where)
     line = assert_clean_error(result, 4, "bad.json:2:27:", "$.hooks.preToolUse[0]", "needs `bash`")
     assert "--no-hooks" in line
@@ -166,6 +168,7 @@ def test_a_public_hook_pair_logs_each_attempt(tmp_path: Path) -> None:
     where = workspace(tmp_path / "w")
     target = where / ".github" / "hooks" / "work-log-tracker"
     shutil.copytree(HOOKS / "awesome-copilot" / "work-log-tracker", target)
+    trusted(where)
     # WORK_LOG_DIR is not named in the hooks file's env, so the hooks never see it and log
     # under HOME (the test's own temporary home).
     elsewhere = tmp_path / "not-used"

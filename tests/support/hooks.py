@@ -10,6 +10,7 @@ from typing import Any
 
 from promptflow_resume.workflow.hooks import EVENTS
 from tests import support
+from tests.support.trust import trusted
 
 HOOKS = support.FIXTURES / "hooks"
 OWN = HOOKS / "own"
@@ -39,9 +40,14 @@ def workspace(where: Path, hooks: dict[str, Any] | None = None, *, name: str = "
 
 
 def write_hooks(path: Path, hooks: dict[str, Any]) -> Path:
-    """Write a version-1 hooks file."""
+    """Write a version-1 hooks file; one in a workspace's ``.github/hooks/`` is trusted as
+    written, as the person whose workspace it is would trust it (``flow trust``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"version": 1, "hooks": hooks}, indent=2), encoding="utf-8")
+    for folder in path.parents:
+        if folder.name == "hooks" and folder.parent.name == ".github":
+            trusted(folder.parent.parent)
+            break
     return path
 
 

@@ -12,6 +12,7 @@ from promptflow_resume.progress import load_progress
 from promptflow_resume.workflow import load_workflow
 from tests import support
 from tests.support.flowproc import flow
+from tests.support.trust import trusted
 
 SERVER = support.SUPPORT / "mcp_servers.py"
 
@@ -56,7 +57,7 @@ def workspace(tmp_path: Path, *, clash: bool = False) -> Path:
             }
         }
         (where / ".vscode" / "mcp.json").write_text(json.dumps(config), encoding="utf-8")
-    return where
+    return trusted(where)
 
 
 def run(where: Path, target: str, *extra: str) -> tuple[int, str]:

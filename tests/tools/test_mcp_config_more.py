@@ -29,6 +29,7 @@ from promptflow_resume.tools.mcp_config import (
 )
 from tests import support
 from tests.support.flowproc import flow, flow_env
+from tests.support.trust import trusted
 
 SERVER = support.SUPPORT / "mcp_results_server.py"
 STDIO = {"command": sys.executable, "args": [str(SERVER)]}
@@ -62,8 +63,10 @@ def _workspace(
         (where / ".vscode" / "mcp.json").write_text(
             json.dumps({"servers": servers}, indent=2), encoding="utf-8"
         )
+        trusted(where)
     if root is not None:
         (where / ".mcp.json").write_text(json.dumps({"servers": root}, indent=2), encoding="utf-8")
+        trusted(where)
     (where / "ask.prompt.md").write_text(_workflow(tools), encoding="utf-8")
     script = {
         "replies": [
@@ -229,6 +232,7 @@ def test_vscode_mcp_json_wins_over_the_root_file_and_a_difference_is_warned(
 
     # The same entry in both files is no news.
     (where / ".mcp.json").write_text(json.dumps({"servers": {"results": STDIO}}), "utf-8")
+    trusted(where)
     assert load_configs(find_configs(where), workspace=where, env={}).warnings == ()
 
 

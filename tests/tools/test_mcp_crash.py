@@ -25,6 +25,7 @@ from promptflow_resume.progress import load_progress
 from promptflow_resume.reconcile import PLACEHOLDER_RESULT
 from tests import support
 from tests.support.flowproc import flow, flow_env, spawn, transcript
+from tests.support.trust import trusted
 
 SERVER = support.SUPPORT / "mcp_servers.py"
 ROUNDS = int(os.environ.get("FLOW_MCP_CRASH_ROUNDS", "4"))
@@ -60,6 +61,7 @@ def _workspace(where: Path) -> Path:
     (where / "s.json").write_text(json.dumps({"replies": REPLIES}), encoding="utf-8")
     entry = {"command": sys.executable, "args": [str(SERVER), str(where / "state")]}
     (where / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"notes": entry}}))
+    trusted(where)
     return where
 
 

@@ -25,6 +25,7 @@ from promptflow_resume.progress import load_progress
 from promptflow_resume.reconcile import PLACEHOLDER_RESULT
 from tests import support
 from tests.support.flowproc import flow, flow_env, spawn
+from tests.support.trust import trusted
 
 SERVER = support.SUPPORT / "mcp_servers.py"
 SECRET = "tok-planted-4c1d2e3f9a8b7"
@@ -75,6 +76,7 @@ def _workspace(
         },
     }
     (where / ".vscode" / "mcp.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    trusted(where)
     return where
 
 
@@ -245,6 +247,7 @@ def test_config_errors_are_clear_and_positioned(tmp_path: Path) -> None:
     where = _workspace(tmp_path, "read_notes", {})
     config = where / ".vscode" / "mcp.json"
     config.write_text('{\n  "servers": {\n    "notes": {"args": []}\n  }\n}\n', "utf-8")
+    trusted(where)
     before = config.read_bytes()
     result = flow(*RUN, cwd=where, env=_env())
     assert result.returncode == EXIT_INVALID_FILE
@@ -282,6 +285,7 @@ def test_a_server_that_cannot_start_fails_before_a_run_exists(tmp_path: Path) ->
     where = _workspace(tmp_path, "read_notes", {})
     config = where / ".vscode" / "mcp.json"
     config.write_text(json.dumps({"servers": {"notes": {"command": "no-such-server-x"}}}))
+    trusted(where)
     result = flow(*RUN, cwd=where, env=_env())
     assert result.returncode == EXIT_TOOL_SERVER
     assert "could not be started" in result.stderr and "no-such-server-x" in result.stderr
@@ -393,6 +397,7 @@ def test_names_nothing_provides_are_announced_once(tmp_path: Path) -> None:
     (where / ".vscode" / "mcp.json").write_text(
         (tmp_path / "again" / "ws" / ".vscode" / "mcp.json").read_text()
     )
+    trusted(where)
     shutil.rmtree(where / "run")
     result = flow(*RUN, cwd=where, env=_env())
     assert result.returncode == 0, result.stderr

@@ -27,6 +27,7 @@ import pytest
 from promptflow_resume.progress import load_progress
 from tests import support
 from tests.support.flowproc import flow_env, spawn
+from tests.support.trust import trusted
 
 SERVER = support.SUPPORT / "mcp_slow_server.py"
 #: How long the slow tool sleeps before its effect.
@@ -101,6 +102,7 @@ def chain_workspace(where: Path, token: str, sleep: float = SLEEP) -> Path:
         "env": {"ORPHAN_TOKEN": token},
     }
     (where / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"slow": entry}}))
+    trusted(where)
     return where
 
 
@@ -269,6 +271,7 @@ def test_sigkill_of_flow_ends_npx_server_everything(tmp_path: Path, npm_cache: P
         },
     }
     (where / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"everything": entry}}))
+    trusted(where)
     proc = spawn(*RUN, cwd=where, env=flow_env())
     try:
         # The call is in flight once its start is journaled in the run folder.

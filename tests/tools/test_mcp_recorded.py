@@ -20,6 +20,7 @@ import pytest
 from promptflow_resume.progress import load_progress
 from tests.support.faults import assert_clean_error
 from tests.support.flowproc import flow, flow_env, spawn
+from tests.support.trust import trusted
 from tests.tools.test_mcp_crash import SERVER, WORKFLOW, _notes
 
 #: The crash tests' workflow; this model writes one note and stops.
@@ -46,6 +47,7 @@ def _workspace(where: Path, *, default_safe: bool) -> Path:
     (where / "s.json").write_text(json.dumps({"replies": REPLIES}), encoding="utf-8")
     default = {"servers": {"notes": _server(where, default_safe)}}
     (where / ".vscode" / "mcp.json").write_text(json.dumps(default), encoding="utf-8")
+    trusted(where)
     other = {"servers": {"notes": _server(where, False)}}
     (where / "other.json").write_text(json.dumps(other), encoding="utf-8")
     return where
@@ -113,6 +115,7 @@ def test_a_safe_call_runs_again_only_on_the_server_that_started_it(tmp_path: Pat
     config = json.loads((where / ".vscode" / "mcp.json").read_text())
     config["servers"]["notes"]["args"].append("--variant")
     (where / ".vscode" / "mcp.json").write_text(json.dumps(config), encoding="utf-8")
+    trusted(where)
     moved = flow("resume", "run/progress.md", cwd=where, env=flow_env())
     message = assert_clean_error(moved, 13, "in flight on the MCP server 'notes'")
     assert "--mcp-config .vscode/mcp.json" in message
@@ -120,6 +123,7 @@ def test_a_safe_call_runs_again_only_on_the_server_that_started_it(tmp_path: Pat
     # Back as it was: the call runs again, once.
     config["servers"]["notes"]["args"].pop()
     (where / ".vscode" / "mcp.json").write_text(json.dumps(config), encoding="utf-8")
+    trusted(where)
     done = flow("resume", "run/progress.md", cwd=where, env=flow_env())
     assert done.returncode == 0, done.stderr
 
@@ -142,6 +146,7 @@ def test_reading_a_run_with_an_mcp_call_in_flight_starts_no_server(
     config = json.loads((where / ".vscode" / "mcp.json").read_text())
     config["servers"]["notes"]["env"] = {"GITHUB_TOKEN": "${env:GITHUB_TOKEN}"}
     (where / ".vscode" / "mcp.json").write_text(json.dumps(config), encoding="utf-8")
+    trusted(where)
     env = flow_env(GITHUB_TOKEN="ghp_" + "a" * 36)
     result = flow(command[0], "run/progress.md", *command[1:], cwd=where, env=env)
     assert result.returncode == 0, result.stderr

@@ -29,6 +29,7 @@ from tests.cli.test_show import _chromium, _console, needs_chromium
 from tests.support.flowproc import flow
 from tests.support.mcp_results_server import PDF, PNG, big_lines
 from tests.support.providers_server import Canned, ModelServer, openai_completion, openai_tool_call
+from tests.support.trust import trusted
 
 SERVER = support.SUPPORT / "mcp_results_server.py"
 #: The size of the text result, as in the report: a 1 MB file read by server-filesystem.
@@ -65,6 +66,7 @@ def _workspace(tmp_path: Path, config: dict[str, object] | None = None) -> Path:
     (where / ".vscode" / "mcp.json").write_text(
         json.dumps({"servers": {"results": entry}}), encoding="utf-8"
     )
+    trusted(where)
     return where
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from promptflow_resume.base.errors import EXIT_TOOL_SERVER
 from tests import support
 from tests.support.flowproc import flow, flow_env, spawn
+from tests.support.trust import trusted
 
 SLOW_SERVER = support.SUPPORT / "mcp_slow_server.py"
 SECRET = "sk-planted-secret-7f3a9c2e1d"
@@ -43,6 +44,7 @@ def _workspace(where: Path, script: str) -> Path:
     (where / "s.json").write_text(json.dumps({"replies": replies}), encoding="utf-8")
     entry = {"command": "sh", "args": ["-c", script], "env": {"API_TOKEN": SECRET}}
     (where / ".vscode" / "mcp.json").write_text(json.dumps({"servers": {"broken": entry}}))
+    trusted(where)
     return where
 
 
