@@ -96,6 +96,18 @@ def _diff_style(line: str) -> str:
     return next((style for start, style in _DIFF_STYLES if line.startswith(start)), "")
 
 
+#: Characters of one line of tool output shown (the rest: an ellipsis).
+LINE_CHARS = 200
+
+
+def output_line(line: str, limit: int = LINE_CHARS) -> str:
+    """One line of tool output as the terminal shows it: every space kept (indentation is
+    what code and JSON read by), tabs as spaces to the next multiple of 4, the characters a
+    terminal would act on made visible, cut at ``limit`` characters with an ellipsis."""
+    text = safe(line[:1000].rstrip("\r").expandtabs(4)).rstrip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _collapsed(content: str, lines: int, *, diff: bool = False) -> RenderableType:
     """The first ``lines`` lines of a tool output, and how many were left out; a ``diff``'s
     lines are coloured (added green, removed red)."""
@@ -114,10 +126,10 @@ def _collapsed(content: str, lines: int, *, diff: bool = False) -> RenderableTyp
             if n:
                 text.append("\n")
             start = len(text)
-            text.append(safe(one_line(line[:1000], 200)) if line.strip() else "")
+            text.append(output_line(line))
             text.stylize(_diff_style(line), start, len(text))
     else:
-        shown = "\n".join(one_line(line[:1000], 200) if line.strip() else "" for line in head)
+        shown = "\n".join(output_line(line) for line in head)
         text = Text(shown, style="dim", no_wrap=True, overflow="ellipsis")
     hidden = total - len(head)
     if hidden > 0:

@@ -229,3 +229,26 @@ def test_the_page_marks_an_entry_edited_by_hand(
     page = _page(tmp_path, progress, capsys).read_text(encoding="utf-8")
     assert page.count("edited by hand") == 1
     assert f'class="entry assistant edited" id="entry-{entry.id}"' in page
+
+
+def test_tool_output_and_code_keep_their_indentation() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from promptflow_resume.show.terminal import terminal_view
+
+    run = example_run()
+    entry = run.transcript[4]
+    entry.sidecar = entry.sidecar_sha256 = entry.sidecar_bytes = None
+    python = "def total(items):\n    if not items:\n\treturn 0\n    return sum(items)\n"
+    run.transcript[3].content = python
+    entry.content = '{\n  "todos": [\n    {"line": 12}\n  ]\n}\n'
+    run.transcript[5].content = "Here:\n\n```python\ndef f():\n        return 1\n```\n"
+    console = Console(file=StringIO(), width=100, color_system=None)
+    console.print(terminal_view(run, result_lines=10))
+    shown = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "\n    if not items:\n" in shown
+    assert "\n    return 0\n" in shown  # a tab: to the next multiple of four
+    assert '\n  "todos": [\n    {"line": 12}\n  ]\n' in shown
+    assert "        return 1" in shown
