@@ -161,7 +161,7 @@ def _attempt_spans(ctx: _Context, attempt: Attempt, before: Attempt | None) -> l
         children.extend(_step_spans(ctx, attempt.n, root_id, step_id, entries))
     for child in children:
         start, end = min(start, child.start_ns), max(end, child.end_ns)
-    name = run.workflow.name or Path(run.workflow.path).name
+    name = run.title()
     attributes: dict[str, AttrValue] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": name,

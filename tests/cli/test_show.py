@@ -51,7 +51,8 @@ def test_flow_show_prints_the_timeline_and_the_conversation(
     # Markdown is rendered (no fence markers, no heading hashes), tool outputs collapsed.
     assert "```markdown" not in shown and "\n## " not in shown
     assert "\n… 3 more lines\n" in shown
-    assert "│ inspect │ completed │   +1s │  18s │     2 │" in shown
+    assert "│ inspect │ completed   │   +1s │  18s │     2 │" in shown
+    assert "│ report  │ interrupted │  +20s │  12s │     0 │" in shown
 
 
 def test_flow_show_of_the_example_renders_the_answer(capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,7 +74,11 @@ def test_flow_show_of_a_missing_file_is_one_line_and_exit_code(
 
 def test_the_timeline_has_each_steps_time_turns_tokens_and_cost() -> None:
     rows = timeline(example_run())
-    assert [(r.step, r.status) for r in rows] == [("inspect", "completed"), ("report", "running")]
+    # The run was interrupted in "report": the file records it running, a reader sees it stopped.
+    assert [(r.step, r.status, r.recorded_status) for r in rows] == [
+        ("inspect", "completed", "completed"),
+        ("report", "interrupted", "running"),
+    ]
     inspect, report = rows
     assert (inspect.offset, inspect.seconds, inspect.turns) == (1.0, 18.0, 2)
     assert inspect.tokens == 1840 + 212 and inspect.cost_usd == pytest.approx(0.000403)
