@@ -161,6 +161,8 @@ def test_after_a_rewind_the_replaced_entries_are_removed_and_appended(tmp_path: 
     shutil.copyfile(progress, tmp_path / "old.md")
     rewind(progress, "sum-up")
     assert resume_run(progress, RunOptions(workspace=tmp_path)).run.status == "completed"
+    # No lock file is left beside the run for `git add -A` to commit (nor by rewind).
+    assert not (progress.parent / "progress.md.lock").exists()
 
     change = diff_files(tmp_path / "old.md", progress)
     assert change.edited == []  # nothing was edited: entries 3 and 4 were replaced
