@@ -58,6 +58,12 @@ class StepRow:
     entries: tuple[int, int] | None
     recorded_status: str = ""
 
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON form (``entries`` as a list, as JSON reads it back)."""
+        data = asdict(self)
+        data["entries"] = list(self.entries) if self.entries is not None else None
+        return data
+
 
 def parse_stamp(stamp: str | None) -> datetime | None:
     """``2026-11-21T23:25:29Z`` as an aware datetime; None for None or a malformed stamp."""
@@ -168,7 +174,7 @@ class RunFacts:
                 "hosts": list(run.config.permissions.hosts),
             },
             "approvals": approvals_view(run),
-            "steps": [asdict(row) for row in self.steps],
+            "steps": [row.to_dict() for row in self.steps],
             # The handoff chain, part by part (docs/spec.md 4.13); null for a run without one.
             "handoffs": chain_view(run),
         }
