@@ -234,7 +234,9 @@ def terminal_view(
     if run.steps:
         parts += [timeline_table(run, state.status if state else None), Text()]
     parts.append(Rule(Text("Conversation", style="bold")))
-    snaps = {s.entry: s for s in run.snapshots.calls} if run.snapshots is not None else {}
+    # A call's record (one without a call holds the files as an attempt found them).
+    calls = run.snapshots.calls if run.snapshots is not None else []
+    snaps = {s.entry: s for s in calls if s.call_id is not None}
     parts += [
         entry_view(e, result_lines=result_lines, source=source, snapshot=snaps.get(e.id))
         for e in run.transcript
