@@ -544,11 +544,13 @@ class RunSnapshots:
         """The files as this attempt finds them, when someone changed them since the run last
         did (between attempts): a record without a call, so ``flow review`` and the next
         call's record never count those changes as the run's."""
-        before = self.record.last_taken()
-        if before is None or before.commit is None:
+        # Against the ref's tip: the files as the run (or a restore of its files) last left
+        # them, also when a resume dropped the records of calls it runs again.
+        tip = self.repo.tip()
+        if tip is None or self.record.last_taken() is None:
             return
-        taken = self.repo.take(before.commit, f"flow {self.run.run_id}: files before attempt")
-        if taken.commit != before.commit:
+        taken = self.repo.take(tip, f"flow {self.run.run_id}: files before attempt")
+        if taken.commit != tip:
             self.record.calls.append(taken.changes.record(last, taken.commit, None, False))
 
     def due(self, entry: int, call_id: str | None) -> None:

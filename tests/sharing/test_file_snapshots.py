@@ -395,8 +395,11 @@ def test_steps_run_again_on_resume_drop_their_old_snapshot_records(repo: Path) -
     assert again.returncode == 0, again.stderr
     run, _ = load_progress(progress)
     assert run.snapshots is not None
-    entries = [c.entry for c in run.snapshots.calls]
+    entries = [c.entry for c in run.snapshots.calls if c.call_id is not None or c.entry == 0]
     assert entries == sorted(set(entries)) and entries[-1] == run.transcript[-1].id
+    # The workflow edited by hand between the attempts: recorded without a call, not a call's.
+    [between] = [c for c in run.snapshots.calls if c.call_id is None and c.entry > 0]
+    assert between.modified == ["three.prompt.md"]
     assert all(run.entry(c.entry) is not None or c.entry == 0 for c in run.snapshots.calls)
 
 
