@@ -52,13 +52,7 @@ def events_target(option: str | None) -> str | None:
 
 
 def _usage(usage: Usage) -> dict[str, Any]:
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cached_tokens": usage.cached_tokens,
-        "cost_usd": round(usage.cost_usd, 6),
-        "turns": usage.turns,
-    }
+    return dict(usage.to_dict())
 
 
 def _preview(text: str) -> str:
@@ -195,7 +189,7 @@ class EventStream(Reporter):
             code = EXIT_BUG
         else:
             code = exit_code_for(run)
-        done = sum(1 for s in run.steps.values() if s.status in ("completed", "skipped"))
+        done, total = run.step_counts()
         self.emit(
             "run_finished",
             status=run.status,
@@ -203,7 +197,7 @@ class EventStream(Reporter):
             exit_code=code,
             usage=_usage(run.usage),
             steps_done=done,
-            steps_total=run.cursor.total,
+            steps_total=total,
         )
         self._early.clear()
         self._run_id = None

@@ -532,7 +532,26 @@ class RunSnapshots:
         due = [s for s in self.record.calls if s.commit is None]
         if due:
             self.settle(late=True)
+        elif self._resumed():
+            self._between_attempts(last)
         return [s.entry for s in due]
+
+    def _resumed(self) -> bool:
+        """True when an earlier attempt took snapshots here (this one goes on after it)."""
+        return len(self.run.attempts) > 1 and bool(self.record.calls) and not self.elsewhere
+
+    def _between_attempts(self, last: int) -> None:
+        """The files as this attempt finds them, when someone changed them since the run last
+        did (between attempts): a record without a call, so ``flow review`` and the next
+        call's record never count those changes as the run's."""
+        # Against the ref's tip: the files as the run (or a restore of its files) last left
+        # them, also when a resume dropped the records of calls it runs again.
+        tip = self.repo.tip()
+        if tip is None or self.record.last_taken() is None:
+            return
+        taken = self.repo.take(tip, f"flow {self.run.run_id}: files before attempt")
+        if taken.commit != tip:
+            self.record.calls.append(taken.changes.record(last, taken.commit, None, False))
 
     def due(self, entry: int, call_id: str | None) -> None:
         """Call ``entry``'s result is about to be recorded: its snapshot is due (recorded in

@@ -20,12 +20,13 @@ from .base.errors import FileNotFoundFlowError, FlowError
 from .handoffs import chain_line, chain_view
 from .progress import load_progress
 from .progress.location import progress_file
-from .progress.model import LoadReport, Run, approvals_view, model_attempts, run_models
+from .progress.model import LoadReport, Run
 from .progress.state import RunState, run_state
 from .reconcile import Choices, ResumePlan, Stop, plan_resume
 from .recorded import check_endpoint, outside_workspace, workflow_for
 from .runoptions import RunOptions
 from .runrequests import ResumeRequest
+from .runview import run_facts
 from .workflow.model import Compaction, Workflow
 from .workflow.toolnames import SUBAGENT_TOOL
 
@@ -93,29 +94,20 @@ class StatusReport:
     def to_dict(self) -> dict[str, Any]:
         """The stable ``flow status --json`` document (documented in docs/spec.md)."""
         run = self.run
-        done = run.steps_done()
-        total = run.cursor.total or len(run.steps)
         plan = self.plan
-        state = self.state
+        facts = run_facts(run, self.state).to_dict()
+        # The run's facts as every view gives them (runview; the trace id: recorded, or
+        # derived from the run id as flow export otel derives it for an older file), and
+        # what resume would do.
+        shared = (
+            "run_id", "status", "reason", "until", "trace_id", "recorded_status",
+            "owner_alive", "state", "step", "step_index", "steps_total", "steps_done",
+            "percent",
+        )  # fmt: skip
         return {
             "path": str(self.path),
-            "run_id": run.run_id,
-            "status": state.status,
-            "reason": state.reason,
-            # A suspended run: when its provider's quota window opens (docs/spec.md 4.18).
-            "until": run.until,
+            **{key: facts[key] for key in shared},
             "suspensions": sum(1 for a in run.attempts if a.until is not None),
-            # The run's trace (docs/spec.md 13.2): recorded, or derived from the run id as
-            # flow export otel derives it for a file written before traces.
-            "trace_id": run.trace_id(),
-            "recorded_status": run.status,
-            "owner_alive": state.owner_alive,
-            "state": state.text(),
-            "step": run.cursor.step,
-            "step_index": run.cursor.index,
-            "steps_total": total,
-            "steps_done": done,
-            "percent": round(100 * done / total) if total else 100,
             "can_resume": self.can_resume,
             "resume_from": plan.resume_from if plan else None,
             "blocked": plan.blocked if plan else self.workflow_error,
@@ -138,10 +130,10 @@ class StatusReport:
             "edited_entries": list(self.load.edited_entries),
             "edited_inputs": list(self.load.edited_inputs),
             "warnings": list(self.load.warnings),
-            "usage": run.usage.to_dict(),
-            "attempts": len(run.attempts),
-            "models": run_models(run),
-            "model_attempts": model_attempts(run),
+            "usage": facts["usage"],
+            "attempts": facts["attempts"],
+            "models": facts["models"],
+            "model_attempts": facts["model_attempts"],
             "last_error": None
             if run.last_error is None
             else {
@@ -151,11 +143,13 @@ class StatusReport:
             },
             "workflow_error": self.workflow_error,
             # The handoff chain, part by part (docs/spec.md 4.13); null for a run without one.
-            "handoffs": chain_view(run),
+            "handoffs": facts["handoffs"],
             "estimated_input_tokens": plan.estimated_input_tokens if plan else None,
             "worktree": _worktree_status(run, self.path),
             # Tool calls held for a person's decision (docs/spec.md 4.17).
-            "approvals": approvals_view(run),
+            "approvals": facts["approvals"],
+            "permissions": facts["permissions"],
+            "steps": facts["steps"],
             **self._tree(),
             "skip_steps": plan.skip if plan else [],
             "decision": self.decision.to_dict() if self.decision else None,

@@ -29,6 +29,7 @@ Every git command runs as ``git`` with an argument list, never through a shell.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -543,7 +544,14 @@ def _review_snapshots(run: Run, path: Path) -> Review:
                 path=path,
                 field="$.snapshots",
             )
-    target = [base, latest]
+    # Only the paths the run's calls changed: a record without a call holds what someone
+    # else changed between attempts, which is theirs, not the run's.
+    paths: set[str] = set()
+    for before, snap in itertools.pairwise(taken):
+        if snap.call_id is not None and snap.commit != before.commit:
+            names = git(["diff", "--name-only", "-z", before.commit or "", snap.commit or ""], root)
+            paths.update(p for p in names.stdout.split("\0") if p)
+    target = [base, latest, "--", *sorted(paths)] if paths else [base, base]
     return Review(
         run_id=run.run_id,
         tree=WorktreeRef(path=run.snapshots.root, branch=run.snapshots.ref, base=base),
@@ -552,7 +560,7 @@ def _review_snapshots(run: Run, path: Path) -> Review:
         files=_numstat(git(["diff", "--numstat", *target], root).stdout),
         stat=git(["diff", "--stat", *target], root).stdout,
         diff=git(["diff", *target], root).stdout,
-        commits=len({s.commit for s in taken[1:]} - {base}),
+        commits=len({s.commit for s in taken[1:] if s.call_id is not None} - {base}),
         from_snapshots=True,
     )
 

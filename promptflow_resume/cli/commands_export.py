@@ -1,4 +1,4 @@
-"""``flow export otel PROGRESS... [--endpoint URL | --file OUT.json]`` (docs/spec.md 13)."""
+"""``flow export otel PROGRESS... [--endpoint URL | --file OUT.jsonl]`` (docs/spec.md 13)."""
 
 from __future__ import annotations
 
@@ -30,8 +30,9 @@ def export_command(
         None,
         "--file",
         metavar="OUT",
-        help="Write the spans to the file OUT as OTLP/JSON instead of sending them "
-        "(needs no OpenTelemetry package).",
+        help="Write the spans to the file OUT as OTLP/JSON Lines (one ExportTraceServiceRequest "
+        "a line, a line per run: what the Collector's otlpjsonfile receiver reads) instead of "
+        "sending them (needs no OpenTelemetry package).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print what was exported as JSON."),
 ) -> int:

@@ -19,12 +19,19 @@ if TYPE_CHECKING:
 def validate(
     paths: ProgressArgs,
     json_output: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    only_runs: bool = typer.Option(
+        False,
+        "--only-runs",
+        help="Check only the files that are progress files (front matter with flow_progress, "
+        "whatever their name) and leave the others out: for a pre-commit hook given every "
+        "Markdown file.",
+    ),
 ) -> None:
     """Check progress files completely: front matter, schema, transcript digests, journal and
     sidecars. Exit 0 when all are valid; otherwise the first failing file's exit code."""
     from ..progress import validate_files
 
-    validation = validate_files(paths)
+    validation = validate_files(paths, only_runs=only_runs)
     if json_output:
         print_json(validation.to_dict())
     else:

@@ -20,7 +20,7 @@ from typing import Any
 from ..base import yamlio
 from ..base.errors import FlowError, SpecialFileError
 from ..base.safeopen import open_regular
-from ..progress.model import RESUMABLE_STATUSES, RUN_STATUSES
+from ..progress.model import RESUMABLE_STATUSES, RUN_STATUSES, step_counts
 from ..progress.owner import owner_alive as _owner_alive
 from ..progress.state import RunState, run_state
 from .keywords import Vocabulary, normalize_words
@@ -271,15 +271,11 @@ def summary_from_data(
     workflow = workflow if isinstance(workflow, Mapping) else {}
     steps = data.get("steps")
     steps = steps if isinstance(steps, Mapping) else {}
-    done = sum(
-        1
-        for state in steps.values()
-        if isinstance(state, Mapping) and state.get("status") in ("completed", "skipped")
-    )
     cursor = data.get("cursor")
-    total = _count(cursor.get("total")) if isinstance(cursor, Mapping) else None
-    if total is None:
-        total = len(steps)
+    done, total = step_counts(
+        (state.get("status") if isinstance(state, Mapping) else None for state in steps.values()),
+        _count(cursor.get("total")) if isinstance(cursor, Mapping) else None,
+    )
     usage = data.get("usage")
     cost = _number(usage.get("cost_usd")) if isinstance(usage, Mapping) else 0.0
     tokens = (
@@ -303,8 +299,8 @@ def summary_from_data(
         workflow_path=_text(workflow.get("path")),
         description=_text(workflow.get("description")),
         workflow_hash=_text(workflow.get("hash")),
-        steps_done=min(done, total) if total else done,
-        steps_total=max(total, done),
+        steps_done=done,
+        steps_total=total,
         cost_usd=cost,
         created=_text(data.get("created")),
         updated=_text(data.get("updated")),

@@ -1,11 +1,12 @@
-"""``flow export otel PROGRESS... [--endpoint URL | --file OUT.json]`` (docs/spec.md 13).
+"""``flow export otel PROGRESS... [--endpoint URL | --file OUT.jsonl]`` (docs/spec.md 13).
 
 The spans of runs made from their progress files alone, with the recorded times: the same
 spans (ids, parents, names, attributes) a live run sent, or would have sent had tracing been
-on. ``--file`` writes OTLP/JSON and needs no OpenTelemetry package; otherwise the spans go to
-an OTLP/HTTP endpoint through the SDK's exporter (the ``[otel]`` extra)::
+on. ``--file`` writes OTLP/JSON Lines (one ``ExportTraceServiceRequest`` a line, as the
+Collector's ``otlpjsonfile`` receiver reads them) and needs no OpenTelemetry package;
+otherwise the spans go to an OTLP/HTTP endpoint through the SDK's exporter (the ``[otel]`` extra)::
 
-    summary = export_otel([Path("progress.md")], file=Path("trace.json"))
+    summary = export_otel([Path("progress.md")], file=Path("traces.jsonl"))
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from ..base.durable import replace_file
 from ..base.errors import StorageError
 from ..base.redact import Redactor
+from ..base.textnorm import without_surrogates
 from ..progress.store import load_progress
 from .otlpjson import request_json
 from .sdk import flow_version, resource_attributes
@@ -44,40 +46,55 @@ class ExportSummary:
         }
 
 
-def progress_spans(paths: list[Path]) -> tuple[list[SpanRecord], list[str]]:
-    """The spans of the runs in ``paths``, and their trace ids, in the order given."""
+def progress_spans(paths: list[Path]) -> tuple[list[list[SpanRecord]], list[str]]:
+    """The spans of each run in ``paths`` (one list per run) and their trace ids, in the
+    order given."""
     redactor = Redactor.from_environment() if capture_content() else None
     redact = (lambda text: redactor.redact(text)[0]) if redactor is not None else None
-    spans: list[SpanRecord] = []
+    runs: list[list[SpanRecord]] = []
     traces: list[str] = []
     for path in paths:
         run, _ = load_progress(path)
-        spans.extend(run_spans(run, path, redact=redact))
+        runs.append(run_spans(run, path, redact=redact))
         traces.append(run.trace_id())
-    return spans, traces
+    return runs, traces
+
+
+def json_lines(runs: list[list[SpanRecord]]) -> str:
+    """The runs' spans as OTLP/JSON Lines: one ``ExportTraceServiceRequest`` a line, a line
+    per run, no line breaks inside one: what the OpenTelemetry Collector's ``otlpjsonfile``
+    receiver reads. A lone surrogate (kept exactly in a transcript) becomes U+FFFD: a line
+    must be UTF-8."""
+    resource, version = resource_attributes(), flow_version()
+    lines = [
+        json.dumps(
+            request_json(spans, resource, version), ensure_ascii=False, separators=(",", ":")
+        )
+        for spans in runs
+    ]
+    return "".join(without_surrogates(line) + "\n" for line in lines)
 
 
 def export_otel(
     paths: list[Path], *, endpoint: str | None = None, file: Path | None = None
 ) -> ExportSummary:
-    """Send (or with ``file`` write) the spans of the runs in ``paths``."""
-    spans, traces = progress_spans(paths)
+    """Send (or with ``file`` write, as OTLP/JSON Lines) the spans of the runs in ``paths``."""
+    runs, traces = progress_spans(paths)
+    count = sum(len(spans) for spans in runs)
     if file is not None:
-        data = request_json(spans, resource_attributes(), flow_version())
-        text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
         try:
-            replace_file(file, text.encode("utf-8", "surrogatepass"), mode=0o644)
+            replace_file(file, json_lines(runs).encode("utf-8"), mode=0o644)
         except OSError as error:
             raise StorageError(
                 f"could not write the spans to {file}: {error.strerror or error}.",
                 hint="Choose a folder you can write to.",
             ) from None
-        return ExportSummary(len(paths), len(spans), traces, str(file))
+        return ExportSummary(len(paths), count, traces, str(file))
     from .sdk import SpanSender
 
     sender = SpanSender(endpoint)
     try:
-        sender.send(spans)
+        sender.send([span for spans in runs for span in spans])
     finally:
         sender.close()
-    return ExportSummary(len(paths), len(spans), traces, sender.url)
+    return ExportSummary(len(paths), count, traces, sender.url)

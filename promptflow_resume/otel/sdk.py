@@ -89,7 +89,7 @@ class SpanSender:
             raise TelemetryError(
                 f"the OTLP endpoint {self.url} did not take {len(spans)} spans.",
                 hint="Check that a collector listens there (OTEL_EXPORTER_OTLP_ENDPOINT or "
-                "--endpoint), or write the spans to a file with --file OUT.json.",
+                "--endpoint), or write the spans to a file with --file OUT.jsonl.",
             )
 
     def close(self) -> None:

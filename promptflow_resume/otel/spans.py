@@ -91,6 +91,9 @@ class _Context:
     #: Each entry's end time (ns) and the attempt it belongs to.
     ends: dict[int, int]
     attempt_of: dict[int, int]
+    #: Each tool call's result entry (by the call's entry id), and each result's call.
+    result_of: dict[int, Entry] = field(default_factory=dict)
+    call_of: dict[int, Entry] = field(default_factory=dict)
 
 
 def run_spans(
@@ -135,6 +138,20 @@ def _place_entries(ctx: _Context, attempts: list[Attempt]) -> None:
             if (first <= entry.id) if first is not None else (start <= at):
                 n = number
         ctx.attempt_of[entry.id] = n
+    _pair_calls(ctx)
+
+
+def _pair_calls(ctx: _Context) -> None:
+    """Each tool call with the result recorded for it (the first result with its call id after
+    it): a call re-run on resume has its result in a later attempt than its start."""
+    waiting: dict[str, Entry] = {}
+    for entry in ctx.run.transcript:
+        if entry.role == "tool_call" and entry.call_id:
+            waiting[entry.call_id] = entry
+        elif entry.role == "tool_result" and entry.call_id in waiting:
+            call = waiting.pop(entry.call_id)
+            ctx.result_of[call.id] = entry
+            ctx.call_of[entry.id] = call
 
 
 def _start(ctx: _Context, entry: Entry) -> int:
@@ -161,7 +178,7 @@ def _attempt_spans(ctx: _Context, attempt: Attempt, before: Attempt | None) -> l
         children.extend(_step_spans(ctx, attempt.n, root_id, step_id, entries))
     for child in children:
         start, end = min(start, child.start_ns), max(end, child.end_ns)
-    name = run.workflow.name or Path(run.workflow.path).name
+    name = run.title()
     attributes: dict[str, AttrValue] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": name,
@@ -239,14 +256,21 @@ def _step_spans(
     state = run.steps.get(step_id)
     sid = span_id(trace, f"step/{n}/{step_id}")
     children: list[SpanRecord] = []
-    results = {e.call_id: e for e in entries if e.role == "tool_result" and e.call_id}
     for entry in entries:
         if entry.role == "assistant":
             children.append(_chat_span(ctx, n, sid, entry))
         elif entry.role == "compaction":
             children.append(_compaction_span(ctx, n, sid, entry))
         elif entry.role == "tool_call":
-            children.append(_tool_span(ctx, n, sid, entry, results.get(entry.call_id or "")))
+            result = ctx.result_of.get(entry.id)
+            # A call whose result a later attempt recorded (re-run on resume) is that
+            # attempt's: it ran there.
+            if result is None or ctx.attempt_of[result.id] == n:
+                children.append(_tool_span(ctx, n, sid, entry, result))
+        elif entry.role == "tool_result":
+            call = ctx.call_of.get(entry.id)
+            if call is not None and ctx.attempt_of[call.id] != n:
+                children.append(_tool_span(ctx, n, sid, call, entry))
     start = min(ctx.ends[e.id] for e in entries)
     end = max(ctx.ends[e.id] for e in entries)
     for child in children:

@@ -187,8 +187,7 @@ def _node(
     # As every reader says it: a dead owner's "running" child is interrupted.
     effective = run_state(where, child.status, child.reason)
     node.status, node.reason = effective.status, effective.reason
-    node.steps_done = sum(1 for s in child.steps.values() if s.status == "completed")
-    node.steps_total = child.cursor.total or len(child.steps)
+    node.steps_done, node.steps_total = child.step_counts()
     node.usage = child.usage
     node.step_usage = {sid: s.usage for sid, s in child.steps.items()}
     node.children = child_runs(child, where, depth=depth + 1, _above=above)

@@ -49,6 +49,18 @@ RESUMABLE_STATUSES: frozenset[str] = frozenset(RUN_STATUSES) - {"completed"}
 
 StepStatus = Literal["pending", "running", "completed", "failed", "skipped"]
 STEP_STATUSES: tuple[str, ...] = ("pending", "running", "completed", "failed", "skipped")
+#: Step statuses that count as done: no work of the step is left (every reader counts these).
+DONE_STEP_STATUSES: frozenset[str] = frozenset({"completed", "skipped"})
+
+
+def step_counts(statuses: Iterable[object], cursor_total: int | None) -> tuple[int, int]:
+    """How many steps are done (``DONE_STEP_STATUSES``) and how many there are: the cursor's
+    total, else the number of step records, never fewer than the done ones. One rule for every
+    reader: the full run (``Run.step_counts``) and a front matter read alone (``flow list``)."""
+    listed = list(statuses)
+    done = sum(1 for status in listed if status in DONE_STEP_STATUSES)
+    return done, max(cursor_total or len(listed), done)
+
 
 #: ``compaction``: a summary that stands for earlier entries in requests (docs/spec.md 4.9).
 #: ``decision``: a recovery decision (``flow resume --decide``), read by people, not sent to
@@ -97,7 +109,7 @@ class Usage:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cached_tokens": self.cached_tokens,
-            "cost_usd": self.cost_usd,
+            "cost_usd": round(self.cost_usd, 6),
             "turns": self.turns,
         }
 
@@ -681,8 +693,16 @@ class Run:
     dropped_prompt: list[Entry] = field(default_factory=list, compare=False, repr=False)
 
     def steps_done(self) -> int:
-        """How many of the run's steps are completed."""
-        return sum(1 for s in self.steps.values() if s.status == "completed")
+        """How many of the run's steps are done (completed or skipped, ``step_counts``)."""
+        return self.step_counts()[0]
+
+    def step_counts(self) -> tuple[int, int]:
+        """Steps done and steps in all (``step_counts``)."""
+        return step_counts((s.status for s in self.steps.values()), self.cursor.total)
+
+    def title(self) -> str:
+        """The run's name for people: its workflow's name, else the workflow file's name."""
+        return self.workflow.name or self.workflow.path.rsplit("/", 1)[-1]
 
     def trace_id(self) -> str:
         """The run's trace id (docs/spec.md 13.2): the recorded one, else the one derived from

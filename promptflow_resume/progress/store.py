@@ -45,6 +45,7 @@ from ..base.errors import (
     SpecialFileError,
     StorageError,
 )
+from ..base.runlock import LockHeld, RunLock
 from ..base.safeopen import open_append, open_regular, read_fd, refuse_special
 from ..flowfolder import make_folder
 from . import journal
@@ -82,7 +83,7 @@ def journal_path(progress: str | Path) -> Path:
 
 
 def lock_path(progress: str | Path) -> Path:
-    """``<progress>.lock``."""
+    """``<progress>.lock``: there only while a process holds the run (``base.runlock``)."""
     p = Path(progress)
     return p.with_name(p.name + ".lock")
 
@@ -459,17 +460,14 @@ def _read_owner(path: Path, wait: float = 1.0) -> dict[str, Any]:
         time.sleep(0.02)
 
 
-def _acquire(path: Path) -> Any:
-    from filelock import FileLock, Timeout
-
-    # filelock opens the lock file with O_TRUNC, following links: a lock that came with the
-    # run as a link to someone's file would truncate that file.
+def _acquire(path: Path) -> RunLock:
+    # A lock that came with the run as a link to someone's file is refused, never followed.
     refuse_special(lock_path(path), what="lock file")
     refuse_special(owner_path(path), what="owner file")
-    lock = FileLock(str(lock_path(path)), mode=0o600, thread_local=False, blocking=False)
+    lock = RunLock(lock_path(path))
     try:
         lock.acquire()
-    except Timeout:
+    except LockHeld:
         owner = _read_owner(path)
         who = (
             f"pid {owner.get('pid', '?')} on {owner.get('host', '?')}, "
@@ -486,8 +484,8 @@ def _acquire(path: Path) -> Any:
             ),
         ) from None
     except OSError as error:
-        # Checked after Timeout, which is an OSError too. The lock file lives beside the
-        # progress file: a folder that cannot be written cannot hold a live run either.
+        # The lock file lives beside the progress file: a folder that cannot be written
+        # cannot hold a live run either.
         raise storage_error(error, path, "take the run's lock", resumable=False) from None
     return lock
 
@@ -495,7 +493,7 @@ def _acquire(path: Path) -> Any:
 class ProgressStore:
     """The single live writer of one progress file (holds its lock until ``close``)."""
 
-    def __init__(self, path: Path, lock: Any) -> None:
+    def __init__(self, path: Path, lock: RunLock) -> None:
         self.path = path
         self._lock = lock
         self._journal_fd: int | None = None
@@ -600,6 +598,7 @@ class ProgressStore:
         with contextlib.suppress(OSError, SpecialFileError):
             if read_owner(self.path).get("pid") == os.getpid():
                 os.unlink(owner_path(self.path))
+        # The lock file goes too (while still held): none is left for `git add -A` to commit.
         self._lock.release()
 
     def __enter__(self) -> ProgressStore:

@@ -81,6 +81,34 @@ def check_file(path: Path) -> FileCheck:
     return FileCheck(path, run=run, report=report)
 
 
-def validate_files(paths: Iterable[Path]) -> Validation:
-    """Check each progress file completely; one file's failure does not stop the others."""
-    return Validation(tuple(check_file(path) for path in paths))
+#: How much of a file ``looks_like_progress`` reads: a front matter's start and its version.
+_HEAD_BYTES = 64 * 1024
+
+
+def looks_like_progress(path: Path) -> bool:
+    """True when ``path`` starts with front matter that has a ``flow_progress`` key (a run's
+    file whatever its name: ``progress.md``, a ``flow share`` copy, the action's
+    ``flow-runs/pr-N.md``), so a broken one is still checked; False for any other file (a
+    README, a file that cannot be read)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_HEAD_BYTES)
+    except OSError:
+        return False
+    lines = head.removeprefix(b"\xef\xbb\xbf").splitlines()
+    if not lines or lines[0].rstrip() != b"---":
+        return False
+    for line in lines[1:]:
+        if line.rstrip() == b"---":
+            return False
+        if line.startswith(b"flow_progress:"):
+            return True
+    return False
+
+
+def validate_files(paths: Iterable[Path], *, only_runs: bool = False) -> Validation:
+    """Check each progress file completely; one file's failure does not stop the others.
+    ``only_runs``: leave out the files that are not progress files (``looks_like_progress``),
+    as a pre-commit hook given every Markdown file of a commit needs."""
+    chosen = [p for p in paths if not only_runs or looks_like_progress(p)]
+    return Validation(tuple(check_file(path) for path in chosen))

@@ -26,7 +26,7 @@ from ..base import collector
 from ..base.errors import ProviderError, ProviderSetupError
 from ..chat import Message, ToolCall, ToolSpec
 from .base import ProviderSettings, Reply, ReplyUsage, Request, require_model
-from .endpoints import ANTHROPIC_URL
+from .endpoints import ANTHROPIC_URL, check_base_url
 from .pricing import DEFAULT_MAX_OUTPUT_TOKENS
 from .retry import connection_failure, guard_callback, http_failure
 from .sdkcall import call_sdk, map_sdk_error, read_stream
@@ -56,6 +56,7 @@ def resolve_credentials(
         or env.get("ANTHROPIC_BASE_URL", "").strip()
         or ANTHROPIC_URL
     )
+    check_base_url(base_url, "anthropic")
     override = (settings.extra or {}).get("api_key_env")
     if isinstance(override, str) and override.strip():
         var = override.strip()

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..base.errors import EndpointNotConfirmedError
+from ..base.errors import EndpointNotConfirmedError, ProviderSetupError
 
 OPENAI_URL = "https://api.openai.com/v1"
 GITHUB_MODELS_URL = "https://models.github.ai/inference"
@@ -54,6 +54,44 @@ ANTHROPIC_HOSTS = ("api.anthropic.com",)
 OFFLINE_PROVIDERS = frozenset({"echo", "replay", "scripted"})
 #: Variables in which the person running flow names an endpoint themselves.
 BASE_URL_VARIABLES = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "AZURE_OPENAI_ENDPOINT")
+
+
+def url_problem(url: str) -> str | None:
+    """What makes ``url`` no endpoint to send requests to (None: nothing): a scheme other than
+    http or https, no host, or a port that is empty, not a number, or outside 1-65535.
+
+    ``urlsplit`` takes ``http://127.0.0.1:/v1`` (an empty port) and the SDKs then retry a
+    connection that can never be made, so the URL is refused before any request."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError as error:
+        return f"it is not a URL ({error})"
+    if parts.scheme.lower() not in ("http", "https"):
+        return "it does not start with http:// or https://"
+    if not parts.hostname:
+        return "it names no host"
+    if any(c.isspace() for c in parts.netloc):
+        return "its host contains a space"
+    _, colon, port = parts.netloc.rpartition("@")[2].rpartition("]")[2].partition(":")
+    if colon and not port:
+        return "its port is empty (a ':' with no number after it)"
+    if port and not (port.isdigit() and 1 <= int(port) <= 65535):
+        return f"its port {port!r} is not a number from 1 to 65535"
+    return None
+
+
+def check_base_url(url: str, provider: str) -> None:
+    """Refuse (``ProviderSetupError``, exit 10, before a run exists) a base URL that names no
+    endpoint (``url_problem``), wherever it came from: ``--base-url``, the workflow, the
+    environment or a progress file."""
+    problem = url_problem(url)
+    if problem is None:
+        return
+    raise ProviderSetupError(
+        f"the {provider} base URL {url!r} cannot be used: {problem}.",
+        hint="Give the server's whole address, e.g. --base-url http://127.0.0.1:8000/v1 "
+        "(or fix OPENAI_BASE_URL / ANTHROPIC_BASE_URL).",
+    )
 
 
 def preset_for_host(host: str) -> str | None:

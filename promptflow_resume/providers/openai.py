@@ -32,7 +32,14 @@ from ..base import collector
 from ..base.errors import ProviderError, ProviderSetupError
 from ..chat import Message, ToolCall, ToolSpec
 from .base import ProviderSettings, Reply, ReplyUsage, Request, require_model
-from .endpoints import GITHUB_MODELS_URL, OLLAMA_URL, OPENAI_URL, PRESETS, preset_for_host
+from .endpoints import (
+    GITHUB_MODELS_URL,
+    OLLAMA_URL,
+    OPENAI_URL,
+    PRESETS,
+    check_base_url,
+    preset_for_host,
+)
 from .retry import connection_failure, guard_callback, http_failure
 from .sdkcall import call_sdk, map_sdk_error, read_stream
 
@@ -113,6 +120,8 @@ def resolve_endpoint(settings: ProviderSettings, env: Mapping[str, str] | None =
 
     if preset is None:
         base_url = base_url or _env_value(env, "OPENAI_BASE_URL") or OPENAI_URL
+    if base_url is not None:
+        check_base_url(base_url, "openai")
         preset = preset_for_host(urlsplit(base_url).hostname or "") or "custom"
 
     if isinstance(key_env_override, str) and key_env_override.strip():

@@ -115,7 +115,13 @@ class RunCache:
 def make_app(served: Served, guard: Guard) -> GuardedApp:
     """The application, behind its guard."""
     from starlette.applications import Starlette
-    from starlette.responses import FileResponse, RedirectResponse, Response, StreamingResponse
+    from starlette.responses import (
+        FileResponse,
+        JSONResponse,
+        RedirectResponse,
+        Response,
+        StreamingResponse,
+    )
     from starlette.routing import Route
 
     board = Dashboard(served, guard, Processes(served.cwd))
@@ -255,6 +261,18 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
         stream = watch(stamp, render, request.is_disconnected)
         return StreamingResponse(stream, media_type="text/event-stream")
 
+    async def run_api(request: Request) -> Response:
+        """The run's facts as JSON (``runview``): what ``flow show --json`` prints."""
+        key = request.path_params["key"]
+        path = served.progress_file(key)
+        from ..runview import run_facts
+
+        try:
+            run, state, _edited = await asyncio.to_thread(board.cache.read, path)
+        except FlowError as error:
+            return JSONResponse({"error": str(error)}, status_code=422)
+        return JSONResponse({"key": key, **run_facts(run, state).to_dict()})
+
     async def export(request: Request) -> Response:
         key = request.path_params["key"]
         path = served.progress_file(key)
@@ -341,6 +359,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
         Route("/events/list", list_events),
         Route("/run/{key:path}", run_view),
         Route("/events/run/{key:path}", run_events),
+        Route("/api/run/{key:path}", run_api),
         Route("/export/{key:path}", export),
         Route("/review/{key:path}", review),
         Route("/compare/{key:path}", compare),

@@ -279,15 +279,15 @@ def plan_clean(
 
 def _delete(item: CleanItem) -> bool:
     """Delete one planned run while holding its lock; False when it became live meanwhile."""
-    from filelock import FileLock, Timeout
+    from ..base.runlock import LockHeld, RunLock
 
     lock_file = lock_path(item.path)
     lock = None
     if lock_file.exists():
-        lock = FileLock(str(lock_file), thread_local=False, blocking=False)
+        lock = RunLock(lock_file)
         try:
             lock.acquire()
-        except Timeout:
+        except (LockHeld, OSError):
             return False
     try:
         if item.worktree is not None:

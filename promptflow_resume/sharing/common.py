@@ -89,17 +89,17 @@ def is_live(progress: Path) -> bool:
     and removes it on exit, so a finished run is never locked, even for an instant, by a probe
     that a ``flow resume`` starting at that moment would trip over.
     """
-    from filelock import FileLock, Timeout
+    from ..base.runlock import LockHeld, RunLock
 
     lock_file = lock_path(progress)
     if not lock_file.exists() or not owner_path(progress).exists():
         return False
-    lock = FileLock(str(lock_file), thread_local=False, blocking=False)
+    lock = RunLock(lock_file)
     try:
         lock.acquire()
-    except Timeout:
+    except (LockHeld, OSError):
         return True
-    lock.release()
+    lock.release(remove=False)  # a dead owner's file stays, as it was
     return False
 
 

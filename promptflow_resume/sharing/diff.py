@@ -217,14 +217,39 @@ def _text_diff(old: Entry, new: Entry) -> str:
         )
     )
     if not lines:  # same text: another field changed (its tool, its step, a sidecar)
-        lines = [f"-{_fields(old)}\n", f"+{_fields(new)}\n"]
+        before, after = _fields(old), _fields(new)
+        changed = [k for k in before if before[k] != after[k]]
+        lines = [
+            "-" + " ".join(f"{k}={before[k]}" for k in changed) + "\n",
+            "+" + " ".join(f"{k}={after[k]}" for k in changed) + "\n",
+        ]
     if len(lines) > DIFF_LINES:
         lines = [*lines[:DIFF_LINES], f"… {len(lines) - DIFF_LINES} more diff lines\n"]
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def _fields(entry: Entry) -> str:
-    return f"role={entry.role} step={entry.step} tool={entry.tool} sidecar={entry.sidecar}"
+def _fields(entry: Entry) -> dict[str, str]:
+    """The entry's fields other than its text, as the diff names them."""
+    meta = " ".join(f"{k}={v}" for k, v in entry.meta.fields()) if entry.meta else None
+    covers = f"{entry.covers[0]}-{entry.covers[1]}" if entry.covers else None
+    return {
+        "step": str(entry.step),
+        "tool": str(entry.tool),
+        "error": str(entry.is_error),
+        "sidecar": str(entry.sidecar),
+        "covers": str(covers),
+        "meta": f"[{meta}]" if meta else "None",
+    }
+
+
+def same_entry(old: Entry, new: Entry) -> bool:
+    """True when ``new`` is ``old`` as it stands now (edited or not), False when it is another
+    entry that took its id: a rewind, a retried step or an archive drops entries, and the run
+    then records new ones under the same ids. An entry is known by its role, its call id and
+    when it was recorded (``at``, format 7 and later); a hand edit changes none of them."""
+    when_old = old.meta.at if old.meta is not None else None
+    when_new = new.meta.at if new.meta is not None else None
+    return (old.role, old.call_id, when_old) == (new.role, new.call_id, when_new)
 
 
 def flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
@@ -265,16 +290,18 @@ def _changes(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
 
 def _entries(diff: RunDiff, old: Run, new: Run, by_hand: frozenset[int]) -> None:
     before = {e.id: e for e in old.transcript}
-    after_ids = set()
+    kept = set()
     for entry in new.transcript:
-        after_ids.add(entry.id)
         was = before.get(entry.id)
-        if was is None:
+        if was is None or not same_entry(was, entry):
+            # New, or a new entry under the id of one that was dropped (listed as removed).
             diff.appended.append(_note(entry, _preview(entry)))
-        elif was != entry:
+            continue
+        kept.add(entry.id)
+        if was != entry:
             note = _note(entry, _text_diff(was, entry))
             diff.edited.append(replace(note, by_hand=entry.id in by_hand))
-    diff.removed = [_note(e, _preview(e)) for e in old.transcript if e.id not in after_ids]
+    diff.removed = [_note(e, _preview(e)) for e in old.transcript if e.id not in kept]
 
 
 def diff_runs(

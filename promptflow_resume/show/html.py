@@ -311,9 +311,9 @@ def run_header(run: Run, state: RunState | None = None) -> str:
     status, why = (state.status, state.reason) if state is not None else (run.status, run.reason)
     title = run_title(run)
     u = run.usage
-    rows = timeline(run)
+    rows = timeline(run, status)
     facts = (
-        f"step {run.cursor.index} of {run.cursor.total} · {u.turns:,} turns · "
+        f"step {run.cursor.index} of {run.step_counts()[1]} · {u.turns:,} turns · "
         f"{u.input_tokens:,} input + {u.output_tokens:,} output tokens · ${u.cost_usd:.4f} · "
         f"{len(run.transcript):,} entries · created {run.created} · updated {run.updated}"
     )
@@ -342,7 +342,7 @@ def run_header(run: Run, state: RunState | None = None) -> str:
 
 def run_title(run: Run) -> str:
     """The run's workflow name (or its file name), as the page's title shows it."""
-    return run.workflow.name or run.workflow.path.rsplit("/", 1)[-1]
+    return run.title()
 
 
 def entries_html(

@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.durable import replace_file
 from ..base.textnorm import without_surrogates
-from ..handoffs import chain_view
 from ..progress import load_progress
-from ..progress.model import Run, model_attempts, run_models
+from ..progress.model import Run
 from ..progress.state import RunState, run_state
 from ..progress.store import storage_error
 
@@ -32,27 +31,14 @@ def _load(path: Path) -> tuple[Run, RunState]:
 
 
 def run_json(path: Path) -> dict[str, Any]:
-    """``flow show --json``: the run's state, usage and step time line as JSON-ready data."""
-    from .timeline import timeline
+    """``flow show --json``: the run's facts (``runview``: state, usage, steps, approvals,
+    permissions) and its file snapshots, as JSON-ready data."""
+    from ..runview import run_facts
 
     run, state = _load(path)
     return {
         "path": str(path),
-        "run_id": run.run_id,
-        "status": state.status,
-        "reason": state.reason,
-        "until": run.until,
-        "recorded_status": run.status,
-        "owner_alive": state.owner_alive,
-        "resumable": state.resumable,
-        "state": state.text(),
-        "usage": asdict(run.usage),
-        "entries": len(run.transcript),
-        "models": run_models(run),
-        "model_attempts": model_attempts(run),
-        "steps": [asdict(row) for row in timeline(run)],
-        # The handoff chain, part by part (docs/spec.md 4.13); null for a run without one.
-        "handoffs": chain_view(run),
+        **run_facts(run, state).to_dict(),
         # The file snapshots, one per call that can change files (docs/spec.md 12).
         "snapshots": asdict(run.snapshots) if run.snapshots is not None else None,
     }

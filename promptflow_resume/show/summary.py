@@ -19,7 +19,8 @@ from ..base.errors import FlowError
 from ..progress import load_progress
 from ..progress.model import Run, run_models
 from ..progress.state import RunState, run_state
-from .timeline import StepRow, duration_text, timeline
+from ..runview import StepRow, run_facts
+from .timeline import duration_text
 
 #: The most characters the page may have: GitHub refuses a comment or job summary over
 #: 65,536, and a caller may add a line or two around it.
@@ -136,8 +137,7 @@ def _step_row(index: int, row: StepRow) -> str:
     )
 
 
-def _steps(run: Run) -> list[str]:
-    rows = timeline(run)
+def _steps(rows: list[StepRow]) -> list[str]:
     lines = ["### Steps", "", "| # | Step | Status | Time | Turns | Tokens | Cost |"]
     lines.append("|---:|---|---|---:|---:|---:|---:|")
     numbered = list(enumerate(rows, start=1))
@@ -245,10 +245,11 @@ def summary_text(
     """The summary page of a loaded run (see the module's docstring); ``comments``: the run
     is decided by ``/flow`` comments on a pull request (``flow ci``), said under Next."""
     shown = str(path)
-    total = run.cursor.total or len(run.steps)
+    facts = run_facts(run, state)
+    total = facts.steps_total
     icon = _ICONS.get(state.status, "⏸️")
-    title = run.workflow.name or Path(run.workflow.path).stem
-    usage = run.usage
+    title = run.title()
+    usage = facts.usage
     lines = [
         f"## {icon} flow: {cell(title, 100)} — {state.status}",
         "",
@@ -267,7 +268,7 @@ def summary_text(
             "On the pull request: comment `/flow approve` (or `/flow deny REASON`) to decide the "
             "held calls and resume, or `/flow resume` after a change to the budget or the file.",
         ]
-    lines += ["", *_steps(run), "", *_settings(run, path)]
+    lines += ["", *_steps(facts.steps), "", *_settings(run, path)]
     if run.worktree is not None:
         lines += ["", *_changed_files(path)]
     lines += ["", *_links(shown, progress_link, report_link), ""]

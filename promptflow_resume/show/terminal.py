@@ -23,7 +23,7 @@ from .excerpt import excerpt, left_out_note
 from .timeline import duration_text, timeline
 
 #: Width of the bars in the time line column.
-BAR_WIDTH = 24
+BAR_WIDTH = 20
 
 
 def safe(text: str) -> str:
@@ -55,20 +55,18 @@ def _bar(offset: float | None, seconds: float | None, span: float) -> str:
     return " " * start + "█" * min(length, BAR_WIDTH - start)
 
 
-def timeline_table(run: Run) -> Table:
-    """The steps with their status, time, turns, tool calls, tokens and cost."""
-    rows = timeline(run)
+def timeline_table(run: Run, run_status: str | None = None) -> Table:
+    """The steps with their status (as shown for a run in ``run_status``, its effective
+    status), time, turns, tool calls, tokens and cost."""
+    rows = timeline(run, run_status)
     span = max(((r.offset or 0) + (r.seconds or 0) for r in rows), default=0.0)
     table = Table(title="Steps", title_justify="left", expand=False)
     table.add_column("Step", overflow="fold")
-    table.add_column("Status")
-    table.add_column("Start", justify="right")
-    table.add_column("Time", justify="right")
-    table.add_column("Turns", justify="right")
-    table.add_column("Tools", justify="right")
-    table.add_column("Tokens", justify="right")
-    table.add_column("Cost", justify="right")
-    table.add_column("Timeline", no_wrap=True)
+    table.add_column("Status", no_wrap=True)
+    for name in ("Start", "Time", "Turns", "Tools", "Tokens", "Cost"):
+        table.add_column(name, justify="right", no_wrap=True)
+    # The bar gives way first on a narrow terminal (cut at its right end).
+    table.add_column("Timeline", no_wrap=True, overflow="crop")
     for r in rows:
         table.add_row(
             safe(r.step),
@@ -96,6 +94,18 @@ def _diff_style(line: str) -> str:
     return next((style for start, style in _DIFF_STYLES if line.startswith(start)), "")
 
 
+#: Characters of one line of tool output shown (the rest: an ellipsis).
+LINE_CHARS = 200
+
+
+def output_line(line: str, limit: int = LINE_CHARS) -> str:
+    """One line of tool output as the terminal shows it: every space kept (indentation is
+    what code and JSON read by), tabs as spaces to the next multiple of 4, the characters a
+    terminal would act on made visible, cut at ``limit`` characters with an ellipsis."""
+    text = safe(line[:1000].rstrip("\r").expandtabs(4)).rstrip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _collapsed(content: str, lines: int, *, diff: bool = False) -> RenderableType:
     """The first ``lines`` lines of a tool output, and how many were left out; a ``diff``'s
     lines are coloured (added green, removed red)."""
@@ -114,10 +124,10 @@ def _collapsed(content: str, lines: int, *, diff: bool = False) -> RenderableTyp
             if n:
                 text.append("\n")
             start = len(text)
-            text.append(safe(one_line(line[:1000], 200)) if line.strip() else "")
+            text.append(output_line(line))
             text.stylize(_diff_style(line), start, len(text))
     else:
-        shown = "\n".join(one_line(line[:1000], 200) if line.strip() else "" for line in head)
+        shown = "\n".join(output_line(line) for line in head)
         text = Text(shown, style="dim", no_wrap=True, overflow="ellipsis")
     hidden = total - len(head)
     if hidden > 0:
@@ -197,8 +207,7 @@ def terminal_view(
     """The whole run for a terminal: header, step time line, conversation. ``state`` is the
     run's effective state (``progress.state``); without it the recorded status is shown.
     ``source`` names the progress file where a cut entry is whole."""
-    title = run.workflow.name or run.workflow.path.rsplit("/", 1)[-1]
-    header = Text(safe(f"{title} · run {run.run_id}"), style="bold")
+    header = Text(safe(f"{run.title()} · run {run.run_id}"), style="bold")
     done = run.status == "completed"
     status = Text("status: ", style="bold green" if done else "bold yellow")
     if state is not None:
@@ -208,8 +217,9 @@ def terminal_view(
         if run.reason:
             status.append(f" — {one_line(run.reason, 200)}", style="")
     u = run.usage
+    total = run.step_counts()[1]
     facts = Text(
-        f"step {run.cursor.index} of {run.cursor.total} · {u.turns:,} turns · "
+        f"step {run.cursor.index} of {total} · {u.turns:,} turns · "
         f"{u.input_tokens:,} input + {u.output_tokens:,} output tokens · ${u.cost_usd:.4f} · "
         f"{len(run.transcript):,} entries · {len(run.attempts)} attempt"
         f"{'s' if len(run.attempts) != 1 else ''}"
@@ -222,9 +232,11 @@ def terminal_view(
         parts.append(Text(safe(one_line(_models_line(run), 600))))
     parts.append(Text())
     if run.steps:
-        parts += [timeline_table(run), Text()]
+        parts += [timeline_table(run, state.status if state else None), Text()]
     parts.append(Rule(Text("Conversation", style="bold")))
-    snaps = {s.entry: s for s in run.snapshots.calls} if run.snapshots is not None else {}
+    # A call's record (one without a call holds the files as an attempt found them).
+    calls = run.snapshots.calls if run.snapshots is not None else []
+    snaps = {s.entry: s for s in calls if s.call_id is not None}
     parts += [
         entry_view(e, result_lines=result_lines, source=source, snapshot=snaps.get(e.id))
         for e in run.transcript

@@ -51,7 +51,8 @@ def test_flow_show_prints_the_timeline_and_the_conversation(
     # Markdown is rendered (no fence markers, no heading hashes), tool outputs collapsed.
     assert "```markdown" not in shown and "\n## " not in shown
     assert "\n… 3 more lines\n" in shown
-    assert "│ inspect │ completed │   +1s │  18s │     2 │" in shown
+    assert "│ inspect │ completed   │   +1s │  18s │     2 │" in shown
+    assert "│ report  │ interrupted │  +20s │  12s │     0 │" in shown
 
 
 def test_flow_show_of_the_example_renders_the_answer(capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,7 +74,11 @@ def test_flow_show_of_a_missing_file_is_one_line_and_exit_code(
 
 def test_the_timeline_has_each_steps_time_turns_tokens_and_cost() -> None:
     rows = timeline(example_run())
-    assert [(r.step, r.status) for r in rows] == [("inspect", "completed"), ("report", "running")]
+    # The run was interrupted in "report": the file records it running, a reader sees it stopped.
+    assert [(r.step, r.status, r.recorded_status) for r in rows] == [
+        ("inspect", "completed", "completed"),
+        ("report", "interrupted", "running"),
+    ]
     inspect, report = rows
     assert (inspect.offset, inspect.seconds, inspect.turns) == (1.0, 18.0, 2)
     assert inspect.tokens == 1840 + 212 and inspect.cost_usd == pytest.approx(0.000403)
@@ -229,3 +234,26 @@ def test_the_page_marks_an_entry_edited_by_hand(
     page = _page(tmp_path, progress, capsys).read_text(encoding="utf-8")
     assert page.count("edited by hand") == 1
     assert f'class="entry assistant edited" id="entry-{entry.id}"' in page
+
+
+def test_tool_output_and_code_keep_their_indentation() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from promptflow_resume.show.terminal import terminal_view
+
+    run = example_run()
+    entry = run.transcript[4]
+    entry.sidecar = entry.sidecar_sha256 = entry.sidecar_bytes = None
+    python = "def total(items):\n    if not items:\n\treturn 0\n    return sum(items)\n"
+    run.transcript[3].content = python
+    entry.content = '{\n  "todos": [\n    {"line": 12}\n  ]\n}\n'
+    run.transcript[5].content = "Here:\n\n```python\ndef f():\n        return 1\n```\n"
+    console = Console(file=StringIO(), width=100, color_system=None)
+    console.print(terminal_view(run, result_lines=10))
+    shown = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "\n    if not items:\n" in shown
+    assert "\n    return 0\n" in shown  # a tab: to the next multiple of four
+    assert '\n  "todos": [\n    {"line": 12}\n  ]\n' in shown
+    assert "        return 1" in shown

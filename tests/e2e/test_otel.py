@@ -21,7 +21,7 @@ from promptflow_resume.base.traceids import span_id, trace_id_for
 from promptflow_resume.progress import load_progress
 from tests import support
 from tests.support.flowproc import flow, flow_env
-from tests.support.otlp_receiver import OtlpReceiver, SpanView, spans_of_json, tree_text
+from tests.support.otlp_receiver import OtlpReceiver, SpanView, spans_of_json_lines, tree_text
 from tests.support.trust import trusted
 
 EXAMPLE = support.REPO / "workflows" / "triage-todos.prompt.md"
@@ -116,10 +116,10 @@ def test_a_live_run_sends_the_example_tree_and_its_export_is_the_same(
     assert f"exported 9 spans of 1 run to {receiver.url}/v1/traces" in sent.stdout
     assert _shapes(receiver.of_trace(run.trace.id)) == _shapes(live)
 
-    out = tmp_path / "trace.json"
+    out = tmp_path / "traces.jsonl"
     written = flow("export", "otel", str(progress), "--file", str(out), cwd=tmp_path)
     assert written.returncode == 0, written.stderr
-    assert _shapes(spans_of_json(json.loads(out.read_text(encoding="utf-8")))) == _shapes(live)
+    assert _shapes(spans_of_json_lines(out.read_text(encoding="utf-8"))) == _shapes(live)
 
 
 def test_message_content_is_sent_only_with_the_switch(
@@ -358,7 +358,7 @@ def test_export_of_a_file_from_before_traces_derives_its_trace(tmp_path: Path) -
     summary = json.loads(done.stdout)
     run, _ = load_progress(copy)
     assert summary["traces"] == [trace_id_for(run.run_id)]
-    spans = spans_of_json(json.loads(out.read_text(encoding="utf-8")))
+    spans = spans_of_json_lines(out.read_text(encoding="utf-8"))
     assert spans and {s.trace_id for s in spans} == {trace_id_for(run.run_id)}
     status = json.loads(flow("status", str(copy), "--json", cwd=tmp_path).stdout)
     assert status["trace_id"] == trace_id_for(run.run_id)  # where to look it up

@@ -59,6 +59,10 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (where / "good.prompt.md").write_text("---\ndescription: Greet\n---\nHello.\n", "utf-8")
     (where / "bad.prompt.md").write_text("---\ntools: [\n---\nHello.\n", "utf-8")
     (where / "notes.md").write_text("# not a flow file\n", "utf-8")
+    # Runs under other names: a `flow share` copy and the action's file, one of them broken.
+    shutil.copyfile(EXAMPLE, where / "20261121-232529-release-a1b2.md")
+    (where / "flow-runs").mkdir()
+    (where / "flow-runs" / "pr-7.md").write_text(broken, encoding="utf-8")
     _git("init", "-q", cwd=where)
     _git("add", ".", cwd=where)
     return where
@@ -114,6 +118,8 @@ FILES = [
     "runs/progress.md",
     "runs/bad/progress.md",
     "docs/release.progress.md",
+    "20261121-232529-release-a1b2.md",
+    "flow-runs/pr-7.md",
     "good.prompt.md",
     "bad.prompt.md",
     ".github/agents/helper.agent.md",
@@ -126,7 +132,8 @@ FILES = [
 @pytest.mark.parametrize(
     ("hook", "selected"),
     [
-        ("flow-validate", ["runs/progress.md", "runs/bad/progress.md", "docs/release.progress.md"]),
+        # Every Markdown file: the entry itself leaves out those that are not runs.
+        ("flow-validate", [f for f in FILES if f.endswith(".md")]),
         (
             "flow-check",
             [
@@ -158,6 +165,15 @@ def test_the_entries_pass_good_files_and_fail_broken_ones(project: Path) -> None
     bad = _entry("flow-validate", project, "runs/progress.md", "runs/bad/progress.md")
     assert bad.returncode == 4 and "Traceback" not in bad.stdout + bad.stderr
     assert "runs/progress.md: valid" in bad.stdout  # the good one is still checked
+    # Runs under any name are checked; other Markdown files are left out, not refused.
+    named = _entry("flow-validate", project, "20261121-232529-release-a1b2.md", "notes.md")
+    assert named.returncode == 0, named.stderr
+    assert named.stdout.splitlines() == [
+        "20261121-232529-release-a1b2.md: valid (completed, 11 entries)"
+    ]
+    action = _entry("flow-validate", project, "flow-runs/pr-7.md", "good.prompt.md")
+    assert action.returncode == 4 and "flow-runs/pr-7.md" in action.stderr
+    assert "good.prompt.md" not in action.stdout + action.stderr
     checked = _entry("flow-check", project, "good.prompt.md")
     assert checked.returncode == 0, checked.stdout
     broken = _entry("flow-check", project, "good.prompt.md", "bad.prompt.md")

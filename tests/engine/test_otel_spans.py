@@ -181,3 +181,32 @@ def test_an_attempt_resumed_within_the_second_its_first_stopped_holds_only_its_e
         "chat gpt-4o-mini",
         "execute_tool notes/read",
     ]
+
+
+def test_a_call_re_run_on_resume_has_its_span_in_the_attempt_that_ran_it() -> None:
+    # Attempt 1 recorded the call's start and stopped (a crash); attempt 2 ran the idempotent
+    # call again and recorded its result.
+    run = _two_attempts()
+    del run.transcript[6:]
+    run.transcript += [
+        Entry(7, "assistant", "", step="inspect", meta=EntryMeta(at=_at(33, 500))),
+        Entry(
+            8, "tool_call", "{}", step="inspect", call_id="c2", tool="notes/read",
+            meta=EntryMeta(at=_at(33, 600)),
+        ),
+        Entry(
+            9, "tool_result", "notes", step="inspect", call_id="c2", tool="notes/read",
+            meta=EntryMeta(at=_at(45, 200), ms=150, kind="command"),
+        ),
+    ]  # fmt: skip
+    run.attempts[0].first_entry, run.attempts[1].first_entry = 1, 9
+    spans = run_spans(run)
+    [call] = [s for s in spans if s.name == "execute_tool notes/read"]
+    assert call.attempt == 2 and call.span_id == span_id(TRACE, "call/c2")
+    assert call.parent_span_id == span_id(TRACE, "step/2/inspect")
+    assert (call.status, call.closed) == ("unset", True)
+    assert call.end_ns - call.start_ns == 150_000_000
+    # Every call of the run has exactly one span.
+    calls = [e.call_id for e in run.transcript if e.role == "tool_call"]
+    assert sorted(s.attributes["gen_ai.tool.call.id"] for s in spans if s.kind == "internal"
+                  and s.name.startswith("execute_tool")) == sorted(calls)  # fmt: skip

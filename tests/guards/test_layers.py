@@ -56,7 +56,7 @@ LAYERS: list[set[str]] = [
     {"subworkflows", "runrequests"},
     {"check", "engine", "reconcile", "recovery", "sharing", "detect", "show", "compaction"},
     # Handoff chains (composed from agent files) and hooks, both recorded in the progress file.
-    {"conversation", "events", "hooks", "recorded", "runoptions", "handoffs"},
+    {"conversation", "events", "hooks", "recorded", "runoptions", "handoffs", "runview"},
     # Git worktrees and file snapshots; the person's trust in what a folder brings.
     {"worktree", "snapshots", "trust"},
     # What a run is made of: tools, the workflow file, the model providers.

@@ -24,6 +24,7 @@ from promptflow_resume.progress import (
     ProgressStore,
     journal_path,
     load_progress,
+    lock_path,
     owner_path,
     parse,
     render,
@@ -61,6 +62,7 @@ def test_create_writes_an_owner_only_file_and_refuses_to_overwrite(tmp_path: Pat
         owner = json.loads(owner_path(path).read_text(encoding="utf-8"))
         assert owner["pid"] == os.getpid() and owner["host"] == socket.gethostname()
     assert not owner_path(path).exists()  # a clean exit leaves no owner behind
+    assert not lock_path(path).exists()  # nor a lock file for `git add -A` to commit
     with pytest.raises(InputError, match="already exists"):
         ProgressStore.create(path, _run())
 
@@ -400,3 +402,27 @@ def test_a_fold_after_entries_changed_in_place_writes_their_new_text(tmp_path: P
     loaded, report = load_progress(path)
     assert loaded.transcript == run.transcript
     assert report.edited_entries == []
+
+
+def test_a_lock_file_removed_by_its_holder_is_never_shared(tmp_path: Path) -> None:
+    """A process that opened the lock file just before its holder removed it must not hold a
+    lock on the removed file while another process locks a new one of the same name."""
+    import fcntl
+
+    from promptflow_resume.base.runlock import LockHeld, RunLock
+
+    path = tmp_path / "progress.md.lock"
+    first = RunLock(path)
+    first.acquire()
+    stale = os.open(path, os.O_RDWR)  # a taker that opened the file, not yet locked it
+    try:
+        first.release()
+        assert not path.exists()
+        fcntl.flock(stale, fcntl.LOCK_EX | fcntl.LOCK_NB)  # it gets the removed file's lock
+        second = RunLock(path)
+        second.acquire()  # the name leads to a new file: locked, not the stale one
+        with pytest.raises(LockHeld):
+            RunLock(path).acquire()
+        second.release()
+    finally:
+        os.close(stale)

@@ -58,6 +58,7 @@ def runs(workdir: Path, template: Run) -> Path:
     _write(root / "old-failed" / "progress.md", template, "old-failed", "failed", 60)
     shared = root / "shared"
     _write(shared / "custom.md", template, "custom", "completed", 90)
+    (shared / "custom.md.lock").write_text("")  # left by a process that was killed
     (shared / "custom.md.bak-20260101T000000Z").write_text("backup\n")
     (shared / "custom.files").mkdir()
     (shared / "custom.files" / "a.txt").write_text("sidecar\n")

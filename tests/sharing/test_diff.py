@@ -145,3 +145,29 @@ def test_textconv_of_a_file_that_does_not_parse_is_the_file(tmp_path: Path) -> N
     assert done.returncode == 0 and done.stdout == "---\nnot: [a progress file\n"
     bad = flow("diff", "progress.md", "progress.md", cwd=tmp_path)
     assert bad.returncode == 4 and "Traceback" not in bad.stderr
+
+
+def test_after_a_rewind_the_replaced_entries_are_removed_and_appended(tmp_path: Path) -> None:
+    from promptflow_resume.sharing.rewind import rewind
+
+    (tmp_path / "greet.prompt.md").write_text(WORKFLOW, encoding="utf-8")
+    script = {"replies": ["Hello from the first step.", "All summed up.", "Summed again."]}
+    (tmp_path / "script.json").write_text(json.dumps(script), encoding="utf-8")
+    progress = tmp_path / "run" / "progress.md"
+    request = StartRequest(
+        tmp_path / "greet.prompt.md", progress=progress, recording=tmp_path / "script.json"
+    )
+    assert start_run(request, RunOptions(workspace=tmp_path)).run.status == "completed"
+    shutil.copyfile(progress, tmp_path / "old.md")
+    rewind(progress, "sum-up")
+    assert resume_run(progress, RunOptions(workspace=tmp_path)).run.status == "completed"
+    # No lock file is left beside the run for `git add -A` to commit (nor by rewind).
+    assert not (progress.parent / "progress.md.lock").exists()
+
+    change = diff_files(tmp_path / "old.md", progress)
+    assert change.edited == []  # nothing was edited: entries 3 and 4 were replaced
+    assert [(e.id, e.role) for e in change.removed] == [(3, "user"), (4, "assistant")]
+    assert [(e.id, e.role) for e in change.appended] == [(3, "user"), (4, "note"), (5, "assistant")]
+    shown = change.to_markdown()
+    assert "role=" not in shown and "## Edited" not in shown
+    assert "- entry 4 · assistant · sum-up: All summed up." in shown.split("## Removed")[1]

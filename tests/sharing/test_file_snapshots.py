@@ -395,6 +395,49 @@ def test_steps_run_again_on_resume_drop_their_old_snapshot_records(repo: Path) -
     assert again.returncode == 0, again.stderr
     run, _ = load_progress(progress)
     assert run.snapshots is not None
-    entries = [c.entry for c in run.snapshots.calls]
+    entries = [c.entry for c in run.snapshots.calls if c.call_id is not None or c.entry == 0]
     assert entries == sorted(set(entries)) and entries[-1] == run.transcript[-1].id
+    # The workflow edited by hand between the attempts: recorded without a call, not a call's.
+    [between] = [c for c in run.snapshots.calls if c.call_id is None and c.entry > 0]
+    assert between.modified == ["three.prompt.md"]
     assert all(run.entry(c.entry) is not None or c.entry == 0 for c in run.snapshots.calls)
+
+
+def test_review_leaves_out_what_a_person_changed_between_attempts(repo: Path) -> None:
+    from promptflow_resume import Limits
+    from promptflow_resume.worktree import review_run
+
+    (repo / "two.prompt.md").write_text(
+        "---\nprovider: scripted\ntools: [create_file]\n---\n"
+        "## Step 1: First\nWrite a.\n\n## Step 2: Second\nWrite b.\n",
+        encoding="utf-8",
+    )
+    calls = [{"name": "create_file", "arguments": {"path": f"{n}.txt", "content": n}} for n in "ab"]
+    script = {
+        "replies": [
+            {"content": "Writing a.", "tool_calls": [calls[0]]},
+            "Wrote a.",
+            {"content": "Writing b.", "tool_calls": [calls[1]]},
+            "Wrote b.",
+        ]
+    }
+    (repo / "two.json").write_text(json.dumps(script), encoding="utf-8")
+    progress = repo / ".flow" / "runs" / "two" / "progress.md"
+    request = StartRequest(repo / "two.prompt.md", progress=progress, recording=repo / "two.json")
+    first = start_run(request, RunOptions(workspace=repo, limits=Limits(max_turns=2)))
+    assert first.run.status == "budget_exhausted"
+    # The person works on between the attempts: a file of their own, a tracked one edited.
+    (repo / "mine.txt").write_text("my work\n", encoding="utf-8")
+    (repo / "tracked.txt").write_text("tracked, edited by me\n", encoding="utf-8")
+    again = resume_run(progress, RunOptions(workspace=repo, limits=Limits(max_turns=9)))
+    assert again.run.status == "completed"
+
+    review = review_run(progress)
+    assert sorted(f.path for f in review.files) == ["a.txt", "b.txt"]
+    assert "my work" not in review.diff and "edited by me" not in review.diff
+    run, _ = load_progress(progress)
+    assert run.snapshots is not None
+    [between] = [s for s in run.snapshots.calls if s.call_id is None and s.entry > 0]
+    assert (between.added, between.modified) == (["mine.txt"], ["tracked.txt"])
+    b_call = [s for s in run.snapshots.calls if s.call_id is not None][-1]
+    assert b_call.added == ["b.txt"] and b_call.modified == []  # the call's own change only

@@ -106,8 +106,34 @@ def spans_of(request: ExportTraceServiceRequest) -> list[SpanView]:
     return out
 
 
-def spans_of_json(data: dict[str, Any]) -> list[SpanView]:
-    """The spans of an OTLP/JSON document (hex ids, as OTLP/JSON writes them)."""
+def decode_json_lines(text: str) -> list[ExportTraceServiceRequest]:
+    """Each line of an OTLP/JSON Lines file, decoded as the Collector's ``otlpjsonfile``
+    receiver does: a whole ``ExportTraceServiceRequest`` per line, parsed by
+    ``opentelemetry-proto``'s JSON parser with unknown fields refused, its hex ids 16 and 8
+    bytes long. Any line that is not one raises."""
+    import json
+
+    requests = []
+    assert text.endswith("\n"), "a JSON Lines file ends each line, the last one too"
+    for number, line in enumerate(text.split("\n")[:-1], start=1):
+        assert line.strip(), f"line {number} is empty"
+        request = ExportTraceServiceRequest()
+        json_format.ParseDict(_base64_ids(json.loads(line)), request, ignore_unknown_fields=False)
+        for span in spans_of(request):
+            assert len(span.trace_id) == 32 and len(span.span_id) == 16, (number, span)
+            assert len(span.parent_span_id) in (0, 16), (number, span)
+        requests.append(request)
+    return requests
+
+
+def spans_of_json_lines(text: str) -> list[SpanView]:
+    """The spans of every line of an OTLP/JSON Lines file (``decode_json_lines``)."""
+    return [span for request in decode_json_lines(text) for span in spans_of(request)]
+
+
+def _base64_ids(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with its hex ids as base64: the protobuf JSON mapping reads bytes as base64,
+    OTLP/JSON writes ids as hex (the one difference between the two, by OTLP's spec)."""
     import base64
     import copy
 
@@ -120,9 +146,7 @@ def spans_of_json(data: dict[str, Any]) -> list[SpanView]:
                     for key in ("traceId", "spanId", "parentSpanId"):
                         if key in holder:
                             holder[key] = base64.b64encode(bytes.fromhex(holder[key])).decode()
-    request = ExportTraceServiceRequest()
-    json_format.ParseDict(data, request)
-    return spans_of(request)
+    return data
 
 
 class OtlpReceiver:
