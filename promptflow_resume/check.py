@@ -15,9 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base.errors import EXIT_INVALID_FILE, EXIT_NOT_FOUND, EXIT_OK, FileNotFoundFlowError
+
+if TYPE_CHECKING:
+    from .trust import TrustState
 
 # The workflow and tool modules are imported where they are used: `flow --help` registers the
 # check command, which imports this module, without paying for them.
@@ -34,6 +37,9 @@ class CheckReport:
     #: One message per folder given that holds no workflow file.
     empty_folders: list[str] = field(default_factory=list)
     exit_code: int = EXIT_OK
+    #: Whether the working directory's hooks, MCP configuration and agents would run
+    #: (``trust.TrustState``; docs/spec.md 10.9), as a run here would find them.
+    trust: TrustState | None = None
 
     @property
     def names_unknown_tools(self) -> bool:
@@ -50,6 +56,7 @@ class CheckReport:
             "ok": self.exit_code == EXIT_OK,
             "workflows": self.plans,
             "tools": tool_tally(self.checked),
+            "trust": self.trust.to_dict() if self.trust is not None else None,
         }
 
 
@@ -131,6 +138,9 @@ def check_workflows(
             report.checked.append(plan)
             codes.add(file_code)
     report.exit_code = next((c for c in (EXIT_NOT_FOUND, EXIT_INVALID_FILE) if c in codes), EXIT_OK)
+    from .trust import trust_state
+
+    report.trust = trust_state(Path.cwd())
     return report
 
 

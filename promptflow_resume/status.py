@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .recovery import Decision
     from .tools.allowlists import PermissionsChange
     from .tools.base import Tool
+    from .trust import TrustState
 
 
 @dataclass
@@ -57,6 +58,9 @@ class StatusReport:
     #: whether they grew (then resume needs --accept-permissions or a yes; docs/spec.md 10.7).
     permissions_change: str | None = None
     permissions_widened: bool = False
+    #: Whether the workspace's hooks, MCP configuration and agents would run on resume
+    #: (docs/spec.md 10.9).
+    trust: TrustState | None = None
 
     @property
     def stop(self) -> Stop | None:
@@ -117,6 +121,7 @@ class StatusReport:
             "resume_agents": [f.call_id for f in plan.retry_tools if f.tool == SUBAGENT_TOOL]
             if plan
             else [],
+            "trust": self.trust.to_dict() if self.trust is not None else None,
             "review_tools": [f.call_id for f in plan.review_tools] if plan else [],
             "unsealed_calls": [asdict(c) for c in plan.unsealed_tools] if plan else [],
             "rerun_steps": plan.rerun if plan else [],
@@ -229,13 +234,13 @@ def run_status(
     decision: Decision | None = None
     settings: Compaction | None = None
     change: PermissionsChange | None = None
+    root = Path(options.workspace) if options.workspace else Path.cwd()
     try:
         wf = workflow_for(
             run, path, workflow_path, workspace=options.root(), agent_dirs=options.agent_dirs
         )
         settings = wf.compaction
         change = _permissions_change(run, wf)
-        root = Path(options.workspace) if options.workspace else Path.cwd()
         outside = None if workflow_path is not None else outside_workspace(run, path, root)
         if outside:
             report.warnings.append(outside)
@@ -284,6 +289,7 @@ def run_status(
         # Resume would fail on the lock (exit 6): status says so before anyone tries.
         plan.block(Stop.LIVE, f"the run is live ({live.reason}); wait for it to stop, or stop it")
     from .compaction import context_status
+    from .trust import trust_state
 
     children: list[ChildNode] = []
     if any(state.child or state.agents for state in run.steps.values()):
@@ -305,6 +311,7 @@ def run_status(
         context=context_status(kept, settings or Compaction(), run.config.model),
         permissions_change=change.line() if change is not None else None,
         permissions_widened=change is not None and change.widened,
+        trust=trust_state(root, options.trust_in(root)),
     )
 
 

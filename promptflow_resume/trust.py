@@ -163,7 +163,7 @@ class TrustState:
         refused = ", ".join(f"{rel} ({why})" for rel, why in self.refused.items())
         never = f"; never run: {refused}" if refused else ""
         if not self.blocked:
-            return f"trusted ({self.how or 'nothing to trust'}){never}"
+            return f"trusted ({self.how}){never}" if self.files else f"nothing here runs{never}"
         blocked = ", ".join(f"{rel} ({verdict.value})" for rel, verdict in self.blocked.items())
         head = f"trusted ({self.how}) except" if self.how else "not trusted"
         return (

@@ -55,10 +55,16 @@ def confine(root: Path, path: str) -> Path:
     )
 
 
+#: git's own folder: it holds a checkout's credentials (``actions/checkout`` keeps its token in
+#: ``.git/config``), never a file a repository brings.
+GIT_FOLDER = ".git"
+
+
 def leads_inside(root: Path, path: Path) -> bool:
-    """True when ``path``, every link on it followed, ends inside ``root`` (also resolved):
-    what a repository brings is read only when this holds."""
-    return is_within(Path(os.path.realpath(path)), Path(os.path.realpath(root)))
+    """True when ``path``, every link on it followed, ends inside ``root`` (also resolved)
+    and outside its ``.git`` folder: what a repository brings is read only when this holds."""
+    real, base = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    return is_within(real, base) and GIT_FOLDER not in real.relative_to(base).parts
 
 
 def relative_name(path: Path, root: Path) -> str:

@@ -191,11 +191,16 @@ def linked_file(folder: Path, rel: str, *, what: str, source: Path, field: str) 
     return target
 
 
-def outside_error(path: str | Path, what: str, root: Path) -> SpecialFileError:
-    """The refusal of a repository's ``what`` at ``path`` that leads out of ``root``."""
+def outside_error(
+    path: str | Path, what: str, root: Path, *, inside: str | None = None
+) -> SpecialFileError:
+    """The refusal of a repository's ``what`` at ``path`` that leads out of ``root`` (or into
+    its folder ``inside``: git's own, which holds credentials)."""
+    where = f"into the {inside} folder of {root}" if inside else f"outside the folder {root}"
     return SpecialFileError(
-        f"the {what} leads outside the folder {root} (to {os.path.realpath(path)}); flow "
-        "reads what a repository brings only inside it, so it was skipped.",
+        f"the {what} leads {where} (to {os.path.realpath(path)}); flow reads what a "
+        f"repository brings only inside it{', never git data' if inside else ''}, so it was "
+        "skipped.",
         path=path,
         hint="A file a repository brings must be a regular file inside it; replace the link "
         "with the file itself.",
@@ -206,11 +211,13 @@ def read_inside(root: Path, path: str | Path, limit: int, *, what: str) -> bytes
     """The bytes of ``path``, a file a repository brings, at most ``limit + 1`` of them, or
     None when it does not exist: it must be a regular file that really lies inside ``root``
     (links are followed only while they stay inside), else ``SpecialFileError`` (exit 4)."""
-    from .confine import PathEscapeError, confine
+    from .confine import GIT_FOLDER, PathEscapeError, confine
 
     try:
         real = confine(root, str(path))
     except PathEscapeError:
         raise outside_error(path, what, root) from None
+    if GIT_FOLDER in real.relative_to(os.path.realpath(root)).parts:
+        raise outside_error(path, what, root, inside=GIT_FOLDER)
     # The real path has no link left on it; one swapped in since is refused, not followed.
     return read_regular(real, limit, what=what)

@@ -854,6 +854,9 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
             out("         not applied (--plan); `flow resume --decide` asks again and applies")
     if data.get("skip_steps"):
         out(f"skip     steps skipped: {', '.join(data['skip_steps'])}")
+    trust = status.trust
+    if trust is not None and (trust.files or trust.refused):
+        out(f"trust    {trust.line()}")
     perms = data.get("permissions_change")
     if perms:
         needs = "; resume asks, or takes --accept-permissions" if perms["widened"] else ""

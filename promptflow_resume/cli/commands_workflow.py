@@ -70,4 +70,7 @@ def check(
         out(format_tool_tally(workflows_checked))
     if report.names_unknown_tools:
         out(f"Built-in tools: {', '.join(BUILTIN_TOOLS)}.")
+    trust = report.trust
+    if trust is not None and (trust.files or trust.refused):
+        out(f"trust: {trust.line()}")
     raise typer.Exit(code)

@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, quote
 
 from ..base.errors import FlowError
 from ..base.textnorm import without_surrogates
+from ..trust import trust_state
 from . import pages
 from .actions import ACTIONS, Processes
 from .live import event, run_stamp, watch
@@ -129,6 +130,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
     async def runs_list(request: Request) -> Response:
         q = request.query_params
         rows = await asyncio.to_thread(served.rows)
+        trust = await asyncio.to_thread(trust_state, served.cwd)
         page = pages.list_page(
             rows,
             served.roots,
@@ -136,6 +138,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
             needs=q.get("needs") == "1",
             text=q.get("q", ""),
             sort=q.get("sort", "updated"),
+            trust=trust.line() if trust.files or trust.refused else None,
         )
         return _html(page)
 

@@ -199,9 +199,17 @@ def rows_html(rows: Sequence[Row]) -> str:
 
 
 def list_page(
-    rows: Sequence[Row], folders: Sequence[Path], *, status: str, needs: bool, text: str, sort: str
+    rows: Sequence[Row],
+    folders: Sequence[Path],
+    *,
+    status: str,
+    needs: bool,
+    text: str,
+    sort: str,
+    trust: str | None = None,
 ) -> str:
-    """The runs list with its filter form (a GET form: works without scripts)."""
+    """The runs list with its filter form (a GET form: works without scripts); ``trust`` is
+    whether the folder resumes run in may run its hooks and MCP servers (spec 10.9)."""
     kept = select_rows(rows, status=status, needs=needs, text=text, sort=sort)
     options = "".join(
         f'<option value="{s}"{" selected" if s == status else ""}>{s}</option>'
@@ -217,7 +225,8 @@ def list_page(
     body = (
         f'<h1>Runs</h1><p class="facts">{escape(count(len(rows), "run"))} in {where}; '
         f'<span id="waiting">{waiting}</span> need a person.</p>'
-        '<form class="filters" method="get" action="/">'
+        + (f'<p class="facts" id="trust">trust: {escape(trust)}</p>' if trust else "")
+        + '<form class="filters" method="get" action="/">'
         f'<label>status <select name="status">{options}</select></label>'
         f'<label><input type="checkbox" name="needs" value="1"{" checked" if needs else ""}> '
         "needs a person</label>"

@@ -10,9 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..base.truststore import Trust
 from ..workflow.model import Workflow
 from .mcp import McpServers, mcp_names, task_only_line
-from .mcp_config import agent_config, find_configs, load_configs, with_agent_servers
+from .mcp_config import (
+    agent_config,
+    find_configs,
+    load_configs,
+    trusted_configs,
+    with_agent_servers,
+)
 
 
 def add_mcp_plan(
@@ -30,6 +37,17 @@ def add_mcp_plan(
     """
     names = mcp_names(workflow)
     paths = find_configs(workspace, config_path) if names or config_path else []
+    held: list[str] = []
+    if start and config_path is None:
+        # Starting a server of the workspace's own configuration takes the folder's trust,
+        # as a run does; without it the file is read for the plan and nothing starts.
+        trust = Trust.for_folder(workspace)
+        paths, left = trusted_configs(paths, trust)
+        held = [
+            f"not started: {trust.relative(p) or p} ({verdict.value}); `flow trust "
+            f"{trust.root}` trusts the folder's servers as they are now."
+            for p, verdict in left
+        ]
     own = workflow.mcp_servers if workflow.mcp_servers_file is not None else {}
     if not paths and not own:
         return
@@ -52,7 +70,7 @@ def add_mcp_plan(
         return
     servers = McpServers(config, wanted=names, reserved=_reserved(plan))
     offered: list[dict[str, Any]] = []
-    notices = list(config.warnings) + config.skipped(names)
+    notices = [*held, *config.warnings, *config.skipped(names)]
     try:
         if start:
             servers.offer()

@@ -16,6 +16,7 @@ from pathlib import Path
 from promptflow_resume.progress import load_progress
 from tests import support
 from tests.support.flowproc import flow, flow_env, spawn
+from tests.support.trust import trusted
 
 SERVER = support.SUPPORT / "mcp_servers.py"
 
@@ -35,7 +36,7 @@ def _workspace(tmp_path: Path, tools: str) -> Path:
         "You keep notes.\n\n## Step 1: Write\nWrite the note.\n",
         encoding="utf-8",
     )
-    return where
+    return trusted(where)
 
 
 def test_check_shows_mcp_tools_on_the_step_line(tmp_path: Path) -> None:
