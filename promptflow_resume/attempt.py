@@ -338,7 +338,7 @@ def children(options: RunOptions, choices: Choices = Choices()) -> SubworkflowRu
         mcp_config=options.mcp_config,
         mcp_ask=options.mcp_ask,
         agent_dirs=tuple(options.agent_dirs),
-        trust=options.trust,
+        trust_in=options.trust_in,
     )
 
 

@@ -13,6 +13,7 @@ Every field left at its default keeps what the workflow or the run's checkpoint 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,11 +174,16 @@ class RunOptions:
     trust: Trust | None = None
 
     def trust_in(self, folder: Path) -> Trust:
-        """The trust that ``folder``'s brought files are judged by in this run."""
+        """The trust that ``folder``'s brought files are judged by in this run: ``trust``
+        when given, the whole folder when ``FLOW_TRUST_WORKSPACE`` is set (so a batch's rows
+        and child runs see what ``--trust-workspace`` said), else what ``flow trust``
+        recorded on this machine."""
         if self.trust is not None:
             return self.trust
-        from .base.truststore import Trust
+        from .base.truststore import TRUST_VARIABLE, Trust
 
+        if os.environ.get(TRUST_VARIABLE, "").strip().lower() in ("1", "true", "yes"):
+            return Trust.entire(folder, TRUST_VARIABLE)
         return Trust.for_folder(folder)
 
     def root(self) -> Path:

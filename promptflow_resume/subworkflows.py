@@ -256,8 +256,9 @@ class SubworkflowRunner:
     mcp_ask: Callable[[str, str, bool], str] | None = None
     #: ``--agents DIR``: searched for subagents before the workspace's and the user's folders.
     agent_dirs: tuple[Path, ...] = ()
-    #: The run's trust (None: what ``flow trust`` recorded for the child's workspace).
-    trust: Trust | None = None
+    #: The trust a child's workspace is judged by (the run options' ``trust_in``; None: what
+    #: ``flow trust`` recorded for it).
+    trust_in: Callable[[Path], Trust] | None = None
 
     def location(self, parent_path: Path, step_id: str) -> str:
         """``<stem>.steps/<step-id>/progress.md``, relative to the parent's folder."""
@@ -418,7 +419,7 @@ class SubworkflowRunner:
         from .tools.mcp_wiring import find_mcp_config, start_mcp
 
         workspace = child.options.workspace
-        trust = self.trust if self.trust is not None else Trust.for_folder(workspace)
+        trust = (self.trust_in or Trust.for_folder)(workspace)
         # A sub-workflow is the parent workflow's own (the person named it); a subagent is
         # the model's choice among the agents found, so its servers need the folder's trust.
         named = child.link.get("kind") != AGENT_KIND
