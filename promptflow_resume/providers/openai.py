@@ -120,9 +120,9 @@ def resolve_endpoint(settings: ProviderSettings, env: Mapping[str, str] | None =
 
     if preset is None:
         base_url = base_url or _env_value(env, "OPENAI_BASE_URL") or OPENAI_URL
+        preset = preset_for_host(urlsplit(base_url).hostname or "") or "custom"
     if base_url is not None:
         check_base_url(base_url, "openai")
-        preset = preset_for_host(urlsplit(base_url).hostname or "") or "custom"
 
     if isinstance(key_env_override, str) and key_env_override.strip():
         var = key_env_override.strip()
