@@ -109,7 +109,7 @@ def fork_worktree(
             "repository.",
         )
     point = fork_point(tree, root, kept, path=source, step=step)
-    folder = add_worktree_at(root, run_id, point)
+    folder = add_worktree_at(root, run_id, point, progress=output)
     ref = WorktreeRef(
         path=relative_to_root(folder, root), branch=branch_for(run_id), base=tree.base
     )
