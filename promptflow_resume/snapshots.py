@@ -596,17 +596,22 @@ def _plain(path: str) -> str:
 
 
 def _check_plan(root: Path, plan: RestorePlan) -> None:
-    """Refuse a plan that would pass a symbolic link, and note what it removes on the way.
+    """Refuse a plan that would pass a symbolic link or remove what is not the run's to make
+    way, and name what it removes on the way.
 
-    Every path must be one a checkout writes (``tree_path``). A folder on the way to a path
-    to write or delete that is a link is fine only when the plan deletes that link itself
-    first; any other link on the way refuses the whole plan (``LinkInTheWayError``), even with
-    ``force``. A file in the way of a folder, and a folder left where a file goes, are listed
-    in ``cleared``; a path that is a link itself is listed in ``links`` (the link is what is
-    replaced or removed)."""
+    Every path must be one a checkout writes (``tree_path``). On the way to a path to write or
+    delete, a symbolic link or a file is fine only when the plan deletes it itself first (it
+    is the run's); any other (someone else's, as ``kept`` says, or an ignored one) refuses the
+    whole plan with ``LinkInTheWayError``, even with ``force``: nothing is written or removed
+    through a link, and what is not the run's is not removed to make way. A folder where a
+    file goes is removed with what is left in it once the plan's deletions are done, when that
+    is only what no snapshot lists (ignored files): it is named in ``cleared``. A path to
+    write or delete that is a link itself is named in ``links``: the link is what goes."""
     for path in (*plan.write, *plan.delete, *plan.conflicts, *plan.kept):
         _plain(path)
     deleted = set(plan.delete)
+    # Someone else's files: new ones the restore keeps, changed ones it does not delete.
+    others = set(plan.kept) | (set(plan.conflicts) - deleted)
     blocked: list[str] = []
     for path in (*plan.delete, *plan.write):
         parts = path.split("/")
@@ -619,43 +624,52 @@ def _check_plan(root: Path, plan: RestorePlan) -> None:
             if stat.S_ISDIR(mode):
                 continue
             if way not in deleted:
-                if stat.S_ISLNK(mode):
-                    to = os.readlink(root / way)
-                    blocked.append(f"{path} ({way} is a symbolic link to {to})")
-                else:
-                    plan.cleared[way] = "a file where a folder goes"
+                what = _what(root / way, mode)
+                blocked.append(f"{path} ({way} is {what} that is not the run's)")
             break
         try:
             mode = os.lstat(root / path).st_mode
-        except FileNotFoundError:
+        except OSError:  # not there, or a file stands on the way (refused above)
             continue
         if stat.S_ISLNK(mode):
             plan.links[path] = os.readlink(root / path)
         elif stat.S_ISDIR(mode) and path not in deleted:
             left = _left_in(root, path, deleted)
-            if left:
-                plan.cleared[path] = f"a folder where a file goes, with {left} in it"
+            theirs = [p for p in left if p in others or (root / p).is_symlink()]
+            if theirs:
+                blocked.append(f"{path} (a folder holding {', '.join(theirs[:3])}, not the run's)")
+            elif left:
+                files = f"{len(left)} file{'s' if len(left) != 1 else ''}"
+                plan.cleared[path] = f"a folder where a file goes, with {files} no snapshot lists"
     if blocked:
         raise LinkInTheWayError(
-            f"restoring would write or delete {len(blocked)} path(s) beyond a symbolic link "
-            f"that is not the run's: {', '.join(blocked[:10])}"
+            f"restoring would pass or remove {len(blocked)} path(s) that are not the run's: "
+            f"{', '.join(blocked[:10])}"
             + (f" and {len(blocked) - 10} more" if len(blocked) > 10 else "")
-            + ". flow never writes or removes anything through a link (git's rule), not even "
-            "with --force. Nothing was changed.",
+            + ". flow never writes or removes anything through a symbolic link (git's rule), "
+            "nor removes what is not the run's to make way, not even with --force. Nothing "
+            "was changed.",
             files=[b.split(" (", 1)[0] for b in blocked],
-            hint="Move the link away if you do not need it, then run again; or pass "
+            hint="Move those away if you do not need them, then run again; or pass "
             "--no-files to move the conversation only.",
         )
 
 
-def _left_in(root: Path, folder: str, deleted: set[str]) -> str:
-    """``3 files`` (or ``""``): what is left in ``root/folder`` once ``deleted`` are gone."""
-    left = 0
-    for top, dirs, files in os.walk(root / folder):  # links are not followed
+def _what(path: Path, mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return f"a symbolic link to {os.readlink(path)}"
+    return "a file"
+
+
+def _left_in(root: Path, folder: str, deleted: set[str]) -> list[str]:
+    """What is left in ``root/folder`` once ``deleted`` are gone (links not followed)."""
+    left: list[str] = []
+    for top, dirs, files in os.walk(root / folder):
         for name in files + [d for d in dirs if (Path(top) / d).is_symlink()]:
-            if (Path(top) / name).relative_to(root).as_posix() not in deleted:
-                left += 1
-    return "" if not left else f"{left} file{'s' if left != 1 else ''} no snapshot lists"
+            rel = (Path(top) / name).relative_to(root).as_posix()
+            if rel not in deleted:
+                left.append(rel)
+    return sorted(left)
 
 
 def _way(root: Path, path: str) -> Path:

@@ -233,3 +233,48 @@ def test_clean_keeps_a_run_whose_own_worktree_would_go_unless_told(
     assert item.to_dict()["branch"] == BRANCH and item.worktree_problem is None
     assert not (repo / TREE).exists() and BRANCH not in _branches(repo)
     assert not (repo / PROGRESS).exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "branch", "field"),
+    [
+        ("/home/u/Documents", "dev", "$.worktree.path"),
+        ("../Documents", "dev", "$.worktree.path"),
+        (".flow/worktrees/../../Documents", "dev", "$.worktree.path"),
+        (f".flow/worktrees/{RUN_ID}", "release", "$.worktree.branch"),
+    ],
+)
+def test_no_command_uses_a_worktree_a_file_names_outside_flows_place(
+    place: tuple[Path, Path], path: str, branch: str, field: str
+) -> None:
+    """Resume, review and merge confine the folder before any use: only
+    ``.flow/worktrees/<name>`` of the file's repository with branch ``flow/<name>``."""
+    from promptflow_resume.worktree import attach_worktree, merge_run, review_run
+
+    clone, documents = place
+    before, branches = _files(documents), _branches(clone)
+    tree = WorktreeRef(path=path, branch=branch, base=BASE)
+    progress = stranger_file(clone, worktree=tree)
+    for use in (lambda: attach_worktree(tree, progress), lambda: review_run(progress)):
+        with pytest.raises(GitError) as refused:
+            use()
+        assert refused.value.field == field and "so flow does not use it" in str(refused.value)
+    with pytest.raises(GitError):
+        merge_run(progress)
+    assert _files(documents) == before and _branches(clone) == branches
+    assert not (clone / ".flow" / "worktrees").exists()
+
+
+def test_flow_clean_says_what_it_left_and_its_help_what_it_keeps(
+    place: tuple[Path, Path],
+) -> None:
+    from tests.support.flowproc import flow
+
+    clone, documents = place
+    stranger_file(clone, worktree=WorktreeRef(path=str(documents), branch="dev", base=BASE))
+    done = flow("clean", cwd=clone)
+    assert done.returncode == 0, done.stderr
+    assert f"      left: worktree '{documents}' and branch 'dev', left as they are: " in done.stdout
+    assert (documents / "thesis.txt").is_file() and "dev" in _branches(clone)
+    shown = flow("clean", "--help", cwd=clone).stdout
+    assert "What is kept:" in " ".join(shown.split())
