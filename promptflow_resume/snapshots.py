@@ -546,6 +546,25 @@ class SnapshotRepo:
             madehere.forget(made)
 
 
+def remove_recorded(made: madehere.Made) -> None:
+    """Delete the snapshot ref and private index this machine's record ``made`` names, and the
+    record (``flow clean``): in the record's repository, even when the work tree the snapshots
+    were of is gone (a worktree run's, removed with git)."""
+    repository = Path(made.repository)
+    if repository.is_dir():
+        _git(["--git-dir", str(repository), "update-ref", "-d", made.name], repository, check=False)
+    index = Path(made.folder)
+    git_dir = index.parent.parent
+    if index.name == made.run_id and index.parent.name == "flow" and valid_run_id(made.run_id):
+        try:
+            folder = no_link_on_the_way(git_dir, f"flow/{made.run_id}")
+        except PathEscapeError:
+            folder = None  # a link planted in the git folder: left, never followed
+        if folder is not None and not folder.is_symlink() and folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
+    madehere.forget(made)
+
+
 def made_repo(ref: str, run_id: str, progress: Path) -> SnapshotRepo | None:
     """The repository of run ``run_id``'s snapshot ref ``ref`` as this machine's record has
     it (docs/spec.md 10.9): found from the record, not from the progress file's

@@ -30,7 +30,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from ..base import yamlio
+from ..base import madehere, yamlio
 from ..base.clock import parse_iso
 from ..base.errors import (
     FileNotFoundFlowError,
@@ -45,7 +45,7 @@ from ..base.safeopen import open_regular
 from ..progress import journal_path, load_progress, lock_path, owner_path
 from ..progress.frontmatter import normalize_yaml_values
 from ..progress.model import RUN_STATUSES, WorktreeRef
-from ..snapshots import SnapshotRepo, made_repo
+from ..snapshots import remove_recorded
 from .files import sidecar_folder
 
 #: Where ``flow clean`` looks when no folder is given (relative to the working directory).
@@ -71,12 +71,14 @@ class CleanItem:
     #: The worktree and branch (``flow run --worktree``) that flow on this machine made for
     #: the run: removed with it (``worktrees`` allowed), as this machine's record names them.
     worktree: Made | None = None
+    #: True when that worktree's folder and branch are gone already (removed with git).
+    worktree_gone: bool = False
     #: Why the worktree or branch could not be removed (the run's files went all the same).
     worktree_problem: str | None = None
     #: The ref of the run's file snapshots (docs/spec.md 12) that flow on this machine took
     #: for the run, removed with it (and its private index).
     snapshots_ref: str | None = None
-    snapshots: SnapshotRepo | None = None
+    snapshots: Made | None = None
     #: What the run's file names that stays, each with why (not made by flow here).
     left: list[str] = field(default_factory=list)
 
@@ -211,11 +213,17 @@ def _worktree_of(item: CleanItem, value: Any) -> None:
     if not isinstance(path, str) or not isinstance(branch, str):
         item.left.append("its worktree record: it names no folder and branch")
         return
-    from ..worktree import made_worktree
+    from ..worktree import branch_exists, made_worktree
 
     tree = WorktreeRef(path=path, branch=branch, base=str(value.get("base", "")))
     item.worktree = made_worktree(tree, item.run_id, item.path)
-    if item.worktree is None:
+    if item.worktree is not None:
+        made = item.worktree
+        # Removed by hand already: nothing of it would go with the run, so nothing holds it.
+        item.worktree_gone = not os.path.lexists(made.folder) and not branch_exists(
+            Path(made.root), made.name
+        )
+    else:
         why = _NOT_MADE.format(them="them")
         item.left.append(f"worktree {path!r} and branch {branch!r}, left as they are: {why}")
 
@@ -226,12 +234,13 @@ def _snapshots_of(item: CleanItem, value: Any) -> None:
     ref = value.get("ref") if isinstance(value, dict) else None
     if not isinstance(ref, str):
         return
-    repo = made_repo(ref, item.run_id, item.path)
-    if repo is None:
+    # The record, not the file's snapshots.root, says where the ref is.
+    found = madehere.find("snapshots", name=ref, run_id=item.run_id, progress=item.path)
+    if found is None:
         why = _NOT_MADE.format(them="it")
         item.left.append(f"snapshot ref {ref!r}, left as it is: {why}")
         return
-    item.snapshots_ref, item.snapshots = ref, repo
+    item.snapshots_ref, item.snapshots = ref, found
 
 
 def _size(path: Path) -> int:
@@ -339,7 +348,7 @@ def _keep_worktree_runs(report: CleanReport) -> None:
     not allowed, and a worktree without its run's file would be nobody's."""
     kept: list[CleanItem] = []
     for item in report.items:
-        if item.worktree is None:
+        if item.worktree is None or item.worktree_gone:
             kept.append(item)
             continue
         tree = item.worktree
@@ -370,7 +379,7 @@ def _delete(item: CleanItem) -> bool:
         if item.snapshots is not None:
             # First: a worktree run's snapshots are of its worktree, and git runs there.
             try:
-                item.snapshots.remove()
+                remove_recorded(item.snapshots)
             except (FlowError, OSError) as error:
                 item.left.append(f"snapshot ref {item.snapshots_ref}, not removed: {error}")
         if item.worktree is not None:
@@ -425,7 +434,7 @@ def clean_runs(
     age = parse_age(older_than) if isinstance(older_than, str) else older_than
     report = plan_clean(folder, age, check_statuses(statuses), now or datetime.now(timezone.utc))
     report.dry_run = dry_run
-    with_trees = [item for item in report.items if item.worktree is not None]
+    with_trees = [i for i in report.items if i.worktree is not None and not i.worktree_gone]
     allowed = worktrees if isinstance(worktrees, bool) else False
     if with_trees and callable(worktrees) and not dry_run:
         allowed = worktrees(with_trees)

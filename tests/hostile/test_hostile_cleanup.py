@@ -225,14 +225,20 @@ def test_clean_keeps_a_run_whose_own_worktree_would_go_unless_told(
 
     def answer(items: list) -> bool:  # type: ignore[type-arg]
         asked.extend(item.run_id for item in items)
-        return True
+        return False
 
+    again = clean_runs(runs, older_than="0", worktrees=answer, now=datetime.now(timezone.utc))
+    assert asked == [RUN_ID] and again.items == [] and (repo / TREE).is_dir()
+    # Removed with git by hand: nothing holds the run any more, and nothing is asked.
+    git(repo, "worktree", "remove", "--force", str(repo / TREE))
+    git(repo, "branch", "-D", BRANCH)
     gone = clean_runs(runs, older_than="0", worktrees=answer, now=datetime.now(timezone.utc))
-    assert asked == [RUN_ID]
-    (item,) = gone.items
-    assert item.to_dict()["branch"] == BRANCH and item.worktree_problem is None
-    assert not (repo / TREE).exists() and BRANCH not in _branches(repo)
+    assert asked == [RUN_ID] and [i.run_id for i in gone.items] == [RUN_ID]
     assert not (repo / PROGRESS).exists()
+    from promptflow_resume.base.madehere import all_made
+
+    assert [m.kind for m in all_made()] == []  # the records went with what they named
+    assert git(repo, "for-each-ref", "refs/flow") == ""  # the snapshot ref too
 
 
 @pytest.mark.parametrize(
