@@ -27,6 +27,7 @@ from ..worktree import (
     add_worktree_at,
     branch_exists,
     branch_for,
+    checked_folder,
     git,
     relative_to_root,
     repository_root,
@@ -100,6 +101,9 @@ def fork_worktree(
             hint="Start a new run.",
         )
     root = repository_root(source.resolve().parent)
+    # The branch and folder the file names are used only where flow puts them (docs/spec.md
+    # 10.9): a fork never starts from a branch of the person's own that a file names.
+    checked_folder(tree, root, source)
     if not _inside_repository(output, root):
         raise InputError(
             f"the fork of a run in a worktree must lie inside the repository {root} (outside "

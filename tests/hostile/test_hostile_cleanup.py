@@ -253,15 +253,21 @@ def test_clean_keeps_a_run_whose_own_worktree_would_go_unless_told(
 def test_no_command_uses_a_worktree_a_file_names_outside_flows_place(
     place: tuple[Path, Path], path: str, branch: str, field: str
 ) -> None:
-    """Resume, review and merge confine the folder before any use: only
+    """Resume, review, fork and merge confine the folder before any use: only
     ``.flow/worktrees/<name>`` of the file's repository with branch ``flow/<name>``."""
+    from promptflow_resume.sharing import fork
     from promptflow_resume.worktree import attach_worktree, merge_run, review_run
 
     clone, documents = place
     before, branches = _files(documents), _branches(clone)
     tree = WorktreeRef(path=path, branch=branch, base=BASE)
     progress = stranger_file(clone, worktree=tree)
-    for use in (lambda: attach_worktree(tree, progress), lambda: review_run(progress)):
+    uses = (
+        lambda: attach_worktree(tree, progress),
+        lambda: review_run(progress),
+        lambda: fork(progress, "report"),
+    )
+    for use in uses:
         with pytest.raises(GitError) as refused:
             use()
         assert refused.value.field == field and "so flow does not use it" in str(refused.value)
@@ -269,6 +275,7 @@ def test_no_command_uses_a_worktree_a_file_names_outside_flows_place(
         merge_run(progress)
     assert _files(documents) == before and _branches(clone) == branches
     assert not (clone / ".flow" / "worktrees").exists()
+    assert sorted(p.name for p in (clone / ".flow" / "runs").iterdir()) == [RUN_ID]  # no fork
 
 
 def test_flow_clean_says_what_it_left_and_its_help_what_it_keeps(
