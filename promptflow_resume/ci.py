@@ -456,14 +456,22 @@ def _save_worktree(workspace: Path, path: Path) -> list[str]:
     """Commit what a stopped worktree run left uncommitted to its branch (a job's runner is
     gone afterwards) and name the branch to push; nothing for other runs."""
     from .progress import load_progress
-    from .worktree import branch_exists, commit_all, worktree_folder
+    from .worktree import (
+        branch_exists,
+        checked_folder,
+        commit_all,
+        is_worktree_of,
+        repository_root,
+    )
 
     run, _ = load_progress(path)
     tree = run.worktree
     if tree is None or tree.state != "active" or not branch_exists(workspace, tree.branch):
         return []
-    folder = worktree_folder(tree, path)
-    if folder.is_dir():
+    root = repository_root(path.resolve().parent)
+    # Only the worktree flow uses (its folder in .flow/worktrees/, of this repository).
+    folder = checked_folder(tree, root, path)
+    if is_worktree_of(folder, root):
         commit_all(folder, f"flow: run {run.run_id} stopped {run.status}")
     return [f"refs/heads/{tree.branch}:refs/heads/{tree.branch}"]
 

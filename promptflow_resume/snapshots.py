@@ -25,6 +25,11 @@ The rules:
   else since, and is never overwritten or deleted without ``force``. A file the run never had
   (neither at the tip nor in the target snapshot) is left alone even with ``force``. A
   restore adds a commit of the restored tree to the chain, so the tip stays what flow left.
+- Only what flow on this machine made is restored or removed (docs/spec.md 10.10): the ref is
+  found through the record of ``base/madehere`` (made when the ref was first written for the
+  run's progress file), a restored snapshot must be in the ref's chain, and a restore never
+  writes, removes or creates below a symbolic link nor follows one when it clears the way
+  (git's rule); a path no git checkout would write (``..``, ``.git``) refuses the snapshot.
 
 Every git command runs as ``git`` with an argument list, never through a shell.
 """
@@ -33,19 +38,24 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .base import madehere
+from .base.confine import PathEscapeError, no_link_on_the_way, tree_path
 from .base.errors import (
     EXIT_FILES_CHANGED,
     EXIT_SNAPSHOT_MISSING,
     FilesError,
     FlowError,
     GitError,
+    InputError,
 )
+from .base.runids import valid_run_id
 from .progress.model import LISTED_FILES, FileSnapshot, Run, Snapshots
 from .progress.sidecar import stem_of
 
@@ -81,6 +91,19 @@ class SnapshotMissingError(FlowError):
     exit_code = EXIT_SNAPSHOT_MISSING
 
 
+class SnapshotsNotMadeHereError(SnapshotMissingError):
+    """The snapshots a progress file names were not taken by flow on this machine for that
+    file, or a snapshot is not one of the run's (docs/spec.md 10.10): nothing is restored from
+    them, in that repository or any other."""
+
+
+class LinkInTheWayError(FilesError):
+    """A restore would write or remove below a symbolic link it does not remove itself
+    (``files``: those paths); nothing is ever written or removed through a link."""
+
+    exit_code = EXIT_FILES_CHANGED
+
+
 def _environment(extra: dict[str, str]) -> dict[str, str]:
     environment = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARIABLES}
     environment.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **_IDENTITY, **extra})
@@ -109,6 +132,8 @@ def _git(
             check=False,
         )
     except FileNotFoundError as error:
+        if not cwd.is_dir():
+            raise GitError(f"the folder {cwd} does not exist.", path=cwd) from error
         raise GitError("git is not installed (no `git` program on the PATH).") from error
     if check and done.returncode != 0:
         message = " ".join((done.stderr or done.stdout).strip().splitlines()[-3:]) or "no message"
@@ -214,6 +239,13 @@ class RestorePlan:
     conflicts: list[str] = field(default_factory=list)
     #: Files the run never had, left as they are.
     kept: list[str] = field(default_factory=list)
+    #: What is removed to make way for a file to write though no snapshot lists it, each with
+    #: what it is: a folder where a file goes (with what is left in it), a file where a folder
+    #: goes.
+    cleared: dict[str, str] = field(default_factory=dict)
+    #: Paths to write or delete that are symbolic links now, with where each points: the link
+    #: itself is replaced or removed, never what it points to.
+    links: dict[str, str] = field(default_factory=dict)
     #: The working tree when the plan was made, as a git tree.
     before: str = ""
 
@@ -230,6 +262,8 @@ class RestorePlan:
             "delete": list(self.delete),
             "conflicts": list(self.conflicts),
             "kept": list(self.kept),
+            "cleared": dict(self.cleared),
+            "links": dict(self.links),
         }
 
 
@@ -241,12 +275,35 @@ def _pathspec_glob(text: str) -> str:
 class SnapshotRepo:
     """The repository a run's snapshots are taken in, with the run's private index."""
 
-    def __init__(self, root: Path, git_dir: Path, run_id: str, excludes: Sequence[str]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        git_dir: Path,
+        run_id: str,
+        excludes: Sequence[str],
+        *,
+        common: Path | None = None,
+        progress: Path | None = None,
+    ) -> None:
+        if not valid_run_id(run_id):
+            # The id names a folder in the git folder and a ref: never a path of its own.
+            raise InputError(
+                f"the run id {run_id!r} is not one flow makes (lower case letters, digits and "
+                "dashes), so it names no snapshots.",
+                path=progress,
+                field="$.run_id",
+            )
         self.root = root
         self.run_id = run_id
         self.ref = snapshot_ref(run_id)
+        self.git_dir = git_dir
+        #: The repository's shared git folder (a worktree's own git folder is below it).
+        self.common = common or git_dir
+        #: The run's progress file: what the record of the ref is made for (None: no record).
+        self.progress = progress
         self.index = git_dir / "flow" / run_id / "index"
         self._user_index = git_dir / "index"
+        self._recorded = False
         self._pathspec = [".", ":(exclude,glob)**/.flow/**", *excludes]
         #: The tree of each commit seen, so an unchanged tree costs no extra git call.
         self._trees: dict[str, str] = {}
@@ -258,15 +315,53 @@ class SnapshotRepo:
         """The repository holding ``workspace``, or None outside git (or without git)."""
         try:
             done = _git(
-                ["rev-parse", "--show-toplevel", "--absolute-git-dir"], workspace, check=False
+                ["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"],
+                workspace,
+                check=False,
             )
         except GitError:
             return None
         lines = done.stdout.splitlines()
-        if done.returncode != 0 or len(lines) < 2:
+        if done.returncode != 0 or len(lines) < 3:
             return None
         root, git_dir = Path(lines[0]).resolve(), Path(lines[1])
-        return cls(root, git_dir, run_id, _progress_excludes(root, progress))
+        common = (Path(workspace) / lines[2]).resolve()
+        excludes = _progress_excludes(root, progress)
+        return cls(root, git_dir, run_id, excludes, common=common, progress=progress)
+
+    def made(self) -> madehere.Made | None:
+        """This machine's record of the run's ref, when flow here made it in this repository
+        for the run's progress file (None otherwise)."""
+        if self.progress is None:
+            return None
+        found = madehere.find(
+            "snapshots", name=self.ref, run_id=self.run_id, progress=self.progress
+        )
+        if found is None or (found.repository, found.root) != (str(self.common), str(self.root)):
+            return None
+        return found
+
+    def note_made(self) -> None:
+        """Record (once per process) that flow here made the run's ref, when it exists."""
+        if not self._recorded and self.tip() is not None:
+            self._record()
+
+    def _record(self) -> None:
+        """Note, once per process, that flow made (or wrote to) the run's ref here."""
+        if self._recorded or self.progress is None:
+            return
+        madehere.record(
+            madehere.Made(
+                kind="snapshots",
+                repository=str(self.common),
+                name=self.ref,
+                run_id=self.run_id,
+                progress=madehere.real(self.progress),
+                root=str(self.root),
+                folder=madehere.real(self.index.parent),
+            )
+        )
+        self._recorded = True
 
     def _env(self, index: Path | None = None) -> dict[str, str]:
         return {"GIT_INDEX_FILE": str(index or self.index)}
@@ -338,6 +433,7 @@ class SnapshotRepo:
         ).stdout.strip()
         update = ["update-ref", "-m", "flow snapshot", self.ref, commit]
         _git([*update, tip] if tip else [*update, ""], self.root)
+        self._record()
         self._trees[commit] = tree
         self._tip = commit
         if previous is None:
@@ -374,7 +470,17 @@ class SnapshotRepo:
                 if not force:
                     continue
             (plan.delete if status == "D" else plan.write).append(path)
+        _check_plan(self.root, plan)
         return plan
+
+    def in_chain(self, commit: str) -> bool:
+        """Whether ``commit`` is one of the snapshots kept by the run's ref (its tip or an
+        ancestor of it): a commit only a progress file names is not the run's."""
+        tip = self._tip or self.tip()
+        if tip is None:
+            return False
+        done = _git(["merge-base", "--is-ancestor", commit, tip], self.root, check=False)
+        return done.returncode == 0
 
     def restore(self, plan: RestorePlan) -> None:
         """Put the files of ``plan`` back (the conflicts only if the plan was made with
@@ -391,6 +497,8 @@ class SnapshotRepo:
                 _git(["read-tree", self.tree_of(plan.target)], self.root, env=self._env(scratch))
                 for path in plan.write:
                     _clear_way(self.root, path)
+                # git itself never writes through a link either: checkout-index replaces a
+                # link where a file or folder goes, and refuses '..' and '.git' paths.
                 _git(
                     ["checkout-index", "-f", "-z", "--stdin"],
                     self.root,
@@ -413,44 +521,218 @@ class SnapshotRepo:
             ["commit-tree", tree, *parents, "-m", message], self.root, env=self._env()
         ).stdout.strip()
         _git(["update-ref", "-m", "flow restore", self.ref, commit, tip or ""], self.root)
+        self._record()
         self._trees[commit] = tree
         self._tip = commit
 
     def adopt(self, commit: str) -> None:
         """Point this run's ref at ``commit`` (a fork keeps its parent's snapshots alive)."""
         _git(["update-ref", "-m", "flow fork", self.ref, commit], self.root)
+        self._record()
         self._tip = commit
 
     def remove(self) -> None:
-        """Delete the run's ref and private index (``flow clean``)."""
+        """Delete the run's ref and private index (``flow clean``), and this machine's record
+        of them. Callers remove only what that record says flow made (``made_repo``)."""
+        made = self.made()
         _git(["update-ref", "-d", self.ref], self.root, check=False)
-        shutil.rmtree(self.index.parent, ignore_errors=True)
+        try:
+            index = no_link_on_the_way(self.git_dir, f"flow/{self.run_id}")
+        except PathEscapeError:
+            index = None  # a link planted in the git folder: left, never followed
+        if index is not None and not index.is_symlink() and index.is_dir():
+            shutil.rmtree(index, ignore_errors=True)
+        if made is not None:
+            madehere.forget(made)
+
+
+def remove_recorded(made: madehere.Made) -> None:
+    """Delete the snapshot ref and private index this machine's record ``made`` names, and the
+    record (``flow clean``): in the record's repository, even when the work tree the snapshots
+    were of is gone (a worktree run's, removed with git)."""
+    repository = Path(made.repository)
+    if repository.is_dir():
+        _git(["--git-dir", str(repository), "update-ref", "-d", made.name], repository, check=False)
+    index = Path(made.folder)
+    git_dir = index.parent.parent
+    if index.name == made.run_id and index.parent.name == "flow" and valid_run_id(made.run_id):
+        try:
+            folder = no_link_on_the_way(git_dir, f"flow/{made.run_id}")
+        except PathEscapeError:
+            folder = None  # a link planted in the git folder: left, never followed
+        if folder is not None and not folder.is_symlink() and folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
+    madehere.forget(made)
+
+
+def made_repo(ref: str, run_id: str, progress: Path) -> SnapshotRepo | None:
+    """The repository of run ``run_id``'s snapshot ref ``ref`` as this machine's record has
+    it (docs/spec.md 10.10): found from the record, not from the progress file's
+    ``snapshots.root``; None when flow on this machine made no such ref for ``progress``."""
+    if not valid_run_id(run_id):
+        return None
+    found = madehere.find("snapshots", name=ref, run_id=run_id, progress=progress)
+    if found is None or not os.path.isdir(found.root):
+        return None
+    repo = SnapshotRepo.find(Path(found.root), run_id, progress)
+    if repo is None or repo.made() != found:
+        return None
+    return repo
+
+
+def trusted_repo(record: Snapshots, run_id: str, progress: Path) -> SnapshotRepo:
+    """The repository a restore or a review of run ``run_id`` may use: the one this machine's
+    record names for the run's ref and ``progress``, which must be where the file's
+    ``snapshots.root`` leads. ``SnapshotsNotMadeHereError`` (exit 19) otherwise."""
+    repo = made_repo(record.ref, run_id, progress)
+    named = root_of(record.root, progress)
+    if repo is not None and madehere.real(named) == str(repo.root):
+        return repo
+    where = f"{record.ref} in {named}"
+    raise SnapshotsNotMadeHereError(
+        f"the file snapshots this progress file names ({where}) were not taken by flow on "
+        f"this machine for run {run_id} with this file, so its files are not restored from "
+        "them: a snapshot from elsewhere could change files of any repository. Nothing was "
+        "changed.",
+        path=progress,
+        field="$.snapshots",
+        hint="Pass --no-files to move the conversation only (a run resumed here takes its "
+        "own snapshots from then on).",
+    )
+
+
+def _plain(path: str) -> str:
+    try:
+        tree_path(path)
+    except PathEscapeError as error:
+        raise SnapshotsNotMadeHereError(
+            f"a snapshot of the restore names {error}: no snapshot flow takes holds such a "
+            "path (git itself refuses it), so this one did not come from flow. Nothing was "
+            "changed.",
+            hint="Pass --no-files to move the conversation only.",
+        ) from None
+    return path
+
+
+def _check_plan(root: Path, plan: RestorePlan) -> None:
+    """Refuse a plan that would pass a symbolic link or remove what is not the run's to make
+    way, and name what it removes on the way.
+
+    Every path must be one a checkout writes (``tree_path``). On the way to a path to write or
+    delete, a symbolic link or a file is fine only when the plan deletes it itself first (it
+    is the run's); any other (someone else's, as ``kept`` says, or an ignored one) refuses the
+    whole plan with ``LinkInTheWayError``, even with ``force``: nothing is written or removed
+    through a link, and what is not the run's is not removed to make way. A folder where a
+    file goes is removed with what is left in it once the plan's deletions are done, when that
+    is only what no snapshot lists (ignored files): it is named in ``cleared``. A path to
+    write or delete that is a link itself is named in ``links``: the link is what goes."""
+    for path in (*plan.write, *plan.delete, *plan.conflicts, *plan.kept):
+        _plain(path)
+    deleted = set(plan.delete)
+    # Someone else's files: new ones the restore keeps, changed ones it does not delete.
+    others = set(plan.kept) | (set(plan.conflicts) - deleted)
+    blocked: list[str] = []
+    for path in (*plan.delete, *plan.write):
+        parts = path.split("/")
+        for n in range(1, len(parts)):
+            way = "/".join(parts[:n])
+            try:
+                mode = os.lstat(root / way).st_mode
+            except FileNotFoundError:
+                break
+            if stat.S_ISDIR(mode):
+                continue
+            if way not in deleted:
+                what = _what(root / way, mode)
+                blocked.append(f"{path} ({way} is {what} that is not the run's)")
+            break
+        try:
+            mode = os.lstat(root / path).st_mode
+        except OSError:  # not there, or a file stands on the way (refused above)
+            continue
+        if stat.S_ISLNK(mode):
+            plan.links[path] = os.readlink(root / path)
+        elif stat.S_ISDIR(mode) and path not in deleted:
+            left = _left_in(root, path, deleted)
+            theirs = [p for p in left if p in others or (root / p).is_symlink()]
+            if theirs:
+                blocked.append(f"{path} (a folder holding {', '.join(theirs[:3])}, not the run's)")
+            elif left:
+                files = f"{len(left)} file{'s' if len(left) != 1 else ''}"
+                plan.cleared[path] = f"a folder where a file goes, with {files} no snapshot lists"
+    if blocked:
+        raise LinkInTheWayError(
+            f"restoring would pass or remove {len(blocked)} path(s) that are not the run's: "
+            f"{', '.join(blocked[:10])}"
+            + (f" and {len(blocked) - 10} more" if len(blocked) > 10 else "")
+            + ". flow never writes or removes anything through a symbolic link (git's rule), "
+            "nor removes what is not the run's to make way, not even with --force. Nothing "
+            "was changed.",
+            files=[b.split(" (", 1)[0] for b in blocked],
+            hint="Move those away if you do not need them, then run again; or pass "
+            "--no-files to move the conversation only.",
+        )
+
+
+def _what(path: Path, mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return f"a symbolic link to {os.readlink(path)}"
+    return "a file"
+
+
+def _left_in(root: Path, folder: str, deleted: set[str]) -> list[str]:
+    """What is left in ``root/folder`` once ``deleted`` are gone (links not followed)."""
+    left: list[str] = []
+    for top, dirs, files in os.walk(root / folder):
+        for name in files + [d for d in dirs if (Path(top) / d).is_symlink()]:
+            rel = (Path(top) / name).relative_to(root).as_posix()
+            if rel not in deleted:
+                left.append(rel)
+    return sorted(left)
+
+
+def _way(root: Path, path: str) -> Path:
+    """``root/path`` with no link on the way (checked again as the files change)."""
+    try:
+        return no_link_on_the_way(root, path)
+    except PathEscapeError as error:
+        raise LinkInTheWayError(
+            f"restoring stopped at {path}: {error}. What was restored before it stays.",
+            files=[path],
+        ) from None
 
 
 def _remove(root: Path, path: str) -> None:
-    """Delete one file of the run and the folders it leaves empty."""
-    target = root / path
+    """Delete one file of the run (a link itself, never what it points to) and the folders
+    it leaves empty."""
+    target = _way(root, path)
     try:
         target.unlink()
     except FileNotFoundError:
         return
     folder = target.parent
-    while folder != root and folder.is_dir() and not any(folder.iterdir()):
+    while folder != root and not folder.is_symlink() and folder.is_dir():
+        if any(folder.iterdir()):
+            break
         folder.rmdir()
         folder = folder.parent
 
 
 def _clear_way(root: Path, path: str) -> None:
-    """A file to write where a folder (or a file where a folder is needed) stands: the run
-    made that folder after the snapshot, or it would not be in the way."""
-    target = root / path
-    if target.is_dir() and not target.is_symlink():
+    """Make way for a file to write: a folder where it goes (the run made that folder after
+    the snapshot, or it would not be in the way), a file where one of its folders goes.
+    Nothing is followed: a link on the way stops the restore (``_check_plan`` refused it)."""
+    target = _way(root, path)
+    if not target.is_symlink() and target.is_dir():
         shutil.rmtree(target)
-    for parent in Path(path).parents:
-        if str(parent) == ".":
+    where = root
+    for part in Path(path).parts[:-1]:
+        where = where / part
+        try:
+            mode = os.lstat(where).st_mode
+        except FileNotFoundError:
             break
-        where = root / parent
-        if where.is_symlink() or where.is_file():
+        if not stat.S_ISDIR(mode):
             where.unlink()
             break
 
@@ -506,6 +788,10 @@ class RunSnapshots:
         self.run = run
         if run.snapshots is None:
             run.snapshots = Snapshots(root=relative_root(repo.root, progress), ref=repo.ref)
+        else:
+            # The snapshots taken from now on are of this repository, whatever the file said.
+            run.snapshots.root = relative_root(repo.root, progress)
+            run.snapshots.ref = repo.ref
         self.record: Snapshots = run.snapshots
         #: True when ``begin`` found the recorded snapshots missing here and took a new base.
         self.elsewhere = False
@@ -534,6 +820,9 @@ class RunSnapshots:
             self.settle(late=True)
         elif self._resumed():
             self._between_attempts(last)
+        # The ref this machine now snapshots into, recorded for this file (a run an older flow
+        # began here, or one moved to another file, is recorded once it goes on here).
+        self.repo.note_made()
         return [s.entry for s in due]
 
     def _resumed(self) -> bool:

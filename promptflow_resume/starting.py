@@ -51,7 +51,7 @@ def start(request: StartRequest, options: RunOptions) -> Outcome:
             path=recording,
             hint="Pass the path of a *.recording.jsonl file written by `flow run --record`.",
         )
-    root = main_root = options.root()
+    root = options.root()
     run_id: str | None = None
     tree = None
     if request.worktree:
@@ -66,9 +66,9 @@ def start(request: StartRequest, options: RunOptions) -> Outcome:
     except BaseException:
         if tree is not None and not path.exists():
             # Nothing recorded the worktree: it would be left behind with no run to own it.
-            from .worktree import remove_worktree, repository_root
+            from .worktree import remove_new
 
-            remove_worktree(tree, repository_root(main_root))
+            remove_new(tree, run_id or "", path)
         raise
 
 

@@ -39,9 +39,9 @@ from .base.truststore import (
     record_folder,
     revoke_folder,
 )
-from .tools.mcp_config import ROOT_CONFIG, WORKSPACE_CONFIG
 from .workflow.agentdirs import WORKSPACE_FOLDERS as AGENT_FOLDERS
 from .workflow.agentdirs import in_workspace_folder
+from .workflow.mcpfiles import ROOT_CONFIG, WORKSPACE_CONFIG
 
 #: The folder of a repository's hooks files and their scripts.
 HOOKS_FOLDER = Path(".github") / "hooks"

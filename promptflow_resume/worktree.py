@@ -23,6 +23,12 @@ The rules:
 - A merge that conflicts is aborted: the main checkout is left as it was, the worktree and the
   branch stay, and the error names the files.
 - Resume reattaches the worktree, and recreates it from the branch when its folder was deleted.
+- A worktree record is a claim of the file (docs/spec.md 10.10): its folder is used only at
+  ``.flow/worktrees/<name>`` of the repository holding the progress file, with the branch
+  ``flow/<name>``, no symbolic link on the way and registered with git as a worktree of that
+  repository. Merge, discard and ``flow clean`` act only on a worktree and branch that this
+  machine's record (``base/madehere``) says flow made for the run's progress file, and on the
+  folder and branch that record names.
 
 Every git command runs as ``git`` with an argument list, never through a shell.
 """
@@ -39,8 +45,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .base import madehere
 from .base.clock import now_iso
+from .base.confine import PathEscapeError, no_link_on_the_way, plain_relative
 from .base.errors import FilesError, FlowError, GitError, InputError
+from .base.runids import valid_run_id
 from .flowfolder import make_folder
 from .progress import ProgressStore, load_progress
 from .progress.location import progress_file
@@ -229,19 +238,19 @@ def create_worktree(
             path=root,
             hint="Commit or stash them first (`git stash`), then run again.",
         )
-    folder = add_worktree_at(root, run_id, base)
+    folder = add_worktree_at(root, run_id, base, progress=progress)
     tree = WorktreeRef(
         path=WORKTREES_DIR.joinpath(run_id).as_posix(), branch=branch_for(run_id), base=base
     )
     return tree, folder
 
 
-def add_worktree_at(root: Path, run_id: str, start: str) -> Path:
+def add_worktree_at(root: Path, run_id: str, start: str, *, progress: Path | None) -> Path:
     """Make branch ``flow/<run-id>`` at commit ``start`` and check it out in its worktree.
 
     A new run's branch starts from HEAD; a fork of a run in a worktree starts from the
     original's branch. GitError when the branch or the folder already exists. Returns the
-    worktree's folder.
+    worktree's folder, recorded as made here for the run's ``progress`` file (when known).
     """
     branch = branch_for(run_id)
     if branch_exists(root, branch):
@@ -260,22 +269,102 @@ def add_worktree_at(root: Path, run_id: str, start: str) -> Path:
             hint="Remove it (or `git worktree remove` it), then try again.",
         )
     _exclude_worktrees(root)
+    _no_link(root, WORKTREES_DIR.joinpath(run_id).as_posix(), None)
     make_folder(folder.parent)
     git(["worktree", "add", "--quiet", "-b", branch, str(folder), start], root)
+    if progress is not None:
+        _record(root, run_id, branch, folder, progress)
     return folder
 
 
-def remove_worktree(tree: WorktreeRef, root: Path) -> None:
-    """Remove the worktree's folder (uncommitted changes with it) and its branch."""
-    folder = _located(tree, root)
-    if folder.exists():
+def _record(root: Path, run_id: str, branch: str, folder: Path, progress: Path) -> None:
+    """Note that flow made worktree ``folder`` and branch ``branch`` here for the run."""
+    madehere.record(
+        madehere.Made(
+            kind="worktree",
+            repository=str(common_dir(root)),
+            name=branch,
+            run_id=run_id,
+            progress=madehere.real(progress),
+            root=madehere.real(root),
+            folder=madehere.real(folder),
+        )
+    )
+
+
+def common_dir(root: Path) -> Path:
+    """The repository's shared git folder (``git rev-parse --git-common-dir``), real path."""
+    return (root / git(["rev-parse", "--git-common-dir"], root).stdout.strip()).resolve()
+
+
+def made_worktree(tree: WorktreeRef, run_id: str, progress: Path) -> madehere.Made | None:
+    """This machine's record of the worktree and branch ``tree`` names, when flow here made
+    them for run ``run_id`` and its progress file ``progress`` and the file's path leads to the
+    recorded folder; None otherwise (docs/spec.md 10.10)."""
+    found = madehere.find("worktree", name=tree.branch, run_id=run_id, progress=progress)
+    if found is None:
+        return None
+    try:
+        rel = plain_relative(tree.path)
+    except PathEscapeError:
+        return None
+    if madehere.real(Path(found.root).joinpath(*rel.parts)) != found.folder:
+        return None
+    return found
+
+
+def not_made_here(tree: WorktreeRef, progress: Path, doing: str) -> GitError:
+    """The refusal of ``doing`` (``flow discard`` removes …) for a worktree this machine's
+    flow did not make for the run's file."""
+    return GitError(
+        f"{doing} only a worktree and branch that flow made on this machine for this run and "
+        f"this progress file, and there is no such record for the worktree {tree.path!r} and "
+        f"branch {tree.branch!r} (the file came from elsewhere, was copied or moved, or names "
+        "another folder or branch): nothing was changed.",
+        path=progress,
+        field="$.worktree",
+        hint="See what they are with `git worktree list` and `git branch`, and use git itself "
+        "for what is yours.",
+    )
+
+
+def remove_made(made: madehere.Made) -> None:
+    """Remove the worktree folder and branch this machine's record ``made`` names (the
+    folder's uncommitted changes with it), then the record."""
+    root, folder = Path(made.root), Path(made.folder)
+    if os.path.lexists(folder):
         done = git(["worktree", "remove", "--force", str(folder)], root, check=False)
-        if done.returncode != 0 and folder.exists():
-            # Not (or no longer) registered as a worktree: the folder is ours all the same.
-            shutil.rmtree(folder)
+        if done.returncode != 0 and os.path.lexists(folder):
+            # Not (or no longer) registered with git: the folder is ours all the same, but
+            # only where flow made it, never through a link.
+            rel = os.path.relpath(folder, root)
+            target = _no_link(root, rel, None)
+            if not target.is_symlink() and target.is_dir():
+                shutil.rmtree(target)
     git(["worktree", "prune"], root)
-    if branch_exists(root, tree.branch):
-        git(["branch", "-D", tree.branch], root)
+    if branch_exists(root, made.name):
+        git(["branch", "-D", made.name], root)
+    madehere.forget(made)
+
+
+def remove_new(tree: WorktreeRef, run_id: str, progress: Path) -> None:
+    """Remove a worktree just made for a run that could not start (or be forked)."""
+    made = made_worktree(tree, run_id, progress)
+    if made is not None:
+        remove_made(made)
+
+
+def _no_link(root: Path, rel: str, progress: Path | None) -> Path:
+    """``root/rel`` with no symbolic link on the way; GitError otherwise."""
+    try:
+        return no_link_on_the_way(root, rel)
+    except PathEscapeError as error:
+        raise GitError(
+            f"the worktree's folder {rel} is not used: {error}.",
+            path=progress,
+            field="$.worktree.path" if progress is not None else None,
+            hint="Move the link away (a worktree lies in .flow/worktrees/ of the repository).",
+        ) from None
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -287,17 +376,50 @@ def _inside(path: Path, root: Path) -> bool:
     return (top / WORKTREES_DIR) not in target.parents
 
 
-def _located(tree: WorktreeRef, root: Path) -> Path:
-    path = Path(tree.path)
-    return path if path.is_absolute() else root / path
+def checked_folder(tree: WorktreeRef, root: Path, progress: Path) -> Path:
+    """The folder a worktree record names, as flow uses it: ``.flow/worktrees/<name>`` of
+    ``root`` (the repository holding the progress file), with branch ``flow/<name>`` and no
+    symbolic link on the way. GitError naming the field otherwise: a path or a branch from a
+    file could name any folder or branch (docs/spec.md 10.10)."""
+    parts = tree.path.split("/")
+    name = parts[-1]
+    where = f"{WORKTREES_DIR.as_posix()}/<name>"
+    if parts[:-1] != list(WORKTREES_DIR.parts) or not valid_run_id(name):
+        raise GitError(
+            f"the run's worktree {tree.path!r} is not a folder flow makes ({where} of the "
+            f"repository holding the progress file, {root}), so flow does not use it: a "
+            "worktree from a file could name any folder.",
+            path=progress,
+            field="$.worktree.path",
+            hint="A run in a worktree works in the folder flow made for it; start a new run "
+            "with --worktree.",
+        )
+    if tree.branch != branch_for(name):
+        raise GitError(
+            f"the run's branch {tree.branch!r} is not the one flow makes for the worktree "
+            f"{tree.path} ({branch_for(name)}), so flow does not use it: a branch from a file "
+            "could name any branch.",
+            path=progress,
+            field="$.worktree.branch",
+            hint="A run in a worktree works on the branch flow made for it; start a new run "
+            "with --worktree.",
+        )
+    folder = _no_link(root, tree.path, progress)
+    if folder.is_symlink():
+        raise GitError(
+            f"the run's worktree {tree.path} is a symbolic link (to {os.readlink(folder)}), "
+            "not the folder flow made: flow works in no folder through a link.",
+            path=progress,
+            field="$.worktree.path",
+            hint="Remove the link; flow resume makes the worktree again from its branch.",
+        )
+    return folder
 
 
 def worktree_folder(tree: WorktreeRef, progress_path: Path) -> Path:
-    """The worktree's folder: ``tree.path`` resolved against the progress file's repository."""
-    path = Path(tree.path)
-    if path.is_absolute():
-        return path
-    return repository_root(progress_path.resolve().parent) / path
+    """The worktree's folder in the progress file's repository (``checked_folder``)."""
+    root = repository_root(progress_path.resolve().parent)
+    return checked_folder(tree, root, progress_path)
 
 
 def relative_to_root(folder: Path, root: Path) -> str:
@@ -308,8 +430,17 @@ def relative_to_root(folder: Path, root: Path) -> str:
         return str(folder.resolve())
 
 
-def _is_worktree(folder: Path) -> bool:
-    return (folder / ".git").exists()
+def is_worktree_of(folder: Path, root: Path) -> bool:
+    """Whether git lists ``folder`` as a worktree of the repository at ``root``: only then is
+    it used (a ``.git`` file committed in a folder could point at any repository)."""
+    if folder.is_symlink() or not (folder / ".git").exists():
+        return False  # gone (git still lists a worktree whose folder was deleted)
+    done = git(["worktree", "list", "--porcelain", "-z"], root, check=False)
+    if done.returncode != 0:
+        return False
+    want = madehere.real(folder)
+    listed = (f[len("worktree ") :] for f in done.stdout.split("\0") if f.startswith("worktree "))
+    return any(madehere.real(path) == want for path in listed)
 
 
 def attach_worktree(tree: WorktreeRef, progress_path: Path) -> tuple[Path, str | None]:
@@ -327,8 +458,8 @@ def attach_worktree(tree: WorktreeRef, progress_path: Path) -> tuple[Path, str |
             hint="Start a new run.",
         )
     root = repository_root(progress_path.resolve().parent)
-    folder = _located(tree, root)
-    if _is_worktree(folder):
+    folder = checked_folder(tree, root, progress_path)
+    if is_worktree_of(folder, root):
         return folder, None
     if not branch_exists(root, tree.branch):
         raise GitError(
@@ -340,10 +471,12 @@ def attach_worktree(tree: WorktreeRef, progress_path: Path) -> tuple[Path, str |
         )
     git(["worktree", "prune"], root)
     make_folder(folder.parent)
-    if folder.exists() and not any(folder.iterdir()):
+    if not folder.is_symlink() and folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
     _exclude_worktrees(root)
     git(["worktree", "add", "--quiet", str(folder), tree.branch], root)
+    run_id = folder.name
+    _record(root, run_id, tree.branch, folder, progress_path)
     return folder, (
         f"the run's worktree {tree.path} was missing; recreated it from branch {tree.branch} "
         "(what the run had committed there is back; uncommitted changes are not)"
@@ -492,13 +625,13 @@ def review_run(progress_path: str | Path) -> Review:
     run, tree = _run_with_tree(path)
     _refuse_discarded(tree, path)
     root = repository_root(path.resolve().parent)
-    folder = _located(tree, root)
+    folder = checked_folder(tree, root, path)
     if not branch_exists(root, tree.branch):
         raise GitError(
             f"the run's branch {tree.branch} no longer exists.", path=path, field="$.worktree"
         )
     commits = int(git(["rev-list", "--count", f"{tree.base}..{tree.branch}"], root).stdout)
-    if not _is_worktree(folder):
+    if not is_worktree_of(folder, root):
         target = [tree.base, tree.branch]
         return Review(
             run_id=run.run_id,
@@ -530,17 +663,20 @@ def review_run(progress_path: str | Path) -> Review:
 
 def _review_snapshots(run: Run, path: Path) -> Review:
     """What a run in the checkout itself changed: its base snapshot against its latest."""
-    from .snapshots import root_of
+    from .snapshots import trusted_repo
 
     assert run.snapshots is not None
     taken = [s for s in run.snapshots.calls if s.commit is not None]
-    root = root_of(run.snapshots.root, path)
+    # Only snapshots flow took here for this file, of the repository its record names.
+    repo = trusted_repo(run.snapshots, run.run_id, path)
+    root = repo.root
     base, latest = taken[0].commit or "", taken[-1].commit or ""
     for commit in (base, latest):
-        if git(["cat-file", "-e", f"{commit}^{{commit}}"], root, check=False).returncode != 0:
+        if not repo.has(commit) or not repo.in_chain(commit):
             raise GitError(
-                f"the snapshot {commit[:12]} of run {run.run_id} is not in the repository at "
-                f"{root} (removed by `flow clean`, or another clone).",
+                f"the snapshot {commit[:12]} of run {run.run_id} is not one of the run's "
+                f"snapshots in the repository at {root} (removed by `flow clean`, another "
+                "clone, or not the run's).",
                 path=path,
                 field="$.snapshots",
             )
@@ -615,7 +751,9 @@ def merge_run(progress_path: str | Path, *, squash: bool = False) -> MergeResult
         assert tree is not None
         _refuse_discarded(tree, path)
         root = repository_root(path.resolve().parent)
-        folder = _located(tree, root)
+        folder = checked_folder(tree, root, path)
+        if made_worktree(tree, run.run_id, path) is None:
+            raise not_made_here(tree, path, "flow merge brings in")
         if not branch_exists(root, tree.branch):
             raise GitError(
                 f"the run's branch {tree.branch} no longer exists; there is nothing to merge.",
@@ -624,7 +762,7 @@ def merge_run(progress_path: str | Path, *, squash: bool = False) -> MergeResult
             )
         leftover = (
             commit_all(folder, f"flow run {run.run_id}: uncommitted changes at merge")
-            if _is_worktree(folder)
+            if is_worktree_of(folder, root)
             else None
         )
         dirty = uncommitted_files(root)
@@ -740,50 +878,42 @@ class DiscardResult:
 
 def discard_run(progress_path: str | Path) -> DiscardResult:
     """Remove the run's worktree (uncommitted changes with it) and its branch; mark it
-    ``discarded``. The progress file stays, as the record of what the run did."""
+    ``discarded``. The progress file stays, as the record of what the run did. Only a worktree
+    and branch that flow on this machine made for this file are removed (``made_worktree``);
+    any other is refused (GitError), nothing removed."""
     path = progress_file(progress_path)
     _run_with_tree(path)
     store, run, _ = ProgressStore.open(path)
     try:
         tree = run.worktree
         assert tree is not None
-        root = repository_root(path.resolve().parent)
-        remove_worktree(tree, root)
+        if tree.state == "discarded":
+            raise GitError(
+                f"this run's worktree and branch {tree.branch} were discarded already.",
+                path=path,
+                field="$.worktree.state",
+            )
+        made = made_worktree(tree, run.run_id, path)
+        if made is None:
+            raise not_made_here(tree, path, "flow discard removes")
+        remove_made(made)
         _set_state(store, run, "discarded")
         return DiscardResult(path=path, worktree=tree.path, branch=tree.branch)
     finally:
         store.close()
 
 
-def remove_for_clean(data: Any, progress_path: Path) -> str | None:
-    """For ``flow clean``: remove the worktree and branch named by front matter ``data``.
-
-    Returns a problem to report, or None. Nothing is raised: the run's files go either way.
-    """
-    if not isinstance(data, dict) or not isinstance(data.get("branch"), str):
-        return None
-    tree = WorktreeRef(
-        path=str(data.get("path") or ""), branch=data["branch"], base=str(data.get("base", ""))
-    )
-    if data.get("state") == "discarded" or not tree.path:
-        return None
-    try:
-        remove_worktree(tree, repository_root(progress_path.resolve().parent))
-    except (GitError, OSError) as error:
-        return f"its worktree {tree.path} and branch {tree.branch} were not removed: {error}"
-    return None
-
-
 def worktree_summary(tree: WorktreeRef, progress_path: Path) -> dict[str, Any]:
     """The worktree as ``flow status --json`` and ``flow list --json`` show it."""
     try:
-        folder: Path | None = worktree_folder(tree, progress_path)
+        root = repository_root(progress_path.resolve().parent)
+        exists = is_worktree_of(checked_folder(tree, root, progress_path), root)
     except GitError:
-        folder = None
+        exists = False
     return {
         "path": tree.path,
         "branch": tree.branch,
         "base": tree.base,
         "state": tree.state,
-        "exists": bool(folder is not None and _is_worktree(folder)),
+        "exists": exists,
     }

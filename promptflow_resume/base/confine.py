@@ -14,6 +14,10 @@ every command applies the same one:
 
       confine(workspace, "src/main.py")          # the real path, or PathEscapeError
       no_link_on_the_way(repo, "a/b/file.txt")   # repo/a/b/file.txt, or PathEscapeError
+
+Names from a file that become one folder's name (a run id in ``<git dir>/flow/<run-id>``, a
+worktree's ``.flow/worktrees/<name>``) pass ``plain_name``; paths read from a git tree that
+flow would write into a work tree pass ``tree_path`` (git's own rule: no ``.git`` part).
 """
 
 from __future__ import annotations
@@ -86,17 +90,45 @@ def plain_relative(rel: str) -> PurePosixPath:
     return pure
 
 
-def no_link_on_the_way(root: Path, rel: str) -> Path:
-    """``root/rel`` for writing or removing, or PathEscapeError when ``rel`` is not a plain
-    relative path or any folder on the way below ``root`` is a symbolic link (the last part
-    may be one: it is the link itself that is replaced or removed, never its target)."""
+def plain_name(name: str) -> str:
+    """``name`` when it is one plain path component (no ``/``, not ``.`` or ``..``, no NUL),
+    else PathEscapeError: the only form a name from a file may take before it names a folder."""
+    pure = plain_relative(name)
+    if len(pure.parts) != 1:
+        raise PathEscapeError(f"'{name}' is not a plain name (it has a '/' in it)")
+    return name
+
+
+def tree_path(rel: str) -> PurePosixPath:
+    """``rel`` (a path read from a git tree) as ``plain_relative`` has it, or PathEscapeError
+    also when a part is ``.git`` in any case: git never checks such a path out, and neither
+    does flow, since a file there would change the repository itself (its hooks, its config)."""
+    pure = plain_relative(rel)
+    if any(part.lower() == ".git" for part in pure.parts):
+        raise PathEscapeError(f"'{rel}' is inside a .git folder: nothing is written there")
+    return pure
+
+
+def link_on_the_way(root: Path, rel: str) -> str | None:
+    """The first folder of ``rel`` below ``root`` that is a symbolic link (relative to
+    ``root``), or None when there is none (``rel`` must be plain, as ``plain_relative``)."""
     pure = plain_relative(rel)
     here = Path(root)
     for part in pure.parts[:-1]:
         here = here / part
         if here.is_symlink():
-            raise PathEscapeError(
-                f"'{rel}' is beyond a symbolic link ('{here.relative_to(root).as_posix()}' "
-                "is a link): nothing is written or removed through a link"
-            )
-    return here / pure.parts[-1]
+            return here.relative_to(root).as_posix()
+    return None
+
+
+def no_link_on_the_way(root: Path, rel: str) -> Path:
+    """``root/rel`` for writing or removing, or PathEscapeError when ``rel`` is not a plain
+    relative path or any folder on the way below ``root`` is a symbolic link (the last part
+    may be one: it is the link itself that is replaced or removed, never its target)."""
+    link = link_on_the_way(root, rel)
+    if link is not None:
+        raise PathEscapeError(
+            f"'{rel}' is beyond a symbolic link ('{link}' is a link): nothing is written or "
+            "removed through a link"
+        )
+    return Path(root).joinpath(*plain_relative(rel).parts)

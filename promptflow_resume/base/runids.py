@@ -18,6 +18,12 @@ _GENERATED = re.compile(r"\d{8}-\d{6}-[a-z0-9-]{1,40}-[0-9a-f]{4}")
 _VALID = re.compile(r"[a-z0-9][a-z0-9-]{0,127}")
 
 
+def valid_run_id(text: object) -> bool:
+    """True when ``text`` is a run id the progress schema accepts (lower case letters, digits
+    and dashes): safe as one folder's name and in a git ref."""
+    return isinstance(text, str) and _VALID.fullmatch(text) is not None
+
+
 def slug(text: str) -> str:
     """A run-id-safe slug of ``text`` (lower case letters, digits and dashes)."""
     value = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")

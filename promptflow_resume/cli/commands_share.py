@@ -46,12 +46,25 @@ def _files_choice(yes: bool, force: bool, no_files: bool, as_json: bool) -> File
 
 
 def _show_plan(plan: RestorePlan, root: Path) -> None:
+    """Every path the restore writes or removes, and what it really is when that differs
+    from what its name says (a link: only the link goes; a folder in the way: with what is
+    in it)."""
     err(f"files of {root} to restore to snapshot {plan.target[:12]}:")
-    changed = "  (changed since the run last touched it)"
+
+    def notes(path: str) -> str:
+        said = []
+        if path in plan.conflicts:
+            said.append("changed since the run last touched it")
+        if path in plan.links:
+            said.append(f"a symbolic link to {plan.links[path]}: only the link itself goes")
+        return f"  ({'; '.join(said)})" if said else ""
+
     for path in plan.write:
-        err(f"  write   {path}{changed if path in plan.conflicts else ''}")
+        err(f"  write   {path}{notes(path)}")
     for path in plan.delete:
-        err(f"  delete  {path}{changed if path in plan.conflicts else ''}")
+        err(f"  delete  {path}{notes(path)}")
+    for path, what in plan.cleared.items():
+        err(f"  remove  {path}  ({what}, in the way)")
     for path in plan.kept:
         err(f"  keep    {path}  (not the run's)")
 
@@ -275,6 +288,15 @@ def log_command(
     return 0
 
 
+def _ask_worktrees(items: list[Any]) -> bool:
+    """On a terminal: whether the worktrees and branches of these runs go with them."""
+    err("these runs have a worktree and branch that flow made here; they would go with them:")
+    for item in items:
+        err(f"  {item.run_id}: worktree {item.worktree.folder}, branch {item.worktree.name}")
+    question = "Remove these worktrees and branches too (their changes are lost)?"
+    return bool(typer.confirm(question, default=False, err=True))
+
+
 def _open_attempt(log: Any) -> str:
     """How an attempt without an end is shown: still running, or its process gone."""
     alive = log.state.owner_alive if log.state else None
@@ -301,16 +323,30 @@ def clean_command(
         help="Only runs with this status (repeatable; 'all' for any).",
     ),
     dry_run: bool = typer.Option(False, "--dry-run", "-n", help="Only list what would be deleted."),
+    worktrees: bool = typer.Option(
+        False,
+        "--worktrees",
+        help="Also remove the worktree and branch flow made here for a run (their changes "
+        "are lost); without it a terminal asks, and elsewhere such runs are kept.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> int:
-    """Delete old runs: list what goes and the space it frees. Live runs are never touched.
+    """Delete old runs: list what goes and the space it frees.
 
-    A run made with --worktree loses its worktree and its branch flow/<run-id> too (merge
-    first what you want to keep).
+    What goes: each matching run's own files (its folder in .flow/runs, or its progress file
+    with the files flow keeps beside it), and the snapshot ref flow made here for it.
+
+    What is kept: live runs; files that cannot be read as a run; a run whose worktree and
+    branch flow/<run-id> flow made here, unless --worktrees (or a yes on a terminal) lets
+    them go with it; and everything a run's file names that flow on this machine did not make
+    for it (a worktree, branch or snapshot ref of a run from elsewhere), with a line saying so.
     """
     from ..sharing import clean_runs
 
-    report = clean_runs(folder, older_than, status, dry_run)
+    ask = not (worktrees or dry_run or as_json) and sys.stdin is not None and sys.stdin.isatty()
+    report = clean_runs(
+        folder, older_than, status, dry_run, worktrees=_ask_worktrees if ask else worktrees
+    )
     if as_json:
         print_json(report.to_dict())
         return 0
@@ -325,8 +361,11 @@ def clean_command(
         for target in item.targets:
             out(f"      {target}")
         if item.worktree is not None:
-            tree = item.worktree
-            out(f"      worktree {tree.get('path')} and branch {tree.get('branch')}")
+            out(f"      worktree {item.worktree.folder} and branch {item.worktree.name}")
+        if item.snapshots_ref is not None:
+            out(f"      snapshot ref {item.snapshots_ref}")
+        for line in item.left:
+            out(f"      left: {line}")
         if item.worktree_problem:
             err(f"warning: run {item.run_id}: {item.worktree_problem}")
     for path, why in report.skipped:

@@ -249,7 +249,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
             if ts:
                 last_entry[0] = (len(ts) - 1, ts[-1].content)
             process = board.processes.of(path)
-            panel = pages.actions_panel(run, state, key, guard.csrf, process)
+            panel = pages.actions_panel(run, state, key, guard.csrf, process, path)
             out.append(event("actions", panel))
             return out
 

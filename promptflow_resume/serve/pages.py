@@ -254,7 +254,60 @@ def _form(action: str, key: str, csrf: str, inner: str) -> str:
     )
 
 
-def actions_panel(run: Run, state: RunState, key: str, csrf: str, process: Process | None) -> str:
+def worktree_panel(run: Run, key: str, csrf: str, path: Path) -> str:
+    """The run's worktree: review, and merge and discard when flow on this machine made the
+    worktree and branch for this file (as ``flow merge`` and ``flow discard`` require), naming
+    the folder and branch a discard removes; otherwise why they are refused."""
+    from ..base.errors import FlowError
+    from ..worktree import made_worktree
+
+    tree = run.worktree
+    if tree is None or tree.state == "discarded":
+        return ""
+    try:
+        made = made_worktree(tree, run.run_id, path)
+    except FlowError:
+        made = None
+    head = (
+        f'<div class="panel" id="worktree"><h2>Worktree ({escape(tree.state)})</h2>'
+        f'<p><a href="/review/{escape(quote(key))}">Review the changes</a> of branch '
+        f"<code>{escape(tree.branch)}</code></p>"
+    )
+    if made is None:
+        return (
+            head + f'<p id="worktree-refused">flow did not make the worktree <code>'
+            f"{escape(tree.path)}</code> and the branch <code>{escape(tree.branch)}</code> on "
+            "this machine for this run (the file came from elsewhere, or was copied or "
+            "moved): merge and discard are refused, as on the command line.</p></div>"
+        )
+    merge = ""
+    if tree.state == "active":
+        merge = _form(
+            "merge",
+            key,
+            csrf,
+            '<label><input type="checkbox" name="squash" value="1"> squash</label> '
+            '<button id="merge">Merge</button>',
+        )
+    return (
+        head
+        + merge
+        + _form(
+            "discard",
+            key,
+            csrf,
+            f'<p id="discard-what">Discard removes the worktree <code>{escape(made.folder)}'
+            f"</code> and the branch <code>{escape(made.name)}</code>.</p>"
+            '<label><input type="checkbox" name="confirm" value="1"> the changes will be '
+            'gone</label> <button id="discard">Discard</button>',
+        )
+        + "</div>"
+    )
+
+
+def actions_panel(
+    run: Run, state: RunState, key: str, csrf: str, process: Process | None, path: Path
+) -> str:
     """What a person can do with the run now, as forms (one ``<div id="actions">``)."""
     parts: list[str] = []
     pending = [a for a in run.approvals if a.decision == "pending"]
@@ -301,31 +354,7 @@ def actions_panel(run: Run, state: RunState, key: str, csrf: str, process: Proce
             + _form("resume", key, csrf, '<button id="resume">Resume the run</button>')
             + "</div>"
         )
-    tree = run.worktree
-    if tree is not None and tree.state != "discarded":
-        merge = ""
-        if tree.state == "active":
-            merge = _form(
-                "merge",
-                key,
-                csrf,
-                '<label><input type="checkbox" name="squash" value="1"> squash</label> '
-                '<button id="merge">Merge</button>',
-            )
-        parts.append(
-            f'<div class="panel" id="worktree"><h2>Worktree ({escape(tree.state)})</h2>'
-            f'<p><a href="/review/{escape(quote(key))}">Review the changes</a> of branch '
-            f"<code>{escape(tree.branch)}</code></p>"
-            + merge
-            + _form(
-                "discard",
-                key,
-                csrf,
-                '<label><input type="checkbox" name="confirm" value="1"> the changes will be '
-                'gone</label> <button id="discard">Discard</button>',
-            )
-            + "</div>"
-        )
+    parts.append(worktree_panel(run, key, csrf, path))
     parts.append(
         f'<p><a href="/export/{escape(quote(key))}" id="export">Export the HTML report</a></p>'
     )
@@ -414,7 +443,7 @@ def run_page(
             note_html(note, error),
             run_header(run, state),
             family,
-            actions_panel(run, state, key, csrf, process),
+            actions_panel(run, state, key, csrf, process, path),
             "<h2>Conversation</h2>",
             earlier,
             '<div id="conversation">',

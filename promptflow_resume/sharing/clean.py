@@ -7,6 +7,14 @@ the files flow keeps beside it (journal, lock, owner, sidecar folder, rewind bac
 files). A run whose lock is held by a live process is never touched, and a file that cannot be
 read is skipped, never deleted.
 
+What a run's file names outside its own files (docs/spec.md 10.10) goes only when this
+machine's record (``base/madehere``) says flow made it for that file, and then the record's
+folder, branch or ref goes, never a path the file gives: the run's snapshot ref and private
+index with the run; its worktree and branch only when the caller allows (``worktrees``:
+``--worktrees``, or a yes on a terminal), else the whole run is kept so that nothing is left
+without a run to own it. Anything else a file names (a worktree, branch or ref from
+elsewhere) is left as it is, and the report says so (``left``).
+
 The dry run and the real run share one planning function, so the dry run lists exactly what the
 real run deletes (unless a run changes in between: the real run re-checks each lock).
 """
@@ -16,20 +24,28 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from ..base import yamlio
+from ..base import madehere, yamlio
 from ..base.clock import parse_iso
-from ..base.errors import FileNotFoundFlowError, FlowError, InputError, SpecialFileError
+from ..base.errors import (
+    FileNotFoundFlowError,
+    FlowError,
+    GitError,
+    InputError,
+    SpecialFileError,
+)
+from ..base.madehere import Made
+from ..base.runids import valid_run_id
 from ..base.safeopen import open_regular
 from ..progress import journal_path, load_progress, lock_path, owner_path
 from ..progress.frontmatter import normalize_yaml_values
-from ..progress.model import RUN_STATUSES
-from ..snapshots import SnapshotRepo, root_of
+from ..progress.model import RUN_STATUSES, WorktreeRef
+from ..snapshots import remove_recorded
 from .files import sidecar_folder
 
 #: Where ``flow clean`` looks when no folder is given (relative to the working directory).
@@ -52,15 +68,19 @@ class CleanItem:
     #: What is removed: files and folders (a folder goes with everything inside it).
     targets: list[Path] = field(default_factory=list)
     bytes: int = 0
-    #: The run's ``worktree`` front matter (``flow run --worktree``): its worktree and branch
-    #: are removed with it.
-    worktree: dict[str, Any] | None = None
+    #: The worktree and branch (``flow run --worktree``) that flow on this machine made for
+    #: the run: removed with it (``worktrees`` allowed), as this machine's record names them.
+    worktree: Made | None = None
+    #: True when that worktree's folder and branch are gone already (removed with git).
+    worktree_gone: bool = False
     #: Why the worktree or branch could not be removed (the run's files went all the same).
     worktree_problem: str | None = None
-    #: The ref of the run's file snapshots (docs/spec.md 12), removed with it (and the
-    #: repository's folder it is in).
+    #: The ref of the run's file snapshots (docs/spec.md 12) that flow on this machine took
+    #: for the run, removed with it (and its private index).
     snapshots_ref: str | None = None
-    snapshots_root: Path | None = None
+    snapshots: Made | None = None
+    #: What the run's file names that stays, each with why (not made by flow here).
+    left: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form."""
@@ -72,10 +92,11 @@ class CleanItem:
             "age_days": round(self.age_days, 2),
             "targets": [str(t) for t in self.targets],
             "bytes": self.bytes,
-            "worktree": self.worktree.get("path") if self.worktree else None,
-            "branch": self.worktree.get("branch") if self.worktree else None,
+            "worktree": worktree_path(self.worktree) if self.worktree else None,
+            "branch": self.worktree.name if self.worktree else None,
             "worktree_problem": self.worktree_problem,
             "snapshots_ref": self.snapshots_ref,
+            "left": list(self.left),
         }
 
 
@@ -174,11 +195,52 @@ def _summary(path: Path) -> dict[str, Any]:
     return data
 
 
-def _live_worktree(value: Any) -> dict[str, Any] | None:
-    """The ``worktree`` mapping of a run whose worktree was not discarded yet, else None."""
+def worktree_path(made: Made) -> str:
+    """A worktree's folder as its run's file writes it: relative to its repository's top."""
+    return Path(os.path.relpath(made.folder, made.root)).as_posix()
+
+
+#: Why something a run's file names is left.
+_NOT_MADE = "flow on this machine did not make {them} for this run and this progress file"
+
+
+def _worktree_of(item: CleanItem, value: Any) -> None:
+    """The run's worktree and branch: to remove when this machine's flow made them for it,
+    else a line in ``left``."""
     if not isinstance(value, dict) or value.get("state") == "discarded":
-        return None
-    return value
+        return
+    path, branch = value.get("path"), value.get("branch")
+    if not isinstance(path, str) or not isinstance(branch, str):
+        item.left.append("its worktree record: it names no folder and branch")
+        return
+    from ..worktree import branch_exists, made_worktree
+
+    tree = WorktreeRef(path=path, branch=branch, base=str(value.get("base", "")))
+    item.worktree = made_worktree(tree, item.run_id, item.path)
+    if item.worktree is not None:
+        made = item.worktree
+        # Removed by hand already: nothing of it would go with the run, so nothing holds it.
+        item.worktree_gone = not os.path.lexists(made.folder) and not branch_exists(
+            Path(made.root), made.name
+        )
+    else:
+        why = _NOT_MADE.format(them="them")
+        item.left.append(f"worktree {path!r} and branch {branch!r}, left as they are: {why}")
+
+
+def _snapshots_of(item: CleanItem, value: Any) -> None:
+    """The run's snapshot ref: to remove when this machine's flow took the snapshots for it,
+    else a line in ``left``."""
+    ref = value.get("ref") if isinstance(value, dict) else None
+    if not isinstance(ref, str):
+        return
+    # The record, not the file's snapshots.root, says where the ref is.
+    found = madehere.find("snapshots", name=ref, run_id=item.run_id, progress=item.path)
+    if found is None:
+        why = _NOT_MADE.format(them="it")
+        item.left.append(f"snapshot ref {ref!r}, left as it is: {why}")
+        return
+    item.snapshots_ref, item.snapshots = ref, found
 
 
 def _size(path: Path) -> int:
@@ -249,6 +311,12 @@ def plan_clean(
                 (path, f"its updated time {info['updated']!r} is not a timestamp")
             )
             continue
+        if not valid_run_id(info["run_id"]):
+            # The id names folders and refs: one that is not an id names nothing of flow's.
+            report.skipped.append(
+                (path, f"its run_id {info['run_id']!r} is not a run id flow makes")
+            )
+            continue
         age = now - updated
         if (statuses is not None and info["status"] not in statuses) or age < older_than:
             report.kept += 1
@@ -257,24 +325,42 @@ def plan_clean(
             report.skipped.append((path, "in use by a live flow process"))
             continue
         targets = run_files(path, str(info["run_id"]), root)
-        found = info.get("snapshots")
-        snaps: dict[str, Any] = found if isinstance(found, dict) else {}
-        has_snaps = isinstance(snaps.get("ref"), str) and isinstance(snaps.get("root"), str)
-        report.items.append(
-            CleanItem(
-                snapshots_ref=snaps["ref"] if has_snaps else None,
-                snapshots_root=root_of(str(snaps["root"]), path) if has_snaps else None,
-                path=path,
-                run_id=str(info["run_id"]),
-                status=str(info["status"]),
-                updated=str(info["updated"]),
-                age_days=age.total_seconds() / 86400,
-                targets=targets,
-                bytes=sum(_size(t) for t in targets),
-                worktree=_live_worktree(info.get("worktree")),
+        item = CleanItem(
+            path=path,
+            run_id=str(info["run_id"]),
+            status=str(info["status"]),
+            updated=str(info["updated"]),
+            age_days=age.total_seconds() / 86400,
+            targets=targets,
+            bytes=sum(_size(t) for t in targets),
+        )
+        try:
+            _worktree_of(item, info.get("worktree"))
+            _snapshots_of(item, info.get("snapshots"))
+        except GitError as error:
+            item.left.append(f"what its file names outside it, as git failed: {error}")
+        report.items.append(item)
+    return report
+
+
+def _keep_worktree_runs(report: CleanReport) -> None:
+    """Keep whole the runs whose worktree and branch would go with them: their removal was
+    not allowed, and a worktree without its run's file would be nobody's."""
+    kept: list[CleanItem] = []
+    for item in report.items:
+        if item.worktree is None or item.worktree_gone:
+            kept.append(item)
+            continue
+        tree = item.worktree
+        report.skipped.append(
+            (
+                item.path,
+                f"kept with its worktree {worktree_path(tree)} and branch {tree.name}, which "
+                "flow made here and which would go with it: flow clean --worktrees removes "
+                "them too (merge first what you want to keep)",
             )
         )
-    return report
+    report.items = kept
 
 
 def _delete(item: CleanItem) -> bool:
@@ -290,13 +376,22 @@ def _delete(item: CleanItem) -> bool:
         except (LockHeld, OSError):
             return False
     try:
+        if item.snapshots is not None:
+            # First: a worktree run's snapshots are of its worktree, and git runs there.
+            try:
+                remove_recorded(item.snapshots)
+            except (FlowError, OSError) as error:
+                item.left.append(f"snapshot ref {item.snapshots_ref}, not removed: {error}")
         if item.worktree is not None:
-            from ..worktree import remove_for_clean
+            from ..worktree import remove_made
 
-            # Before the run's files go: the repository is found from the progress file.
-            item.worktree_problem = remove_for_clean(item.worktree, item.path)
-        if item.snapshots_root is not None:
-            _remove_snapshots(item)
+            tree = item.worktree
+            try:
+                remove_made(tree)
+            except (FlowError, OSError) as error:
+                item.worktree_problem = (
+                    f"its worktree {tree.folder} and branch {tree.name} were not removed: {error}"
+                )
         for target in item.targets:
             if target == lock_file:
                 continue  # last, after the lock is released
@@ -312,23 +407,21 @@ def _delete(item: CleanItem) -> bool:
     return True
 
 
-def _remove_snapshots(item: CleanItem) -> None:
-    """The run's snapshot ref and private index (its commits go at git's next gc)."""
-    assert item.snapshots_root is not None
-    repo = SnapshotRepo.find(item.snapshots_root, item.run_id, None)
-    if repo is not None and repo.ref == item.snapshots_ref:
-        repo.remove()
-
-
 def clean_runs(
     root: str | Path | None = None,
     older_than: timedelta | str = timedelta(days=30),
     statuses: Iterable[str] | None = ("completed",),
     dry_run: bool = False,
     *,
+    worktrees: bool | Callable[[list[CleanItem]], bool] = False,
     now: datetime | None = None,
 ) -> CleanReport:
-    """Delete runs under ``root`` in ``statuses`` (None = any) not updated for ``older_than``."""
+    """Delete runs under ``root`` in ``statuses`` (None = any) not updated for ``older_than``.
+
+    A run whose worktree and branch flow made here goes with them only when ``worktrees`` is
+    true, or is a function that says yes when shown those runs (asked only in a real run, not
+    a dry one); otherwise it is kept whole, with the reason in ``skipped``.
+    """
     from ..base.durations import parse_age
 
     folder = Path(root) if root is not None else DEFAULT_ROOT
@@ -341,6 +434,12 @@ def clean_runs(
     age = parse_age(older_than) if isinstance(older_than, str) else older_than
     report = plan_clean(folder, age, check_statuses(statuses), now or datetime.now(timezone.utc))
     report.dry_run = dry_run
+    with_trees = [i for i in report.items if i.worktree is not None and not i.worktree_gone]
+    allowed = worktrees if isinstance(worktrees, bool) else False
+    if with_trees and callable(worktrees) and not dry_run:
+        allowed = worktrees(with_trees)
+    if not allowed:
+        _keep_worktree_runs(report)
     if dry_run:
         return report
     done: list[CleanItem] = []

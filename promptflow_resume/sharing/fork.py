@@ -42,7 +42,7 @@ from ..progress.location import progress_file
 from ..progress.model import Cursor, Run, StepState, TraceRef
 from ..progress.render import entries_phrase
 from ..progress.sidecar import stem_of, write_sidecar
-from ..snapshots import SnapshotRepo, relative_root, root_of, snapshot_ref
+from ..snapshots import SnapshotRepo, made_repo, relative_root, snapshot_ref
 from .common import (
     first_entry_of,
     output_file,
@@ -212,9 +212,9 @@ def fork(
             shutil.rmtree(sidecar_folder(output), ignore_errors=True)
             shutil.rmtree(steps, ignore_errors=True)
             if made is not None:
-                from ..worktree import remove_worktree, repository_root
+                from ..worktree import remove_new
 
-                remove_worktree(made[0], repository_root(source.resolve().parent))
+                remove_new(made[0], run_id, output)
         raise
     return result
 
@@ -222,20 +222,19 @@ def fork(
 def _rebase_snapshots(new: Run, run: Run, source: Path, output: Path) -> None:
     """The fork's snapshot records name the same repository from its own folder, and its ref
     points at the original's latest snapshot (the commits the records name stay alive). A
-    fork of a worktree run keeps none: its worktree is another folder."""
+    fork of a worktree run keeps none: its worktree is another folder. Nor does a fork of a
+    run whose snapshots flow on this machine did not take for its file (docs/spec.md 10.10):
+    no ref is made in a repository a file names; the fork takes its own base when it runs."""
     if new.snapshots is None or run.snapshots is None:
         return
-    if run.worktree is not None:
-        # The fork works in a worktree of its own: its snapshots begin there, with its base.
+    original = made_repo(run.snapshots.ref, run.run_id, source) if run.worktree is None else None
+    if original is None:
         new.snapshots = None
         return
-    root = root_of(run.snapshots.root, source)
-    new.snapshots.root = relative_root(root, output)
-    repo = SnapshotRepo.find(root, new.run_id, None)
-    tip = repo.tip() if repo is not None else None
-    original = SnapshotRepo.find(root, run.run_id, None)
-    latest = original.tip() if original is not None else None
-    if repo is not None and latest is not None and tip is None:
+    new.snapshots.root = relative_root(original.root, output)
+    repo = SnapshotRepo.find(original.root, new.run_id, output)
+    latest = original.tip()
+    if repo is not None and latest is not None and repo.tip() is None:
         repo.adopt(latest)
 
 

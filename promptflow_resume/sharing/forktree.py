@@ -27,6 +27,7 @@ from ..worktree import (
     add_worktree_at,
     branch_exists,
     branch_for,
+    checked_folder,
     git,
     relative_to_root,
     repository_root,
@@ -100,6 +101,9 @@ def fork_worktree(
             hint="Start a new run.",
         )
     root = repository_root(source.resolve().parent)
+    # The branch and folder the file names are used only where flow puts them (docs/spec.md
+    # 10.10): a fork never starts from a branch of the person's own that a file names.
+    checked_folder(tree, root, source)
     if not _inside_repository(output, root):
         raise InputError(
             f"the fork of a run in a worktree must lie inside the repository {root} (outside "
@@ -109,7 +113,7 @@ def fork_worktree(
             "repository.",
         )
     point = fork_point(tree, root, kept, path=source, step=step)
-    folder = add_worktree_at(root, run_id, point)
+    folder = add_worktree_at(root, run_id, point, progress=output)
     ref = WorktreeRef(
         path=relative_to_root(folder, root), branch=branch_for(run_id), base=tree.base
     )

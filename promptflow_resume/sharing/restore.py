@@ -5,7 +5,9 @@ last snapshot before it (docs/spec.md 12). Before anything is written, the worki
 compared with the run's latest snapshot: a file changed since the run last touched it is never
 overwritten or deleted unless ``force`` (``FilesChangedError`` names it), and a file the run
 never had is left alone. "Since the run last touched it" means since the tip of the run's ref:
-its last snapshot, or the restored tree of its last rewind::
+its last snapshot, or the restored tree of its last rewind. Only snapshots flow on this
+machine took for this progress file are restored, in the repository its record names, and only
+commits of the run's own ref (``snapshots.trusted_repo``, docs/spec.md 10.10)::
 
     choice = FilesChoice(force=False, confirm=ask_on_terminal)
     restored = restore_files(run, progress_path, cut, choice)   # None: nothing recorded
@@ -20,7 +22,14 @@ from typing import Any
 
 from ..base.errors import EXIT_INPUT, FlowError
 from ..progress.model import FileSnapshot, Run
-from ..snapshots import FilesChangedError, RestorePlan, SnapshotRepo, root_of
+from ..snapshots import (
+    FilesChangedError,
+    RestorePlan,
+    SnapshotMissingError,
+    SnapshotRepo,
+    SnapshotsNotMadeHereError,
+    trusted_repo,
+)
 
 #: Files named in an error message before "and N more".
 _LISTED = 10
@@ -86,12 +95,28 @@ def plan_files(
     target = record.last_taken(before=cut) if cut is not None else latest
     if latest is None or target is None or latest.commit is None or target.commit is None:
         return None
-    root = root_of(record.root, progress)
-    repo = SnapshotRepo.find(root, run.run_id, progress)
-    if repo is None:
-        return None
+    repo = trusted_repo(record, run.run_id, progress)
+    root = repo.root
+    tip = repo.tip()
+    if tip is None or not repo.has(target.commit):
+        raise SnapshotMissingError(
+            f"the snapshot {target.commit[:12]} of entry {target.entry} is not in the "
+            f"repository at {root} (its ref {repo.ref} was removed, or git collected it).",
+            path=progress,
+            field="$.snapshots",
+            hint="Rewind or fork without restoring files: --no-files.",
+        )
+    if not repo.in_chain(target.commit):
+        raise SnapshotsNotMadeHereError(
+            f"the snapshot {target.commit[:12]} that entry {target.entry} names is not one of "
+            f"the snapshots flow took for run {run.run_id} (its ref {repo.ref} does not lead to "
+            "it), so its files are not restored. Nothing was changed.",
+            path=progress,
+            field="$.snapshots.calls",
+            hint="Pass --no-files to move the conversation only.",
+        )
     # The ref's tip is what the run (or a restore) last left, archived calls included.
-    plan = repo.plan_restore(target.commit, repo.tip() or latest.commit, force=choice.force)
+    plan = repo.plan_restore(target.commit, tip, force=choice.force)
     if plan.conflicts and not choice.force:
         raise FilesChangedError(
             f"{len(plan.conflicts)} file(s) in {root} changed since run {run.run_id} last "

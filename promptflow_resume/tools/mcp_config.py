@@ -44,13 +44,9 @@ from ..base.confine import leads_inside
 from ..base.errors import InputError, InvalidFileError, SpecialFileError, UntrustedError
 from ..base.safeopen import read_inside, read_regular
 from ..base.truststore import TRUST_FLAG, Trust, Verdict
+from ..workflow.mcpfiles import ROOT_CONFIG, WORKSPACE_CONFIG
 from ..workflow.values import parse_size
 
-#: Where VS Code keeps a workspace's MCP servers, relative to the workspace root.
-WORKSPACE_CONFIG = Path(".vscode") / "mcp.json"
-#: The repository-root file that VS Code (and other MCP clients) also read; for a server
-#: name both files define, ``WORKSPACE_CONFIG`` wins.
-ROOT_CONFIG = Path(".mcp.json")
 #: Bytes of text one call's result may put into the conversation (the rest goes to a sidecar),
 #: unless the server's ``flow.max_output`` says otherwise; the built-in read_file's limit.
 DEFAULT_MAX_OUTPUT = 100_000

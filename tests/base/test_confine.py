@@ -62,3 +62,34 @@ def test_no_write_beyond_a_link(tree: Path, rel: str, ok: bool) -> None:
     else:
         with pytest.raises(PathEscapeError):
             no_link_on_the_way(tree, rel)
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [("r-1", True), ("a/b", False), ("..", False), (".", False), ("", False), ("/x", False)],
+)
+def test_a_name_from_a_file_is_one_plain_part(text: str, ok: bool) -> None:
+    from promptflow_resume.base.confine import plain_name
+
+    if ok:
+        assert plain_name(text) == text
+    else:
+        with pytest.raises(PathEscapeError):
+            plain_name(text)
+
+
+@pytest.mark.parametrize("text", ["../x", "a/../b", ".git/config", "a/.GIT/hooks/x", "/etc/x"])
+def test_a_path_from_a_git_tree_is_one_a_checkout_writes(text: str) -> None:
+    from promptflow_resume.base.confine import tree_path
+
+    with pytest.raises(PathEscapeError):
+        tree_path(text)
+    assert str(tree_path("a/.github/x")) == "a/.github/x"
+
+
+def test_the_first_link_on_the_way_is_named(tree: Path) -> None:
+    from promptflow_resume.base.confine import link_on_the_way
+
+    assert link_on_the_way(tree, "out/a/b") == "out"
+    assert link_on_the_way(tree, "src/a.py") is None
+    assert link_on_the_way(tree, "out") is None  # the last part may be a link: it is the link

@@ -363,7 +363,11 @@ def test_discard_removes_worktree_and_branch_and_marks_the_run(repo: Path) -> No
 
 def test_clean_removes_the_worktrees_of_the_runs_it_deletes(repo: Path) -> None:
     _ran(repo)
-    done = flow("clean", "--older-than", "0", "--json", cwd=repo)
+    # Without --worktrees (and no terminal to ask), the run is kept with its worktree.
+    kept = json.loads(flow("clean", "--older-than", "0", "--json", cwd=repo).stdout)
+    assert kept["deleted"] == [] and (repo / TREE).is_dir() and (repo / PROGRESS).is_file()
+    assert "flow clean --worktrees removes them too" in kept["skipped"][0]["reason"]
+    done = flow("clean", "--older-than", "0", "--worktrees", "--json", cwd=repo)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert [(d["run_id"], d["worktree"], d["branch"]) for d in data["deleted"]] == [
