@@ -85,11 +85,17 @@ def decide_calls(
     approve: bool,
     every: bool = False,
     reason: str | None = None,
+    by: str | None = None,
+    where: str | None = None,
 ) -> Decided:
-    """Approve or deny tool calls a run holds for a person's decision (docs/spec.md 4.17)."""
+    """Approve or deny tool calls a run holds for a person's decision (docs/spec.md 4.17);
+    ``by`` and ``where`` name who decided and where when it is not this machine's user (a
+    pull request comment: the GitHub login and the comment's URL)."""
     from .decisions import decide
 
-    return decide(progress_path, call_ids, approve=approve, every=every, reason=reason)
+    return decide(
+        progress_path, call_ids, approve=approve, every=every, reason=reason, by=by, where=where
+    )
 
 
 def answer_question(progress_path: str | Path, text: str) -> Path:

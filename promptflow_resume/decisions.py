@@ -73,9 +73,13 @@ def decide(
     approve: bool,
     every: bool = False,
     reason: str | None = None,
+    by: str | None = None,
+    where: str | None = None,
 ) -> Decided:
     """Record a person's decision on calls the run holds for approval (``every``: all the
-    pending ones). An id the file does not hold is an ``InputError``; nothing is written."""
+    pending ones), as this machine's user unless ``by`` (and ``where``, recorded as the
+    decision's place) say who decided elsewhere. An id the file does not hold is an
+    ``InputError``; nothing is written."""
     p = progress_file(path)
     store, run, _ = ProgressStore.open(p)
     with store:
@@ -95,6 +99,7 @@ def decide(
         if every:
             chosen += [a for a in run.approvals if a.decision == "pending" and a not in chosen]
         who, host = decider()
+        who, host = by or who, where or host
         for item in chosen:
             item.decision = "approved" if approve else "denied"
             item.by, item.at, item.host = who, now_iso(), host

@@ -316,7 +316,8 @@ def _go_on(
     run, options = state.run, state.options
     _override_config(run, options)
     assert state.allowed_now is not None, "set by _check"
-    run.config.permissions = state.allowed_now
+    given = options.permissions
+    run.config.permissions = state.allowed_now.with_given(given.commands, given.hosts)
     redactor = state.redactor()
     provider = make_provider(
         run,

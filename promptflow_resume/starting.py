@@ -103,7 +103,7 @@ def _start_in(
         keywords=keywords_for(wf, redactor.redact_value(dict(values))[0]),
         run_id=run_id,
     )
-    _record_choices(run, wf, request, path, worktree)
+    _record_choices(run, wf, request, path, worktree, options)
     provider = make_provider(
         run,
         path,
@@ -135,11 +135,19 @@ def _start_in(
 
 
 def _record_choices(
-    run: Run, wf: Workflow, request: StartRequest, path: Path, worktree: WorktreeRef | None
+    run: Run,
+    wf: Workflow,
+    request: StartRequest,
+    path: Path,
+    worktree: WorktreeRef | None,
+    options: RunOptions,
 ) -> None:
-    """What the start chose beyond the workflow, in the run's file: the worktree it works in
-    and the handoff chain it follows (so a resume composes the same steps)."""
+    """What the start chose beyond the workflow, in the run's file: the worktree it works in,
+    the handoff chain it follows (so a resume composes the same steps) and the commands and
+    hosts the person's flags allowed (so views say what the run was allowed)."""
     run.worktree = worktree
+    given = options.permissions
+    run.config.permissions = run.config.permissions.with_given(given.commands, given.hosts)
     if request.handoffs is not None:
         from .handoffs import chain_record
 

@@ -64,6 +64,15 @@ class Brought:
         return kind_of(rel)
 
 
+def is_brought(rel: str) -> bool:
+    """True when ``rel`` (relative to a folder, POSIX) is one of the files a folder brings."""
+    return (
+        rel in (WORKSPACE_CONFIG.as_posix(), ROOT_CONFIG.as_posix())
+        or rel.startswith(HOOKS_FOLDER.as_posix() + "/")
+        or in_workspace_folder(rel)
+    )
+
+
 def kind_of(rel: str) -> str:
     """What a brought file (relative path) is to flow."""
     if rel in (WORKSPACE_CONFIG.as_posix(), ROOT_CONFIG.as_posix()):

@@ -271,6 +271,10 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
     allowed: dict[str, Any] = {}
     _put(allowed, "allow-commands", OneLineList(run.config.permissions.commands))
     _put(allowed, "allow-fetch", OneLineList(run.config.permissions.hosts))
+    given: dict[str, Any] = {}
+    _put(given, "allow-commands", OneLineList(run.config.permissions.given_commands))
+    _put(given, "allow-fetch", OneLineList(run.config.permissions.given_hosts))
+    _put(allowed, "given", given)
     _put(config, "permissions", allowed)
     out["config"] = config
     _put(out, "inputs", dict(run.inputs))
@@ -453,10 +457,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
             recording=config.get("recording"),
             models=list(config.get("models") or []),
             prices={str(m): dict(p) for m, p in (config.get("prices") or {}).items()},
-            permissions=AllowLists(
-                commands=list((config.get("permissions") or {}).get("allow-commands") or []),
-                hosts=list((config.get("permissions") or {}).get("allow-fetch") or []),
-            ),
+            permissions=_allow_lists(config.get("permissions") or {}),
         ),
         cursor=Cursor(step=cursor.get("step"), index=cursor["index"], total=cursor["total"]),
         reason=data.get("reason"),
@@ -600,3 +601,14 @@ def from_front_matter(data: dict[str, Any], *, path: str | Path = "progress.md")
     data = normalize_yaml_values(data)
     validate_front_matter(data, path=path)
     return run_from_valid(data)
+
+
+def _allow_lists(recorded: dict[str, Any]) -> AllowLists:
+    """``config.permissions`` as written: the workflow's lists and the flags given."""
+    given = recorded.get("given") or {}
+    return AllowLists(
+        commands=list(recorded.get("allow-commands") or []),
+        hosts=list(recorded.get("allow-fetch") or []),
+        given_commands=list(given.get("allow-commands") or []),
+        given_hosts=list(given.get("allow-fetch") or []),
+    )

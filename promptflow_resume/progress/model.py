@@ -10,7 +10,7 @@ Invariant (tested): ``parse(render(run)) == run`` for every run.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -493,6 +493,15 @@ class AllowLists:
 
     commands: list[str] = field(default_factory=list)
     hosts: list[str] = field(default_factory=list)
+    #: ``--allow-commands`` and ``--allow-fetch`` of the last attempt: the person's own, for
+    #: that process only. Recorded so that views (``flow show --summary``) say what the run
+    #: was allowed; never read to allow anything (spec 10.7).
+    given_commands: list[str] = field(default_factory=list)
+    given_hosts: list[str] = field(default_factory=list)
+
+    def with_given(self, commands: Sequence[str], hosts: Sequence[str]) -> AllowLists:
+        """These lists with the flags an attempt was given."""
+        return AllowLists(list(self.commands), list(self.hosts), list(commands), list(hosts))
 
 
 @dataclass

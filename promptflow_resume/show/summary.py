@@ -20,6 +20,7 @@ from ..progress import load_progress
 from ..progress.model import Run, run_models
 from ..progress.state import RunState, run_state
 from ..runview import StepRow, run_facts
+from .ghmarkdown import code, text
 from .timeline import duration_text
 
 #: The most characters the page may have: GitHub refuses a comment or job summary over
@@ -47,11 +48,9 @@ _ICONS = {
 
 
 def cell(value: object, limit: int = CELL_LIMIT) -> str:
-    """``value`` as one Markdown table cell: one line, pipes escaped, cut to ``limit``."""
-    text = " ".join(str(value).split())
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
+    """``value`` as one Markdown table cell or line of prose: inert on GitHub (no HTML, link,
+    image or mention a file could slip in; ``ghmarkdown.text``), cut to ``limit``."""
+    return text(value, limit)
 
 
 def _money(cost: float) -> str:
@@ -77,6 +76,13 @@ def _next_lines(run: Run, state: RunState, shown: str) -> list[str]:
             f"then `flow resume {shown}`."
         ]
     if status == "budget_exhausted":
+        unpriced = _unpriced_model(run)
+        if unpriced is not None:
+            return [
+                f"Give the price of {code(unpriced, 80)}, which flow does not know, and resume: "
+                f"{code(f'flow resume {shown} --price {unpriced}=IN/OUT', 300)} (USD per million "
+                "input/output tokens; the action's `prices` input does the same)."
+            ]
         return [
             f"Raise the limit that was reached and resume: `flow resume {shown} --max-cost N` "
             "(or `--max-tokens N`, `--max-turns N`)."
@@ -92,23 +98,37 @@ def _next_lines(run: Run, state: RunState, shown: str) -> list[str]:
     return [f"Resume with `flow resume {shown}`."]
 
 
+def _unpriced_model(run: Run) -> str | None:
+    """The model a cost budget could not be kept on, for want of its price; None otherwise."""
+    from ..providers.givenprices import from_record
+    from ..providers.pricing import price_for
+
+    if "max_cost_usd" not in run.config.budget:
+        return None
+    used = next((a.model for a in reversed(run.attempts) if a.model), None)
+    model = used or run.config.model
+    if model is None or price_for(model, from_record(run.config.prices)) is not None:
+        return None
+    return model
+
+
 def _approval_lines(run: Run, shown: str) -> list[str]:
     waiting = [a for a in run.approvals if a.decision == "pending"]
     lines = [f"{len(waiting)} tool call(s) wait for approval:", ""]
     lines += ["| Call | Tool | Arguments | Why |", "|---|---|---|---|"]
     for held in waiting[:MAX_ITEMS]:
         lines.append(
-            f"| `{cell(held.call_id, 60)}` | {cell(held.tool, 60)} | {cell(held.preview)} "
+            f"| {code(held.call_id, 60)} | {code(held.tool, 60)} | {code(held.preview)} "
             f"| {cell(held.why)} |"
         )
     if len(waiting) > MAX_ITEMS:
         lines.append(f"| … | {len(waiting) - MAX_ITEMS} more | | |")
-    ids = " ".join(f"--call {cell(a.call_id, 60)}" for a in waiting[:MAX_ITEMS])
+    ids = " ".join(f"--call {a.call_id}" for a in waiting[:MAX_ITEMS])
     line = _front_matter_line(Path(shown), "approvals:")
     where = f"`{shown}:{line}`" if line else f"`{shown}`"
     lines += [
         "",
-        f"Approve with `flow approve {shown} {ids}` (or `--all`), deny with "
+        f"Approve with {code(f'flow approve {shown} {ids}', 2000)} (or `--all`), deny with "
         f"`flow deny {shown} --call ID --reason TEXT`, or set `decision: approved` / "
         f"`denied` under `approvals:` at {where}; then `flow resume {shown}`.",
     ]
@@ -163,7 +183,7 @@ def _tools(run: Run, path: Path) -> str:
     names += [t for t in run.attempts[-1].mcp_tools if t not in names] if run.attempts else []
     if not names:
         return "none"
-    shown = ", ".join(f"`{cell(n, 60)}`" for n in names[:MAX_ITEMS])
+    shown = ", ".join(code(n, 60) for n in names[:MAX_ITEMS])
     return shown + (f" and {len(names) - MAX_ITEMS} more" if len(names) > MAX_ITEMS else "")
 
 
@@ -173,6 +193,13 @@ def _pairs(values: dict[str, Any]) -> str:
     items = [f"{cell(k, 40)}: {cell(v, 60)}" for k, v in list(values.items())[:MAX_ITEMS]]
     more = f", and {len(values) - MAX_ITEMS} more" if len(values) > MAX_ITEMS else ""
     return ", ".join(items) + more
+
+
+def _allowed(listed: list[str], given: list[str], flag: str) -> str:
+    """What the workflow's list and the person's flag allowed, each said where it came from."""
+    parts = [f"{code(p, 60)} (workflow)" for p in listed[:MAX_ITEMS]]
+    parts += [f"{code(p, 60)} ({flag})" for p in given[:MAX_ITEMS]]
+    return ", ".join(parts) or "none"
 
 
 def _settings(run: Run, path: Path) -> list[str]:
@@ -186,8 +213,16 @@ def _settings(run: Run, path: Path) -> list[str]:
         ("Parameters", _pairs(config.params)),
         ("Budget", _pairs(config.budget)),
         ("Tools offered", _tools(run, path)),
-        ("Commands allowed", cell(", ".join(config.permissions.commands) or "none")),
-        ("Hosts allowed", cell(", ".join(config.permissions.hosts) or "none")),
+        (
+            "Commands allowed",
+            _allowed(
+                config.permissions.commands, config.permissions.given_commands, "--allow-commands"
+            ),
+        ),
+        (
+            "Hosts allowed",
+            _allowed(config.permissions.hosts, config.permissions.given_hosts, "--allow-fetch"),
+        ),
         ("Inputs", _pairs(run.inputs)),
         ("Attempts", str(len(run.attempts))),
     ]
@@ -209,7 +244,7 @@ def _changed_files(path: Path) -> list[str]:
     lines = [
         "### Changed files",
         "",
-        f"Branch `{cell(review.tree.branch, 100)}` against `{cell(review.tree.base[:12], 40)}`: "
+        f"Branch {code(review.tree.branch, 100)} against {code(review.tree.base[:12], 40)}: "
         f"{len(review.files)} file(s), +{review.insertions} −{review.deletions}, "
         f"{review.commits} commit(s).",
         "",
@@ -219,7 +254,7 @@ def _changed_files(path: Path) -> list[str]:
     for change in review.files[:MAX_FILES]:
         added = "bin" if change.insertions is None else str(change.insertions)
         removed = "bin" if change.deletions is None else str(change.deletions)
-        lines.append(f"| `{cell(change.path, 150)}` | {added} | {removed} |")
+        lines.append(f"| {code(change.path, 150)} | {added} | {removed} |")
     if len(review.files) > MAX_FILES:
         lines.append(f"| … {len(review.files) - MAX_FILES} more files | | |")
     return lines
@@ -253,7 +288,7 @@ def summary_text(
     lines = [
         f"## {icon} flow: {cell(title, 100)} — {state.status}",
         "",
-        f"Run `{run.run_id}` · step {run.cursor.index} of {total} · {usage.turns} turns · "
+        f"Run {code(run.run_id, 80)} · step {run.cursor.index} of {total} · {usage.turns} turns · "
         f"{usage.total_tokens:,} tokens · {_money(usage.cost_usd)}",
     ]
     if state.reason:
@@ -272,11 +307,11 @@ def summary_text(
     if run.worktree is not None:
         lines += ["", *_changed_files(path)]
     lines += ["", *_links(shown, progress_link, report_link), ""]
-    text = "\n".join(lines)
-    if len(text) > SUMMARY_LIMIT:
-        cut = text.rfind("\n", 0, SUMMARY_LIMIT - 200)
-        text = text[:cut] + f"\n\n… summary cut at {SUMMARY_LIMIT:,} characters; see `{shown}`.\n"
-    return text
+    page = "\n".join(lines)
+    if len(page) > SUMMARY_LIMIT:
+        cut = page.rfind("\n", 0, SUMMARY_LIMIT - 200)
+        page = page[:cut] + f"\n\n… summary cut at {SUMMARY_LIMIT:,} characters; see `{shown}`.\n"
+    return page
 
 
 def pr_summary(

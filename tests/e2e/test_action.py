@@ -35,6 +35,7 @@ import yaml
 
 from tests.support import REPO
 from tests.support.flowproc import flow
+from tests.support.github import comment_event, pull_request, rest_api
 from tests.support.providers_server import (
     Canned,
     ModelServer,
@@ -119,6 +120,8 @@ def _substitute(text: str, inputs: dict[str, str], action_path: Path) -> str:
             return inputs[expression.removeprefix("inputs.")]
         if expression == "github.action_path":
             return str(action_path)
+        if expression == "github.token":
+            return ""  # no GitHub here: the local origin needs no token
         raise AssertionError(f"the test does not know ${{{{ {expression} }}}}")
 
     return re.sub(r"\$\{\{(.*?)\}\}", value, text)
@@ -139,12 +142,13 @@ def _job(
     given: dict[str, str],
     base_env: dict[str, str],
     install: bool,
+    branch: str = "feature",
 ) -> tuple[dict[str, str], str, Path, list[int]]:
-    """One job: check out ``feature`` in a fresh workspace and run the action's steps."""
+    """One job: check out ``branch`` in a fresh workspace and run the action's steps."""
     workspace = tmp / name / "workspace"
     runner_temp = tmp / "runner"  # one venv for both jobs: the install is the slow part
     runner_temp.mkdir(exist_ok=True)
-    _git("clone", "-q", "-b", "feature", str(origin), str(workspace), cwd=tmp)
+    _git("clone", "-q", "-b", branch, str(origin), str(workspace), cwd=tmp)
     event_path = tmp / name / "event.json"
     event_path.write_text(json.dumps(event), encoding="utf-8")
     output, summary = tmp / name / "output.txt", tmp / name / "summary.md"
@@ -236,7 +240,9 @@ def test_the_action_stops_for_approval_then_a_comment_resumes_the_same_file(
         "max-cost": "0.50",
         "seal-key": KEY,
     }
-    opened = {"pull_request": {"number": 7, "head": {"ref": "feature"}}, "number": 7}
+    base = _git("rev-parse", "main", cwd=origin).strip()
+    head = _git("rev-parse", "feature", cwd=origin).strip()
+    opened = {"pull_request": pull_request(7, base_sha=base, head_sha=head), "number": 7}
     outputs, summary, _ws, _ = _job(origin, tmp_path, opened, "job1", given, base_env, True)
     assert outputs["status"] == "awaiting_approval"
     assert outputs["exit-code"] == "15"
@@ -255,8 +261,16 @@ def test_the_action_stops_for_approval_then_a_comment_resumes_the_same_file(
     files = _git("show", "--name-only", "--format=", "feature", cwd=origin).split()
     assert files == ["flow-runs/pr-7.md"]
 
-    comment = {"issue": {"number": 7, "pull_request": {}}, "comment": {"body": "/flow approve"}}
-    again, summary2, _, _ = _job(origin, tmp_path, comment, "job2", given, base_env, False)
+    # The comment's job works in the base branch; GitHub keeps the head at refs/pull/7/head.
+    _git("update-ref", "refs/pull/7/head", "refs/heads/feature", cwd=origin)
+    head = _git("rev-parse", "feature", cwd=origin).strip()
+    comment = comment_event(7, "/flow approve", login="maintainer", association="MEMBER")
+    pulls = {7: pull_request(7, base_sha=base, head_sha=head)}
+    with rest_api(pulls) as (api, _):
+        base_env["GITHUB_API_URL"] = api
+        again, summary2, _, _ = _job(
+            origin, tmp_path, comment, "job2", given, base_env, False, branch="main"
+        )
     assert again["status"] == "completed", summary2
     assert again["exit-code"] == "0" and again["run-id"] == outputs["run-id"]
     assert summary2.startswith("## ✅ flow: stamp — completed")
@@ -323,22 +337,33 @@ def test_a_worktree_run_commits_its_branch_and_the_next_job_resumes_in_it(
     _git("init", "-q", "--bare", "-b", "main", str(bare), cwd=tmp_path)
     seed = tmp_path / "seed"
     _git("clone", "-q", str(bare), str(seed), cwd=tmp_path)
-    _git("checkout", "-q", "-b", "feature", cwd=seed)
+    _git("checkout", "-q", "-b", "main", cwd=seed)
     (seed / "writer.prompt.md").write_text(WRITER, encoding="utf-8")
     _git("add", ".", cwd=seed)
     _git("commit", "-qm", "workflow", cwd=seed)
+    _git("push", "-q", "origin", "main", cwd=seed)
+    _git("checkout", "-q", "-b", "feature", cwd=seed)
+    (seed / "change.txt").write_text("a change\n", encoding="utf-8")
+    _git("add", ".", cwd=seed)
+    _git("commit", "-qm", "the change", cwd=seed)
     _git("push", "-q", "origin", "feature", cwd=seed)
-    with ModelServer() as server:
+    base = _git("rev-parse", "main", cwd=seed).strip()
+    pulls: dict[int, dict[str, Any]] = {}
+    with ModelServer() as server, rest_api(pulls) as (api, _):
         server.responder = lambda received: next(turns)
         results = []
-        for job, event in enumerate(
-            [
-                {"number": 3, "pull_request": {"number": 3}},
-                {"issue": {"number": 3}, "comment": {"body": "/flow approve"}},
-            ]
-        ):
+        for job, branch in enumerate(["feature", "main"]):
+            head = _git("rev-parse", "feature", cwd=bare).strip()
+            _git("update-ref", "refs/pull/3/head", head, cwd=bare)
+            pull = pull_request(3, base_sha=base, head_sha=head)
+            event = (
+                {"number": 3, "pull_request": pull}
+                if job == 0
+                else comment_event(3, "/flow approve", login="lead", association="OWNER")
+            )
+            pulls[3] = pull
             workspace = tmp_path / f"job{job}" / "ws"
-            _git("clone", "-q", "-b", "feature", str(bare), str(workspace), cwd=tmp_path)
+            _git("clone", "-q", "-b", branch, str(bare), str(workspace), cwd=tmp_path)
             (tmp_path / f"job{job}" / "event.json").write_text(json.dumps(event), "utf-8")
             env = {
                 "GITHUB_WORKSPACE": str(workspace),
@@ -353,6 +378,8 @@ def test_a_worktree_run_commits_its_branch_and_the_next_job_resumes_in_it(
                 "INPUT_SHARE": "yes",
                 "INPUT_SEAL_KEY": KEY,
                 "OPENAI_API_KEY": "sk-test",
+                "GITHUB_API_URL": api,
+                "GITHUB_REPOSITORY": "team/project",
             }
             monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
             monkeypatch.chdir(workspace)
@@ -390,26 +417,41 @@ def test_a_command_without_a_run_writes_outputs_and_the_error_then_exits_9(
     from promptflow_resume.base.errors import InputError
     from promptflow_resume.ci import run_ci
 
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    _git("init", "-q", "-b", "main", cwd=workspace)
+    (workspace / "README.md").write_text("a project\n", encoding="utf-8")
+    _git("add", ".", cwd=workspace)
+    _git("commit", "-qm", "base", cwd=workspace)
+    head = _git("rev-parse", "HEAD", cwd=workspace).strip()
     event = tmp_path / "event.json"
-    event.write_text(json.dumps({"issue": {"number": 5}, "comment": {"body": "/flow approve"}}))
+    approve = comment_event(5, "/flow approve", login="lead", association="MEMBER")
+    event.write_text(json.dumps(approve))
     output, summary = tmp_path / "output.txt", tmp_path / "summary.md"
     env = {
-        "GITHUB_WORKSPACE": str(tmp_path),
+        "GITHUB_WORKSPACE": str(workspace),
         "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_EVENT_NAME": "issue_comment",
         "GITHUB_OUTPUT": str(output),
         "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_REPOSITORY": "team/project",
     }
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(InputError) as raised:
-        run_ci(env, set_env=monkeypatch.setenv, log=lambda text: None)
+    monkeypatch.chdir(workspace)
+    with rest_api({5: pull_request(5, base_sha=head, head_sha=head)}) as (api, _):
+        env["GITHUB_API_URL"] = api
+        with pytest.raises(InputError) as raised:
+            run_ci(env, set_env=monkeypatch.setenv, log=lambda text: None)
     assert "`/flow approve` found no run at flow-runs/pr-5.md" in str(raised.value)
     outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
     assert outputs["exit-code"] == "9" and outputs["status"] == ""
     assert outputs["progress-path"] == "flow-runs/pr-5.md"
     assert summary.read_text().startswith("## ❌ flow: the run did not go on\n\n")
-    event.write_text(json.dumps({"issue": {"number": 5}, "comment": {"body": "/flow merge"}}))
+    merge = comment_event(5, "/flow merge", login="lead", association="MEMBER")
+    event.write_text(json.dumps(merge))
     with pytest.raises(InputError, match="the commands are /flow approve"):
         run_ci(env, set_env=monkeypatch.setenv, log=lambda text: None)
-    event.write_text(json.dumps({"issue": {"number": 5}, "comment": {"body": "Looks good"}}))
-    with pytest.raises(InputError, match="input workflow is empty"):
-        run_ci(env, set_env=monkeypatch.setenv, log=lambda text: None)
+    # A comment that commands nothing does nothing, and the step ends well.
+    chatter = comment_event(5, "Looks good", login="lead", association="MEMBER")
+    event.write_text(json.dumps(chatter))
+    quiet = run_ci(env, set_env=monkeypatch.setenv, log=lambda text: None)
+    assert quiet.skipped is not None and quiet.step_exit == 0
