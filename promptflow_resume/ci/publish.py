@@ -99,7 +99,8 @@ def commit_run_files(
         git(["read-tree", head], workspace, env=env)
         names = [p.resolve().relative_to(workspace.resolve()).as_posix() for p in tops]
         # Files of the run's folders that are gone locally go from the commit too.
-        git(["rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "--", *names], workspace, env=env)
+        gone = ["rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "--", *names]
+        git(gone, workspace, env=env)
         redacted = 0
         for top in tops:
             for path in _regular_files(top):
