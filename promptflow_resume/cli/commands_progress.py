@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,12 +20,21 @@ if TYPE_CHECKING:
 def validate(
     paths: ProgressArgs,
     json_output: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="Accept only what this flow writes: no keys or entry fields it does not know, no "
+        "newer minor (a newer flow's file is otherwise read, its additions kept).",
+    ),
 ) -> None:
     """Check progress files completely: front matter, schema, transcript digests, journal and
     sidecars. Exit 0 when all are valid; otherwise the first failing file's exit code."""
+    from ..base import notices
     from ..progress import validate_files
 
-    validation = validate_files(paths)
+    with notices.withheld() if strict else contextlib.nullcontext():
+        # --strict's errors name what a notice would.
+        validation = validate_files(paths, strict=strict)
     if json_output:
         print_json(validation.to_dict())
     else:

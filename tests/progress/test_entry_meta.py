@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from promptflow_resume.base.errors import ProgressFormatError
-from promptflow_resume.progress import load_progress, parse, render
+from promptflow_resume.progress import FORMAT_VERSION, load_progress, parse, render
 from promptflow_resume.progress.examples import example_run
 from promptflow_resume.progress.model import Entry, EntryMeta, Run, TraceRef
 from promptflow_resume.progress.store import ProgressStore, journal_path
@@ -101,10 +101,10 @@ def test_the_metadata_survives_the_journal(tmp_path: Path) -> None:
 
 def test_a_version_6_file_is_upgraded_without_a_trace(tmp_path: Path) -> None:
     run = _plain_example()
-    text = render(run).replace("flow_progress: 7\n", "flow_progress: 6\n", 1)
+    text = render(run).replace(f"flow_progress: {FORMAT_VERSION}\n", "flow_progress: 6\n", 1)
     assert "trace:" not in text and " at=" not in text
     path = tmp_path / "progress.md"
     path.write_text(text, encoding="utf-8")
     loaded, _ = load_progress(path)
     assert loaded.trace is None and all(e.meta is None for e in loaded.transcript)
-    assert render(loaded).startswith("---\nflow_progress: 7\n")
+    assert render(loaded).startswith(f"---\nflow_progress: {FORMAT_VERSION}\n")
