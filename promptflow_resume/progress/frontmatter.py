@@ -593,9 +593,12 @@ def normalize_yaml_values(value: Any) -> Any:
     safe loader would construct a datetime, which JSON (and the schema) do not know.
     """
     if isinstance(value, dict):
-        return {k: normalize_yaml_values(v) for k, v in value.items()}
+        mapping = {k: normalize_yaml_values(v) for k, v in value.items()}
+        # A kept value keeps its one-line style (a front matter rebuilt from a run's, replayed).
+        return OneLine(mapping) if isinstance(value, OneLine) else mapping
     if isinstance(value, list):
-        return [normalize_yaml_values(v) for v in value]
+        items = [normalize_yaml_values(v) for v in value]
+        return OneLineList(items) if isinstance(value, OneLineList) else items
     if isinstance(value, _dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)

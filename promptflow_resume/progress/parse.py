@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import operator
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -1081,7 +1082,7 @@ def _tell(path: str, report: LoadReport) -> None:
     """Tell once that the file holds what this flow does not know (``notices``)."""
     text = format_notice(path, report.format, report.unknown)
     if text is not None:
-        notices.notify(f"format:{path}", text)
+        notices.notify(f"format:{os.path.abspath(path)}", text)
 
 
 def parse_bytes(
