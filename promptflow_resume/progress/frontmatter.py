@@ -155,6 +155,7 @@ def _attempt(a: Attempt) -> dict[str, Any]:
         out["agents"] = dict(a.agents)
     _put(out, "hooks", dict(a.hooks))
     _put(out, "until", a.until)
+    _put(out, "flow", a.flow)
     return out
 
 
@@ -510,6 +511,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
                 agents=dict(a.get("agents") or {}),
                 hooks=dict(a.get("hooks") or {}),
                 until=a.get("until"),
+                flow=a.get("flow"),
             )
             for a in data.get("attempts") or []
         ],

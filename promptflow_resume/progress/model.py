@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..base.release import VERSION
 from ..base.traceids import trace_id_for
 from .versions import FORMAT_MINOR as FORMAT_MINOR  # where the records' users import them
 from .versions import FORMAT_VERSION as FORMAT_VERSION
@@ -427,6 +428,9 @@ class Attempt:
     #: The attempt ended ``suspended`` at a provider's quota window: when the window opens
     #: (UTC, ISO 8601). Counted against ``--max-suspensions`` (docs/spec.md 4.18).
     until: str | None = None
+    #: The release of flow that ran the attempt (``0.2.0``): a shared file is run by several
+    #: installed copies of flow. None where it was not recorded (a flow before it was).
+    flow: str | None = None
 
     def add_notes(self, notes: Iterable[str]) -> None:
         """Record ``notes``; those that are ``EditNote`` go into ``edits`` too (as plain text)."""
@@ -724,6 +728,12 @@ class Run:
     #: to write them anew; an identical one keeps its recorded time (``at``), so the file's
     #: old lines do not change. Never written. Not compared.
     dropped_prompt: list[Entry] = field(default_factory=list, compare=False, repr=False)
+
+    def add_attempt(self, started: str, **fields: Any) -> Attempt:
+        """Append the attempt of this process (``n`` next, run by this flow) and return it."""
+        attempt = Attempt(n=len(self.attempts) + 1, started=started, flow=VERSION, **fields)
+        self.attempts.append(attempt)
+        return attempt
 
     def steps_done(self) -> int:
         """How many of the run's steps are completed."""

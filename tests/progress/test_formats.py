@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
+from promptflow_resume.base.release import VERSION
 from promptflow_resume.progress import ProgressStore, load_progress, parse, render
 from promptflow_resume.progress.model import FORMAT_MINOR, FORMAT_VERSION, MIN_FLOW
 from promptflow_resume.progress.parse import check_strict
@@ -88,3 +89,21 @@ def test_a_file_of_the_current_format_keeps_its_bytes_when_saved_again(name: str
     # matter and the conversation are the format, and stay as they were written.
     text = GOLDEN[name].read_text(encoding="utf-8")
     assert _parts(render(load_progress(GOLDEN[name])[0])) == _parts(text)
+
+
+def test_an_attempt_records_the_flow_that_ran_it(tmp_path: Path) -> None:
+    # attempts[].flow was added after v8.0.md was written, with no new number (docs/spec.md
+    # 2.5): the older file reads as attempts whose flow is not recorded, and keeps its bytes.
+    older, _ = load_progress(GOLDEN["v8.0"])
+    assert [a.flow for a in older.attempts] == [None]
+    progress = tmp_path / "progress.md"
+    shutil.copy(GOLDEN["v8.0"], progress)
+    store, run, _ = ProgressStore.open(progress)
+    try:
+        run.add_attempt("2026-11-29T09:00:00Z")
+        store.checkpoint(run)
+    finally:
+        store.close()
+    again, _ = load_progress(progress)
+    assert [a.flow for a in again.attempts] == [None, VERSION]
+    assert f"\n  flow: {VERSION}\n" in progress.read_text(encoding="utf-8")
