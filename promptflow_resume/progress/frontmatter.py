@@ -403,6 +403,19 @@ def _snapshots_from(data: Any) -> Snapshots | None:
     )
 
 
+def written_front_matter(
+    run: Run, *, entries: int, digest: str, path: str | Path, context: str
+) -> dict[str, Any]:
+    """The front matter a writer writes for ``run``: what this flow writes, checked against the
+    schema (``context`` starts the error of a failed check: a bug), then the keys ``run.kept``
+    holds put back where they were read (docs/spec.md 2.5)."""
+    from .schema import validate_front_matter
+
+    own = front_matter(run, entries=entries, digest=digest, keep=False)
+    validate_front_matter(own, path=path, context=context)
+    return merge(own, run.kept)
+
+
 def to_front_matter(run: Run) -> dict[str, Any]:
     """The front matter dict of ``run`` (key order fixed; empty optional keys omitted)."""
     return front_matter(run, entries=len(run.transcript), digest=transcript_digest(run.transcript))

@@ -49,16 +49,14 @@ from ..base.safeopen import open_append, open_regular, read_fd, refuse_special
 from ..flowfolder import make_folder
 from . import journal
 from .digest import Chain, entry_digest
-from .frontmatter import front_matter, read_front_matter
+from .frontmatter import front_matter, read_front_matter, written_front_matter
 from .location import progress_file
 from .migrations import upgrade_front_matter
 from .model import FORMAT_VERSION, Entry, EntryMeta, LoadReport, Run, meta_from_fields
 from .owner import owner_alive, owner_path, read_owner, write_owner
 from .parse import parse_bytes
 from .render import document_head, document_tail, entry_block, marker_value
-from .schema import validate_front_matter
 from .sidecar import folder_name, read_checked, write_sidecar
-from .unknown import merge
 from .versions import flow_is_older_than, min_flow_error
 
 #: Progress files larger than this are refused unread. A run keeps large outputs in sidecar
@@ -739,15 +737,13 @@ class ProgressStore:
         digests = places.digests[:kept] + digests
         chain = Chain(zip((e.id for e in transcript), digests, strict=True))
         run.journal_seq = self._seq
-        # What this flow writes is checked against the schema; the keys a newer flow wrote
-        # are put back afterwards, as they were read.
-        fm = front_matter(run, entries=len(transcript), digest=chain.root(), keep=False)
-        validate_front_matter(
-            fm,
+        fm = written_front_matter(
+            run,
+            entries=len(transcript),
+            digest=chain.root(),
             path=self.path,
             context="refusing to write an invalid checkpoint (a bug in the caller): ",
         )
-        fm = merge(fm, run.kept)
         head = document_head(run, fm).encode("utf-8", "surrogatepass")
         rendered = [block.encode("utf-8", "surrogatepass") for block in blocks]
         data = b"".join(

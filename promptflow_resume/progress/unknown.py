@@ -15,7 +15,6 @@ unknown keys with it, and a new item has none::
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import yaml
@@ -149,17 +148,12 @@ def _node(root: yaml.Node | None, parts: list[Any]) -> yaml.Node | None:
     return node
 
 
-@functools.lru_cache(maxsize=1)
-def _root_schema() -> dict[str, Any]:
-    return load_schema("progress")
-
-
 def split(data: dict[str, Any], *, source: str | None = None) -> tuple[dict[str, Any], Kept | None]:
     """``data`` without the keys this flow does not know, and what to keep of it (None when
     the file holds nothing beyond what this flow writes). ``source``, the YAML text of
     ``data``, gives the unknown values their YAML style back."""
     walker = _Splitter()
-    known = walker.walk(data, _root_schema(), (), [])
+    known = walker.walk(data, load_schema("progress"), (), [])
     if not walker.found:
         return known, newer_only(data)
     root: yaml.Node | None = None

@@ -22,6 +22,7 @@ from promptflow_resume.ci import run_ci
 from promptflow_resume.cli import main
 from promptflow_resume.progress import ProgressStore, load_progress, render
 from promptflow_resume.progress.model import Entry
+from promptflow_resume.sharing import share
 from tests import support
 from tests.support.serve import Server
 
@@ -247,3 +248,19 @@ def test_a_newer_format_number_is_refused_naming_the_flow_it_needs(
     assert "it needs flow 0.5.0 or later (its min_flow)" in err
     assert "pip install 'promptflow-resume>=0.5.0'" in err
     assert path.read_bytes() == before
+
+
+def test_a_shared_copy_keeps_the_additions_with_their_secrets_redacted(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "s3cr3t-Value-0451"
+    path = workspace / "out" / "progress.md"
+    text = path.read_text(encoding="utf-8").replace("  by: alice\n", f"  by: {secret}\n", 1)
+    path.write_text(text.replace("by: alice}", f"by: 'x {secret}'}}", 1), encoding="utf-8")
+    monkeypatch.setenv("RELEASE_TOKEN", secret)
+    result = share(path, workspace / "shared" / "run.md")
+    copy = result.output.read_text(encoding="utf-8")
+    assert secret not in copy
+    assert "review:\n  by: '[REDACTED:RELEASE_TOKEN]'\n" in copy
+    assert "  trust: {commands: ['grep *'], by: 'x [REDACTED:RELEASE_TOKEN]'}\n" in copy
+    assert load_progress(result.output)[1].format == "8.1"
