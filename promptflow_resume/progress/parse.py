@@ -74,6 +74,8 @@ from .versions import format_notice, format_text, newer_format_error
 _MARK = "<!-- flow:"
 _ENTRY_RE = re.compile(r"<!-- flow:entry ([0-9]+) ([a-z_]+)((?: [^ ]+)*?) d=([0-9a-f]{16}) -->")
 _SECTION_RE = re.compile(r"<!-- flow:section ([a-z]+)(?: d=([0-9a-f]{16}))?(?: .*)? -->")
+#: The marker fields read above the entry's metadata (a malformed one is an error).
+_FIELDS = frozenset({"step", "call", "tool", "sidecar", "sha256", "bytes", "covers"})
 _COVERS = re.compile(r"[1-9][0-9]*-[1-9][0-9]*")
 _END_RE = re.compile(r"<!-- flow:end seq=([0-9]+) -->")
 _FENCE_OPEN = re.compile(r"(`{3,})([^`]*)")
@@ -339,8 +341,11 @@ def _parse_marker(sc: _Scanner, pos: int, line: str) -> tuple[Entry, str]:
                     f"{last}; a compaction covers earlier entries, first id not above the last.",
                 )
             entry.covers = (int(first), int(last))
-        elif (key in META_KEYS or FIELD_NAME.fullmatch(key)) and key not in meta:
-            # A field this flow does not know is a newer flow's: kept (docs/spec.md 2.5).
+        elif (
+            key in META_KEYS or (FIELD_NAME.fullmatch(key) and key not in _FIELDS)
+        ) and key not in meta:
+            # A field this flow does not know is a newer flow's: kept (docs/spec.md 2.5). One
+            # it knows with a malformed value is not.
             meta[key] = value
         else:
             raise sc.fail(
