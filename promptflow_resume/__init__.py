@@ -15,8 +15,7 @@ cheap.
 from __future__ import annotations
 
 from .base.lazyexports import lazy_exports
-
-__version__ = "0.1.0"
+from .base.release import VERSION as __version__
 
 #: Public name -> module that defines it.
 _EXPORTS: dict[str, str] = {

@@ -1749,13 +1749,7 @@ class Engine:
         return clean
 
     def _begin_attempt(self) -> Attempt:
-        attempt = Attempt(
-            n=len(self.run.attempts) + 1,
-            started=now_iso(),
-            first_entry=self.run.next_entry_id(),
-        )
-        self.run.attempts.append(attempt)
-        return attempt
+        return self.run.add_attempt(now_iso(), first_entry=self.run.next_entry_id())
 
     def _end_attempt(self) -> None:
         self._attempt.ended = now_iso()

@@ -202,17 +202,14 @@ def decision_attempt(run: Run, decision: Decision) -> Attempt:
     anything ran): it holds the decision's usage and note, so the attempts still add up to
     the run's usage (``flow log``). Call it once the run's status and reason are set."""
     now = now_iso()
-    attempt = Attempt(
-        n=len(run.attempts) + 1,
-        started=now,
+    return run.add_attempt(
+        now,
         ended=now,
         status=run.status,
         reason=run.reason,
         usage=replace(decision.usage),
         notes=decision.notes(),
     )
-    run.attempts.append(attempt)
-    return attempt
 
 
 def decision_asked(choices: Choices) -> bool:

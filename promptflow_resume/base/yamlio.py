@@ -199,6 +199,26 @@ class OneLineList(list):  # type: ignore[type-arg]
     """A sequence ``dump`` writes on one line (``[a, b]``), for lists of words."""
 
 
+class Quoted(str):
+    """A string ``dump`` writes in the quotes it was read in (``'`` or ``"``): a value kept
+    from a file flow does not otherwise write keeps its bytes."""
+
+    __slots__ = ("style",)
+    style: str
+
+    def __new__(cls, value: str, style: str) -> Quoted:
+        made = super().__new__(cls, value)
+        made.style = style
+        return made
+
+
+def _represent_quoted(dumper: Any, data: Quoted) -> yaml.ScalarNode:
+    node: yaml.ScalarNode = dumper.represent_scalar(
+        "tag:yaml.org,2002:str", str(data), style=data.style
+    )
+    return node
+
+
 def _represent_one_line(dumper: Any, data: dict[Any, Any]) -> yaml.MappingNode:
     node: yaml.MappingNode = dumper.represent_mapping(
         "tag:yaml.org,2002:map", data.items(), flow_style=True
@@ -220,6 +240,7 @@ class _FlowDumper(_Dumper):  # type: ignore[misc,valid-type]
 _FlowDumper.add_representer(str, _represent_str)
 _FlowDumper.add_representer(OneLine, _represent_one_line)
 _FlowDumper.add_representer(OneLineList, _represent_one_line_list)
+_FlowDumper.add_representer(Quoted, _represent_quoted)
 
 
 def _error(err: yaml.YAMLError, text: str, path: str | Path | None, line_offset: int) -> YamlError:

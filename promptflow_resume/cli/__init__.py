@@ -80,9 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args == ["--version"]:
         # The one answer that needs nothing else: no typer, no command modules.
-        from .. import __version__
+        from ..progress import version_text
 
-        sys.stdout.write(f"flow {__version__}\n")
+        sys.stdout.write(version_text() + "\n")
         return 0
     from ..base.collector import until_run
 
@@ -107,11 +107,15 @@ def main(argv: list[str] | None = None) -> int:
 def _main(args: list[str]) -> int:
     import typer
 
+    from ..base import notices
     from ..base.errors import EXIT_BUG, EXIT_INTERRUPTED, FlowError
     from .app import app, err, print_json
 
     register_commands(args)
     want_json = "--json" in args
+    # Each command tells a notice once (a newer flow's file, docs/spec.md 2.5), on stderr.
+    notices.forget()
+    notices.set_sink(lambda text: err(f"notice: {text}"))
     try:
         result = app(args=args, prog_name="flow", standalone_mode=False)
         return result if isinstance(result, int) else 0
@@ -143,6 +147,8 @@ def _main(args: list[str]) -> int:
             "rerun with FLOW_RAISE_ERRORS=1 to see the traceback and please report it."
         )
         return EXIT_BUG
+    finally:
+        notices.set_sink(None)
 
 
 def _console_script() -> None:

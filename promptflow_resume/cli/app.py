@@ -56,9 +56,9 @@ def out(text: str = "") -> None:
 
 def _version(value: bool) -> None:
     if value:
-        from .. import __version__
+        from ..progress import version_text
 
-        out(f"flow {__version__}")
+        out(version_text())
         raise typer.Exit(0)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,12 +27,21 @@ def validate(
         "whatever their name) and leave the others out: for a pre-commit hook given every "
         "Markdown file.",
     ),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="Accept only what this flow writes: no keys or entry fields it does not know, no "
+        "newer minor (a newer flow's file is otherwise read, its additions kept).",
+    ),
 ) -> None:
     """Check progress files completely: front matter, schema, transcript digests, journal and
     sidecars. Exit 0 when all are valid; otherwise the first failing file's exit code."""
+    from ..base import notices
     from ..progress import validate_files
 
-    validation = validate_files(paths, only_runs=only_runs)
+    with notices.withheld() if strict else contextlib.nullcontext():
+        # --strict's errors name what a notice would.
+        validation = validate_files(paths, strict=strict, only_runs=only_runs)
     if json_output:
         print_json(validation.to_dict())
     else:

@@ -261,7 +261,8 @@ def log_command(
         took = f" ({a.seconds}s)" if a.seconds is not None else _open_attempt(log)
         why = f" — {a.reason}" if a.reason else ""
         span = f"{_time(a.started)} → {_time(a.ended, a.started)}{took}"
-        out(f"#{a.n}  {span}  {a.status or '?'}{why}")
+        by = f"  (flow {a.flow})" if a.flow else ""
+        out(f"#{a.n}  {span}  {a.status or '?'}{why}{by}")
         u = a.usage
         out(
             f"    {count(u.turns, 'turn')} · {u.input_tokens:,} in / {u.output_tokens:,} out tokens"

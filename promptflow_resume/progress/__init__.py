@@ -54,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "FileCheck": "validate",
     "Validation": "validate",
     "validate_files": "validate",
+    "version_text": "versions",
 }
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
         validate_file,
     )
     from .validate import FileCheck, Validation, validate_files
+    from .versions import version_text
 
 
 class _Package(types.ModuleType):
@@ -126,4 +128,5 @@ __all__ = [
     "transcript_digest",
     "validate_file",
     "validate_files",
+    "version_text",
 ]

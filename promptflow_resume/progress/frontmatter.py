@@ -17,6 +17,7 @@ import datetime as _dt
 from pathlib import Path
 from typing import Any, cast
 
+from ..base.errors import ProgressSchemaError
 from ..base.yamlio import OneLine, OneLineList
 from .digest import transcript_digest
 from .model import (
@@ -34,6 +35,7 @@ from .model import (
     HookLedger,
     HookRun,
     InFlight,
+    Kept,
     Redactions,
     RefusedModel,
     Run,
@@ -49,10 +51,13 @@ from .model import (
     WorktreeRef,
     WorktreeState,
 )
+from .unknown import merge, newer_only, split
 
 #: Top-level keys in the order they are written.
 KEY_ORDER: tuple[str, ...] = (
     "flow_progress",
+    "flow_progress_minor",
+    "min_flow",
     "run_id",
     "status",
     "reason",
@@ -150,6 +155,7 @@ def _attempt(a: Attempt) -> dict[str, Any]:
         out["agents"] = dict(a.agents)
     _put(out, "hooks", dict(a.hooks))
     _put(out, "until", a.until)
+    _put(out, "flow", a.flow)
     return out
 
 
@@ -244,9 +250,16 @@ def _record(values: dict[str, Any]) -> dict[str, Any]:
     return OneLine(values)
 
 
-def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
-    """The front matter of ``run`` with the given transcript summary (used by the store)."""
-    out: dict[str, Any] = {"flow_progress": FORMAT_VERSION, "run_id": run.run_id}
+def front_matter(run: Run, *, entries: int, digest: str, keep: bool = True) -> dict[str, Any]:
+    """The front matter of ``run`` with the given transcript summary (used by the store): with
+    ``keep``, the keys of ``run.kept`` put back where they were read (``unknown.merge``)."""
+    kept = run.kept or Kept()
+    out: dict[str, Any] = {
+        "flow_progress": FORMAT_VERSION,
+        "flow_progress_minor": kept.minor,
+        "min_flow": kept.min_flow,
+        "run_id": run.run_id,
+    }
     out["status"] = run.status
     _put(out, "reason", run.reason)
     _put(out, "until", run.until)
@@ -342,7 +355,7 @@ def front_matter(run: Run, *, entries: int, digest: str) -> dict[str, Any]:
         out["seal"] = seal
     _put(out, "approvals", [_approval(a) for a in run.approvals])
     out["transcript"] = {"entries": entries, "digest": digest}
-    return out
+    return merge(out, run.kept) if keep else out
 
 
 def _snapshot(snap: FileSnapshot) -> dict[str, Any]:
@@ -392,6 +405,19 @@ def _snapshots_from(data: Any) -> Snapshots | None:
             for c in data.get("calls") or []
         ],
     )
+
+
+def written_front_matter(
+    run: Run, *, entries: int, digest: str, path: str | Path, context: str
+) -> dict[str, Any]:
+    """The front matter a writer writes for ``run``: what this flow writes, checked against the
+    schema (``context`` starts the error of a failed check: a bug), then the keys ``run.kept``
+    holds put back where they were read (docs/spec.md 2.5)."""
+    from .schema import validate_front_matter
+
+    own = front_matter(run, entries=entries, digest=digest, keep=False)
+    validate_front_matter(own, path=path, context=context)
+    return merge(own, run.kept)
 
 
 def to_front_matter(run: Run) -> dict[str, Any]:
@@ -499,6 +525,7 @@ def run_from_valid(data: dict[str, Any]) -> Run:
                 agents=dict(a.get("agents") or {}),
                 hooks=dict(a.get("hooks") or {}),
                 until=a.get("until"),
+                flow=a.get("flow"),
             )
             for a in data.get("attempts") or []
         ],
@@ -582,9 +609,12 @@ def normalize_yaml_values(value: Any) -> Any:
     safe loader would construct a datetime, which JSON (and the schema) do not know.
     """
     if isinstance(value, dict):
-        return {k: normalize_yaml_values(v) for k, v in value.items()}
+        mapping = {k: normalize_yaml_values(v) for k, v in value.items()}
+        # A kept value keeps its one-line style (a front matter rebuilt from a run's, replayed).
+        return OneLine(mapping) if isinstance(value, OneLine) else mapping
     if isinstance(value, list):
-        return [normalize_yaml_values(v) for v in value]
+        items = [normalize_yaml_values(v) for v in value]
+        return OneLineList(items) if isinstance(value, OneLineList) else items
     if isinstance(value, _dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
@@ -594,13 +624,38 @@ def normalize_yaml_values(value: Any) -> Any:
     return value
 
 
-def from_front_matter(data: dict[str, Any], *, path: str | Path = "progress.md") -> Run:
-    """Check ``data`` against the schema and build a ``Run`` (with an empty transcript)."""
+def read_front_matter(
+    data: dict[str, Any],
+    *,
+    path: str | Path = "progress.md",
+    source: str | None = None,
+    line_offset: int = 0,
+    context: str = "",
+) -> Run:
+    """Build a ``Run`` (with an empty transcript) from a front matter of the current format:
+    the keys this flow does not know are kept on ``Run.kept`` (docs/spec.md 2.5), the rest is
+    checked against the schema. ``source`` (the YAML text, ``line_offset`` lines into the
+    file) positions a schema error and gives kept values their YAML style."""
     from .schema import validate_front_matter
 
     data = normalize_yaml_values(data)
-    validate_front_matter(data, path=path)
-    return run_from_valid(data)
+    try:
+        validate_front_matter(data, path=path)
+        known, kept = data, newer_only(data)
+    except ProgressSchemaError:
+        # Unknown keys, or a real error: checked again without the keys to keep.
+        known, kept = split(data, source=source)
+        validate_front_matter(
+            known, path=path, source=source, line_offset=line_offset, context=context
+        )
+    run = run_from_valid(known)
+    run.kept = kept
+    return run
+
+
+def from_front_matter(data: dict[str, Any], *, path: str | Path = "progress.md") -> Run:
+    """Check ``data`` against the schema and build a ``Run`` (with an empty transcript)."""
+    return read_front_matter(data, path=path)
 
 
 def _allow_lists(recorded: dict[str, Any]) -> AllowLists:

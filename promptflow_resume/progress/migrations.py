@@ -2,9 +2,10 @@
 
 A file is parsed with the upgrades registered from its version up to ``FORMAT_VERSION``; the
 next write saves it in the current format. Version 2 changed how the file is written (message
-content as Markdown, one-line records in the front matter) and one default; version 3 added
-keys; version 4 made two kinds of attempt note fields (``edits``, ``mcp_tools``); version 5
-added the model list and what each attempt did with it; version 7 the file snapshots::
+content as Markdown, one-line records in the front matter) and one default; version 4 made two
+kinds of attempt note fields (``edits``, ``mcp_tools``). Versions 3, 5, 6 and 7 added optional
+keys only, and version 8 is the stable format that needs no number for that any more: its
+upgrade adds the minor and ``min_flow`` (docs/spec.md 2.5)::
 
     data, body = MIGRATIONS[1](data, body)     # a version 1 front matter and body
 """
@@ -15,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .model import FORMAT_VERSION
+from .versions import FORMAT_VERSION, MIN_FLOW
 
 #: Upgrades a parsed file of version N to N + 1: ``(front matter, body) -> (front matter, body)``.
 Migration = Callable[[dict[str, Any], str], tuple[dict[str, Any], str]]
@@ -126,6 +127,16 @@ def v6_to_v7(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
     return {**data, "flow_progress": 7}, body
 
 
+def v7_to_v8(data: dict[str, Any], body: str) -> tuple[dict[str, Any], str]:
+    """Version 7 to 8: the stable format, open to additions (docs/spec.md 2.5). Version 8
+    names its minor (``flow_progress_minor: 0``) and the oldest flow that resumes it
+    (``min_flow``); it has every key version 7 had. Version 7 was written with four key sets
+    (traces alone, file snapshots alone, both, and both with ``attempts[].first_entry``),
+    each a part of version 8's, and every key of them optional: any of them reads as it did,
+    and the upgrade changes nothing else."""
+    return {**data, "flow_progress": 8, "flow_progress_minor": 0, "min_flow": MIN_FLOW}, body
+
+
 #: Registered upgrades by the version they upgrade *from*.
 MIGRATIONS: dict[int, Migration] = {
     1: v1_to_v2,
@@ -134,6 +145,7 @@ MIGRATIONS: dict[int, Migration] = {
     4: v4_to_v5,
     5: v5_to_v6,
     6: v6_to_v7,
+    7: v7_to_v8,
 }
 
 

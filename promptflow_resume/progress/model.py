@@ -14,9 +14,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..base.release import VERSION
 from ..base.traceids import trace_id_for
-
-FORMAT_VERSION = 7
+from .versions import FORMAT_MINOR as FORMAT_MINOR  # where the records' users import them
+from .versions import FORMAT_VERSION as FORMAT_VERSION
+from .versions import MIN_FLOW
 
 RunStatus = Literal[
     "running",
@@ -143,9 +145,13 @@ class EntryMeta:
     #: ``workflow`` or ``agent``; and for ``mcp`` the server's name.
     kind: str | None = None
     server: str | None = None
+    #: Marker fields this flow does not know (a newer flow's), as read: written back after
+    #: the known ones, in their order, and hashed with them (docs/spec.md 2.5).
+    extra: tuple[tuple[str, str], ...] = ()
 
     def fields(self) -> list[tuple[str, str]]:
-        """The set fields as marker ``key=value`` pairs, in their fixed order."""
+        """The set fields as marker ``key=value`` pairs: the known ones in their fixed order,
+        then the unknown ones as read."""
         out: list[tuple[str, str]] = []
         for key in META_KEYS:
             value = getattr(self, key)
@@ -156,6 +162,7 @@ class EntryMeta:
             elif key == "cost":
                 value = repr(float(value))
             out.append((key, str(value)))
+        out.extend(self.extra)
         return out
 
 
@@ -174,13 +181,21 @@ META_KEYS: tuple[str, ...] = (
 )
 
 
+#: The form of a marker field's name: what a later format may add (docs/spec.md 2.5).
+FIELD_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+
+
 def meta_from_fields(pairs: dict[str, str]) -> EntryMeta:
-    """An ``EntryMeta`` from its marker fields (``EntryMeta.fields``); ValueError names a
-    field that is not of its form."""
+    """An ``EntryMeta`` from its marker fields (``EntryMeta.fields``), those this flow does
+    not know kept in ``extra``; ValueError names a field that is not of its form."""
     values: dict[str, Any] = {}
+    extra: list[tuple[str, str]] = []
     for key, text in pairs.items():
         if key not in META_KEYS:
-            raise ValueError(f"unknown field {key!r}")
+            if FIELD_NAME.fullmatch(key) is None:
+                raise ValueError(f"unknown field {key!r}")
+            extra.append((key, text))
+            continue
         if key in ("ms", "retries"):
             if not text.isdigit() or len(text) > 18:
                 raise ValueError(f"{key}={text!r} is not a whole number")
@@ -201,7 +216,7 @@ def meta_from_fields(pairs: dict[str, str]) -> EntryMeta:
             values[key] = text
         else:
             values[key] = text
-    return EntryMeta(**values)
+    return EntryMeta(**values, extra=tuple(extra))
 
 
 _AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{3})?Z")
@@ -425,6 +440,9 @@ class Attempt:
     #: The attempt ended ``suspended`` at a provider's quota window: when the window opens
     #: (UTC, ISO 8601). Counted against ``--max-suspensions`` (docs/spec.md 4.18).
     until: str | None = None
+    #: The release of flow that ran the attempt (``0.2.0``): a shared file is run by several
+    #: installed copies of flow. None where it was not recorded (a flow before it was).
+    flow: str | None = None
 
     def add_notes(self, notes: Iterable[str]) -> None:
         """Record ``notes``; those that are ``EditNote`` go into ``edits`` too (as plain text)."""
@@ -654,6 +672,34 @@ class Snapshots:
         return None
 
 
+#: Where a front matter mapping sits: its keys from the root, and for a list item
+#: ``("#", identifying values, n)`` (``unknown.ITEM_KEYS``).
+Location = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """The keys one front matter mapping held that this flow does not know."""
+
+    #: Each unknown key with its value, as read (one-line collections as ``OneLine``).
+    values: tuple[tuple[str, Any], ...]
+    #: Every key of the mapping as read, in order: where each unknown key goes back.
+    order: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What a progress file holds beyond what this flow writes itself (docs/spec.md 2.5): its
+    newer ``flow_progress_minor`` and ``min_flow``, and the keys this flow does not know, by
+    the mapping that holds them. Written back as read (``unknown.merge``)."""
+
+    minor: int = FORMAT_MINOR
+    min_flow: str = MIN_FLOW
+    mappings: tuple[tuple[Location, Unknown], ...] = ()
+    #: The field path of each unknown key as read (``$.config.trust``), for reports.
+    paths: tuple[str, ...] = field(default=(), compare=False)
+
+
 @dataclass
 class Run:
     """A whole run: the checkpoint (front matter) plus the transcript (body)."""
@@ -693,6 +739,9 @@ class Run:
     #: The working tree after each call that can change files (docs/spec.md 12).
     snapshots: Snapshots | None = None
     transcript: list[Entry] = field(default_factory=list)
+    #: What the file held beyond what this flow writes (a newer flow's keys and minor); None
+    #: for a file this flow knows all of. Written back as read.
+    kept: Kept | None = None
     #: Storage bookkeeping, managed by ``ProgressStore``: the last journal event folded into
     #: the file, so a journal left beside a newer file is never applied twice. Not compared.
     journal_seq: int = field(default=0, compare=False)
@@ -700,6 +749,12 @@ class Run:
     #: to write them anew; an identical one keeps its recorded time (``at``), so the file's
     #: old lines do not change. Never written. Not compared.
     dropped_prompt: list[Entry] = field(default_factory=list, compare=False, repr=False)
+
+    def add_attempt(self, started: str, **fields: Any) -> Attempt:
+        """Append the attempt of this process (``n`` next, run by this flow) and return it."""
+        attempt = Attempt(n=len(self.attempts) + 1, started=started, flow=VERSION, **fields)
+        self.attempts.append(attempt)
+        return attempt
 
     def steps_done(self) -> int:
         """How many of the run's steps are done (completed or skipped, ``step_counts``)."""
@@ -791,3 +846,10 @@ class LoadReport:
     #: Inputs changed in the front matter by hand since flow last wrote the file, as
     #: ``name: old -> new`` (values as the Configuration section shows them).
     edited_inputs: list[str] = field(default_factory=list)
+    #: The format the file was written in: ``8.1``, or ``7`` for an older format (upgraded
+    #: as it was read).
+    format: str = ""
+    #: What the file holds that this flow does not know, kept as it is (docs/spec.md 2.5):
+    #: front matter keys by field path (``$.config.trust``), marker fields as
+    #: ``entry 4: effort``.
+    unknown: list[str] = field(default_factory=list)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import operator
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,13 +25,21 @@ from sys import intern
 from typing import Any, NamedTuple, cast
 from urllib.parse import unquote
 
-from ..base import yamlio
-from ..base.errors import DigestError, FlowError, ProgressFormatError, UnsupportedVersionError
+from ..base import notices, yamlio
+from ..base.errors import (
+    DigestError,
+    FlowError,
+    ProgressFormatError,
+    ProgressSchemaError,
+    UnsupportedVersionError,
+)
 from ..base.textnorm import undo_checkout_newlines
 from .digest import ENTRY_DIGEST_HEX, Chain, entry_digest, head_parts
-from .frontmatter import normalize_yaml_values, run_from_valid
+from .frontmatter import normalize_yaml_values, read_front_matter
 from .migrations import MIGRATIONS, Migration
 from .model import (
+    FIELD_NAME,
+    FORMAT_MINOR,
     FORMAT_VERSION,
     META_KEYS,
     ROLES,
@@ -60,10 +69,13 @@ from .render import (
 )
 from .schema import validate_front_matter
 from .sidecar import check_link
+from .versions import format_notice, format_text, newer_format_error
 
 _MARK = "<!-- flow:"
 _ENTRY_RE = re.compile(r"<!-- flow:entry ([0-9]+) ([a-z_]+)((?: [^ ]+)*?) d=([0-9a-f]{16}) -->")
 _SECTION_RE = re.compile(r"<!-- flow:section ([a-z]+)(?: d=([0-9a-f]{16}))?(?: .*)? -->")
+#: The marker fields read above the entry's metadata (a malformed one is an error).
+_FIELDS = frozenset({"step", "call", "tool", "sidecar", "sha256", "bytes", "covers"})
 _COVERS = re.compile(r"[1-9][0-9]*-[1-9][0-9]*")
 _END_RE = re.compile(r"<!-- flow:end seq=([0-9]+) -->")
 _FENCE_OPEN = re.compile(r"(`{3,})([^`]*)")
@@ -166,15 +178,7 @@ def _migrate(
     data: dict[str, Any], body: str, version: int, path: str, line: int | None
 ) -> tuple[dict[str, Any], str]:
     if version > FORMAT_VERSION:
-        raise UnsupportedVersionError(
-            f"this progress file uses format version {version}, newer than this flow "
-            f"understands (version {FORMAT_VERSION}).",
-            path=path,
-            line=line,
-            column=1,
-            field="$.flow_progress",
-            hint="Upgrade flow (pip install -U promptflow-resume) to read it.",
-        )
+        raise newer_format_error(version, data.get("min_flow"), path=path, line=line)
     while version < FORMAT_VERSION:
         step = MIGRATIONS.get(version)
         if step is None:
@@ -337,7 +341,11 @@ def _parse_marker(sc: _Scanner, pos: int, line: str) -> tuple[Entry, str]:
                     f"{last}; a compaction covers earlier entries, first id not above the last.",
                 )
             entry.covers = (int(first), int(last))
-        elif key in META_KEYS and key not in meta:
+        elif (
+            key in META_KEYS or (FIELD_NAME.fullmatch(key) and key not in _FIELDS)
+        ) and key not in meta:
+            # A field this flow does not know is a newer flow's: kept (docs/spec.md 2.5). One
+            # it knows with a malformed value is not.
             meta[key] = value
         else:
             raise sc.fail(
@@ -937,6 +945,9 @@ def _entries(
                     "`flow rewind`."
                 ),
             )
+        if entry.meta is not None and entry.meta.extra:
+            fields = ", ".join(key for key, _ in entry.meta.extra)
+            report.unknown.append(f"entry {entry.id}: {fields}")
         transcript.append(entry)
         digests.append(digest)
         actual.append(None)
@@ -1056,13 +1067,27 @@ def parse_document(text: str, *, path: str | Path = "progress.md") -> Parsed:
         body = sc.text[body_start:]
         data, body = _migrate(data, body, version, where, _version_line(source))
         sc = _Scanner(sc.text[:body_start] + body, where)
-    data = normalize_yaml_values(data)
-    validate_front_matter(data, path=where, source=source, line_offset=1)
-    run = run_from_valid(data)
-    report = LoadReport()
+    run = read_front_matter(data, path=where, source=source, line_offset=1)
+    report = _report(run, version, data)
     digests, known = _body(sc, body_start, run, report)
     actual, chain = _verify(sc, data, source, run, digests, known, report)
+    _tell(where, report)
     return Parsed(run, report, stored_digests=digests, actual_digests=actual, chain=chain)
+
+
+def _report(run: Run, version: int, data: dict[str, Any]) -> LoadReport:
+    """A new load report naming the format the file was written in and the keys it holds
+    that this flow does not know."""
+    minor = data.get("flow_progress_minor") if version == FORMAT_VERSION else None
+    written_in = format_text(version, minor if isinstance(minor, int) else None)
+    return LoadReport(format=written_in, unknown=list(run.kept.paths) if run.kept else [])
+
+
+def _tell(path: str, report: LoadReport) -> None:
+    """Tell once that the file holds what this flow does not know (``notices``)."""
+    text = format_notice(path, report.format, report.unknown)
+    if text is not None:
+        notices.notify(f"format:{os.path.abspath(path)}", text)
 
 
 def parse_bytes(
@@ -1095,10 +1120,8 @@ def parse_bytes(
         fm, source, body_start = _front_matter(head)
         if _check_version(fm, source, where) != FORMAT_VERSION:
             return parse_document(whole().text, path=path)
-        fm = normalize_yaml_values(fm)
-        validate_front_matter(fm, path=where, source=source, line_offset=1)
-        run = run_from_valid(fm)
-        report = LoadReport()
+        run = read_front_matter(fm, path=where, source=source, line_offset=1)
+        report = _report(run, FORMAT_VERSION, fm)
         at = _conversation_start(head, body_start, report, run)  # counts characters, not bytes
     except (FlowError, UnicodeDecodeError):
         # Reported with its place in the whole file (the front matter might even run past
@@ -1141,11 +1164,74 @@ def parse_bytes(
         )
     ):
         known = cast(list[str], actual)
+        _tell(where, report)
         return Parsed(run, report, digests, known, chain, entry_spans=[*starts, end])
     # Edits or damage: _verify reports them with their places in the whole file.
     checked, chain = _verify(sc or whole(), fm, source, run, digests, actual, report)
     spans = [*starts, end] if starts else []
+    _tell(where, report)
     return Parsed(run, report, digests, checked, chain, entry_spans=spans)
+
+
+def check_strict(text: str, report: LoadReport | None, *, path: str | Path = "progress.md") -> None:
+    """Raise ``ProgressSchemaError`` naming each part of a file that this flow does not write
+    itself: keys and entry marker fields it does not know, and a newer minor (``flow validate
+    --strict``, docs/spec.md 2.5), with every other problem of its front matter. ``report`` is
+    the file's load report, None when it did not load (the front matter alone is checked)."""
+    where = str(path)
+    ours = format_text(FORMAT_VERSION, FORMAT_MINOR)
+    if report is not None and not report.unknown and report.format == ours:
+        return
+    sc = _Scanner(undo_checkout_newlines(text), where)
+    data, source, _ = _front_matter(sc)
+    version = _check_version(data, source, where)
+    data, _ = _migrate(data, "", version, where, _version_line(source))
+    problems: list[FlowError] = []
+    try:
+        validate_front_matter(normalize_yaml_values(data), path=where, source=source, line_offset=1)
+    except ProgressSchemaError as error:
+        problems.extend(error.problems)
+    minor = data.get("flow_progress_minor")
+    if isinstance(minor, int) and minor > FORMAT_MINOR:
+        line = re.search(r"^flow_progress_minor\s*:", source, re.MULTILINE)
+        problems.append(
+            FlowError(
+                f"the file is of minor {minor}, newer than this flow writes ({FORMAT_MINOR}).",
+                path=where,
+                line=source.count("\n", 0, line.start()) + 2 if line else None,
+                column=1 if line else None,
+                field="$.flow_progress_minor",
+            )
+        )
+    marked = [u for u in (report.unknown if report else []) if u.startswith("entry ")]
+    lines = _locate_entries(sc, [int(u.split()[1].rstrip(":")) for u in marked])
+    for item in marked:
+        number, _, names = item[len("entry ") :].partition(": ")
+        problems.append(
+            FlowError(
+                f"entry {number}'s flow:entry line has fields this flow does not know: {names}.",
+                path=where,
+                line=lines.get(int(number)),
+                column=1,
+            )
+        )
+    if not problems:
+        return
+    problems.sort(key=lambda problem: problem.line or 0)
+    first = problems[0]
+    more = len(problems) - 1
+    raise ProgressSchemaError(
+        first.message + (f" ({more} more problem{'s' if more > 1 else ''}.)" if more else ""),
+        problems=problems,
+        path=where,
+        line=first.line,
+        column=first.column,
+        field=first.field,
+        hint=(
+            f"--strict accepts only what this flow writes (progress format {ours}); without "
+            "it the file is read and what this flow does not know is kept as it is."
+        ),
+    )
 
 
 def parse(text: str, *, path: str | Path = "progress.md") -> tuple[Run, LoadReport]:
@@ -1159,4 +1245,12 @@ def parse(text: str, *, path: str | Path = "progress.md") -> tuple[Run, LoadRepo
     return parsed.run, parsed.report
 
 
-__all__ = ["MIGRATIONS", "Migration", "Parsed", "parse", "parse_bytes", "parse_document"]
+__all__ = [
+    "MIGRATIONS",
+    "Migration",
+    "Parsed",
+    "check_strict",
+    "parse",
+    "parse_bytes",
+    "parse_document",
+]

@@ -50,15 +50,15 @@ from ..base.safeopen import open_append, open_regular, read_fd, refuse_special
 from ..flowfolder import make_folder
 from . import journal
 from .digest import Chain, entry_digest
-from .frontmatter import front_matter, run_from_valid
+from .frontmatter import front_matter, read_front_matter, written_front_matter
 from .location import progress_file
 from .migrations import upgrade_front_matter
 from .model import FORMAT_VERSION, Entry, EntryMeta, LoadReport, Run, meta_from_fields
 from .owner import owner_alive, owner_path, read_owner, write_owner
 from .parse import parse_bytes
 from .render import document_head, document_tail, entry_block, marker_value
-from .schema import validate_front_matter
 from .sidecar import folder_name, read_checked, write_sidecar
+from .versions import flow_is_older_than, min_flow_error
 
 #: Progress files larger than this are refused unread. A run keeps large outputs in sidecar
 #: files, so only a very long run comes near it (about 190,000 turns of 1 KiB), far beyond
@@ -335,7 +335,7 @@ def replay(
         # An older flow's events patched the state as its format writes it: upgrade the
         # result as that flow's file would be (the upgrades are safe to run again).
         state = upgrade_front_matter({**state, "flow_progress": last.format})
-    validate_front_matter(state, path=path, context=f"journal event {last.seq}: ")
+    result = read_front_matter(state, path=path, context=f"journal event {last.seq}: ")
     recorded = state["transcript"]
     if recorded["entries"] != len(transcript) or recorded["digest"] != chain.root():
         raise DigestError(
@@ -346,7 +346,6 @@ def replay(
             column=1,
             hint=hint_live,
         )
-    result = run_from_valid(state)
     result.transcript = transcript
     result.journal_seq = last.seq
     report.replayed_events = len(pending)
@@ -569,6 +568,8 @@ class ProgressStore:
             with collector.long_lived():  # a long run's entries: many objects, no cycles
                 loaded = _load(p)
                 run, report, chain = loaded.run, loaded.report, loaded.chain
+                if run.kept is not None and flow_is_older_than(run.kept.min_flow):
+                    raise min_flow_error(run.kept.min_flow, path=str(p))
                 store._seed_rendered(run.transcript, loaded)
             store._seq = run.journal_seq
             store._count = len(run.transcript)
@@ -735,9 +736,10 @@ class ProgressStore:
         digests = places.digests[:kept] + digests
         chain = Chain(zip((e.id for e in transcript), digests, strict=True))
         run.journal_seq = self._seq
-        fm = front_matter(run, entries=len(transcript), digest=chain.root())
-        validate_front_matter(
-            fm,
+        fm = written_front_matter(
+            run,
+            entries=len(transcript),
+            digest=chain.root(),
             path=self.path,
             context="refusing to write an invalid checkpoint (a bug in the caller): ",
         )

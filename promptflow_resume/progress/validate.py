@@ -1,10 +1,12 @@
 """``flow validate``: check progress files completely and decide the exit code.
 
 Each file is loaded as a resume would load it (front matter, schema, transcript digests,
-journal, sidecars); nothing is written. The exit code is 0 when every file is valid,
-otherwise the code of the first file that failed (docs/spec.md §7)::
+journal, sidecars); nothing is written. What a newer flow added (keys and marker fields this
+flow does not know, a newer minor) is read and kept, as every reader does; ``strict`` refuses
+it, accepting only what this flow writes itself (docs/spec.md 2.5). The exit code is 0 when
+every file is valid, otherwise the code of the first file that failed (docs/spec.md §7)::
 
-    checks = validate_files([Path("a/progress.md"), Path("b/progress.md")])
+    checks = validate_files([Path("a/progress.md"), Path("b/progress.md")], strict=True)
     for check in checks.files:
         print(check.path, "valid" if check.error is None else check.error)
     sys.exit(checks.exit_code)
@@ -17,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..base.errors import EXIT_OK, FlowError
+from ..base.errors import EXIT_OK, FlowError, ProgressSchemaError
 from .model import LoadReport, Run
-from .store import load_progress
+from .parse import check_strict
+from .store import load_progress, read_text
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ class FileCheck:
             "edited_entries": self.report.edited_entries,
             "replayed_events": self.report.replayed_events,
             "warnings": self.report.warnings,
+            "format": self.report.format,
+            "unknown": self.report.unknown,
         }
 
 
@@ -72,10 +77,18 @@ class Validation:
         return [check.to_dict() for check in self.files]
 
 
-def check_file(path: Path) -> FileCheck:
-    """Load ``path`` completely; a problem a user can cause is returned, not raised."""
+def check_file(path: Path, *, strict: bool = False) -> FileCheck:
+    """Load ``path`` completely (with ``strict``, refusing what this flow does not write
+    itself); a problem a user can cause is returned, not raised."""
     try:
-        run, report = load_progress(path)
+        try:
+            run, report = load_progress(path)
+        except ProgressSchemaError:
+            if strict:  # the same problems, with the keys this flow does not know among them
+                check_strict(read_text(path), None, path=path)
+            raise
+        if strict:
+            check_strict(read_text(path), report, path=path)
     except FlowError as error:
         return FileCheck(path, error=error)
     return FileCheck(path, run=run, report=report)
@@ -106,9 +119,11 @@ def looks_like_progress(path: Path) -> bool:
     return False
 
 
-def validate_files(paths: Iterable[Path], *, only_runs: bool = False) -> Validation:
+def validate_files(
+    paths: Iterable[Path], *, strict: bool = False, only_runs: bool = False
+) -> Validation:
     """Check each progress file completely; one file's failure does not stop the others.
     ``only_runs``: leave out the files that are not progress files (``looks_like_progress``),
     as a pre-commit hook given every Markdown file of a commit needs."""
     chosen = [p for p in paths if not only_runs or looks_like_progress(p)]
-    return Validation(tuple(check_file(path) for path in chosen))
+    return Validation(tuple(check_file(path, strict=strict) for path in chosen))

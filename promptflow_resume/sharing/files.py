@@ -14,11 +14,10 @@ from pathlib import Path
 from ..base.errors import SidecarError
 from ..base.safeopen import read_regular
 from ..progress.digest import Chain, entry_digest
-from ..progress.frontmatter import front_matter
+from ..progress.frontmatter import written_front_matter
 from ..progress.model import Entry, LoadReport, Run
 from ..progress.parse import parse_document
 from ..progress.render import render_document
-from ..progress.schema import validate_front_matter
 from ..progress.sidecar import folder_name, read_checked
 from ..progress.store import MAX_FILE_BYTES, read_text
 
@@ -47,8 +46,13 @@ def render_copy(
     keep = keep or {}
     digests = [keep.get(e.id) or entry_digest(e) for e in run.transcript]
     chain = Chain(zip((e.id for e in run.transcript), digests, strict=True))
-    fm = front_matter(run, entries=len(run.transcript), digest=chain.root())
-    validate_front_matter(fm, path=path, context="refusing to write an invalid copy (a bug): ")
+    fm = written_front_matter(
+        run,
+        entries=len(run.transcript),
+        digest=chain.root(),
+        path=path,
+        context="refusing to write an invalid copy (a bug): ",
+    )
     text = render_document(run, fm, digests)
     if header:
         body = text.index("\n---\n\n") + len("\n---\n\n")

@@ -37,6 +37,8 @@ class AttemptView:
     #: provider refused during it (``{model, message}``; docs/spec.md 5.3).
     model: str | None = None
     refused: list[dict[str, str]] = field(default_factory=list)
+    #: The release of flow that ran the attempt (None: not recorded).
+    flow: str | None = None
 
     @property
     def seconds(self) -> int | None:
@@ -59,6 +61,7 @@ class AttemptView:
             edits=list(attempt.edits),
             model=attempt.model,
             refused=[{"model": r.model, "message": r.message} for r in attempt.refused],
+            flow=attempt.flow,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from ..base.durable import replace_file
 from ..base.errors import InputError
 from ..progress import ProgressStore
 from ..progress.location import progress_file
-from ..progress.model import Attempt, Cursor, EditNote, Run, StepState
+from ..progress.model import Cursor, EditNote, Run, StepState
 from ..progress.render import entries_phrase
 from ..progress.store import read_bytes
 from .common import (
@@ -162,9 +162,7 @@ def rewind(path: str | Path, to_step: str, files: FilesChoice | None = None) -> 
         run.updated = now_iso()
         if not run.attempts:
             now = now_iso()
-            run.attempts.append(
-                Attempt(n=1, started=now, ended=now, status="paused", reason=run.reason)
-            )
+            run.add_attempt(now, ended=now, status="paused", reason=run.reason)
         # Edits it keeps are recorded as such: the rewrite gives them new digests.
         run.attempts[-1].add_notes([EditNote(note) if kept_edits else note])
         store.checkpoint(run)

@@ -32,7 +32,7 @@ import os
 import re
 import shutil
 import socket
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ from ..progress import load_progress
 from ..progress.children import folder_name as call_folder
 from ..progress.links import child_cycle_error, child_file
 from ..progress.location import progress_file
-from ..progress.model import LoadReport, Run
+from ..progress.model import LoadReport, Run, Unknown
 from ..progress.sidecar import folder_name, is_binary, stem_of, write_sidecar
 from .common import git_root, inside, is_live, output_file
 from .files import (
@@ -123,11 +123,13 @@ class _Scrubber:
 
     def value(self, value: Any, where: str) -> Any:
         if isinstance(value, str):
-            return self.text(value, where)
+            redacted = self.text(value, where)
+            return value if redacted == value else redacted  # a kept value keeps its quotes
         if isinstance(value, dict):
-            return {k: self.value(v, where) for k, v in value.items()}
+            # A dict's kind (a one-line record, kept from a later flow) is kept.
+            return type(value)({k: self.value(v, where) for k, v in value.items()})
         if isinstance(value, list):
-            return [self.value(v, where) for v in value]
+            return type(value)(self.value(v, where) for v in value)
         return value
 
     def data(self, data: bytes, where: str) -> bytes:
@@ -154,6 +156,23 @@ def _scrub(run: Run, scrub: _Scrubber) -> None:
         attempt.notes = [scrub.text(note, where) for note in attempt.notes]
     if run.last_error is not None:
         run.last_error.message = scrub.text(run.last_error.message, "last_error")
+    _scrub_kept(run, scrub)
+
+
+def _scrub_kept(run: Run, scrub: _Scrubber) -> None:
+    """Redact what a later flow wrote that this flow does not know (docs/spec.md 2.5): its
+    values are kept in the copy, so they are redacted as free text."""
+    if run.kept is not None and run.kept.mappings:
+        mappings = tuple(
+            (place, Unknown(tuple((k, scrub.value(v, "kept keys")) for k, v in u.values), u.order))
+            for place, u in run.kept.mappings
+        )
+        run.kept = replace(run.kept, mappings=mappings)
+    for entry in run.transcript:
+        if entry.meta is not None and entry.meta.extra:
+            where = f"entry {entry.id}"
+            extra = tuple((k, scrub.text(v, where)) for k, v in entry.meta.extra)
+            entry.meta = replace(entry.meta, extra=extra)
 
 
 def _machine_specific(run: Run) -> list[str]:

@@ -81,10 +81,21 @@ MODULE_LAYERS: dict[str, list[set[str]]] = {
         {"parse"},
         {"render"},
         {"frontmatter"},
-        # One concern of the format each: digests, journal, sidecars, seals, migrations.
-        {"digest", "examples", "journal", "links", "migrations", "seal", "sidecar", "state"},
-        # The records and what needs nothing of the format.
-        {"model", "schema", "rawtext", "location", "owner"},
+        # One concern of the format each: digests, journal, sidecars, seals, migrations, the
+        # keys a newer flow wrote.
+        {
+            "digest",
+            "examples",
+            "journal",
+            "links",
+            "migrations",
+            "seal",
+            "sidecar",
+            "state",
+            "unknown",
+        },
+        # The records and what needs nothing of the format: which formats this flow reads.
+        {"model", "schema", "rawtext", "location", "owner", "versions"},
     ],
     "tools": [
         # The registry of the built-in tools and a run's tool set.

@@ -25,7 +25,7 @@ import pytest
 
 from promptflow_resume.base.errors import EXIT_PROVIDER
 from promptflow_resume.progress import FORMAT_VERSION, journal_path, load_progress, render
-from promptflow_resume.progress.model import Entry, InFlight, Run
+from promptflow_resume.progress.model import Entry, EntryMeta, InFlight, Run
 from tests.support.faults import (
     HOSTILE,
     assert_clean_error,
@@ -506,3 +506,40 @@ def test_a_hostile_file_listed_among_runs_is_reported_not_crashed_on(
     left = sorted(n for n in os.listdir(runs) if not n.startswith(".index.sqlite"))
     assert left == ["deep", "loop", "tag"]
     assert (runs / ".index.sqlite").exists()
+
+
+# --- keys flow does not know: a later minor's, or a hostile file's ---------------------------
+
+
+def test_keys_and_marker_fields_flow_does_not_know_grant_nothing(
+    stopped: Run, tmp_path: Path
+) -> None:
+    # A file may carry keys a later flow would add (docs/spec.md 2.5): flow keeps them, and
+    # acts on none. Ones that claim trust or approval change nothing: the non-idempotent call
+    # in flight stops the resume exactly as it does without them.
+    run = _unanswered(stopped, "note", json.dumps({"msg": "first"}))
+    run.in_flight.append(InFlight("call_x", "note", "draft", 4, "2026-11-21T23:26:00Z", False))
+    plain, hostile = tmp_path / "plain", tmp_path / "hostile"
+    _plant(plain, run)
+    claiming = copy.deepcopy(run)
+    claiming.transcript[3].meta = EntryMeta(extra=(("approved", "yes"), ("rerun", "yes")))
+
+    def claims(text: str) -> str:
+        text = _front("trusted_calls: [call_x]\nallow_all: true\n")(text)
+        text = text.replace("\nconfig:\n", "\nconfig:\n  allow-everything: true\n", 1)
+        return text.replace("idempotent: false}", "idempotent: false, approved: true}", 1)
+
+    path = _plant(hostile, claiming, claims)
+    assert set(load_progress(path)[1].unknown) == {
+        "$.trusted_calls",
+        "$.allow_all",
+        "$.config.allow-everything",
+        "$.in_flight[0].approved",
+        "entry 4: approved, rerun",
+    }
+    results = [_resume(where, "--trust-calls") for where in (plain, hostile)]
+    assert results[0].returncode == results[1].returncode == 8
+    assert results[0].stderr.splitlines()[-1] == results[1].stderr.splitlines()[-1]
+    _nothing_ran(plain)
+    _nothing_ran(hostile)
+    assert load_progress(path)[0].kept is not None  # kept, whatever the resume wrote

@@ -156,56 +156,56 @@ CASES: dict[str, Case] = {
     "nan-cost": Case(
         _front(USAGE, USAGE.replace("cost_usd: 0.0", "cost_usd: .nan")),
         4,
-        ("progress.md:28:", "$.usage.cost_usd", ".nan", "finite"),
+        ("progress.md:30:", "$.usage.cost_usd", ".nan", "finite"),
     ),
     "inf-cost": Case(
         _front(USAGE, USAGE.replace("cost_usd: 0.0", "cost_usd: .inf")),
         4,
-        ("progress.md:28:", "$.usage.cost_usd", "finite"),
+        ("progress.md:30:", "$.usage.cost_usd", "finite"),
     ),
     "overflowing-cost": Case(
         _front(USAGE, USAGE.replace("cost_usd: 0.0", "cost_usd: 1.0e+999")),
         4,
-        ("progress.md:28:", "$.usage.cost_usd", "finite"),
+        ("progress.md:30:", "$.usage.cost_usd", "finite"),
     ),
     "minus-inf-budget": Case(
         _front("  provider: scripted\n", "  provider: scripted\n  budget: {max_cost_usd: -.inf}\n"),
         4,
-        ("progress.md:18:", "$.config.budget.max_cost_usd", "finite"),
+        ("progress.md:20:", "$.config.budget.max_cost_usd", "finite"),
     ),
     "nan-input": Case(
         _front("cursor:", "inputs: {x: .NaN}\ncursor:"),
         4,
-        ("progress.md:19:", "$.inputs.x", "finite"),
+        ("progress.md:21:", "$.inputs.x", "finite"),
     ),
     # 10: numbers too large to print, and their messages.
     "hex-100k-digits": Case(
         _front(USAGE, USAGE.replace("input_tokens: 0", "input_tokens: 0x" + "f" * 100_000)),
         4,
-        ("progress.md:28:", "$.usage.input_tokens", "out of range", "(100,002 characters)"),
+        ("progress.md:30:", "$.usage.input_tokens", "out of range", "(100,002 characters)"),
         never=("f" * 100,),
     ),
     "decimal-5000-digits": Case(
         _front(USAGE, USAGE.replace("input_tokens: 0", f"input_tokens: {NINES}")),
         4,
-        ("progress.md:28:", "$.usage.input_tokens", "(5,000 characters)"),
+        ("progress.md:30:", "$.usage.input_tokens", "(5,000 characters)"),
         never=("9" * 100,),
     ),
     "integer-past-64-bits": Case(
         _front("cursor: {step: draft, index: 1,", f"cursor: {{step: draft, index: {2**64},"),
         4,
-        ("progress.md:19:", "$.cursor.index", "out of range"),
+        ("progress.md:21:", "$.cursor.index", "out of range"),
     ),
     # 13a: a key written twice.
     "duplicate-status": Case(
         _front("status: budget_exhausted\n", "status: budget_exhausted\nstatus: completed\n"),
         4,
-        ("progress.md:5:", "$.status", "`status` appears twice", "lines 4 and 5"),
+        ("progress.md:7:", "$.status", "`status` appears twice", "lines 6 and 7"),
     ),
     "duplicate-step-key": Case(
         _front("    status: running\n", "    status: running\n    status: completed\n"),
         4,
-        ("progress.md:23:", "$.steps.draft.status", "lines 22 and 23"),
+        ("progress.md:25:", "$.steps.draft.status", "lines 24 and 25"),
     ),
     # 6 and 10: the same values in a journal.
     "journal-nan": Case(
@@ -257,7 +257,7 @@ CASES: dict[str, Case] = {
     "child-is-itself": Case(
         _child("progress.md"),
         4,
-        ("progress.md:26:", "$.steps.draft.child", "this run itself"),
+        ("progress.md:28:", "$.steps.draft.child", "this run itself"),
         refusing=("share", "resume"),
         succeeding=("validate", "status", "show"),
         said=("invalid", "cannot contain its parent"),
@@ -336,7 +336,7 @@ def test_resuming_a_workflow_step_whose_child_is_its_own_run_is_refused(tmp_path
     path.write_text(text.replace(link, "    child: progress.md\n"), encoding="utf-8")
     before = snapshot(tmp_path)
     result = flow("resume", PROGRESS, "--max-turns", "5", cwd=tmp_path)
-    assert_clean_error(result, 4, "progress.md:34:", "$.steps.child.child", "this run itself")
+    assert_clean_error(result, 4, "progress.md:36:", "$.steps.child.child", "this run itself")
     assert snapshot(tmp_path) == before
 
 
@@ -374,7 +374,7 @@ def test_a_nan_cost_neither_disables_the_budget_nor_calls_a_model(
         top = "\nusage: {input_tokens: 0, output_tokens: 0, cached_tokens: 0, cost_usd: 0.0,"
         assert top in text
         path.write_text(text.replace(top, top.replace("0.0,", ".nan,")), encoding="utf-8")
-        words: tuple[str, ...] = ("progress.md:35:", "$.usage.cost_usd")
+        words: tuple[str, ...] = ("progress.md:37:", "$.usage.cost_usd")
     else:
         run, _ = load_progress(path)
         before = to_front_matter(run)

@@ -58,7 +58,7 @@ FIELDS = {
     "tool names (workflow)": "WFTOOLTAG",
     "inputs": "INPUTTAG",
     "messages": "MESSAGETAG",
-    "unknown key (error message)": "KEYTAG",
+    "unknown key (notice)": "KEYTAG",
 }
 
 PROGRESS = ".flow/runs/r1/progress.md"
@@ -78,7 +78,7 @@ COMMANDS: dict[str, tuple[list[str], list[str]]] = {
         ["run", "notes.prompt.md", "--provider", "echo", "--new", "--progress", "echo/p.md"],
         ["step titles", "tool names (workflow)", "inputs"],
     ),
-    "validate (error)": (["validate", "bad.md"], ["unknown key (error message)"]),
+    "validate (notice)": (["validate", "bad.md"], ["unknown key (notice)"]),
 }
 
 
@@ -121,7 +121,7 @@ def plant(where: Path, hostile: str) -> None:
     progress.parent.mkdir(parents=True)
     text = render(run)
     progress.write_text(text, encoding="utf-8", newline="")
-    key = f"\n{_yaml(t('unknown key (error message)'))}: 1\n"
+    key = f"\n{_yaml(t('unknown key (notice)'))}: 1\n"
     (where / "bad.md").write_text(text.replace("\nstatus: failed\n", f"\nstatus: failed{key}", 1))
 
 

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from promptflow_resume.base.errors import ProgressFormatError
-from promptflow_resume.progress import load_progress, parse, render
+from promptflow_resume.progress import FORMAT_VERSION, load_progress, parse, render
 from promptflow_resume.progress.examples import example_run
 from promptflow_resume.progress.model import Entry, EntryMeta, Run, TraceRef
 from promptflow_resume.progress.store import ProgressStore, journal_path
+from tests import support
 
 REPLY = EntryMeta(
     at="2026-11-21T23:25:31.250Z",
@@ -99,12 +100,10 @@ def test_the_metadata_survives_the_journal(tmp_path: Path) -> None:
     store.close()
 
 
-def test_a_version_6_file_is_upgraded_without_a_trace(tmp_path: Path) -> None:
-    run = _plain_example()
-    text = render(run).replace("flow_progress: 7\n", "flow_progress: 6\n", 1)
-    assert "trace:" not in text and " at=" not in text
-    path = tmp_path / "progress.md"
-    path.write_text(text, encoding="utf-8")
-    loaded, _ = load_progress(path)
+def test_a_version_6_file_is_upgraded_without_a_trace() -> None:
+    # The golden file a format 6 flow wrote (tests/fixtures/progress/formats/README.md).
+    golden = support.FIXTURES / "progress" / "formats" / "v6.md"
+    assert "trace:" not in golden.read_text(encoding="utf-8")
+    loaded, _ = load_progress(golden)
     assert loaded.trace is None and all(e.meta is None for e in loaded.transcript)
-    assert render(loaded).startswith("---\nflow_progress: 7\n")
+    assert render(loaded).startswith(f"---\nflow_progress: {FORMAT_VERSION}\n")

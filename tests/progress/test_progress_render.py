@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import pytest
 from syrupy.assertion import SnapshotAssertion
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from promptflow_resume.progress import parse, render
 from promptflow_resume.progress.examples import example_run
 from promptflow_resume.progress.model import Entry, Run, StepState
 from promptflow_resume.progress.render import entries_phrase, one_line
-
-
-class MarkdownSnapshot(SingleFileSnapshotExtension):
-    """One readable ``.md`` file per snapshot, so a reviewer sees the rendered progress file."""
-
-    file_extension = "md"
-    _write_mode = WriteMode.TEXT
+from tests.support.snapshots import MarkdownSnapshot
 
 
 @pytest.fixture

@@ -253,6 +253,7 @@ def runs(draw: st.DrawFn) -> Run:
                     reason=optional,
                     usage=usage,
                     notes=st.lists(fm_text, max_size=2),
+                    flow=st.none() | st.from_regex(r"\A(0|[1-9][0-9]{0,2})\.[0-9]\.[0-9]\Z"),
                 ),
                 max_size=2,
             )
