@@ -81,6 +81,42 @@ class _Countdown:
         return self.template.format(left=f"{left:.0f}s")
 
 
+class _Generating:
+    """The status line while a reply streams: tokens so far, their rate and the text's tail;
+    rich renders it afresh at each refresh, so a token costs a count, not a redraw."""
+
+    def __init__(self, head: str, usage: str) -> None:
+        self.head = head
+        self.usage = usage
+        self.tokens = 0
+        self.first: float | None = None
+        self.last = 0.0
+        self.tail = ""
+
+    def add(self, delta: str) -> None:
+        """One piece of reply text arrived."""
+        now = time.monotonic()
+        if self.first is None:
+            self.first = now
+        self.last = now
+        self.tokens += 1
+        self.tail = (self.tail + delta)[-200:]
+
+    def rate(self) -> float | None:
+        """Tokens per second since the first one (None until two have come)."""
+        if self.first is None or self.tokens < 2 or self.last <= self.first:
+            return None
+        return (self.tokens - 1) / (self.last - self.first)
+
+    def __rich__(self) -> str:
+        if not self.tokens:
+            return f"{self.head} · waiting for the first token · {self.usage}"
+        rate = self.rate()
+        per = f" · {rate:.1f} tokens/s" if rate is not None else ""
+        tail = " ".join(self.tail.split())[-48:]
+        return f"{self.head} · {count(self.tokens, 'token')}{per} · {self.usage} · …{tail}"
+
+
 class ConsoleReporter(Reporter):
     """Progress on stderr: on a terminal, a live line (step i of n, a spinner, tokens and
     cost) and a line per step and tool; without one (CI logs), a plain line as each step
@@ -97,6 +133,8 @@ class ConsoleReporter(Reporter):
         self._step = ""
         self._usage = Usage()
         self._step_began = (0.0, Usage())
+        #: The reply streaming now (None between replies).
+        self._generating: _Generating | None = None
         if live:
             from ..base.printing import console
 
@@ -117,7 +155,9 @@ class ConsoleReporter(Reporter):
 
     @staticmethod
     def _usage_text(usage: Usage) -> str:
-        return f"{usage.total_tokens:,} tokens · ${usage.cost_usd:.4f}"
+        # A model with no price costs nothing as counted, which is not $0 (docs/spec.md 5.4).
+        cost = f" · ${usage.cost_usd:.4f}" if usage.cost_usd else ""
+        return f"{usage.total_tokens:,} tokens{cost}"
 
     def _print(self, text: str) -> None:
         if self.live:
@@ -172,10 +212,23 @@ class ConsoleReporter(Reporter):
             from ..providers.echo import format_request
 
             self._print(f"--- request: step {step_id}, turn {turn} ---\n{format_request(request)}")
-        self._show(f"waiting for the model (turn {turn})")
+        self._generating = _Generating(f"{self._step} · turn {turn}", self._usage_text(self._usage))
+        self._show(self._generating)
+
+    def text(self, delta: str) -> None:
+        shown = self._generating
+        if not self.live or shown is None:
+            return
+        if not shown.tokens:  # after a retry's countdown the line shows the stream again
+            self._show(shown)
+        shown.add(delta)
 
     def model_reply(self, step_id: str, usage: Usage, run_usage: Usage) -> None:
         self._usage = run_usage
+        done, self._generating = self._generating, None
+        if done is not None and self.live and (rate := done.rate()) is not None:
+            tokens = usage.output_tokens or done.tokens
+            self._print(f"  · reply: {count(tokens, 'token')} at {rate:.1f} tokens/s")
         self._show("reply recorded")
 
     def tool_started(self, name: str, arguments: str, call_id: str = "") -> None:
@@ -189,6 +242,8 @@ class ConsoleReporter(Reporter):
             self._print(self._fit(f"  {mark} {name}: {summary}", 0))
 
     def retry(self, attempt: int, delay: float, message: str) -> None:
+        if self._generating is not None:  # the reply streams again from its start
+            self._generating = _Generating(self._generating.head, self._generating.usage)
         self._print(f"flow: provider error, retry {attempt} in {delay:.1f}s: {message}")
         self._show(
             _Countdown(

@@ -97,8 +97,7 @@ def install() -> Install:
 def _download(spec: str, into: Path) -> Path:
     """One distribution from the registry by name and version, through pip."""
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--no-deps"]
-        + ["-d", str(into), spec],
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(into), spec],
         check=True,
     )
     found = sorted(into.iterdir())
