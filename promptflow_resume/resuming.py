@@ -321,6 +321,7 @@ def _go_on(
         record=options.record,
         redactor=redactor,
         base_url=options.base_url,
+        timeouts=(options.idle_timeout, options.request_timeout),
     )
     engine = engine_options(state.wf, state.root, redactor, options)
     # The resume note says why the run stopped: as it was before the plan was applied.

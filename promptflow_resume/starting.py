@@ -111,6 +111,7 @@ def _start_in(
         record=options.record,
         redactor=redactor,
         base_url=options.base_url,
+        timeouts=(options.idle_timeout, options.request_timeout),
     )
     tools = build_tools(wf, root, skills=options.skills)
     servers = start_mcp(wf, root, tools, mcp, path, redactor)

@@ -16,7 +16,7 @@ from ..base.paths import display_path
 from ..base.wording import count
 from ..events import Reporter
 from ..progress.model import Run, Usage
-from ..providers.base import Request
+from ..providers.base import DEFAULT_IDLE_TIMEOUT, Request
 from .app import app, err, event_stream, out, print_json
 from .options import (
     AcceptPermissionsOpt,
@@ -30,6 +30,7 @@ from .options import (
     HandoffOpt,
     HandoffsOpt,
     HooksOpt,
+    IdleTimeoutOpt,
     InputOpt,
     InputsFileOpt,
     MaxCostOpt,
@@ -44,12 +45,14 @@ from .options import (
     NoInstructionsOpt,
     NoSkillsOpt,
     NoSnapshotsOpt,
+    NoStreamOpt,
     OnConsentOpt,
     OtelOpt,
     PriceOpt,
     PricesOpt,
     ProgressArg,
     ProviderOpt,
+    RequestTimeoutOpt,
     SelectionOpt,
     SkillsOpt,
     SummaryJson,
@@ -323,6 +326,9 @@ class _SharedFlags:
     max_tokens: int | None
     max_turns: int | None
     timeout: str | None
+    idle_timeout: str | None
+    request_timeout: str | None
+    no_stream: bool
     max_suspensions: int | None
     file: Path | None
     no_instructions: bool
@@ -349,7 +355,6 @@ class _SharedFlags:
     def options(
         self,
         interactive: bool,
-        live: bool,
         reporter: ConsoleReporter,
         stream: Reporter | None,
         selection: str | None = None,
@@ -378,7 +383,10 @@ class _SharedFlags:
             model=self.model,
             base_url=self.base_url,
             record=self.record,
-            stream=live,
+            stream=not self.no_stream,
+            idle_timeout=option_seconds("--idle-timeout", self.idle_timeout)
+            or DEFAULT_IDLE_TIMEOUT,
+            request_timeout=option_seconds("--request-timeout", self.request_timeout),
             limits=limits,
             file=self.file,
             selection=selection,
@@ -433,6 +441,9 @@ def run_command(
     max_tokens: MaxTokensOpt = None,
     max_turns: MaxTurnsOpt = None,
     timeout: TimeoutOpt = None,
+    idle_timeout: IdleTimeoutOpt = None,
+    request_timeout: RequestTimeoutOpt = None,
+    no_stream: NoStreamOpt = False,
     max_suspensions: MaxSuspensionsOpt = None,
     file: FileOpt = None,
     selection: SelectionOpt = None,
@@ -511,7 +522,7 @@ def run_command(
         write=err,
         verbose=verbose,
     )
-    options = _SharedFlags.of(locals()).options(interactive, live, reporter, stream)
+    options = _SharedFlags.of(locals()).options(interactive, reporter, stream)
     try:
         outcome = run_workflow(command, options)
     finally:
@@ -695,6 +706,9 @@ def resume_command(
     max_tokens: MaxTokensOpt = None,
     max_turns: MaxTurnsOpt = None,
     timeout: TimeoutOpt = None,
+    idle_timeout: IdleTimeoutOpt = None,
+    request_timeout: RequestTimeoutOpt = None,
+    no_stream: NoStreamOpt = False,
     max_suspensions: MaxSuspensionsOpt = None,
     file: FileOpt = None,
     selection: SelectionOpt = None,
@@ -779,7 +793,7 @@ def resume_command(
         confirm_change=_confirm_change if interactive else None,
     )
     flags = _SharedFlags.of(locals())
-    options = flags.options(interactive, live, reporter, stream, read_selection(selection))
+    options = flags.options(interactive, reporter, stream, read_selection(selection))
     try:
         outcome = resume_run(progress, options, request)
     finally:

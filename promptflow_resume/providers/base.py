@@ -86,6 +86,10 @@ class Reply:
     timing: Timing | None = None
 
 
+#: Seconds without a token (a byte) that end a model request, unless ``--idle-timeout`` says.
+DEFAULT_IDLE_TIMEOUT = 120.0
+
+
 @dataclass(frozen=True)
 class ProviderSettings:
     """How to build a provider: from the workflow, the command line and the environment."""
@@ -101,7 +105,7 @@ class ProviderSettings:
     record_to: str | None = None
     #: The idle timeout in seconds: no token (no byte) for this long ends the request. A
     #: request that is not streamed must be answered whole within it.
-    timeout: float = 120.0
+    timeout: float = DEFAULT_IDLE_TIMEOUT
     #: A limit on the whole request in seconds (None: none); past it the request stops and
     #: is not sent again (``ProviderTimeoutError``).
     request_timeout: float | None = None
