@@ -70,6 +70,7 @@ _EXIT_BY_STATUS = {
     "suspended": EXIT_SUSPENDED,
 }
 
+
 def _provider_errors() -> frozenset[str]:
     """``last_error.type`` of a run that failed because of its model provider: the names of
     ``ProviderError`` and of every class below it."""

@@ -849,7 +849,6 @@ class Engine:
             tps=tps,
         )
         entries = [self._entry("assistant", reply.content, step.id, meta=meta)]
-        self._fresh.add(entries[0].id)
         for index, call in enumerate(reply.tool_calls):
             call_id = call.id or f"call-{run.next_entry_id() + index}"
             entries.append(
@@ -859,6 +858,7 @@ class Engine:
         # durable write instead of two, and still before the tool has any effect.
         self._hooks.replied()
         self._append(entries, durable=not reply.tool_calls)
+        self._fresh.add(entries[0].id)
         if reply.tool_calls:
             seal_calls(run, self._key, entries)
         # A reply with tool calls is durable with its first call's start: told then.
@@ -1537,12 +1537,14 @@ class Engine:
         return values
 
     def _context(self, consent: Consent | None = None, call: Entry | None = None) -> ToolContext:
+        step = self.workflow.step(call.step) if call is not None and call.step else None
         return ToolContext(
             workspace=self.options.workspace,
             env=dict(os.environ),
             consent=consent or self.options.consent,
             skills=self.options.skills,
             traceparent=self._traceparent(call) if call is not None else None,
+            offered=self._offered(step) if step is not None else None,
         )
 
     def _traceparent(self, call: Entry) -> str | None:

@@ -859,11 +859,14 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
         f"{' ' + data['step'] if data['step'] else ''})"
     )
     usage = data["usage"]
+    # A run of models without a price shows tokens only: its $0 is unknown, not free.
+    cost = f"${usage['cost_usd']:.4f}, " if data["priced"] or usage["cost_usd"] else ""
     out(
         f"usage    {usage['input_tokens']:,} in / {usage['output_tokens']:,} out tokens, "
-        f"{count(usage['turns'], 'turn')}, ${usage['cost_usd']:.4f}, "
-        f"{count(data['attempts'], 'attempt')}"
+        f"{count(usage['turns'], 'turn')}, {cost}{count(data['attempts'], 'attempt')}"
     )
+    for reply in data["incomplete_replies"]:
+        out(f"reply    step {reply['step']}: its reply (entry {reply['entry']}) {reply['why']}")
     for held in data["approvals"]:
         by = f" by {held['by']}" if held.get("by") else ""
         out(f"approval {held['call_id']} {held['tool']} ({held['why']}): {held['decision']}{by}")

@@ -17,6 +17,7 @@ on the client side, as with a dropped connection in production.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import email.utils
 import json
 import re
@@ -49,7 +50,10 @@ class Canned:
     drop: Literal["before", "mid"] | None = None
     drop_after: int = 1
     #: Seconds between the events of a stream: a model generating at ``1 / pace`` tokens/s.
+    #: A whole reply (not streamed) is sent once its pieces would all have been generated.
     pace: float = 0.0
+    #: (events sent, seconds): the stream stalls that long after that many events.
+    stall: tuple[int, float] | None = None
 
 
 @dataclass
@@ -237,6 +241,8 @@ class ModelServer:
                         return
                     if canned.pace and sent:
                         time.sleep(canned.pace)
+                    if canned.stall is not None and sent == canned.stall[0]:
+                        time.sleep(canned.stall[1])
                     self._chunk(sse(event, data))
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
@@ -259,19 +265,21 @@ def as_asked(canned: Canned, received: Received) -> Canned:
     for it, as the same events, one piece of text per event."""
     streamed = isinstance(received.body, dict) and received.body.get("stream") is True
     body = canned.body
-    if not streamed or canned.events is not None or canned.status != 200:
+    if canned.events is not None or canned.status != 200 or not isinstance(body, dict):
         return canned
-    if not isinstance(body, dict):
-        return canned
+    if not streamed:
+        if not canned.pace:
+            return canned
+        # Not streamed: nothing is sent until the whole reply was generated.
+        generating = canned.pace * len(_openai_events(body) if "choices" in body else ())
+        return dataclasses.replace(canned, delay=canned.delay + generating, pace=0.0)
     if body.get("object") == "chat.completion":
         events = _openai_events(body)
     elif body.get("type") == "message":
         events = _anthropic_events(body)
     else:
         return canned
-    return Canned(
-        status=200, headers=canned.headers, events=events, delay=canned.delay, pace=canned.pace
-    )
+    return dataclasses.replace(canned, events=events)
 
 
 def pieces(text: str) -> list[str]:
