@@ -378,8 +378,10 @@ class Engine:
         self._fresh: set[int] = set()
         #: Steps whose incomplete reply this attempt asked about again (``incomplete_reply``).
         self._asked_again: set[str] = set()
-        #: The context window the server said, once a request was refused as too long.
+        #: The context window the server said, once a request was refused as too long, and
+        #: whether the server was asked for it.
         self._learned_window: int | None = None
+        self._asked_window = False
         #: A request in flight is noted in the owner record (for ``flow status``) only for
         #: a provider that answers over the network: an offline one answers at once.
         self._note_requests = provider.name not in OFFLINE_PROVIDERS
@@ -971,7 +973,8 @@ class Engine:
         """The context window a refusal names (llama.cpp's ``n_ctx``, vLLM's words), or the
         one the server reports when asked (``/props``, ``/v1/models``); None otherwise."""
         window = error.window if isinstance(error, ContextLengthError) else None
-        if window is None:
+        if window is None and not self._asked_window:
+            self._asked_window = True  # a server that says nothing is not asked again
             ask = getattr(self.provider, "context_window", None)
             window = ask(model) if callable(ask) else None
         return window if isinstance(window, int) and window > 0 else None

@@ -25,7 +25,7 @@ from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.model import Run
 from promptflow_resume.progress.owner import read_owner
 from promptflow_resume.sharing.log import read_log
-from tests.support.flowproc import provider_env, spawn
+from tests.support.flowproc import flow, provider_env, spawn
 from tests.support.providers_server import Canned, ModelServer, openai_completion, openai_usage
 
 TWO_STEPS = """---
@@ -51,9 +51,7 @@ class Notices(Reporter):
         self.lines.append(text)
 
 
-def run_script(
-    workdir: Path, replies: list[Any], extra: str = ""
-) -> tuple[Run, Path, Notices]:
+def run_script(workdir: Path, replies: list[Any], extra: str = "") -> tuple[Run, Path, Notices]:
     (workdir / "w.prompt.md").write_text(TWO_STEPS.format(extra=extra), encoding="utf-8")
     (workdir / "w.yaml").write_text(json.dumps({"replies": replies}), encoding="utf-8")
     notices = Notices()
@@ -190,3 +188,61 @@ def test_a_killed_attempt_is_closed_on_resume_and_status_said_what_was_in_flight
     assert second.status == "completed"
     log = read_log(path)
     assert [a.status for a in log.attempts] == ["interrupted", "completed"]
+
+
+# --- what the model is told and what the person sees ---------------------------------------
+
+READ_ONLY = """---
+description: Read a file
+provider: scripted
+tools: [read_file]
+---
+Read notes.txt.
+"""
+
+
+def test_a_missing_file_is_not_answered_with_a_tool_the_model_lacks(workdir: Path) -> None:
+    (workdir / "r.prompt.md").write_text(READ_ONLY, encoding="utf-8")
+    call = {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]}
+    (workdir / "r.yaml").write_text(json.dumps({"replies": [call, "No notes."]}))
+    outcome = start_run(
+        StartRequest(
+            workdir / "r.prompt.md", recording=workdir / "r.yaml", progress=workdir / "p.md"
+        )
+    )
+    result = next(e for e in outcome.run.transcript if e.role == "tool_result")
+    assert result.content == "error: there is no file 'notes.txt'"
+
+
+def test_a_model_without_a_price_shows_tokens_only(workdir: Path) -> None:
+    from promptflow_resume.cli.commands_run import ConsoleReporter
+    from promptflow_resume.progress.model import Usage
+
+    _, path, _ = run_script(workdir, ["The note.", "Used."])
+    assert run_status(path).to_dict()["priced"] is False
+    said = flow("status", str(path), cwd=workdir)
+    usage = next(line for line in said.stdout.splitlines() if line.startswith("usage"))
+    assert "$" not in usage and "tokens" in usage
+    logged = flow("log", str(path), cwd=workdir).stdout
+    assert "$" not in logged and "tokens" in logged
+    assert "$" not in ConsoleReporter._usage_text(Usage(input_tokens=5, output_tokens=3))
+    priced = Usage(input_tokens=5, output_tokens=3, cost_usd=0.25)
+    assert ConsoleReporter._usage_text(priced) == "8 tokens · $0.2500"
+
+
+def test_the_live_line_counts_tokens_and_their_rate_as_a_reply_streams() -> None:
+    from promptflow_resume.cli.commands_run import ConsoleReporter
+    from promptflow_resume.providers.base import Request
+
+    reporter = ConsoleReporter(live=True)
+    try:
+        reporter.step_started("main", "Write", 1, 1)
+        reporter.model_call("main", 1, Request(messages=()))
+        line = reporter._generating
+        assert line is not None and "waiting for the first token" in line.__rich__()
+        for word in ("The", " sea", " is", " wide."):
+            reporter.text(word)
+        shown = line.__rich__()
+        assert "4 tokens · " in shown and "tokens/s" in shown and shown.endswith("The sea is wide.")
+    finally:
+        reporter.close()
