@@ -19,21 +19,33 @@ builds beside the old one and a half-built one is never taken): ``$FLOW_TEST_CAC
 
     python -m tests.support.llamacpp build
 
-and see where it is (or what is missing) with ``python -m tests.support.llamacpp where``.
+see where it is (or what is missing) with ``python -m tests.support.llamacpp where``, and
+build it when needed and run the tests against it (``tests/slow/test_llamacpp.py``) with::
+
+    python -m tests.support.llamacpp check
+
+The build does not fit in CI's time (it alone takes longer than the whole suite may), so CI
+runs those tests only where the build is already cached, and otherwise reports them skipped
+with the command above; ``check`` is the target that always runs them.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
+import urllib.error
+import urllib.request
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,8 +57,12 @@ MODEL_VERSION = "0.1.2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 TEMPLATE_FILE = "Qwen-Qwen2.5-7B-Instruct.jinja"
 
-#: The command that builds what the real-server tests need (a skip names it).
+#: The command that builds what the real-server tests need (a skip names it), and the one
+#: that builds it when needed and runs them.
 BUILD_COMMAND = "python -m tests.support.llamacpp build"
+CHECK_COMMAND = "python -m tests.support.llamacpp check"
+#: The tests that need the real server.
+TESTS = "tests/slow/test_llamacpp.py"
 
 #: The home as it was when this module was first imported: the test session gives every test a
 #: private HOME, but the cache belongs to the user who built it.
@@ -180,18 +196,96 @@ def build(*, jobs: int = 1, log: Path | None = None) -> Install:
     return target
 
 
+@dataclass(frozen=True)
+class Served:
+    """A running ``llama-server``: its OpenAI-compatible base URL and its root."""
+
+    root: str
+    process: subprocess.Popen[bytes]
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible API (``<root>/v1``)."""
+        return f"{self.root}/v1"
+
+    def get(self, path: str) -> object:
+        """``GET <root><path>`` as JSON."""
+        with urllib.request.urlopen(self.root + path, timeout=10) as response:
+            return json.loads(response.read())
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serving(
+    target: Install, *, context: int = 4096, threads: int = 1, log: Path | None = None
+) -> Iterator[Served]:
+    """``llama-server`` on a free port of 127.0.0.1 with the model and the tool-aware chat
+    template, one slot of ``context`` tokens; stopped (and waited for) on exit."""
+    port = _free_port()
+    command = [str(target.server), "-m", str(target.model), "--jinja"]
+    command += ["--chat-template-file", str(target.template), "-t", str(threads)]
+    command += ["-c", str(context), "-np", "1", "--host", "127.0.0.1", "--port", str(port)]
+    command += ["--no-webui"]
+    out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115
+    process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    served = Served(f"http://127.0.0.1:{port}", process)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"llama-server exited with {process.returncode} at start")
+            with contextlib.suppress(OSError, urllib.error.URLError, ValueError):
+                if served.get("/health") == {"status": "ok"}:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError("llama-server did not answer /health within 120 s")
+            time.sleep(0.1)
+        yield served
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if log is not None and not isinstance(out, int):
+            out.close()
+
+
+def check(jobs: int = 1) -> int:
+    """Build what is missing, then run the real-server tests (with ``--slow``)."""
+    if install().missing():
+        build(jobs=jobs)
+    started = time.monotonic()
+    code = subprocess.call(
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "--slow", "--durations=0", TESTS]
+    )
+    print(f"llamacpp: the real-server tests took {time.monotonic() - started:.0f} s")
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``build`` (the server and model into the cache) or ``where`` (the cache's state)."""
+    """``build`` (the server and model into the cache), ``where`` (the cache's state) or
+    ``check`` (build when needed, then run the real-server tests)."""
     parser = argparse.ArgumentParser(prog="python -m tests.support.llamacpp")
     sub = parser.add_subparsers(dest="command", required=True)
     make = sub.add_parser("build", help="build llama-server and unpack the model (15-45 min)")
     make.add_argument("--jobs", type=int, default=1, help="parallel compile jobs (default 1)")
     make.add_argument("--log", type=Path, help="append the compiler's output to this file")
     sub.add_parser("where", help="print the install folder and what it is missing")
+    test = sub.add_parser("check", help="build when needed, then run " + TESTS)
+    test.add_argument("--jobs", type=int, default=1, help="parallel compile jobs (default 1)")
     args = parser.parse_args(argv)
     if args.command == "build":
         build(jobs=args.jobs, log=args.log)
         return 0
+    if args.command == "check":
+        return check(jobs=args.jobs)
     target = install()
     missing = target.missing()
     print(target.folder)
