@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .base.errors import FileNotFoundFlowError
 from .base.redact import Redactor
@@ -23,6 +24,9 @@ from .providers.base import DEFAULT_IDLE_TIMEOUT, Provider, ProviderSettings
 from .workflow import IMPLICIT_STEP_ID, load_workflow
 from .workflow.agentdirs import AgentPlaces
 from .workflow.model import Workflow
+
+if TYPE_CHECKING:
+    from .runoptions import RunOptions
 
 
 def workflow_for(
@@ -124,6 +128,22 @@ def check_endpoint(
         return
     check_recorded(
         provider or run.config.provider, run.config.base_url, given=base_url, source=progress_path
+    )
+
+
+def run_provider(
+    run: Run, progress_path: Path, options: RunOptions, redactor: Redactor
+) -> Provider:
+    """The provider of an attempt carried out with ``options``: streamed or not, its
+    timeouts, recorded or not, and the endpoint given on the command line."""
+    return make_provider(
+        run,
+        progress_path,
+        stream=options.stream,
+        record=options.record,
+        redactor=redactor,
+        base_url=options.base_url,
+        timeouts=(options.idle_timeout, options.request_timeout),
     )
 
 
