@@ -81,6 +81,8 @@ def _request(owner: dict[str, Any]) -> dict[str, Any] | None:
     since, step, turn = request.get("since"), request.get("step"), request.get("turn")
     if not (isinstance(since, str) and isinstance(step, str) and isinstance(turn, int)):
         return None
+    if isinstance(turn, bool) or turn < 1:
+        return None
     # Shown on a terminal: a record written by anything else may carry no control characters.
     if not _SINCE.fullmatch(since) or not step.isprintable() or len(step) > 200:
         return None

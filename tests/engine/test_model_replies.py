@@ -21,6 +21,7 @@ import pytest
 
 from promptflow_resume.api import RunOptions, StartRequest, resume_run, run_status, start_run
 from promptflow_resume.events import Reporter
+from promptflow_resume.otel.spans import run_spans
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.model import Run
 from promptflow_resume.progress.owner import read_owner
@@ -155,6 +156,10 @@ def test_a_streamed_reply_records_its_time_to_first_token_and_rate(
     assert f" ttft={meta.ttft} tps={meta.tps:.1f} " in text
     loaded, _ = load_progress(outcome.path)
     assert loaded.transcript[-1].meta == meta
+    # And in the reply's trace span, as the GenAI conventions time the first token.
+    (span,) = [s for s in run_spans(loaded) if s.attributes.get("flow.entry") == reply.id]
+    assert span.attributes["gen_ai.response.time_to_first_token"] == meta.ttft / 1000
+    assert span.attributes["flow.usage.output_tokens_per_second"] == meta.tps
 
 
 def test_a_killed_attempt_is_closed_on_resume_and_status_said_what_was_in_flight(
