@@ -85,11 +85,13 @@ class Generation:
         """The error for this request's timeout: no token for the idle timeout, or (``whole``)
         past the whole request's limit."""
         lead = f"{self.label}: "
+        # A client timeout at the whole limit (shorter than the idle one) is that limit's.
+        whole = whole or (self.whole is not None and self._clock() - self.started >= self.whole)
         if whole:
             return ProviderTimeoutError(
-                f"{lead}the request passed its limit of {self.whole:g} s while the reply was "
-                f"still arriving ({self.progress()}): the same generation at this speed "
-                "cannot finish within the limit, so it is not sent again.",
+                f"{lead}the request passed its limit of {self.whole:g} s with "
+                f"{self.progress()}: the same generation at this speed cannot finish within "
+                "the limit, so it is not sent again.",
                 tokens=self.pieces,
                 whole=True,
                 hint="Raise --request-timeout or leave it out (the idle timeout alone still "
@@ -98,8 +100,8 @@ class Generation:
             )
         if not self.streamed:
             what = (
-                f"no answer within {self.idle:g} s (the request was not streamed, so the whole "
-                "answer had to arrive within the timeout)"
+                f"no answer within {self.client_timeout():g} s (the request was not streamed, "
+                "so the whole answer had to arrive within the timeout)"
             )
         elif not self.pieces:
             what = f"no token within {self.idle:g} s of sending the request"
