@@ -282,6 +282,12 @@ def as_asked(canned: Canned, received: Received) -> Canned:
     return dataclasses.replace(canned, events=events)
 
 
+def as_stream_bytes(body: dict[str, Any]) -> bytes:
+    """A whole chat completion as the Server-Sent Events a server streams for it, in one
+    body (for servers of the tests that answer whole, to a request that asked to stream)."""
+    return b"".join(sse(event, data) for event, data in _openai_events(body))
+
+
 def pieces(text: str) -> list[str]:
     """``text`` in the pieces a server streams, about a token each: a word and the space
     after it (joined, the text as it was)."""
