@@ -24,11 +24,7 @@ from .base.errors import (
     EXIT_PROVIDER,
     EXIT_RUN_INCOMPLETE,
     EXIT_SUSPENDED,
-    ModelsRefusedError,
-    ModelUnavailableError,
     ProviderError,
-    ProviderSetupError,
-    ReplayMismatchError,
 )
 from .base.paths import relative_path
 from .base.redact import Redactor
@@ -76,17 +72,20 @@ _EXIT_BY_STATUS = {
     "suspended": EXIT_SUSPENDED,
 }
 
-#: ``last_error.type`` of a run that failed because of its model provider.
-_PROVIDER_ERRORS = frozenset(
-    c.__name__
-    for c in (
-        ProviderError,
-        ProviderSetupError,
-        ReplayMismatchError,
-        ModelUnavailableError,
-        ModelsRefusedError,
-    )
-)
+
+def _provider_errors() -> frozenset[str]:
+    """``last_error.type`` of a run that failed because of its model provider: the names of
+    ``ProviderError`` and of every class below it."""
+    found, todo = {ProviderError}, [ProviderError]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in found:
+                found.add(sub)
+                todo.append(sub)
+    return frozenset(c.__name__ for c in found)
+
+
+_PROVIDER_ERRORS = _provider_errors()
 
 
 @dataclass

@@ -240,6 +240,24 @@ def final_answer(entries: Sequence[Entry], step_id: str) -> Entry | None:
     return None
 
 
+#: Finish reasons that say a reply was cut off at its token limit: OpenAI's and the servers
+#: that speak its API (``length``), Anthropic's (``max_tokens``).
+CUT_OFF = frozenset({"length", "max_tokens"})
+
+
+def incomplete_why(entry: Entry) -> str | None:
+    """Why an assistant reply that ends a step is not a whole answer, in words that follow
+    "the reply" (``was empty``, ``was cut off at the token limit``); None when it is whole."""
+    if entry.role != "assistant":
+        return None
+    finish = entry.meta.finish if entry.meta is not None else None
+    if finish in CUT_OFF:
+        return "was cut off at the token limit (max_tokens)"
+    if not entry.content.strip():
+        return "was empty"
+    return None
+
+
 class Messages(Sequence[Message]):
     """A request's messages: the first ``count`` of a log's final messages, then a tail.
 

@@ -31,6 +31,7 @@ from .base import collector, faults
 from .base.clock import iso_at, now_iso, now_iso_ms
 from .base.costledger import CostLedger, Reservation
 from .base.errors import (
+    ContextLengthError,
     DeadlineError,
     FlowError,
     GitError,
@@ -49,6 +50,7 @@ from .compaction import CompactionTally
 from .conversation import (
     MessageLog,
     final_answer,
+    incomplete_why,
     skipped_output,
     step_entries,
     unanswered_calls,
@@ -74,6 +76,7 @@ from .progress.render import entries_phrase
 from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unsealed_calls
 from .progress.sidecar import sidecar_extension
 from .progress.store import read_text
+from .providers import OFFLINE_PROVIDERS
 from .providers.base import Provider, Reply, ReplyUsage, Request
 from .providers.fallback import ModelChoices
 from .providers.givenprices import from_record
@@ -85,7 +88,7 @@ from .tools.commands import CommandTool, command_output, stop_running_commands
 from .tools.consent import Asker, Consent
 from .tools.subagent import OfferedAgent, SubagentTool, offer_changes, wants_subagents
 from .workflow import context_prompt, step_command_args, step_prompt, step_workflow_inputs
-from .workflow.model import Step, Workflow
+from .workflow.model import IncompleteReply, Step, Workflow
 from .workflow.skillfile import Skill
 from .workflow.skills import LOAD_TOOL, skills_block
 from .workflow.toolnames import SUBAGENT_TOOL, editor_only_line, is_editor_only
@@ -375,6 +378,17 @@ class Engine:
         self._snaps: RunSnapshots | None = None
         #: Set when a tool call's tool really ran (its result may have changed files).
         self._tool_ran = False
+        #: The replies this attempt received (entry ids): only those are judged whole or not.
+        self._fresh: set[int] = set()
+        #: Steps whose incomplete reply this attempt asked about again (``incomplete_reply``).
+        self._asked_again: set[str] = set()
+        #: The context window the server said, once a request was refused as too long, and
+        #: whether the server was asked for it.
+        self._learned_window: int | None = None
+        self._asked_window = False
+        #: A request in flight is noted in the owner record (for ``flow status``) only for
+        #: a provider that answers over the network: an offline one answers at once.
+        self._note_requests = provider.name not in OFFLINE_PROVIDERS
 
     def _add_subagent_tool(self) -> None:
         """Offer the subagent tool when the workflow wants it and there is an agent to call:
@@ -544,6 +558,8 @@ class Engine:
                 continue
             answer = final_answer(run.transcript, step.id)
             if answer is not None:
+                if answer.id in self._fresh and self._ask_again(step, answer):
+                    continue
                 self._complete_step(step, state, answer)
                 return
             if step.max_turns is not None and state.turns >= step.max_turns:
@@ -800,10 +816,14 @@ class Engine:
         # A compaction made on the way (a summary call) adds its cost to the run's usage.
         before = run.usage.cost_usd
         began, self._retries = time.monotonic(), 0
+        if self._note_requests:
+            self.store.note_request({"step": step.id, "turn": state.turns + 1, "since": now_iso()})
         try:
             request, reply = self._call_model_compacting(step, state, request)
             cost = self._cost(reply)
         finally:
+            if self._note_requests:
+                self.store.note_request(None)
             if held is not None and self.options.shared_budget is not None:
                 spent = cost + max(run.usage.cost_usd - before, 0.0)
                 self.options.shared_budget.settle(held, spent)
@@ -822,6 +842,7 @@ class Engine:
         state.turns += 1
 
         asked = request.model or self._model or self.run.config.model
+        ttft, tps = _speed(reply)
         meta = EntryMeta(
             ms=_ms_since(began),
             model=asked,
@@ -830,6 +851,8 @@ class Engine:
             cost=round(cost, 6),
             finish=reply.finish_reason or None,
             retries=self._retries or None,
+            ttft=ttft,
+            tps=tps,
         )
         entries = [self._entry("assistant", reply.content, step.id, meta=meta)]
         for index, call in enumerate(reply.tool_calls):
@@ -841,10 +864,41 @@ class Engine:
         # durable write instead of two, and still before the tool has any effect.
         self._hooks.replied()
         self._append(entries, durable=not reply.tool_calls)
+        self._fresh.add(entries[0].id)
         if reply.tool_calls:
             seal_calls(run, self._key, entries)
         # A reply with tool calls is durable with its first call's start: told then.
         self._when_saved(lambda: self.reporter.model_reply(step.id, usage, run.usage))
+
+    def _ask_again(self, step: Step, answer: Entry) -> bool:
+        """Judge a final reply this attempt received: one that is empty or cut off at the
+        token limit is said in the output and the attempt's notes, then, as the workflow's
+        ``incomplete_reply:`` says, kept (False), asked about once more (True: a new turn),
+        or the run stops for a person to look."""
+        why = incomplete_why(answer)
+        if why is None:
+            return False
+        said = f"step {step.id}: the model's reply (entry {answer.id}) {why}"
+        policy = self.workflow.incomplete_reply
+        if policy is IncompleteReply.WARN:
+            kept = f"{said}; the step completes with it (`${{step:{step.id}}}` is that reply)."
+            self._attempt.notes.append(kept)
+            self.reporter.notice(kept)
+            return False
+        if policy is IncompleteReply.RETRY and step.id not in self._asked_again:
+            self._asked_again.add(step.id)
+            self._attempt.notes.append(f"{said}; asked once more (incomplete_reply: retry).")
+            self.reporter.notice(f"{said}; asking once more (incomplete_reply: retry).")
+            shorter = " and shorter, so that it fits" if "cut off" in why else ""
+            again = f"Your reply {why}. Answer again, complete{shorter}."
+            self._append([self._entry("user", again, step.id)])
+            return True
+        raise _RunEnds(
+            "failed",
+            f"{said} (incomplete_reply: {policy.value}); edit or remove that reply in the "
+            "progress file (removed, the model is asked again), or raise max_tokens, then "
+            "resume",
+        )
 
     # --- context compaction (see compaction.py) -------------------------------------------
 
@@ -878,6 +932,7 @@ class Engine:
 
         settings = self.workflow.compaction
         window = window_for(settings, part_model(step, self.run, self._model))
+        window = window or self._learned_window
         if not settings.enabled or window is None:
             return request
         # A few rounds at most: each covers what fits the summariser's own request.
@@ -900,9 +955,14 @@ class Engine:
                 raise
             from .compaction import window_for
 
-            # The request did not fit: take its size as the window when none is known.
+            # The request did not fit: the window the server says (in its refusal, or asked
+            # for now), else the one known, else the request's own size.
+            model = part_model(step, self.run, self._model)
+            said = self._window_said(error, model)
+            if said is not None:
+                self._learned_window = said
             size = self._request_tokens(request)
-            known = window_for(self.workflow.compaction, part_model(step, self.run, self._model))
+            known = said or window_for(self.workflow.compaction, model)
             window = min(known, size) if known else size
             self.reporter.notice(
                 f"step {step.id}: the provider refused the request as too long for the "
@@ -912,6 +972,16 @@ class Engine:
                 raise
             request = self._turn_request(step)
             return request, self._call_model(request, pinned=self._pinned(step))
+
+    def _window_said(self, error: ProviderError, model: str | None) -> int | None:
+        """The context window a refusal names (llama.cpp's ``n_ctx``, vLLM's words), or the
+        one the server reports when asked (``/props``, ``/v1/models``); None otherwise."""
+        window = error.window if isinstance(error, ContextLengthError) else None
+        if window is None and not self._asked_window:
+            self._asked_window = True  # a server that says nothing is not asked again
+            ask = getattr(self.provider, "context_window", None)
+            window = ask(model) if callable(ask) else None
+        return window if isinstance(window, int) and window > 0 else None
 
     def _compact(self, step: Step, state: StepState, window: int) -> bool:
         """Summarise the oldest turns into one durable ``compaction`` entry; False when
@@ -1474,12 +1544,14 @@ class Engine:
         return values
 
     def _context(self, consent: Consent | None = None, call: Entry | None = None) -> ToolContext:
+        step = self.workflow.step(call.step) if call is not None and call.step else None
         return ToolContext(
             workspace=self.options.workspace,
             env=dict(os.environ),
             consent=consent or self.options.consent,
             skills=self.options.skills,
             traceparent=self._traceparent(call) if call is not None else None,
+            offered=self._offered(step) if step is not None else None,
         )
 
     def _traceparent(self, call: Entry) -> str | None:
@@ -1749,12 +1821,36 @@ class Engine:
         return clean
 
     def _begin_attempt(self) -> Attempt:
+        _close_abandoned(self.run)
         return self.run.add_attempt(now_iso(), first_entry=self.run.next_entry_id())
 
     def _end_attempt(self) -> None:
         self._attempt.ended = now_iso()
         self._attempt.status = self.run.status
         self._attempt.reason = self.run.reason
+
+
+def _close_abandoned(run: Run) -> None:
+    """End the attempts a killed process left open (no end, no status): this process holds
+    the run's lock, so none of them is still going. Each ends ``interrupted`` at the last
+    moment it recorded (its last entry's time, else its start)."""
+    for index, attempt in enumerate(run.attempts):
+        if attempt.ended is not None:
+            continue
+        first = attempt.first_entry
+        following = run.attempts[index + 1 :]
+        last = following[0].first_entry if following and following[0].first_entry else None
+        times = [
+            e.meta.at
+            for e in run.transcript
+            if e.meta is not None
+            and e.meta.at
+            and (first is None or e.id >= first)
+            and (last is None or e.id < last)
+        ]
+        attempt.ended = max(times)[:19] + "Z" if times else attempt.started
+        attempt.status = "interrupted"
+        attempt.reason = "its process ended without a checkpoint (killed, or the machine stopped)"
 
 
 def keep_times(opening: list[Entry], dropped: list[Entry]) -> list[Entry]:
@@ -1779,6 +1875,17 @@ def tool_kind(tool: Tool | None) -> tuple[str | None, str | None]:
     if isinstance(tool, CommandTool):
         return "command", None
     return "builtin", None
+
+
+def _speed(reply: Reply) -> tuple[int | None, float | None]:
+    """A streamed reply's time to first token (ms) and output tokens per second (one
+    decimal), as its entry records them; (None, None) for a reply that did not stream."""
+    timing = reply.timing
+    if timing is None or timing.first_token is None:
+        return None, None
+    rate = timing.rate(reply.usage.output_tokens)
+    tps = None if rate is None else min(round(rate, 1), 999_999_999.9)
+    return max(0, round(timing.first_token * 1000)), tps
 
 
 def _ms_since(began: float) -> int:

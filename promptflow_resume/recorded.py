@@ -13,16 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .base.errors import FileNotFoundFlowError
 from .base.redact import Redactor
 from .progress.model import Run
 from .progress.seal import Key, written_here
 from .providers import create_provider
-from .providers.base import Provider, ProviderSettings
+from .providers.base import DEFAULT_IDLE_TIMEOUT, Provider, ProviderSettings
 from .workflow import IMPLICIT_STEP_ID, load_workflow
 from .workflow.agentdirs import AgentPlaces
 from .workflow.model import Workflow
+
+if TYPE_CHECKING:
+    from .runoptions import RunOptions
 
 
 def workflow_for(
@@ -127,6 +131,22 @@ def check_endpoint(
     )
 
 
+def run_provider(
+    run: Run, progress_path: Path, options: RunOptions, redactor: Redactor
+) -> Provider:
+    """The provider of an attempt carried out with ``options``: streamed or not, its
+    timeouts, recorded or not, and the endpoint given on the command line."""
+    return make_provider(
+        run,
+        progress_path,
+        stream=options.stream,
+        record=options.record,
+        redactor=redactor,
+        base_url=options.base_url,
+        timeouts=(options.idle_timeout, options.request_timeout),
+    )
+
+
 def make_provider(
     run: Run,
     progress_path: Path,
@@ -135,8 +155,10 @@ def make_provider(
     record: bool,
     redactor: Redactor,
     base_url: str | None = None,
+    timeouts: tuple[float, float | None] = (DEFAULT_IDLE_TIMEOUT, None),
 ) -> Provider:
-    """The run's provider; ``base_url`` is the endpoint as given (the file keeps it redacted)."""
+    """The run's provider; ``base_url`` is the endpoint as given (the file keeps it redacted),
+    ``timeouts`` the idle timeout and the whole request's limit (docs/spec.md 5.2)."""
     config = run.config
     # The last gate before a provider exists: whatever path led here, the endpoint is judged
     # with the provider as every override left it.
@@ -148,6 +170,8 @@ def make_provider(
         model=config.model,
         base_url=base_url or config.base_url,
         stream=stream,
+        timeout=timeouts[0],
+        request_timeout=timeouts[1],
         recording=recording,
         # replay compares requests as they were recorded: redacted.
         extra={"redact": redact} if config.provider == "replay" else {},

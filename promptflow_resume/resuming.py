@@ -46,7 +46,7 @@ from .reconcile import (
     plan_resume,
     resume_note,
 )
-from .recorded import check_endpoint, check_params, make_provider, outside_workspace, workflow_for
+from .recorded import check_endpoint, check_params, outside_workspace, run_provider, workflow_for
 from .runoptions import Permissions, RunOptions
 from .runrequests import ResumeRequest, stringify
 from .workflow import resolve_inputs
@@ -319,14 +319,7 @@ def _go_on(
     given = options.permissions
     run.config.permissions = state.allowed_now.with_given(given.commands, given.hosts)
     redactor = state.redactor()
-    provider = make_provider(
-        run,
-        state.path,
-        stream=options.stream,
-        record=options.record,
-        redactor=redactor,
-        base_url=options.base_url,
-    )
+    provider = run_provider(run, state.path, options, redactor)
     engine = engine_options(state.wf, state.root, redactor, options, state.mcp)
     # The resume note says why the run stopped: as it was before the plan was applied.
     engine.resume_note = resume_note(

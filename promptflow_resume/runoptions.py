@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .events import Reporter
+from .providers.base import DEFAULT_IDLE_TIMEOUT
 
 if TYPE_CHECKING:
     from .base.costledger import CostLedger
@@ -114,8 +115,13 @@ class RunOptions:
     base_url: str | None = None
     #: ``--record``: record the model calls beside the progress file, for replay.
     record: bool = False
-    #: Stream reply text to ``reporter`` as it arrives.
-    stream: bool = False
+    #: Stream the replies (the providers that can), and their text to ``reporter`` as it
+    #: arrives; ``--no-stream`` turns it off.
+    stream: bool = True
+    #: ``--idle-timeout``: seconds without a token that end a model request (retried);
+    #: ``--request-timeout``: a limit on each request as a whole (None: none).
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    request_timeout: float | None = None
     limits: Limits = field(default_factory=Limits)
     #: The folder tools work in (None: the working directory).
     workspace: str | Path | None = None

@@ -33,7 +33,7 @@ from .events import Reporter
 from .hooks import load_run_hooks
 from .progress import ProgressStore
 from .progress.model import Run, WorktreeRef
-from .recorded import make_provider
+from .recorded import run_provider
 from .runoptions import RunOptions
 from .runrequests import StartRequest
 from .workflow.model import Workflow
@@ -104,14 +104,7 @@ def _start_in(
         run_id=run_id,
     )
     _record_choices(run, wf, request, path, worktree, options)
-    provider = make_provider(
-        run,
-        path,
-        stream=options.stream,
-        record=options.record,
-        redactor=redactor,
-        base_url=options.base_url,
-    )
+    provider = run_provider(run, path, options, redactor)
     tools = build_tools(wf, root, skills=options.skills)
     servers = start_mcp(wf, root, tools, mcp, path, redactor)
     try:

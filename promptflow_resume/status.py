@@ -20,7 +20,7 @@ from .base.errors import FileNotFoundFlowError, FlowError
 from .handoffs import chain_line, chain_view
 from .progress import load_progress
 from .progress.location import progress_file
-from .progress.model import LoadReport, Run
+from .progress.model import LoadReport, Run, run_models
 from .progress.state import RunState, run_state
 from .reconcile import Choices, ResumePlan, Stop, plan_resume
 from .recorded import check_endpoint, outside_workspace, workflow_for
@@ -85,6 +85,31 @@ class StatusReport:
         return f"{entries_phrase(self.load.edited_entries)} edited by hand"
 
     @property
+    def priced(self) -> bool:
+        """Whether the run's models have a price (given or in the table)."""
+        from .providers.givenprices import from_record
+        from .providers.pricing import priced
+
+        return priced(run_models(self.run), from_record(self.run.config.prices))
+
+    def incomplete_replies(self) -> list[dict[str, Any]]:
+        """``{step, entry, why}`` for each step whose final reply is empty or was cut off at
+        the token limit: the outputs of completed steps, and the reply the run stopped on."""
+        from .conversation import final_answer, incomplete_why
+
+        run = self.run
+        by_id = {e.id: e for e in run.transcript}
+        found: list[dict[str, Any]] = []
+        for step_id, state in run.steps.items():
+            entry = by_id.get(state.output_entry) if state.output_entry is not None else None
+            if entry is None and step_id == run.cursor.step:
+                entry = final_answer(run.transcript, step_id)
+            why = incomplete_why(entry) if entry is not None else None
+            if entry is not None and why is not None:
+                found.append({"step": step_id, "entry": entry.id, "why": why})
+        return found
+
+    @property
     def can_resume(self) -> bool:
         """True when ``flow resume`` would continue the run now (nothing stops it)."""
         return self.stop is None
@@ -136,6 +161,10 @@ class StatusReport:
             "edited_inputs": list(self.load.edited_inputs),
             "warnings": list(self.load.warnings),
             "usage": facts["usage"],
+            # False: no model of the run has a price, and its cost is unknown (docs/spec.md 5.4).
+            "priced": self.priced,
+            # Replies that ended a step empty or cut off at the token limit (docs/spec.md 4.1).
+            "incomplete_replies": self.incomplete_replies(),
             "attempts": facts["attempts"],
             "models": facts["models"],
             "model_attempts": facts["model_attempts"],

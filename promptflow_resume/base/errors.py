@@ -307,6 +307,48 @@ class DeadlineError(ProviderError):
         )
 
 
+class ContextLengthError(ProviderError):
+    """The provider refused the request as too long for the model's context window (OpenAI's
+    ``context_length_exceeded``, llama.cpp's ``exceed_context_size_error``, vLLM's and
+    Ollama's words for it); ``window`` is the window in tokens when the server said it."""
+
+    REASON = "context_length_exceeded"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None,
+        window: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(
+            message, transient=False, status_code=status_code, reason=self.REASON, hint=hint
+        )
+        self.window = window
+
+
+class ProviderTimeoutError(ProviderError):
+    """A model request timed out: no token for the idle timeout (``idle_timeout``, transient:
+    a stalled stream is retried), or past the whole-request limit (``request_timeout``,
+    permanent: the same generation at the same speed would not finish in time either).
+    ``tokens`` counts the pieces of reply that had arrived (0: nothing came at all), which
+    ``providers.retry`` reads to stop retrying a server that never answers in time."""
+
+    IDLE = "idle_timeout"
+    WHOLE = "request_timeout"
+
+    def __init__(self, message: str, *, tokens: int, whole: bool, hint: str | None = None) -> None:
+        super().__init__(
+            message,
+            transient=not whole,
+            reason=self.WHOLE if whole else self.IDLE,
+            hint=hint,
+        )
+        self.tokens = tokens
+        self.whole = whole
+
+
 class QuotaWindowError(ProviderError):
     """The provider refused for a quota or rate window that opens later than a retry in this
     process should wait: the engine stops the run ``suspended`` until ``until`` (seconds since

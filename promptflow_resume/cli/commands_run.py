@@ -16,7 +16,7 @@ from ..base.paths import display_path
 from ..base.wording import count
 from ..events import Reporter
 from ..progress.model import Run, Usage
-from ..providers.base import Request
+from ..providers.base import DEFAULT_IDLE_TIMEOUT, Request
 from .app import app, err, event_stream, out, print_json
 from .options import (
     AcceptPermissionsOpt,
@@ -30,6 +30,7 @@ from .options import (
     HandoffOpt,
     HandoffsOpt,
     HooksOpt,
+    IdleTimeoutOpt,
     InputOpt,
     InputsFileOpt,
     MaxCostOpt,
@@ -44,12 +45,14 @@ from .options import (
     NoInstructionsOpt,
     NoSkillsOpt,
     NoSnapshotsOpt,
+    NoStreamOpt,
     OnConsentOpt,
     OtelOpt,
     PriceOpt,
     PricesOpt,
     ProgressArg,
     ProviderOpt,
+    RequestTimeoutOpt,
     SelectionOpt,
     SkillsOpt,
     SummaryJson,
@@ -82,6 +85,42 @@ class _Countdown:
         return self.template.format(left=f"{left:.0f}s")
 
 
+class _Generating:
+    """The status line while a reply streams: tokens so far, their rate and the text's tail;
+    rich renders it afresh at each refresh, so a token costs a count, not a redraw."""
+
+    def __init__(self, head: str, usage: str) -> None:
+        self.head = head
+        self.usage = usage
+        self.tokens = 0
+        self.first: float | None = None
+        self.last = 0.0
+        self.tail = ""
+
+    def add(self, delta: str) -> None:
+        """One piece of reply text arrived."""
+        now = time.monotonic()
+        if self.first is None:
+            self.first = now
+        self.last = now
+        self.tokens += 1
+        self.tail = (self.tail + delta)[-200:]
+
+    def rate(self) -> float | None:
+        """Tokens per second since the first one (None until two have come)."""
+        if self.first is None or self.tokens < 2 or self.last <= self.first:
+            return None
+        return (self.tokens - 1) / (self.last - self.first)
+
+    def __rich__(self) -> str:
+        if not self.tokens:
+            return f"{self.head} · waiting for the first token · {self.usage}"
+        rate = self.rate()
+        per = f" · {rate:.1f} tokens/s" if rate is not None else ""
+        tail = " ".join(self.tail.split())[-48:]
+        return f"{self.head} · {count(self.tokens, 'token')}{per} · {self.usage} · …{tail}"
+
+
 class ConsoleReporter(Reporter):
     """Progress on stderr: on a terminal, a live line (step i of n, a spinner, tokens and
     cost) and a line per step and tool; without one (CI logs), a plain line as each step
@@ -98,6 +137,8 @@ class ConsoleReporter(Reporter):
         self._step = ""
         self._usage = Usage()
         self._step_began = (0.0, Usage())
+        #: The reply streaming now (None between replies).
+        self._generating: _Generating | None = None
         if live:
             from ..base.printing import console
 
@@ -118,7 +159,9 @@ class ConsoleReporter(Reporter):
 
     @staticmethod
     def _usage_text(usage: Usage) -> str:
-        return f"{usage.total_tokens:,} tokens · ${usage.cost_usd:.4f}"
+        # A model with no price costs nothing as counted, which is not $0 (docs/spec.md 5.4).
+        cost = f" · ${usage.cost_usd:.4f}" if usage.cost_usd else ""
+        return f"{usage.total_tokens:,} tokens{cost}"
 
     def _print(self, text: str) -> None:
         if self.live:
@@ -173,10 +216,23 @@ class ConsoleReporter(Reporter):
             from ..providers.echo import format_request
 
             self._print(f"--- request: step {step_id}, turn {turn} ---\n{format_request(request)}")
-        self._show(f"waiting for the model (turn {turn})")
+        self._generating = _Generating(f"{self._step} · turn {turn}", self._usage_text(self._usage))
+        self._show(self._generating)
+
+    def text(self, delta: str) -> None:
+        shown = self._generating
+        if not self.live or shown is None:
+            return
+        if not shown.tokens:  # after a retry's countdown the line shows the stream again
+            self._show(shown)
+        shown.add(delta)
 
     def model_reply(self, step_id: str, usage: Usage, run_usage: Usage) -> None:
         self._usage = run_usage
+        done, self._generating = self._generating, None
+        if done is not None and self.live and (rate := done.rate()) is not None:
+            tokens = usage.output_tokens or done.tokens
+            self._print(f"  · reply: {count(tokens, 'token')} at {rate:.1f} tokens/s")
         self._show("reply recorded")
 
     def tool_started(self, name: str, arguments: str, call_id: str = "") -> None:
@@ -190,6 +246,8 @@ class ConsoleReporter(Reporter):
             self._print(self._fit(f"  {mark} {name}: {summary}", 0))
 
     def retry(self, attempt: int, delay: float, message: str) -> None:
+        if self._generating is not None:  # the reply streams again from its start
+            self._generating = _Generating(self._generating.head, self._generating.usage)
         self._print(f"flow: provider error, retry {attempt} in {delay:.1f}s: {message}")
         self._show(
             _Countdown(
@@ -269,6 +327,9 @@ class _SharedFlags:
     max_tokens: int | None
     max_turns: int | None
     timeout: str | None
+    idle_timeout: str | None
+    request_timeout: str | None
+    no_stream: bool
     max_suspensions: int | None
     file: Path | None
     no_instructions: bool
@@ -296,7 +357,6 @@ class _SharedFlags:
     def options(
         self,
         interactive: bool,
-        live: bool,
         reporter: ConsoleReporter,
         stream: Reporter | None,
         selection: str | None = None,
@@ -326,7 +386,10 @@ class _SharedFlags:
             model=self.model,
             base_url=self.base_url,
             record=self.record,
-            stream=live,
+            stream=not self.no_stream,
+            idle_timeout=option_seconds("--idle-timeout", self.idle_timeout)
+            or DEFAULT_IDLE_TIMEOUT,
+            request_timeout=option_seconds("--request-timeout", self.request_timeout),
             limits=limits,
             file=self.file,
             selection=selection,
@@ -382,6 +445,9 @@ def run_command(
     max_tokens: MaxTokensOpt = None,
     max_turns: MaxTurnsOpt = None,
     timeout: TimeoutOpt = None,
+    idle_timeout: IdleTimeoutOpt = None,
+    request_timeout: RequestTimeoutOpt = None,
+    no_stream: NoStreamOpt = False,
     max_suspensions: MaxSuspensionsOpt = None,
     file: FileOpt = None,
     selection: SelectionOpt = None,
@@ -461,7 +527,7 @@ def run_command(
         write=err,
         verbose=verbose,
     )
-    options = _SharedFlags.of(locals()).options(interactive, live, reporter, stream)
+    options = _SharedFlags.of(locals()).options(interactive, reporter, stream)
     try:
         outcome = run_workflow(command, options)
     finally:
@@ -645,6 +711,9 @@ def resume_command(
     max_tokens: MaxTokensOpt = None,
     max_turns: MaxTurnsOpt = None,
     timeout: TimeoutOpt = None,
+    idle_timeout: IdleTimeoutOpt = None,
+    request_timeout: RequestTimeoutOpt = None,
+    no_stream: NoStreamOpt = False,
     max_suspensions: MaxSuspensionsOpt = None,
     file: FileOpt = None,
     selection: SelectionOpt = None,
@@ -730,7 +799,7 @@ def resume_command(
         confirm_change=_confirm_change if interactive else None,
     )
     flags = _SharedFlags.of(locals())
-    options = flags.options(interactive, live, reporter, stream, read_selection(selection))
+    options = flags.options(interactive, reporter, stream, read_selection(selection))
     try:
         outcome = resume_run(progress, options, request)
     finally:
@@ -796,11 +865,14 @@ def _print_status(status: Any, as_json: bool, *, plan: bool = False) -> int:
         f"{' ' + data['step'] if data['step'] else ''})"
     )
     usage = data["usage"]
+    # A run of models without a price shows tokens only: its $0 is unknown, not free.
+    cost = f"${usage['cost_usd']:.4f}, " if data["priced"] or usage["cost_usd"] else ""
     out(
         f"usage    {usage['input_tokens']:,} in / {usage['output_tokens']:,} out tokens, "
-        f"{count(usage['turns'], 'turn')}, ${usage['cost_usd']:.4f}, "
-        f"{count(data['attempts'], 'attempt')}"
+        f"{count(usage['turns'], 'turn')}, {cost}{count(data['attempts'], 'attempt')}"
     )
+    for reply in data["incomplete_replies"]:
+        out(f"reply    step {reply['step']}: its reply (entry {reply['entry']}) {reply['why']}")
     for held in data["approvals"]:
         by = f" by {held['by']}" if held.get("by") else ""
         out(f"approval {held['call_id']} {held['tool']} ({held['why']}): {held['decision']}{by}")

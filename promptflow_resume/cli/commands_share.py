@@ -258,7 +258,10 @@ def log_command(
     if not log.attempts:
         out("no attempts yet")
     for a in log.attempts:
-        took = f" ({a.seconds}s)" if a.seconds is not None else _open_attempt(log)
+        if a.seconds is not None:
+            took = f" ({a.seconds}s)"
+        else:  # only the last attempt can still be going
+            took = _open_attempt(log) if a is log.attempts[-1] else " (end not recorded)"
         why = f" — {a.reason}" if a.reason else ""
         span = f"{_time(a.started)} → {_time(a.ended, a.started)}{took}"
         by = f"  (flow {a.flow})" if a.flow else ""
@@ -266,7 +269,7 @@ def log_command(
         u = a.usage
         out(
             f"    {count(u.turns, 'turn')} · {u.input_tokens:,} in / {u.output_tokens:,} out tokens"
-            f" · ${u.cost_usd:.4f}"
+            + (f" · ${u.cost_usd:.4f}" if log.priced or u.cost_usd else "")
         )
         if a.model:
             out(f"    model: {a.model}")
@@ -280,9 +283,10 @@ def log_command(
     for change in log.pending_inputs:
         out(f"input edited by hand since the last attempt (used at the next resume): {change}")
     u = log.usage
+    cost = f" · ${u.cost_usd:.4f}" if log.priced or u.cost_usd else ""
     out(
         f"total: {count(u.turns, 'turn')} · {u.input_tokens:,} in / {u.output_tokens:,} out tokens"
-        f" · ${u.cost_usd:.4f} over {count(len(log.attempts), 'attempt')}"
+        f"{cost} over {count(len(log.attempts), 'attempt')}"
     )
     for warning in log.warnings:
         err(f"warning: {warning}")

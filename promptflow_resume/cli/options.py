@@ -139,6 +139,32 @@ TimeoutOpt = Annotated[
         help="Wall-clock limit for this attempt: 90 (seconds), 10m, 1h30m, 2d.",
     ),
 ]
+IdleTimeoutOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--idle-timeout",
+        metavar="DURATION",
+        help="End a model request after this long without a token (default 120s); the "
+        "request is retried. A request that is not streamed must be answered whole within it.",
+    ),
+]
+RequestTimeoutOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--request-timeout",
+        metavar="DURATION",
+        help="Also limit each model request as a whole (default: no limit); one that passes "
+        "it is not sent again.",
+    ),
+]
+NoStreamOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-stream",
+        help="Do not stream replies (for a server that cannot): the idle timeout then covers "
+        "the whole answer.",
+    ),
+]
 MaxSuspensionsOpt = Annotated[
     int | None,
     typer.Option(

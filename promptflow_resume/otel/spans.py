@@ -342,6 +342,12 @@ def _chat_span(ctx: _Context, n: int, parent: str, entry: Entry) -> SpanRecord:
             attributes["flow.usage.cost_usd"] = meta.cost
         if meta.retries:
             attributes["flow.retries"] = meta.retries
+        # A streamed reply: seconds to its first token, as the GenAI conventions measure
+        # time to first token, and its output tokens per second.
+        if meta.ttft is not None:
+            attributes["gen_ai.response.time_to_first_token"] = meta.ttft / 1000
+        if meta.tps is not None:
+            attributes["flow.usage.output_tokens_per_second"] = meta.tps
     if ctx.redact is not None:
         calls = [
             {"type": "tool_call", "id": e.call_id, "name": e.tool}

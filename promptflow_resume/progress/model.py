@@ -141,6 +141,10 @@ class EntryMeta:
     finish: str | None = None
     #: Transient errors retried before the reply came.
     retries: int | None = None
+    #: A streamed reply: milliseconds from sending the request to its first token, and its
+    #: output tokens per second while it was generated (one decimal).
+    ttft: int | None = None
+    tps: float | None = None
     #: What kind of tool answered a ``tool_result``: ``builtin``, ``command``, ``mcp``,
     #: ``workflow`` or ``agent``; and for ``mcp`` the server's name.
     kind: str | None = None
@@ -161,6 +165,8 @@ class EntryMeta:
                 value = "/".join(str(n) for n in value)
             elif key == "cost":
                 value = repr(float(value))
+            elif key == "tps":
+                value = f"{float(value):.1f}"
             out.append((key, str(value)))
         out.extend(self.extra)
         return out
@@ -176,6 +182,8 @@ META_KEYS: tuple[str, ...] = (
     "cost",
     "finish",
     "retries",
+    "ttft",
+    "tps",
     "kind",
     "server",
 )
@@ -196,7 +204,7 @@ def meta_from_fields(pairs: dict[str, str]) -> EntryMeta:
                 raise ValueError(f"unknown field {key!r}")
             extra.append((key, text))
             continue
-        if key in ("ms", "retries"):
+        if key in ("ms", "retries", "ttft"):
             if not text.isdigit() or len(text) > 18:
                 raise ValueError(f"{key}={text!r} is not a whole number")
             values[key] = int(text)
@@ -210,6 +218,10 @@ def meta_from_fields(pairs: dict[str, str]) -> EntryMeta:
             if not 0 <= cost < 1e12 or repr(cost) != text:
                 raise ValueError(f"cost={text!r} is not a number of dollars")
             values[key] = cost
+        elif key == "tps":
+            if _TPS.fullmatch(text) is None:
+                raise ValueError(f"tps={text!r} is not tokens per second like 31.4")
+            values[key] = float(text)
         elif key == "at":
             if _AT.fullmatch(text) is None:
                 raise ValueError(f"at={text!r} is not a UTC time like 2026-11-21T23:25:29.123Z")
@@ -219,6 +231,7 @@ def meta_from_fields(pairs: dict[str, str]) -> EntryMeta:
     return EntryMeta(**values, extra=tuple(extra))
 
 
+_TPS = re.compile(r"[0-9]{1,9}\.[0-9]")
 _AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{3})?Z")
 
 

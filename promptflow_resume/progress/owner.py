@@ -13,14 +13,15 @@ alive. Where ``/proc`` is missing the check falls back to the pid alone::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 from pathlib import Path
 from typing import Any
 
-from ..base.durable import replace_file
-from ..base.safeopen import read_regular
+from ..base.durable import replace_file, temp_name
+from ..base.safeopen import NOFOLLOW, read_regular
 
 #: An owner record is a few dozen bytes; a larger file is not one flow wrote.
 MAX_OWNER_BYTES = 64 * 1024
@@ -73,8 +74,9 @@ def host_name() -> str:
     return str(uname().nodename)
 
 
-def write_owner(progress: Path) -> None:
-    """Record this process as the owner of ``progress`` (atomic replace; raises OSError)."""
+def write_owner(progress: Path) -> dict[str, Any]:
+    """Record this process as the owner of ``progress`` (atomic replace; raises OSError);
+    the record written."""
     info: dict[str, Any] = {
         "pid": os.getpid(),
         "host": host_name(),
@@ -84,6 +86,27 @@ def write_owner(progress: Path) -> None:
     if start is not None:
         info["pid_start"] = start
     replace_file(owner_path(progress), (json.dumps(info) + "\n").encode())
+    return info
+
+
+def note_request(progress: Path, owner: dict[str, Any], request: dict[str, Any] | None) -> None:
+    """Rewrite the owner record ``owner`` with the model request in flight (``{"step",
+    "turn", "since"}``; None: none), for readers (``flow status``) to say what a live run
+    waits for. The same atomic rename without an fsync: a crash that loses the note loses
+    nothing, since the owner is gone too (raises OSError)."""
+    info = {k: v for k, v in owner.items() if k != "request"}
+    if request is not None:
+        info["request"] = request
+    target = owner_path(progress)
+    tmp = temp_name(target)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o600)
+    try:
+        os.write(fd, (json.dumps(info) + "\n").encode())
+    finally:
+        os.close(fd)
+    os.replace(tmp, target)
 
 
 def read_owner(progress: Path) -> dict[str, Any]:

@@ -551,7 +551,8 @@ _V = rb"([A-Za-z0-9_.:/~+@,-]+)"
 _WRITTEN_META = re.compile(
     rb" at=([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z)"
     rb"(?: ms=N)?(?: model=V)?(?: answered_by=V)?(?: tokens=N/N/N)?(?: cost=([0-9][0-9.e+-]*))?"
-    rb"(?: finish=V)?(?: retries=N)?(?: kind=V)?(?: server=V)?".replace(b"N", _N).replace(b"V", _V)
+    rb"(?: finish=V)?(?: retries=N)?(?: ttft=N)?(?: tps=([0-9]{1,9}\.[0-9]))?(?: kind=V)?"
+    rb"(?: server=V)?".replace(b"N", _N).replace(b"V", _V)
 )
 
 
@@ -561,9 +562,22 @@ def _meta_of(meta_b: bytes) -> tuple[EntryMeta, bytes] | None:
     match = _WRITTEN_META.fullmatch(meta_b)
     if match is None:
         return None
-    at, ms, model, answered, t_in, t_out, t_cached, cost, finish, retries, kind, server = (
-        match.groups()
-    )
+    (
+        at,
+        ms,
+        model,
+        answered,
+        t_in,
+        t_out,
+        t_cached,
+        cost,
+        finish,
+        retries,
+        ttft,
+        tps,
+        kind,
+        server,
+    ) = match.groups()
     cost_value = None
     if cost is not None:
         try:
@@ -581,6 +595,8 @@ def _meta_of(meta_b: bytes) -> tuple[EntryMeta, bytes] | None:
         cost=cost_value,
         finish=None if finish is None else finish.decode(),
         retries=None if retries is None else int(retries),
+        ttft=None if ttft is None else int(ttft),
+        tps=None if tps is None else float(tps),
         kind=None if kind is None else kind.decode(),
         server=None if server is None else server.decode(),
     )

@@ -16,6 +16,7 @@ Any other status is what the file records; every status but ``completed`` is res
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,9 @@ class RunState:
     owner_alive: bool | None
     #: True when ``flow resume`` can continue the run now.
     resumable: bool
+    #: A live run's model request in flight, as its owner noted it: ``{"step", "turn",
+    #: "since"}`` (None when none is, or the run is not live).
+    request: dict[str, Any] | None = None
 
     def text(self, width: int | None = None) -> str:
         """One line: ``status (reason)`` and ``, resumable`` when resume can continue it;
@@ -56,6 +60,7 @@ class RunState:
             "recorded_status": self.recorded,
             "owner_alive": self.owner_alive,
             "resumable": self.resumable,
+            "request": self.request,
             "text": self.text(),
         }
 
@@ -63,6 +68,25 @@ class RunState:
 def _owner_words(owner: dict[str, Any]) -> str:
     pid, host = owner.get("pid"), owner.get("host")
     return f"pid {pid} on {host}" if pid is not None and host else "no owner recorded"
+
+
+_SINCE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+
+def _request(owner: dict[str, Any]) -> dict[str, Any] | None:
+    """The request in flight an owner record notes, when it is of the form flow writes."""
+    request = owner.get("request")
+    if not isinstance(request, dict):
+        return None
+    since, step, turn = request.get("since"), request.get("step"), request.get("turn")
+    if not (isinstance(since, str) and isinstance(step, str) and isinstance(turn, int)):
+        return None
+    if isinstance(turn, bool) or turn < 1:
+        return None
+    # Shown on a terminal: a record written by anything else may carry no control characters.
+    if not _SINCE.fullmatch(since) or not step.isprintable() or len(step) > 200:
+        return None
+    return {"step": step, "turn": turn, "since": since}
 
 
 def state_of(
@@ -81,7 +105,14 @@ def state_of(
         alive = bool(record) and record_alive(record)
     who = _owner_words(record)
     if alive:
-        return RunState("running", f"owner alive: {who}", status, True, False)
+        request = _request(record)
+        waiting = ""
+        if request is not None:
+            waiting = (
+                f"; waiting for the model since {request['since']} "
+                f"(step {request['step']}, turn {request['turn']})"
+            )
+        return RunState("running", f"owner alive: {who}{waiting}", status, True, False, request)
     if record:
         gone = f"owner gone: {who} ended without a checkpoint"
     else:

@@ -54,7 +54,7 @@ from .frontmatter import front_matter, read_front_matter, written_front_matter
 from .location import progress_file
 from .migrations import upgrade_front_matter
 from .model import FORMAT_VERSION, Entry, EntryMeta, LoadReport, Run, meta_from_fields
-from .owner import owner_alive, owner_path, read_owner, write_owner
+from .owner import note_request, owner_alive, owner_path, read_owner, write_owner
 from .parse import parse_bytes
 from .render import document_head, document_tail, entry_block, marker_value
 from .sidecar import folder_name, read_checked, write_sidecar
@@ -512,6 +512,8 @@ class ProgressStore:
         #: Digest and rendered block of each entry rendered at the last fold, by its fields.
         self._rendered: dict[tuple[Any, ...], tuple[str, str]] = {}
         self._closed = False
+        #: The owner record this process wrote (None until it took the run).
+        self._owner: dict[str, Any] | None = None
 
     # -- lifecycle --
 
@@ -613,9 +615,17 @@ class ProgressStore:
     ) -> None:
         self.close()
 
+    def note_request(self, request: dict[str, Any] | None) -> None:
+        """Say in the owner record which model request is in flight, and since when (None:
+        none); a record that cannot be written only leaves readers knowing less."""
+        if self._owner is None:
+            return
+        with contextlib.suppress(OSError):
+            note_request(self.path, self._owner, request)
+
     def _write_owner(self) -> None:
         try:
-            write_owner(self.path)
+            self._owner = write_owner(self.path)
         except OSError as error:
             raise storage_error(
                 error, self.path, "record the run's owner", resumable=False

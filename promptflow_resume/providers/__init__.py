@@ -25,6 +25,10 @@ REGISTRY.register("replay", "promptflow_resume.providers.replay:ReplayProvider")
 REGISTRY.register("echo", "promptflow_resume.providers.echo:EchoProvider")
 REGISTRY.register("scripted", "promptflow_resume.providers.scripted:ScriptedProvider")
 
+#: The providers that answer without a network (from a file, or at once): a request to one is
+#: over before anyone could ask how it goes.
+OFFLINE_PROVIDERS: frozenset[str] = frozenset({"replay", "echo", "scripted"})
+
 
 def create_provider(settings: ProviderSettings) -> Provider:
     """Build the provider named in ``settings``; unknown names get a clear error."""

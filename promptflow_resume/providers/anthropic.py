@@ -15,6 +15,7 @@ alternate (consecutive messages of one role are merged), and ``max_tokens`` is r
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -27,6 +28,7 @@ from ..base.errors import ProviderError, ProviderSetupError
 from ..chat import Message, ToolCall, ToolSpec
 from .base import ProviderSettings, Reply, ReplyUsage, Request, require_model
 from .endpoints import ANTHROPIC_URL, check_base_url
+from .generation import Generation, is_timeout
 from .pricing import DEFAULT_MAX_OUTPUT_TOKENS
 from .retry import connection_failure, guard_callback, http_failure
 from .sdkcall import call_sdk, map_sdk_error, read_stream
@@ -258,8 +260,9 @@ def _reply_from_message(message: Any, model: str) -> Reply:
 class _StreamAssembler:
     """Builds one reply from messages API stream events."""
 
-    def __init__(self, on_text: Callable[[str], None] | None) -> None:
+    def __init__(self, on_text: Callable[[str], None] | None, on_piece: Callable[[], None]) -> None:
         self.on_text = on_text
+        self.on_piece = on_piece
         self.blocks: dict[int, dict[str, Any]] = {}
         self.usage = ReplyUsage()
         self.model: str | None = None
@@ -288,6 +291,7 @@ class _StreamAssembler:
             entry = self.blocks.setdefault(event.index, {"type": None, "parts": []})
             delta = event.delta
             dtype = getattr(delta, "type", None)
+            self.on_piece()
             if dtype == "text_delta":
                 self._text(entry, delta.text)
             elif dtype == "input_json_delta":
@@ -360,7 +364,8 @@ class AnthropicProvider:
         return require_model("anthropic", request.model or self.settings.model)
 
     def complete(self, request: Request, on_text: Callable[[str], None] | None = None) -> Reply:
-        """Send one messages request; stream it when the settings ask for it."""
+        """Send one messages request, streamed unless the settings say not to. The timeout is
+        given per call, so the SDK never substitutes its own long-request timeout."""
         model = self._model(request)
         system, messages = to_anthropic(request.messages)
         max_tokens, extra_body = request_params(request.params)
@@ -368,8 +373,6 @@ class AnthropicProvider:
             "model": model,
             "max_tokens": max_tokens,
             "messages": messages,
-            # Given per call, so the SDK never substitutes its own long-request timeout.
-            "timeout": self.settings.timeout,
         }
         if system is not None:
             kwargs["system"] = system
@@ -379,16 +382,29 @@ class AnthropicProvider:
             kwargs["extra_body"] = extra_body
 
         def attempt() -> Reply:
-            if not self.settings.stream:
-                return _reply_from_message(self._client.messages.create(**kwargs), model)
-            stream = self._client.messages.create(stream=True, **kwargs)
-            assembler = _StreamAssembler(guard_callback(on_text))
-            read_stream(stream, assembler.feed)
+            settings = self.settings
+            generation = Generation(
+                "Anthropic",
+                idle=settings.timeout,
+                whole=settings.request_timeout,
+                streamed=settings.stream,
+            )
+            timed = dict(kwargs, timeout=generation.client_timeout())
+            try:
+                if not settings.stream:
+                    return _reply_from_message(self._client.messages.create(**timed), model)
+                stream = self._client.messages.create(stream=True, **timed)
+                assembler = _StreamAssembler(guard_callback(on_text), generation.piece)
+                read_stream(stream, assembler.feed)
+            except Exception as exc:
+                if is_timeout(exc):
+                    raise generation.timed_out() from exc
+                raise
             if not assembler.stopped:
                 raise connection_failure(
                     "Anthropic", "the streamed reply ended before it was complete."
                 )
-            return assembler.reply(model)
+            return dataclasses.replace(assembler.reply(model), timing=generation.timing())
 
         return call_sdk(attempt, lambda exc: self._map_error(exc, model))
 
@@ -409,6 +425,7 @@ class AnthropicProvider:
                     key_env=self.credentials.key_env,
                     model=model,
                     base_url=self.credentials.base_url,
+                    body=exc.body,
                 )
             return http_failure(
                 provider="Anthropic",

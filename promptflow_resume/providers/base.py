@@ -53,6 +53,27 @@ class ReplyUsage:
 
 
 @dataclass(frozen=True)
+class Timing:
+    """How a streamed reply arrived (seconds, from the request's send): the provider's
+    ``generation.Generation`` measures it."""
+
+    #: From sending the request to the first piece of reply (time to first token).
+    first_token: float | None
+    #: From the first piece to the end of the reply.
+    generating: float
+    #: Pieces (deltas) received.
+    pieces: int
+
+    def rate(self, output_tokens: int) -> float | None:
+        """Output tokens per second while generating (None when it cannot be told)."""
+        tokens = output_tokens or self.pieces
+        if self.first_token is None or tokens < 2 or self.generating <= 0:
+            return None
+        # The first token arrives at the start of the generating time: the rest took it.
+        return (tokens - 1) / self.generating
+
+
+@dataclass(frozen=True)
 class Reply:
     """One assistant message: text, tool calls, usage."""
 
@@ -61,6 +82,12 @@ class Reply:
     usage: ReplyUsage = field(default_factory=ReplyUsage)
     model: str | None = None
     finish_reason: str | None = None
+    #: When the reply streamed: time to first token and generating time (None otherwise).
+    timing: Timing | None = None
+
+
+#: Seconds without a token (a byte) that end a model request, unless ``--idle-timeout`` says.
+DEFAULT_IDLE_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True)
@@ -70,13 +97,18 @@ class ProviderSettings:
     name: str
     model: str | None = None
     base_url: str | None = None
-    #: Show text as it arrives (only on a terminal); the checkpoint holds whole replies only.
-    stream: bool = False
+    #: Stream the replies (the providers that can): the idle timeout then means "no token for
+    #: that long". The checkpoint holds whole replies only.
+    stream: bool = True
     #: ``replay``: the recording to replay. ``--record``: where to write one.
     recording: str | None = None
     record_to: str | None = None
-    #: Per-request timeout in seconds.
-    timeout: float = 120.0
+    #: The idle timeout in seconds: no token (no byte) for this long ends the request. A
+    #: request that is not streamed must be answered whole within it.
+    timeout: float = DEFAULT_IDLE_TIMEOUT
+    #: A limit on the whole request in seconds (None: none); past it the request stops and
+    #: is not sent again (``ProviderTimeoutError``).
+    request_timeout: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -17,6 +17,7 @@ Any other base URL (vLLM, LM Studio, llama.cpp's server, a gateway) needs no key
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -40,6 +41,7 @@ from .endpoints import (
     check_base_url,
     preset_for_host,
 )
+from .generation import Generation, is_timeout
 from .retry import connection_failure, guard_callback, http_failure
 from .sdkcall import call_sdk, map_sdk_error, read_stream
 
@@ -273,8 +275,9 @@ def _usage(raw: Any) -> ReplyUsage:
 class _StreamAssembler:
     """Builds one reply from chat completion chunks: text, tool-call deltas, usage."""
 
-    def __init__(self, on_text: Callable[[str], None] | None) -> None:
+    def __init__(self, on_text: Callable[[str], None] | None, on_piece: Callable[[], None]) -> None:
         self.on_text = on_text
+        self.on_piece = on_piece
         self.text: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.usage: ReplyUsage | None = None
@@ -292,11 +295,15 @@ class _StreamAssembler:
             delta = getattr(choice, "delta", None)
             if delta is not None:
                 piece = getattr(delta, "content", None)
+                calls = getattr(delta, "tool_calls", None) or ()
+                # Reasoning text (llama.cpp, vLLM: ``reasoning_content``) is generated too.
+                if piece or calls or getattr(delta, "reasoning_content", None):
+                    self.on_piece()
                 if piece:
                     self.text.append(piece)
                     if self.on_text is not None:
                         self.on_text(piece)
-                for tc in getattr(delta, "tool_calls", None) or ():
+                for tc in calls:
                     self._tool_delta(tc)
             if getattr(choice, "finish_reason", None):
                 self.finish_reason = choice.finish_reason
@@ -367,6 +374,13 @@ def _reply_from_completion(completion: Any, model: str, label: str) -> Reply:
 
 
 # --- the provider ---------------------------------------------------------------------------
+
+
+def _positive(value: Any) -> int | None:
+    """``value`` when it is a whole number above 0 (a size a server reported), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
 
 
 def _error_fields(body: Any, fallback: str) -> tuple[str, str | None, str | None]:
@@ -479,7 +493,7 @@ class OpenAIProvider:
         return require_model("openai", request.model or self.settings.model)
 
     def complete(self, request: Request, on_text: Callable[[str], None] | None = None) -> Reply:
-        """Send one chat completion request; stream it when the settings ask for it."""
+        """Send one chat completion request, streamed unless the settings say not to."""
         model = self._model(request)
         body = request_params(request.params, self.endpoint)
         body["messages"] = to_openai_messages(request.messages)
@@ -491,23 +505,78 @@ class OpenAIProvider:
         kwargs: dict[str, Any] = {"model": model, "messages": [], "extra_body": body}
 
         def attempt() -> Reply:
-            if not self.settings.stream:
-                completion = self._client.chat.completions.create(**kwargs)
-                return _reply_from_completion(completion, model, self.endpoint.label)
-            stream = self._client.chat.completions.create(
-                stream=True, stream_options={"include_usage": True}, **kwargs
+            settings = self.settings
+            generation = Generation(
+                self.endpoint.label,
+                idle=settings.timeout,
+                whole=settings.request_timeout,
+                streamed=settings.stream,
             )
-            assembler = _StreamAssembler(guard_callback(on_text))
-            read_stream(stream, assembler.feed)
+            timed = dict(kwargs, timeout=generation.client_timeout())
+            try:
+                if not settings.stream:
+                    completion = self._client.chat.completions.create(**timed)
+                    return _reply_from_completion(completion, model, self.endpoint.label)
+                stream = self._client.chat.completions.create(
+                    stream=True, stream_options={"include_usage": True}, **timed
+                )
+                assembler = _StreamAssembler(guard_callback(on_text), generation.piece)
+                read_stream(stream, assembler.feed)
+            except Exception as exc:
+                if is_timeout(exc):
+                    raise generation.timed_out() from exc
+                raise
             if assembler.finish_reason is None:
                 raise connection_failure(
                     self.endpoint.label,
                     "the streamed reply ended before it was complete.",
                     url=None,
                 )
-            return assembler.reply(model)
+            return dataclasses.replace(assembler.reply(model), timing=generation.timing())
 
         return call_sdk(attempt, lambda exc: self._map_error(exc, model))
+
+    def context_window(self, model: str | None = None) -> int | None:
+        """The context window the server says it serves ``model`` with, in tokens; None
+        when it does not say (or is OpenAI's own API or Azure, which say it nowhere).
+
+        llama.cpp's server answers ``GET /props`` (``default_generation_settings.n_ctx``, the
+        window it was started with) and names it per model in ``GET /v1/models``
+        (``meta.n_ctx``); vLLM gives ``max_model_len`` there. Asked only after a request was
+        refused as too long without the window in the refusal; a failure is no answer."""
+        if self.endpoint.openai_hosted or self.endpoint.preset == "github":
+            return None
+        wanted = model or self.settings.model
+        base = self.endpoint.base_url.rstrip("/")
+        root = base[: -len("/v1")] if base.endswith("/v1") else base
+        props = self._get_json(f"{root}/props")
+        if isinstance(props, dict):
+            settings = props.get("default_generation_settings")
+            size = _positive(settings.get("n_ctx") if isinstance(settings, dict) else None)
+            if size is not None:
+                return size
+        listing = self._get_json(f"{base}/models")
+        rows = listing.get("data") if isinstance(listing, dict) else None
+        for row in rows if isinstance(rows, list) else ():
+            if not isinstance(row, dict) or (wanted and row.get("id") not in (wanted, None)):
+                continue
+            meta = row.get("meta")
+            for value in (
+                row.get("max_model_len"),
+                meta.get("n_ctx") if isinstance(meta, dict) else None,
+            ):
+                size = _positive(value)
+                if size is not None:
+                    return size
+        return None
+
+    def _get_json(self, url: str) -> Any:
+        """``GET url`` through the provider's client (its key, proxies and TLS); the JSON
+        answer, or None for any failure."""
+        try:
+            return self._client.with_options(timeout=10.0).get(url, cast_to=object)
+        except Exception:  # a server that has no such page, or none at all: no answer
+            return None
 
     def _map_error(self, exc: Exception, model: str) -> ProviderError | None:
         """The ``ProviderError`` for an SDK or network failure; None for anything else (a bug)."""
@@ -526,6 +595,7 @@ class OpenAIProvider:
                     key_env=self.endpoint.key_env,
                     model=model,
                     base_url=self.endpoint.base_url,
+                    body=exc.body,
                 )
             # An error event inside a stream: no HTTP status of its own.
             return http_failure(
@@ -536,6 +606,7 @@ class OpenAIProvider:
                 error_code=code,
                 key_env=self.endpoint.key_env,
                 model=model,
+                body=exc.body,
             )
 
         return map_sdk_error(

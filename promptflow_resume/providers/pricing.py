@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -128,6 +129,12 @@ def price_for(model: str | None, given: GivenPrices | None = None) -> Price | No
             if price is not None:
                 return price
     return None
+
+
+def priced(models: Iterable[str | None], given: GivenPrices | None = None) -> bool:
+    """Whether any of ``models`` has a price (given or in the table): a run of models that
+    have none shows tokens only, since its cost counted as 0 is unknown, not free."""
+    return any(price_for(model, given) is not None for model in models)
 
 
 def cost_usd(

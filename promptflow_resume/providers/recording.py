@@ -671,6 +671,12 @@ class RecordingProvider:
         self.record(request, reply)
         return reply
 
+    def context_window(self, model: str | None = None) -> int | None:
+        """What the wrapped provider's server says of the model's window (None: nothing)."""
+        ask = getattr(self.inner, "context_window", None)
+        window = ask(model) if callable(ask) else None
+        return window if isinstance(window, int) else None
+
     def record(self, request: Request, reply: Reply) -> None:
         """Append one exchange (skipped when this exact exchange is already recorded)."""
         key = self._hasher.advance(request)

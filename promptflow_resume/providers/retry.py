@@ -22,6 +22,11 @@ Rules (``docs/spec.md``, section 5):
   ``QuotaWindowError`` carries the moment the window opens, and the engine suspends the run
   until then (docs/spec.md 4.18); retrying sooner would only be refused again.
 - Out of attempts: ``ProviderError(reason="provider_unavailable")`` naming the last error.
+- A timeout is not an identical request forever: one that ends a stream that had stalled is
+  retried like any dropped connection, but after ``SILENT_TIMEOUTS`` timeouts in a row in
+  which nothing arrived the request is not sent again (``provider_unavailable``, saying so);
+  a request past its whole-request limit is never sent again (``ProviderTimeoutError`` with
+  ``whole`` set is permanent: the same generation would not finish in time either).
 - A computed (backoff) wait that would pass ``deadline`` (a ``time.monotonic()`` value) is not
   started: ``DeadlineError`` (a ``ProviderError``) instead, so the engine can stop the run as
   ``timeout``.
@@ -41,12 +46,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..base.errors import DeadlineError, ModelUnavailableError, ProviderError, QuotaWindowError
+from ..base.errors import (
+    ContextLengthError,
+    DeadlineError,
+    ModelUnavailableError,
+    ProviderError,
+    ProviderTimeoutError,
+    QuotaWindowError,
+)
 from ..base.retrypolicy import RetryPolicy
 from .base import Provider, Reply, Request
 
 #: HTTP statuses retried: request timeout, rate limit, server errors, Anthropic's "overloaded".
 TRANSIENT_STATUS: frozenset[int] = frozenset({408, 429, 500, 502, 503, 504, 529})
+
+#: Timeouts in a row with nothing received after which a request is not sent again.
+SILENT_TIMEOUTS = 2
 
 #: ``ProviderError.reason`` values this module raises: out of attempts, and a wait past the
 #: deadline (``DeadlineError``; callers decide by its class).
@@ -98,6 +113,7 @@ def call_with_retry(
     a server-named wait too long for this process raises ``QuotaWindowError``."""
     max_attempts = max(1, policy.max_attempts)
     attempt = 0
+    silent = 0  # timeouts in a row in which nothing at all arrived
     while True:
         attempt += 1
         try:
@@ -106,6 +122,18 @@ def call_with_retry(
             if not err.transient:
                 raise
             last = err
+        silent = silent + 1 if isinstance(last, ProviderTimeoutError) and not last.tokens else 0
+        if silent >= SILENT_TIMEOUTS:
+            # The same request to a server that sent nothing in time, twice: a third try
+            # would wait as long again for the same silence.
+            raise _unavailable(
+                last,
+                f"it sent nothing within the timeout {silent} times in a row",
+                attempts=attempt,
+                hint="Progress is saved. A local model that reads a long prompt slowly needs a "
+                "longer --idle-timeout (a request that is not streamed: its whole answer within "
+                "it); check that the server is up and not busy, then resume the run.",
+            )
         window = _window(last, policy, deadline, clock)
         if window is not None:
             raise QuotaWindowError(
@@ -162,14 +190,17 @@ def _describe(err: ProviderError) -> str:
     return err.message.rstrip().rstrip(".")
 
 
-def _unavailable(last: ProviderError, why: str, *, attempts: int) -> ProviderError:
+def _unavailable(
+    last: ProviderError, why: str, *, attempts: int, hint: str | None = None
+) -> ProviderError:
     """The error that ends retrying: names the last failure and how to continue."""
     err = ProviderError(
         f"the model provider is unavailable ({why}); last error: {_describe(last)}.",
         transient=False,
         status_code=last.status_code,
         reason=REASON_UNAVAILABLE,
-        hint=(
+        hint=hint
+        or (
             "Progress is saved: resume the run once the provider is reachable again, or raise "
             "`retry.max_attempts` / `retry.max_delay` in the workflow."
         ),
@@ -293,16 +324,42 @@ def usage_limit_wait(message: str, *, now: float | None = None) -> float | None:
 _TRANSIENT_ERROR_TYPES = frozenset(
     {"overloaded_error", "rate_limit_error", "api_error", "server_error", "rate_limit_exceeded"}
 )
-#: Phrases providers use for a prompt that does not fit the model's context window.
+#: Phrases providers use for a prompt that does not fit the model's context window: OpenAI's
+#: code, llama.cpp's type and words ("exceeds the available context size", "larger than the
+#: max context size"; Ollama passes them on), vLLM's "maximum context length", Ollama's "the
+#: input length exceeds the context length", Anthropic's "prompt is too long".
 _CONTEXT_MARKERS = (
     "context_length_exceeded",
+    "exceed_context_size_error",
     "context length",
     "context window",
+    "context size",
     "maximum context",
     "prompt is too long",
     "too many tokens",
     "input is too long",
 )
+#: Where a refusal names the window: llama.cpp's "available context size (4096 tokens)" and
+#: "max context size (4096 tokens)", vLLM's and OpenAI's "maximum context length is 4096
+#: tokens".
+_WINDOW_IN_TEXT = (
+    re.compile(r"context size \((\d+) tokens\)"),
+    re.compile(r"maximum context length is (\d+) tokens"),
+)
+
+
+def window_in(text: str, body: object = None) -> int | None:
+    """The context window a refusal names, in tokens: llama.cpp's ``n_ctx`` beside its error,
+    else a number in the words; None when it names none."""
+    err = body.get("error", body) if isinstance(body, dict) else None
+    n_ctx = err.get("n_ctx") if isinstance(err, dict) else None
+    if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0:
+        return n_ctx
+    for pattern in _WINDOW_IN_TEXT:
+        found = pattern.search(text)
+        if found is not None:
+            return int(found.group(1))
+    return None
 
 
 def http_failure(
@@ -316,11 +373,13 @@ def http_failure(
     key_env: str | None = None,
     model: str | None = None,
     base_url: str | None = None,
+    body: object = None,
 ) -> ProviderError:
     """Turn a provider's HTTP error response into a ``ProviderError`` with its reason and fix.
 
     ``provider`` names the service in the message (e.g. ``"OpenAI"``); ``key_env`` is the
-    environment variable the key came from, named in the hint for 401/403.
+    environment variable the key came from, named in the hint for 401/403; ``body`` is the
+    error body as parsed (where a server puts details beside the message).
     """
     text = " ".join(message.split()) or "no error message"
     if not text.endswith((".", "!", "?")):
@@ -336,6 +395,19 @@ def http_failure(
             reason="insufficient_quota",
             hint="The account behind the key has no credit or quota left: add credit or raise "
             "the limit with the provider, then resume the run.",
+        )
+    lowered = f"{text} {' '.join(kinds)}".lower()
+    # Ollama has answered a prompt too long for its window with a 500, llama.cpp inside a
+    # stream (no status of its own): no retry fixes either.
+    if status in (None, 400, 413, 422, 500) and any(m in lowered for m in _CONTEXT_MARKERS):
+        return ContextLengthError(
+            lead,
+            status_code=status,
+            window=window_in(text, body),
+            hint="The conversation no longer fits the model's context window: choose a model "
+            "with a larger window (or start the server with a larger one), shorten the "
+            "prompts, or trim long tool results from the transcript in the progress file, "
+            "then resume the run.",
         )
     # The error type decides only where the status does not: inside a stream (no status of
     # its own) or for a 5xx; a 403 labelled "server_error" is still a 403.
@@ -372,7 +444,6 @@ def http_failure(
             "(`model:` in the workflow or --model), the key and the base URL, or list other "
             "models to try in `model:`, then resume the run.",
         )
-    lowered = f"{text} {' '.join(kinds)}".lower()
     key_hint = f"`{key_env}`" if key_env else "the API key"
     if status == 401:
         return ProviderError(
@@ -398,15 +469,6 @@ def http_failure(
             reason="not_found",
             hint=f"The provider{at} answered 404 to the request for {named} without saying "
             "the model is unknown: check the base URL and the model name, then resume the run.",
-        )
-    if status in (400, 413, 422) and any(marker in lowered for marker in _CONTEXT_MARKERS):
-        return ProviderError(
-            lead,
-            status_code=status,
-            reason="context_length_exceeded",
-            hint="The conversation no longer fits the model's context window: choose a model "
-            "with a larger window, shorten the prompts, or trim long tool results from the "
-            "transcript in the progress file, then resume the run.",
         )
     if status is not None and 400 <= status < 500:
         return ProviderError(

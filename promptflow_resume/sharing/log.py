@@ -15,8 +15,10 @@ from typing import Any
 from ..base.clock import parse_iso
 from ..progress import load_progress
 from ..progress.location import progress_file
-from ..progress.model import Attempt, Usage
+from ..progress.model import Attempt, Usage, run_models
 from ..progress.state import RunState, run_state
+from ..providers.givenprices import from_record
+from ..providers.pricing import priced
 
 
 @dataclass
@@ -90,6 +92,8 @@ class RunLog:
     warnings: list[str] = field(default_factory=list)
     #: The effective state: a dead owner's ``running`` run is ``interrupted`` (progress.state).
     state: RunState | None = None
+    #: Whether the run's models have a price: without one the cost is unknown, not $0.
+    priced: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """The ``flow log --json`` document."""
@@ -104,6 +108,7 @@ class RunLog:
             "resumable": state.resumable,
             "state": state.text(),
             "usage": asdict(self.usage),
+            "priced": self.priced,
             "parent": self.parent,
             "attempts": [a.to_dict() for a in self.attempts],
             "pending_edits": self.pending_edits,
@@ -118,6 +123,12 @@ def read_log(path: str | Path) -> RunLog:
     run, report = load_progress(progress)
     state = run_state(progress, run.status, run.reason)
     attempts = [AttemptView.of(a) for a in run.attempts]
+    for earlier in attempts[:-1]:
+        if earlier.ended is None:
+            # A file from before resumes closed a killed attempt: one followed by another
+            # ended when its process died.
+            earlier.status = earlier.status or "interrupted"
+            earlier.reason = earlier.reason or "its process ended without a checkpoint"
     if attempts and attempts[-1].ended is None and state.owner_alive is False:
         # The last attempt's process died without recording its end: it ended interrupted.
         attempts[-1].status = attempts[-1].status or state.status
@@ -134,6 +145,7 @@ def read_log(path: str | Path) -> RunLog:
         pending_inputs=list(report.edited_inputs),
         warnings=list(report.warnings),
         state=state,
+        priced=priced(run_models(run), from_record(run.config.prices)),
     )
 
 

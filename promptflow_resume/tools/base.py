@@ -29,6 +29,9 @@ class ToolContext:
     #: With tracing on, the W3C ``traceparent`` of the call's ``execute_tool`` span: an MCP
     #: call sends it in its request's ``_meta`` (docs/spec.md 13).
     traceparent: str | None = None
+    #: The tools the model was offered for this call (None: not known), so a tool's advice
+    #: names only tools the model has.
+    offered: tuple[str, ...] | None = None
 
     def skill_folders(self) -> tuple[Path, ...]:
         """The folders of the skills the model may load: readable besides the workspace."""

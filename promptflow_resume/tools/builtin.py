@@ -26,6 +26,7 @@ import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -124,14 +125,30 @@ class BuiltinTool(Standalone):
         """Check ``arguments`` against the spec, then do the work inside ``ctx.workspace``
         (or inside a skill's folder, for a read tool given a path there)."""
         target = skill_target(ctx, arguments.get("path")) if self.reads_skills else None
+        work = partial(self._run_for, ctx=ctx)
         if target is not None:
             folder, rel = target
             inside = replace(ctx, workspace=folder)
-            return guarded_call(self.spec, {**arguments, "path": rel}, inside, self._run)
-        return guarded_call(self.spec, arguments, ctx, self._run)
+            return guarded_call(self.spec, {**arguments, "path": rel}, inside, work)
+        return guarded_call(self.spec, arguments, ctx, work)
+
+    def _run_for(self, arguments: dict[str, Any], root: Path, *, ctx: ToolContext) -> ToolResult:
+        """The work, for a tool whose answer depends on the call's context (its advice)."""
+        return self._run(arguments, root)
 
     def _run(self, arguments: dict[str, Any], root: Path) -> ToolResult:
         raise NotImplementedError
+
+
+def listing_advice(ctx: ToolContext, what: str) -> str:
+    """``; <tool> shows what exists`` naming a tool the model was offered that lists or finds
+    files (``what`` says what it would show), or nothing when it has none: a model told to
+    call a tool it does not have only fails again."""
+    offered = ctx.offered
+    for tool in ("list_files", "search_files"):
+        if offered is None or tool in offered:
+            return f"; {tool} {what}"
+    return ""
 
 
 def guarded_call(
@@ -208,14 +225,16 @@ class ReadFile(BuiltinTool):
         ),
     )
 
-    def _run(self, arguments: dict[str, Any], root: Path) -> ToolResult:
+    def _run_for(self, arguments: dict[str, Any], root: Path, *, ctx: ToolContext) -> ToolResult:
         name = arguments["path"]
         path = confine(root, name)
         rel = relative_name(path, root)
         if not path.exists():
-            return error_result(f"there is no file '{rel}'; list_files shows what exists")
+            return error_result(
+                f"there is no file '{rel}'{listing_advice(ctx, 'shows what exists')}"
+            )
         if path.is_dir():
-            return error_result(f"'{rel}' is a folder; use list_files to see what it holds")
+            return error_result(f"'{rel}' is a folder{listing_advice(ctx, 'shows what it holds')}")
         if not path.is_file():
             # A FIFO or device would block or never end.
             return error_result(f"'{rel}' is not a regular file; only files can be read")

@@ -58,6 +58,7 @@ KNOWN_KEYS: tuple[str, ...] = (
     "approve",
     "steps",
     "recovery",
+    "incomplete_reply",
 )
 
 

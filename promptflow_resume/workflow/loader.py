@@ -34,7 +34,16 @@ from .config import (
 from .diagnostics import Collector, did_you_mean
 from .frontmatter import read_front_matter, validate_front_matter
 from .hashing import digest
-from .model import Diagnostic, InputDecl, Recovery, Step, StepKind, VariableUse, Workflow
+from .model import (
+    Diagnostic,
+    IncompleteReply,
+    InputDecl,
+    Recovery,
+    Step,
+    StepKind,
+    VariableUse,
+    Workflow,
+)
 from .skillfile import SKILL_FILE
 from .skillrun import skill_workflow
 from .source import (
@@ -348,11 +357,18 @@ def _analyze(
         compaction=cfg.compaction,
         approve=cfg.approve,
         recovery=Recovery.MODEL if data.get("recovery") == "model" else Recovery.PERSON,
+        incomplete_reply=_incomplete_reply(data.get("incomplete_reply")),
         kind="agent" if agent is not None else "prompt",
         agent=agent.spec if agent is not None else None,
         **_agent_servers(agent, used, Path(path)),
     )
     return workflow, col
+
+
+def _incomplete_reply(value: Any) -> IncompleteReply:
+    """``incomplete_reply:`` as written (the schema refused anything else), else ``warn``."""
+    known = {choice.value: choice for choice in IncompleteReply}
+    return known.get(value, IncompleteReply.WARN) if isinstance(value, str) else known["warn"]
 
 
 def _agent_servers(agent: LoadedAgent | None, used: Workflow | None, path: Path) -> dict[str, Any]:

@@ -23,6 +23,19 @@ VariableKind = Literal["input", "step", "editor"]
 WorkflowKind = Literal["prompt", "agent", "skill"]
 
 
+class IncompleteReply(enum.Enum):
+    """What a step does with a final reply that is empty or cut off at the token limit (the
+    workflow's ``incomplete_reply:``)."""
+
+    #: The default: the step completes with it, and the run's output and status say so.
+    WARN = "warn"
+    #: Ask the model once more; a second incomplete reply stops the run.
+    RETRY = "retry"
+    #: Stop the run (``failed``) for a person to look: a resume goes on with the reply as it
+    #: then stands in the file (edited, or removed to ask again).
+    STOP = "stop"
+
+
 @dataclass(frozen=True)
 class Diagnostic:
     """A problem found in a workflow file, with its position (1-based line and column)."""
@@ -258,6 +271,8 @@ class Workflow:
     #: ``recovery:`` — ``person`` (the default) or ``model``: ``flow resume`` lets the model
     #: decide ambiguous states as with ``--decide``.
     recovery: Recovery = Recovery.PERSON
+    #: ``incomplete_reply:`` — what a step does with an empty or cut-off final reply.
+    incomplete_reply: IncompleteReply = IncompleteReply.WARN
     #: ``agent`` for a custom agent file: ``context`` is its instructions, the one step sends
     #: the task (the input ``task``), and ``agent`` holds the agent-only keys.
     kind: WorkflowKind = "prompt"

@@ -214,7 +214,8 @@ def test_status_speaks_in_counted_nouns_and_draws_the_bar_as_list_does(
     code, out, _ = flow(capsys, "status", "run/progress.md")
     assert code == 0
     usage = next(line for line in out.splitlines() if line.startswith("usage"))
-    assert usage.endswith(", 1 turn, $0.0000, 1 attempt")
+    # The echo model has no price: tokens only (docs/spec.md 5.4).
+    assert usage.endswith(", 1 turn, 1 attempt")
     progress = next(line for line in out.splitlines() if line.startswith("progress"))
     bar = progress.split()[1]
     assert set(bar[1:-1]) <= {"█", "░"} or set(bar[1:-1]) <= {"#", "-"}

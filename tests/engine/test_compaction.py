@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +47,8 @@ from tests.support.providers_server import (
     anthropic_error,
     anthropic_message,
     error_body,
+    llamacpp_context_exceeded,
+    ollama_context_exceeded,
     openai_completion,
     openai_tool_call,
     openai_usage,
@@ -99,6 +101,8 @@ class ProbeModel:
 
     turns: int
     limit: int = LIMIT
+    #: The refusal of a request over the limit (size, limit): OpenAI's unless given.
+    refuse: Callable[[int, int], Canned] | None = None
     sizes: list[int] = field(default_factory=list)
     rejected: list[int] = field(default_factory=list)
     summaries: list[str] = field(default_factory=list)
@@ -106,11 +110,15 @@ class ProbeModel:
 
     def __call__(self, received: Received) -> Canned:
         body = received.body
+        if received.method == "GET":  # a server that reports no window (no /props)
+            return Canned(status=404, body={"error": "not found"})
         size = server_tokens(body)
         self.sizes.append(size)
         messages = body["messages"]
         if size > self.limit:
             self.rejected.append(size)
+            if self.refuse is not None:
+                return self.refuse(size, self.limit)
             return Canned(
                 status=400,
                 body=error_body(
@@ -337,8 +345,10 @@ def test_a_context_length_error_compacts_and_retries_once(
     assert outcome.exit_code == 0, outcome.run.last_error
     assert model.rejected, "the run never reached the server's limit"
     compactions = [e for e in outcome.run.transcript if e.role == "compaction"]
-    # One compaction per refused request, each followed by a retry that fit.
-    assert len(compactions) == len(model.rejected)
+    # The refusal names the window ("maximum context length is N tokens"): one request was
+    # refused, compacted and retried; from then on the run compacts before it would pass.
+    assert len(model.rejected) == 1 and compactions
+    assert max(size for size in model.sizes if size not in model.rejected) <= LIMIT
     assert probe_results(outcome.run) == list(range(1, 41))
     assert_calls_never_split(model.requests)
 
@@ -674,3 +684,32 @@ def test_large_tool_results_keep_their_sidecars_and_send_only_previews(
     ]
     assert sent and max(map(len, sent)) < 600  # previews only, never the whole output
     assert not any(FILLER.strip() * 5 in text for text in model.summaries)
+
+
+@pytest.mark.parametrize(
+    "server_kind", ["llama.cpp", "ollama"], ids=["llama.cpp-names-n_ctx", "ollama-names-none"]
+)
+def test_a_local_servers_context_overflow_compacts_like_openais(
+    tmp_path: Path, server: ModelServer, server_kind: str
+) -> None:
+    refuse = (
+        (lambda size, limit: llamacpp_context_exceeded(size, limit))
+        if server_kind == "llama.cpp"
+        else (lambda size, limit: ollama_context_exceeded())
+    )
+    model = ProbeModel(turns=40, refuse=refuse)
+    server.responder = model
+    outcome = start_run(
+        StartRequest(write_workflow(tmp_path, ""), progress=tmp_path / "run" / "progress.md"),
+        RunOptions(base_url=server.url + "/v1", workspace=tmp_path),
+    )
+    assert outcome.exit_code == 0, outcome.run.last_error
+    assert probe_results(outcome.run) == list(range(1, 41))
+    compactions = [e for e in outcome.run.transcript if e.role == "compaction"]
+    if server_kind == "llama.cpp":
+        # n_ctx beside the refusal is the window: one refusal, then compaction before it.
+        assert len(model.rejected) == 1 and compactions
+    else:
+        # No window said (and no /props to ask): each refusal compacts and retries once.
+        assert model.rejected and len(compactions) == len(model.rejected)
+        assert [r.path for r in server.requests if r.method == "GET"] == ["/props", "/v1/models"]

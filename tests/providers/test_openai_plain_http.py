@@ -45,7 +45,9 @@ from promptflow_resume.base.errors import ProviderError
 from promptflow_resume.chat import Message
 from promptflow_resume.providers.base import ProviderSettings, Request
 from promptflow_resume.providers.openai import OpenAIProvider
-provider = OpenAIProvider(ProviderSettings("openai", model="gpt-4.1", base_url=sys.argv[1]))
+provider = OpenAIProvider(
+    ProviderSettings("openai", model="gpt-4.1", base_url=sys.argv[1], stream=False)
+)
 try:
     print(provider.complete(Request(messages=(Message("user", "hi"),))).content)
 except ProviderError as error:

@@ -69,6 +69,8 @@ def provider(server: ModelServer, **kw: Any) -> AnthropicProvider:
         model=kw.pop("model", "claude-sonnet-4-6"),
         base_url=kw.pop("base_url", server.url),
         timeout=kw.pop("timeout", 5.0),
+        # The whole-body path unless a test streams (flow streams by default).
+        stream=kw.pop("stream", False),
         **kw,
     )
     return AnthropicProvider(settings)
@@ -373,7 +375,7 @@ def test_timeout_is_transient(server: ModelServer) -> None:
     server.push(Canned(delay=1.5, body=anthropic_message("too late")))
     with pytest.raises(ProviderError) as info:
         provider(server, timeout=0.3).complete(ask())
-    assert info.value.transient and info.value.reason == "connection"
+    assert info.value.transient and info.value.reason == "idle_timeout"
 
 
 def test_dropped_connection_is_transient(server: ModelServer) -> None:

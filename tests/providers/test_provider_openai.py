@@ -80,6 +80,8 @@ def provider(server: ModelServer, **kw: Any) -> OpenAIProvider:
         model=kw.pop("model", "gpt-4o"),
         base_url=kw.pop("base_url", server.url + "/v1"),
         timeout=kw.pop("timeout", 5.0),
+        # The whole-body path unless a test streams (flow streams by default).
+        stream=kw.pop("stream", False),
         **kw,
     )
     return OpenAIProvider(settings)
@@ -494,8 +496,8 @@ def test_timeout_is_transient_and_retried(server: ModelServer) -> None:
     p = provider(server, timeout=0.3)
     with pytest.raises(ProviderError) as info:
         p.complete(ask())
-    assert info.value.transient and info.value.reason == "connection"
-    assert "0.3 s" in str(info.value)
+    assert info.value.transient and info.value.reason == "idle_timeout"
+    assert "no answer within 0.3 s (the request was not streamed" in str(info.value)
     assert p.complete(ask()).content == "ok"
 
 

@@ -17,7 +17,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from tests.support.providers_server import error_body, openai_completion, openai_usage
+from tests.support.providers_server import (
+    as_stream_bytes,
+    error_body,
+    openai_completion,
+    openai_usage,
+)
 
 WORKFLOW = """\
 ---
@@ -113,9 +118,11 @@ class RowServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 status, payload = server.answer(body)
-                data = json.dumps(payload).encode()
+                streamed = status == 200 and body.get("stream") is True
+                data = as_stream_bytes(payload) if streamed else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                kind = "text/event-stream" if streamed else "application/json"
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

@@ -17,8 +17,10 @@ on the client side, as with a dropped connection in production.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import email.utils
 import json
+import re
 import socket
 import threading
 import time
@@ -47,6 +49,11 @@ class Canned:
     #: the stream, then close without ending it.
     drop: Literal["before", "mid"] | None = None
     drop_after: int = 1
+    #: Seconds between the events of a stream: a model generating at ``1 / pace`` tokens/s.
+    #: A whole reply (not streamed) is sent once its pieces would all have been generated.
+    pace: float = 0.0
+    #: (events sent, seconds): the stream stalls that long after that many events.
+    stall: tuple[int, float] | None = None
 
 
 @dataclass
@@ -199,6 +206,7 @@ class ModelServer:
                     canned = server._next()
                 if canned is None:
                     canned = Canned(status=500, body=error_body("no scripted response left"))
+                canned = as_asked(canned, received)
                 # The client may give up first (a timeout test): nothing left to do then.
                 with contextlib.suppress(TimeoutError, BrokenPipeError, ConnectionResetError):
                     self._send(canned)
@@ -231,6 +239,10 @@ class ModelServer:
                     if canned.drop == "mid" and sent >= canned.drop_after:
                         self._cut()
                         return
+                    if canned.pace and sent:
+                        time.sleep(canned.pace)
+                    if canned.stall is not None and sent == canned.stall[0]:
+                        time.sleep(canned.stall[1])
                     self._chunk(sse(event, data))
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
@@ -245,6 +257,73 @@ class ModelServer:
                 self.connection.shutdown(socket.SHUT_RDWR)
 
         return Handler
+
+
+def as_asked(canned: Canned, received: Received) -> Canned:
+    """``canned`` in the form the request asked for: a whole reply (a chat completion or a
+    message) to a request with ``"stream": true`` is sent as the stream a real server sends
+    for it, as the same events, one piece of text per event."""
+    streamed = isinstance(received.body, dict) and received.body.get("stream") is True
+    body = canned.body
+    if canned.events is not None or canned.status != 200 or not isinstance(body, dict):
+        return canned
+    if not streamed:
+        if not canned.pace:
+            return canned
+        # Not streamed: nothing is sent until the whole reply was generated.
+        generating = canned.pace * len(_openai_events(body) if "choices" in body else ())
+        return dataclasses.replace(canned, delay=canned.delay + generating, pace=0.0)
+    if body.get("object") == "chat.completion":
+        events = _openai_events(body)
+    elif body.get("type") == "message":
+        events = _anthropic_events(body)
+    else:
+        return canned
+    return dataclasses.replace(canned, events=events)
+
+
+def as_stream_bytes(body: dict[str, Any]) -> bytes:
+    """A whole chat completion as the Server-Sent Events a server streams for it, in one
+    body (for servers of the tests that answer whole, to a request that asked to stream)."""
+    return b"".join(sse(event, data) for event, data in _openai_events(body))
+
+
+def pieces(text: str) -> list[str]:
+    """``text`` in the pieces a server streams, about a token each: a word and the space
+    after it (joined, the text as it was)."""
+    return re.findall(r"\s*\S+\s*?(?=\s|$)|\s+$", text) if text else []
+
+
+def _openai_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
+    """A whole chat completion as its stream."""
+    choice = body["choices"][0]
+    message = choice["message"]
+    calls = [
+        (c["id"], c["function"]["name"], [c["function"]["arguments"]])
+        for c in message.get("tool_calls") or ()
+    ]
+    texts = pieces(message.get("content") or "")
+    events = openai_stream(texts, calls, model=body["model"], usage=body.get("usage"))
+    finish = choice.get("finish_reason")
+    if finish:  # the finish event is the one before the usage and [DONE]
+        events[-3] = (None, _chunk(body["model"], {}, finish))
+    return events
+
+
+def _anthropic_events(body: dict[str, Any]) -> list[tuple[str | None, Any]]:
+    """A whole message as its stream."""
+    texts = [p for b in body["content"] if b["type"] == "text" for p in pieces(b["text"])]
+    uses = [
+        (b["id"], b["name"], [json.dumps(b["input"])])
+        for b in body["content"]
+        if b["type"] == "tool_use"
+    ]
+    events = anthropic_stream(texts, uses, model=body["model"], usage=body.get("usage"))
+    stop = body.get("stop_reason")
+    if stop:
+        delta = events[-2][1]
+        delta["delta"]["stop_reason"] = stop
+    return events
 
 
 def sse(event: str | None, data: Any) -> bytes:
@@ -596,4 +675,87 @@ def anthropic_usage_limit(when: datetime) -> Canned:
             f"{stamp:%Y-%m-%d} at {stamp:%H:%M} UTC.",
             "invalid_request_error",
         ),
+    )
+
+
+# --- local model servers: llama.cpp, Ollama, vLLM ----------------------------------------------
+# Their error bodies and the pages that say a model's context window, as each project documents
+# them (llama.cpp's tools/server README, vLLM's OpenAI-compatible server, Ollama's API notes).
+
+
+def llamacpp_context_exceeded(prompt_tokens: int, n_ctx: int) -> Canned:
+    """llama.cpp's ``llama-server`` refusing a prompt longer than its window: HTTP 400, type
+    ``exceed_context_size_error``, with the counts beside the message."""
+    return Canned(
+        status=400,
+        body={
+            "error": {
+                "code": 400,
+                "message": f"request ({prompt_tokens} tokens) exceeds the available context "
+                f"size ({n_ctx} tokens), try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": prompt_tokens,
+                "n_ctx": n_ctx,
+            }
+        },
+    )
+
+
+def llamacpp_props(n_ctx: int, model: str = "model.gguf") -> Canned:
+    """llama.cpp's ``GET /props``: the window each slot was started with."""
+    return Canned(
+        body={
+            "default_generation_settings": {"n_ctx": n_ctx, "params": {}},
+            "total_slots": 1,
+            "model_alias": model,
+            "model_path": f"/models/{model}",
+        }
+    )
+
+
+def ollama_context_exceeded() -> Canned:
+    """Ollama's OpenAI-compatible endpoint refusing a prompt longer than its window (with
+    truncation off): HTTP 400 with its own words, no numbers."""
+    return Canned(
+        status=400,
+        body=error_body(
+            "the input length exceeds the context length", type="invalid_request_error"
+        ),
+    )
+
+
+def vllm_context_exceeded(window: int, requested: int) -> Canned:
+    """vLLM refusing a request longer than the model's ``max_model_len``: HTTP 400, a
+    top-level ``object: error`` body naming both numbers."""
+    return Canned(
+        status=400,
+        body={
+            "object": "error",
+            "message": f"This model's maximum context length is {window} tokens. However, you "
+            f"requested {requested} tokens ({requested - 256} in the messages, 256 in the "
+            "completion). Please reduce the length of the messages or completion.",
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        },
+    )
+
+
+def vllm_models(model: str, max_model_len: int) -> Canned:
+    """vLLM's ``GET /v1/models``: each model with its ``max_model_len``."""
+    return Canned(
+        body={
+            "object": "list",
+            "data": [
+                {
+                    "id": model,
+                    "object": "model",
+                    "created": 1_700_000_000,
+                    "owned_by": "vllm",
+                    "root": model,
+                    "parent": None,
+                    "max_model_len": max_model_len,
+                }
+            ],
+        }
     )

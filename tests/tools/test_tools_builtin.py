@@ -199,7 +199,7 @@ def test_read_marks_text_that_is_not_utf8(ws: Path) -> None:
     ("setup", "arguments", "expected"),
     [
         (None, {"path": "missing.txt"}, "there is no file 'missing.txt'"),
-        ("dir", {"path": "d"}, "'d' is a folder; use list_files"),
+        ("dir", {"path": "d"}, "'d' is a folder; list_files shows what it holds"),
         ("short", {"path": "s.txt", "offset": 5}, "offset 5 is past the end of 's.txt'"),
     ],
 )
@@ -211,6 +211,22 @@ def test_read_errors(
     result = BUILTINS["read_file"]().run(arguments, ToolContext(workspace=ws))
     assert result.is_error
     assert expected in result.content
+
+
+@pytest.mark.parametrize(
+    ("offered", "advice"),
+    [
+        (("read_file", "list_files"), "; list_files shows what exists"),
+        (("read_file", "search_files"), "; search_files shows what exists"),
+        (("read_file",), ""),
+    ],
+)
+def test_a_missing_file_names_only_a_tool_the_model_has(
+    ws: Path, offered: tuple[str, ...], advice: str
+) -> None:
+    context = ToolContext(workspace=ws, offered=offered)
+    result = BUILTINS["read_file"]().run({"path": "missing.txt"}, context)
+    assert result.is_error and result.content == f"error: there is no file 'missing.txt'{advice}"
 
 
 def test_read_of_an_empty_file(ws: Path) -> None:
