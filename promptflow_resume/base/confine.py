@@ -104,7 +104,7 @@ def tree_path(rel: str) -> PurePosixPath:
     also when a part is ``.git`` in any case: git never checks such a path out, and neither
     does flow, since a file there would change the repository itself (its hooks, its config)."""
     pure = plain_relative(rel)
-    if any(part.lower() == ".git" for part in pure.parts):
+    if any(part.lower() == GIT_FOLDER for part in pure.parts):
         raise PathEscapeError(f"'{rel}' is inside a .git folder: nothing is written there")
     return pure
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..base.errors import InputError
@@ -121,10 +121,6 @@ class CiInputs:
             # A command the model chooses that no allow-list allows waits for /flow approve.
             consent_stop=True,
         )
-
-    def at(self, progress: Path) -> CiInputs:
-        """The same inputs with the run's file at ``progress``."""
-        return replace(self, progress=progress)
 
 
 def _max_cost(env: Mapping[str, str]) -> float | None:
