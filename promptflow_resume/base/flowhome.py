@@ -10,7 +10,12 @@ runner with a cache) point ``FLOW_HOME`` at one copy.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .errors import FlowError
 
 
 def flow_home() -> Path:
@@ -38,3 +43,30 @@ def not_private(fd: int, path: Path) -> str | None:
     if folder.st_uid not in (os.getuid(), 0):
         return f"its folder {path.parent} belongs to another user"
     return None
+
+
+def read_private(
+    path: Path, limit: int, *, what: str, problem: Callable[[str], FlowError]
+) -> bytes | None:
+    """At most ``limit + 1`` bytes of the private file ``path`` in flow's folder, or None when
+    it does not exist. A link, a pipe or a device, or a file another user owns or others can
+    write (it or its folder: ``not_private``), is refused with ``problem(why)``: whoever could
+    plant it could forge what flow keeps there (the seal key, trust, what flow made)."""
+    from .errors import SpecialFileError
+    from .safeopen import open_regular, read_fd
+
+    try:
+        fd = open_regular(path, what=what)
+    except FileNotFoundError:
+        return None
+    except SpecialFileError:
+        raise problem("it is not a regular file") from None
+    except OSError as error:
+        raise problem(f"it cannot be opened ({error.strerror})") from error
+    try:
+        why = not_private(fd, path)
+        if why is not None:
+            raise problem(why)
+        return read_fd(fd, limit)
+    finally:
+        os.close(fd)

@@ -34,9 +34,8 @@ from pathlib import Path
 from typing import Literal
 
 from .durable import replace_file
-from .errors import SpecialFileError, StorageError
-from .flowhome import flow_home
-from .safeopen import open_regular, read_fd
+from .errors import StorageError
+from .flowhome import flow_home, read_private
 
 #: The record's file name in flow's folder.
 FILE_NAME = "made.json"
@@ -93,20 +92,11 @@ def _problem(path: Path, why: str) -> StorageError:
 
 def _read(path: Path) -> list[Made]:
     """The records in ``path`` (none when it does not exist)."""
-    try:
-        fd = open_regular(path, what="record of what flow made")
-    except FileNotFoundError:
+    data = read_private(
+        path, MAX_BYTES, what="record of what flow made", problem=lambda why: _problem(path, why)
+    )
+    if data is None:
         return []
-    except SpecialFileError:
-        raise _problem(path, "it is not a regular file") from None
-    except OSError as error:
-        raise _problem(path, f"it cannot be opened ({error.strerror})") from error
-    try:
-        if os.fstat(fd).st_uid != os.getuid():
-            raise _problem(path, "it belongs to another user")
-        data = read_fd(fd, MAX_BYTES)
-    finally:
-        os.close(fd)
     try:
         document = json.loads(data.decode("utf-8"))
         if not isinstance(document, dict) or document.get("flow_made") != VERSION:

@@ -29,8 +29,8 @@ from pathlib import Path
 
 from .durable import replace_file
 from .errors import SpecialFileError, StorageError
-from .flowhome import flow_home, not_private
-from .safeopen import open_regular, read_fd, read_regular
+from .flowhome import flow_home, read_private
+from .safeopen import read_regular
 
 #: The file in flow's folder that holds the trust decisions.
 TRUST_FILE = "trust.json"
@@ -112,21 +112,11 @@ def _store_error(path: Path, why: str) -> StorageError:
 def load_store() -> dict[str, TrustedFolder]:
     """Every folder trusted on this machine, by real path (empty when nothing is)."""
     path = store_path()
-    try:
-        fd = open_regular(path, what="trust file")
-    except FileNotFoundError:
+    data = read_private(
+        path, MAX_STORE_BYTES, what="trust file", problem=lambda why: _store_error(path, why)
+    )
+    if data is None:
         return {}
-    except SpecialFileError:
-        raise _store_error(path, "it is not a regular file") from None
-    except OSError as error:
-        raise _store_error(path, f"it cannot be opened ({error.strerror})") from error
-    try:
-        why = not_private(fd, path)
-        if why is not None:
-            raise _store_error(path, why)
-        data = read_fd(fd, MAX_STORE_BYTES)
-    finally:
-        os.close(fd)
     try:
         raw = json.loads(data.decode("utf-8"))
         folders = raw["folders"]

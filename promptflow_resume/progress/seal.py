@@ -39,9 +39,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base.errors import SpecialFileError, StorageError
-from ..base.flowhome import flow_home, not_private
-from ..base.safeopen import open_regular, read_fd
+from ..base.errors import StorageError
+from ..base.flowhome import flow_home, read_private
 from .model import Entry, InFlight, Run, Seal
 
 #: Bytes of a new key.
@@ -65,21 +64,11 @@ def _key_error(path: Path, why: str) -> StorageError:
 def _read_key(path: Path) -> bytes | None:
     """The key in ``path``; None when there is none. A key that is not a regular file of the
     right size owned by this user is refused, so a planted link or FIFO is never read."""
-    try:
-        fd = open_regular(path, what="sealing key")
-    except FileNotFoundError:
+    data = read_private(
+        path, KEY_BYTES, what="sealing key", problem=lambda why: _key_error(path, why)
+    )
+    if data is None:
         return None
-    except SpecialFileError:
-        raise _key_error(path, "it is not a regular file") from None
-    except OSError as error:
-        raise _key_error(path, f"it cannot be opened ({error.strerror})") from error
-    try:
-        why = not_private(fd, path)
-        if why is not None:
-            raise _key_error(path, why)
-        data = read_fd(fd, KEY_BYTES)
-    finally:
-        os.close(fd)
     if len(data) != KEY_BYTES:
         raise _key_error(path, f"it holds {len(data)} bytes where a key has {KEY_BYTES}")
     return data

@@ -399,27 +399,9 @@ class _Reader:
             else:
                 self.problem("error", (*parts, "command"), "`command` must be a non-empty string")
             return None
-        cwd = entry.get("cwd")
-        if cwd is not None and not isinstance(cwd, str):
-            self.problem("error", (*parts, "cwd"), "`cwd` must be a string (a folder)")
-            return None
-        env = self.env(parts, entry.get("env"))
-        timeout = self.timeout(parts, entry.get("timeout", DEFAULT_TIMEOUT), key="timeout")
-        matcher = self.matcher(parts, event, entry.get("matcher", group_matcher))
-        if env is None or timeout is None or matcher is False:
-            return None
-        return HookCommand(
-            event=event,
-            index=index,
-            source=self.source,
-            bash=command,
-            cwd=cwd,
-            env=env,
-            timeout=timeout,
-            matcher=matcher if isinstance(matcher, str) and matcher not in ("", "*") else None,
-            dialect="vscode",
-            label=label,
-        )
+        settings = {**entry, "matcher": entry.get("matcher", group_matcher)}
+        where = (event, index, parts)
+        return self.built(where, settings, command, timeout_key="timeout", label=label)
 
     def entry(self, event: str, index: int, entry: Any) -> HookCommand | None:
         parts: tuple[Any, ...] = ("hooks", event, index)
@@ -439,16 +421,30 @@ class _Reader:
         if kind != "command":
             self.problem("error", (*parts, "type"), '`type` must be "command"')
             return None
-        ok = True
         command = self.command(parts, entry)
+        return self.built((event, index, parts), entry, command, timeout_key="timeoutSec")
+
+    def built(
+        self,
+        where: tuple[str, int, tuple[Any, ...]],
+        entry: dict[str, Any],
+        command: str | None,
+        *,
+        timeout_key: str,
+        label: str = "",
+    ) -> HookCommand | None:
+        """The hook an entry of either format describes, its ``cwd``, ``env``, time limit and
+        ``matcher`` checked, every problem recorded (None when there is one, or no
+        ``command``)."""
+        event, index, parts = where
         cwd = entry.get("cwd")
-        if cwd is not None and not isinstance(cwd, str):
+        cwd_ok = cwd is None or isinstance(cwd, str)
+        if not cwd_ok:
             self.problem("error", (*parts, "cwd"), "`cwd` must be a string (a folder)")
-            ok = False
         env = self.env(parts, entry.get("env"))
-        timeout = self.timeout(parts, entry.get("timeoutSec", DEFAULT_TIMEOUT))
+        timeout = self.timeout(parts, entry.get(timeout_key, DEFAULT_TIMEOUT), key=timeout_key)
         matcher = self.matcher(parts, event, entry.get("matcher"))
-        if command is None or env is None or timeout is None or matcher is False or not ok:
+        if command is None or not cwd_ok or env is None or timeout is None or matcher is False:
             return None
         return HookCommand(
             event=event,
@@ -458,7 +454,10 @@ class _Reader:
             cwd=cwd,
             env=env,
             timeout=timeout,
-            matcher=matcher if isinstance(matcher, str) else None,
+            # ``*`` and an empty matcher (VS Code's and Claude Code's way) match every tool.
+            matcher=matcher if isinstance(matcher, str) and matcher not in ("", "*") else None,
+            dialect="vscode" if label else "copilot",
+            label=label,
         )
 
     def command(self, parts: tuple[Any, ...], entry: dict[str, Any]) -> str | None:
