@@ -18,7 +18,6 @@ artifact upload) are not run.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -35,7 +34,13 @@ import yaml
 
 from tests.support import REPO
 from tests.support.flowproc import flow
-from tests.support.github import comment_event, pull_request, rest_api
+from tests.support.github import (
+    SEAL_KEY,
+    STAMP_WORKFLOW,
+    comment_event,
+    pull_request,
+    rest_api,
+)
 from tests.support.providers_server import (
     Canned,
     ModelServer,
@@ -49,19 +54,8 @@ pytestmark = pytest.mark.e2e
 
 ACTION = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
 
-WORKFLOW = """\
----
-description: Stamp the change, then report
-commands:
-  stamp:
-    description: Stamp the build
-    argv: ["true"]
-tools: [stamp]
----
-Stamp the build, then say that it is done.
-"""
-
-KEY = base64.b64encode(bytes(range(32))).decode()
+WORKFLOW = STAMP_WORKFLOW
+KEY = SEAL_KEY
 
 
 def _git(*args: str, cwd: Path) -> str:

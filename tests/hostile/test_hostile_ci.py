@@ -30,7 +30,13 @@ from promptflow_resume.progress.state import run_state
 from promptflow_resume.show.summary import summary_text
 from tests.support import REPO
 from tests.support.git import git
-from tests.support.github import comment_event, pull_request, rest_api
+from tests.support.github import (
+    SEAL_KEY,
+    STAMP_WORKFLOW,
+    comment_event,
+    pull_request,
+    rest_api,
+)
 from tests.support.providers_server import (
     Canned,
     ModelServer,
@@ -38,18 +44,8 @@ from tests.support.providers_server import (
     openai_tool_call,
 )
 
-WORKFLOW = """\
----
-description: Stamp the change, then report
-commands:
-  stamp:
-    description: Stamp the build
-    argv: ["true"]
-tools: [stamp]
----
-Stamp the build, then say that it is done.
-"""
-KEY = base64.b64encode(bytes(range(32))).decode()
+WORKFLOW = STAMP_WORKFLOW
+KEY = SEAL_KEY
 API_KEY = "sk-live-not-for-forks-0123456789"
 PROGRESS = "flow-runs/pr-7.md"
 

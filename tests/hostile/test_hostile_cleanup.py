@@ -10,7 +10,6 @@ the run's own files are cleaned with a line saying what was left and why.
 
 from __future__ import annotations
 
-import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -22,21 +21,11 @@ from promptflow_resume.progress.model import Snapshots, WorktreeRef
 from promptflow_resume.sharing import clean_runs
 from promptflow_resume.worktree import discard_run
 from tests.support import xss
+from tests.support.git import git
 
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=timezone.utc)
 RUN_ID = "20261001-000000-stranger-a1b2"
 BASE = "0" * 40
-
-
-def git(repo: Path, *args: str) -> str:
-    """Run git in ``repo`` as the test's person; its output."""
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from promptflow_resume.sharing import fork, rewind
 from promptflow_resume.sharing.restore import FilesChoice
 from promptflow_resume.snapshots import SnapshotRepo
 from tests.support import xss
+from tests.support.git import git
 
 #: Step one makes ``a/.ssh`` (a folder ``a`` with a file); step two removes ``a``.
 WORKFLOW = """\
@@ -53,17 +53,6 @@ commands:
 ## Step 3: Three
 > run: sh script="echo three > three.txt"
 """
-
-
-def _git(root: Path, *args: str, stdin: str | None = None) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=root,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
 
 
 def _state(folder: Path, skip: Path | None = None) -> dict[str, Any]:
@@ -94,10 +83,10 @@ def home(tmp_path: Path) -> Path:
     (home / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
     repo = home / "src" / "repo"
     repo.mkdir(parents=True)
-    _git(repo, "init", "-q")
+    git(repo, "init", "-q")
     (repo / "steps.prompt.md").write_text(WORKFLOW)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
     return home
 
 
@@ -119,8 +108,8 @@ def test_a_restore_never_writes_or_removes_through_a_link(home: Path, command: s
     repo = home / "src" / "repo"
     progress = _ran(repo)
     os.symlink("../..", repo / "a")  # the clone's link, where step one's snapshot has a/.ssh
-    _git(repo, "add", "a")
-    _git(repo, "commit", "-qm", "a link")
+    git(repo, "add", "a")
+    git(repo, "commit", "-qm", "a link")
     outside = _state(home, skip=repo)
     text = progress.read_text()
 
@@ -204,17 +193,17 @@ def test_a_file_cannot_make_a_restore_act_on_another_repository(
 ) -> None:
     victim = tmp_path / "victim"
     victim.mkdir()
-    _git(victim, "init", "-q")
+    git(victim, "init", "-q")
     (victim / "config.py").write_text("SAFE = False\n")
-    _git(victim, "add", "-A")
-    _git(victim, "commit", "-qm", "old")
-    old = _git(victim, "rev-parse", "HEAD").strip()
+    git(victim, "add", "-A")
+    git(victim, "commit", "-qm", "old")
+    old = git(victim, "rev-parse", "HEAD").strip()
     (victim / "config.py").write_text("SAFE = True\n")
-    _git(victim, "commit", "-qam", "fixed")
-    new = _git(victim, "rev-parse", "HEAD").strip()
+    git(victim, "commit", "-qam", "fixed")
+    new = git(victim, "rev-parse", "HEAD").strip()
     clone = tmp_path / "clone"
     clone.mkdir()
-    _git(clone, "init", "-q")
+    git(clone, "init", "-q")
     run = xss.plain_run()
     run.status, run.reason, run.in_flight = "paused", "stopped", []
     run.snapshots = Snapshots(
@@ -235,7 +224,7 @@ def test_a_file_cannot_make_a_restore_act_on_another_repository(
     assert refused.value.exit_code == 19 and refused.value.field == "$.snapshots"
     assert "were not taken by flow on this machine" in refused.value.message
     assert _state(victim) == before and path.read_text() == text
-    assert _git(victim, "for-each-ref", "refs/flow") == ""
+    assert git(victim, "for-each-ref", "refs/flow") == ""
 
 
 # --- the property: no plan reaches outside the repository ----------------------------------
@@ -268,13 +257,13 @@ def _mktree(repo: Path, tree: dict[str, Any], outside: Path) -> str:
         if isinstance(value, dict):
             lines.append(f"040000 tree {_mktree(repo, value, outside)}\t{name}")
         elif value == "file":
-            blob = _git(repo, "hash-object", "-w", "--stdin", stdin=f"{name} from a snapshot\n")
+            blob = git(repo, "hash-object", "-w", "--stdin", stdin=f"{name} from a snapshot\n")
             lines.append(f"100644 blob {blob.strip()}\t{name}")
         else:
             link = _target(value[1], outside)
-            blob = _git(repo, "hash-object", "-w", "--stdin", stdin=link)
+            blob = git(repo, "hash-object", "-w", "--stdin", stdin=link)
             lines.append(f"120000 blob {blob.strip()}\t{name}")
-    return _git(repo, "mktree", "--missing", stdin="".join(f"{line}\n" for line in lines)).strip()
+    return git(repo, "mktree", "--missing", stdin="".join(f"{line}\n" for line in lines)).strip()
 
 
 def _lay_out(folder: Path, tree: dict[str, Any], outside: Path) -> None:
@@ -327,13 +316,13 @@ def test_no_restore_plan_writes_or_removes_outside_the_repository(
         (top / "c").write_text("beside the repository\n")
         repo = top / "sub" / "repo"
         repo.mkdir(parents=True)
-        _git(repo, "init", "-q")
+        git(repo, "init", "-q")
         # The run's chain holds both snapshots: the target, then the tip after it.
-        first = _git(repo, "commit-tree", _mktree(repo, target, outside), "-m", "t").strip()
-        last = _git(repo, "commit-tree", _mktree(repo, tip, outside), "-p", first, "-m", "l")
+        first = git(repo, "commit-tree", _mktree(repo, target, outside), "-m", "t").strip()
+        last = git(repo, "commit-tree", _mktree(repo, tip, outside), "-p", first, "-m", "l")
         handle = SnapshotRepo.find(repo, "r", None)
         assert handle is not None
-        _git(repo, "update-ref", handle.ref, last.strip())
+        git(repo, "update-ref", handle.ref, last.strip())
         _empty(repo)
         _lay_out(repo, disk, outside)
         before = _state(top, skip=repo)

@@ -6,20 +6,14 @@ import subprocess
 from pathlib import Path
 
 
-def git(where: Path, *args: str) -> str:
-    """Run ``git ARGS`` in ``where`` with a fixed identity; its output (raises on failure)."""
+def git(where: Path, *args: str, stdin: str | None = None) -> str:
+    """Run ``git ARGS`` in ``where`` with a fixed identity (``stdin`` on its input); its
+    output (raises on failure)."""
+    identity = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
     return subprocess.run(
-        [
-            "git",
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "init.defaultBranch=main",
-            *args,
-        ],
+        ["git", *identity, *args],
         cwd=where,
+        input=stdin,
         capture_output=True,
         text=True,
         check=True,

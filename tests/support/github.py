@@ -3,6 +3,7 @@ requests, the payloads of the events, and a bare ``origin`` with a pull request'
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from collections.abc import Iterator
@@ -12,6 +13,22 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.git import git
+
+#: The workflow a pull request's jobs run in these tests: one command tool, ``stamp``, that
+#: an ``approve: stamp`` holds for a person.
+STAMP_WORKFLOW = """\
+---
+description: Stamp the change, then report
+commands:
+  stamp:
+    description: Stamp the build
+    argv: ["true"]
+tools: [stamp]
+---
+Stamp the build, then say that it is done.
+"""
+#: The action's ``seal-key`` input in these tests (base64 of 32 bytes).
+SEAL_KEY = base64.b64encode(bytes(range(32))).decode()
 
 
 def pull_request(
