@@ -383,12 +383,7 @@ class AnthropicProvider:
 
         def attempt() -> Reply:
             settings = self.settings
-            generation = Generation(
-                "Anthropic",
-                idle=settings.timeout,
-                whole=settings.request_timeout,
-                streamed=settings.stream,
-            )
+            generation = Generation.of("Anthropic", settings)
             timed = dict(kwargs, timeout=generation.client_timeout())
             try:
                 if not settings.stream:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 
 from ..base.errors import ProviderTimeoutError
-from .base import Timing
+from .base import ProviderSettings, Timing
 
 
 class Generation:
@@ -49,6 +49,14 @@ class Generation:
         self.first: float | None = None
         self.last: float | None = None
         self.pieces = 0
+
+    @classmethod
+    def of(cls, label: str, settings: ProviderSettings) -> Generation:
+        """The generation of one attempt of a provider with ``settings`` (its idle and
+        whole-request timeouts, and whether it streams)."""
+        return cls(
+            label, idle=settings.timeout, whole=settings.request_timeout, streamed=settings.stream
+        )
 
     def client_timeout(self) -> float:
         """The HTTP client's timeout for this request: the idle timeout, or the whole

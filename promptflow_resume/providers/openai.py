@@ -506,12 +506,7 @@ class OpenAIProvider:
 
         def attempt() -> Reply:
             settings = self.settings
-            generation = Generation(
-                self.endpoint.label,
-                idle=settings.timeout,
-                whole=settings.request_timeout,
-                streamed=settings.stream,
-            )
+            generation = Generation.of(self.endpoint.label, settings)
             timed = dict(kwargs, timeout=generation.client_timeout())
             try:
                 if not settings.stream:
