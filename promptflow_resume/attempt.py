@@ -337,6 +337,7 @@ def children(options: RunOptions, choices: Choices = Choices()) -> SubworkflowRu
         choices=choices,
         mcp_config=options.mcp_config,
         mcp_ask=options.mcp_ask,
+        mcp_inputs=options.mcp_inputs,
         agent_dirs=tuple(options.agent_dirs),
         trust=options.trust,
     )

@@ -53,6 +53,21 @@ def parse_assignments(items: list[str], option: str) -> dict[str, str]:
     return values
 
 
+def mcp_input_values(items: list[str]) -> dict[str, str]:
+    """``--mcp-input ID=VALUE`` items as a mapping; a malformed item is an InputError that
+    does not repeat it (it may be a secret)."""
+    values: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise InputError(
+                "--mcp-input takes ID=VALUE: the id of the input (as in ${input:ID}), '=', "
+                "then its value."
+            )
+        values[name.strip()] = value
+    return values
+
+
 def given_prices(items: list[str], file: str | Path | None) -> dict[str, dict[str, float]]:
     """``--prices FILE`` and then every ``--price MODEL=IN/OUT[/CACHED]``, as a run records
     them (docs/spec.md 5.4); a bad value or file is refused before anything runs."""

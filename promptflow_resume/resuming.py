@@ -187,12 +187,11 @@ def _check(state: _Resume) -> None:
 def _start_tools(state: _Resume) -> None:
     """The workflow's tools, with the MCP servers it names started."""
     from .tools import build_tools
-    from .tools.mcp_wiring import find_mcp_config, start_mcp
+    from .tools.mcp_wiring import start_mcp
 
     options = state.options
     state.tools = build_tools(state.wf, state.root, skills=options.skills)
-    trust = options.trust_in(state.root)
-    mcp = find_mcp_config(state.wf, state.root, options.mcp_config, options.mcp_ask, trust)
+    mcp = options.mcp_for(state.wf, state.root)
     state.secrets = tuple(mcp.secrets) if mcp else ()
     state.mcp = mcp
     state.servers = start_mcp(state.wf, state.root, state.tools, mcp, state.path, state.redactor())

@@ -84,10 +84,10 @@ def _start_in(
     """``start`` once the workspace (``root``, a worktree's folder or not) is known."""
     from .detect import keywords_for
     from .tools import build_tools
-    from .tools.mcp_wiring import find_mcp_config, start_mcp
+    from .tools.mcp_wiring import start_mcp
 
     run_id, worktree = tree
-    mcp = find_mcp_config(wf, root, options.mcp_config, options.mcp_ask, options.trust_in(root))
+    mcp = options.mcp_for(wf, root)
     redactor = Redactor.from_environment(extra_values=mcp.secrets if mcp else ())
     run = new_run(
         wf,

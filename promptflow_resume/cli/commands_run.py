@@ -38,6 +38,7 @@ from .options import (
     MaxTokensOpt,
     MaxTurnsOpt,
     McpConfigOpt,
+    McpInputOpt,
     ModelOpt,
     NoApproveOpt,
     NoHooksOpt,
@@ -284,6 +285,7 @@ class _SharedFlags:
     no_approve: bool
     on_consent: str
     mcp_config: Path | None
+    mcp_input: list[str]
     agents: list[Path]
     otel: bool
     no_snapshots: bool
@@ -304,7 +306,7 @@ class _SharedFlags:
         """The run's options: budgets, permissions, tools and where to report."""
         from ..api import Limits, RunOptions
         from ..base.truststore import TRUST_FLAG, Trust
-        from ..front import given_prices
+        from ..front import given_prices, mcp_input_values
 
         limits = Limits(
             self.max_cost,
@@ -339,6 +341,7 @@ class _SharedFlags:
             permissions=permissions,
             mcp_config=self.mcp_config,
             mcp_ask=_ask_mcp_input if interactive else None,
+            mcp_inputs=mcp_input_values(self.mcp_input),
             reporter=_watchers(reporter, stream, self.otel),
             agent_dirs=tuple(self.agents),
             approve=tuple(self.approve),
@@ -408,6 +411,7 @@ def run_command(
         False, "--yes", "-y", help="Accept the best similar run without asking."
     ),
     mcp_config: McpConfigOpt = None,
+    mcp_input: McpInputOpt = [],  # noqa: B006 - typer copies list defaults
     worktree: bool = typer.Option(
         False,
         "--worktree",
@@ -670,6 +674,7 @@ def resume_command(
         "then continue. Without it, resuming before the window exits 16 and sends nothing.",
     ),
     mcp_config: McpConfigOpt = None,
+    mcp_input: McpInputOpt = [],  # noqa: B006 - typer copies list defaults
     events: EventsOpt = None,
     otel: OtelOpt = False,
     as_json: SummaryJson = False,

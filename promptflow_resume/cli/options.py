@@ -313,6 +313,15 @@ McpConfigOpt = Annotated[
         help="MCP servers (JSON); default: the workspace's .vscode/mcp.json.",
     ),
 ]
+McpInputOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--mcp-input",
+        metavar="ID=VALUE",
+        help="The value of an MCP configuration's ${input:ID} (repeatable); before "
+        "FLOW_MCP_INPUT_<ID> and the terminal. Never recorded.",
+    ),
+]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Say more about what happens.")]
 #: ``--json`` of the commands that print a summary of what they did.
 SummaryJson = Annotated[bool, typer.Option("--json", help="Print a machine-readable summary.")]

@@ -777,8 +777,10 @@ def load_servers(
     env: Mapping[str, str] | None = None,
     trust: Trust | None = None,
     named: Path | None = None,
+    given: Mapping[str, str] | None = None,
 ) -> McpConfig | None:
-    """The MCP configuration for a run of ``workflow``, or None when it needs none.
+    """The MCP configuration for a run of ``workflow``, or None when it needs none
+    (``given``: input values from ``--mcp-input``).
 
     Read only when the workflow names tools that nothing else provides, when ``config_path``
     is given (``--mcp-config``), or when its agent defines servers (``mcp-servers:``, which
@@ -801,12 +803,16 @@ def load_servers(
         agents, left = _trusted_agents(named, agents, names, trust)
         untrusted += left
     config = (
-        load_configs(paths, workspace=workspace, env=env, ask=ask, wanted=names) if paths else None
+        load_configs(paths, workspace=workspace, env=env, ask=ask, wanted=names, given=given)
+        if paths
+        else None
     )
     # The servers the agents define themselves come first: on a name clash they win. The
     # first agent's are laid on last, so its file stays the configuration's own.
     for file, servers in reversed(agents):
-        own = agent_config(file, servers, workspace=workspace, env=env, ask=ask, wanted=names)
+        own = agent_config(
+            file, servers, workspace=workspace, env=env, ask=ask, wanted=names, given=given
+        )
         config = with_agent_servers(own, config)
     if not untrusted or trust is None:
         return config

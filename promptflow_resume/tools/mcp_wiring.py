@@ -17,7 +17,7 @@ tools never loads it::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,11 +40,12 @@ def find_mcp_config(
     trust: Trust | None = None,
     *,
     named: bool = True,
+    given: Mapping[str, str] | None = None,
 ) -> McpConfig | None:
     """The MCP configuration a run of ``workflow`` uses (never one from a progress file);
     with ``trust``, what the workspace brings only as far as it allows (docs/spec.md 10.9).
     ``named``: the person named ``workflow`` (a run's own file, not a subagent's), so its own
-    ``mcp-servers:`` need no trust."""
+    ``mcp-servers:`` need no trust. ``given``: the inputs' values from ``--mcp-input``."""
     agents = (workflow, *workflow.parts())  # a handoff chain's parts name their own
     if config_path is None and not any(_names_unresolved_tools(a) or a.mcp_servers for a in agents):
         return None  # what load_servers answers, without importing the MCP client (asyncio)
@@ -52,7 +53,7 @@ def find_mcp_config(
 
     own = workflow.path if named else None
     return load_servers(
-        workflow, workspace, config_path=config_path, ask=ask, trust=trust, named=own
+        workflow, workspace, config_path=config_path, ask=ask, trust=trust, named=own, given=given
     )
 
 
