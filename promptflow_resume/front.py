@@ -184,9 +184,11 @@ class RunCommand:
 def run_workflow(command: RunCommand, options: RunOptions) -> Outcome:
     """``flow run``: resume a similar incomplete run when one is chosen, else start one."""
     from .detect import run_to_resume
+    from .workflow.byname import target
 
+    where = target(command.workflow, options.root(), options.agent_dirs, options.skill_dirs)
     wf = load_workflow(
-        command.workflow,
+        where,
         single_prompt=command.single_prompt,
         workspace=options.root(),
         agent_dirs=options.agent_dirs,

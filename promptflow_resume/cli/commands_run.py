@@ -51,6 +51,7 @@ from .options import (
     PricesOpt,
     ProgressArg,
     ProviderOpt,
+    RunTargetArg,
     SelectionOpt,
     SkillsOpt,
     SummaryJson,
@@ -58,7 +59,6 @@ from .options import (
     TimeoutOpt,
     TrustWorkspaceOpt,
     VerboseOpt,
-    WorkflowArg,
     WorkflowMovedOpt,
 )
 
@@ -353,7 +353,7 @@ class _SharedFlags:
 
 @app.command("run")
 def run_command(
-    workflow: WorkflowArg,
+    workflow: RunTargetArg,
     task: TaskOpt = None,
     agents: AgentsDirOpt = [],  # noqa: B006 - typer copies list defaults
     handoff: HandoffOpt = [],  # noqa: B006 - typer copies list defaults

@@ -19,6 +19,14 @@ from ..providers import REGISTRY as PROVIDERS
 WorkflowArg = Annotated[
     Path, typer.Argument(metavar="WORKFLOW", help="The workflow file (*.prompt.md).")
 ]
+RunTargetArg = Annotated[
+    Path,
+    typer.Argument(
+        metavar="WORKFLOW",
+        help="A prompt file, an agent (*.agent.md) or a SKILL.md, or the name of an agent or "
+        "a skill (as flow agents and flow skills list them).",
+    ),
+]
 
 
 def _progress_file(path: Path) -> Path:
