@@ -348,10 +348,16 @@ def _override_config(run: Run, options: RunOptions) -> None:
     if options.provider is not None:
         run.config.provider = options.provider
     if options.model is not None:
-        # One model, no fallbacks: the run keeps to it from now on, as to any --model.
-        run.config.model = options.model
+        from .providers.models import resolve_model
+
+        # One model, no fallbacks: the run keeps to it from now on, as to any --model. A
+        # name is mapped as a new run maps it, and brings its provider unless --provider.
+        ref = resolve_model(options.model)
+        run.config.model = ref.model
+        if options.provider is None and ref.runnable and ref.provider is not None:
+            run.config.provider = ref.provider
         if run.workflow.handoffs is not None:
-            run.workflow.handoffs.model = options.model  # wins over every part's own model
+            run.workflow.handoffs.model = ref.model  # wins over every part's own model
         run.config.models = []
     if options.base_url is not None:
         run.config.base_url, hidden = Redactor.from_environment().redact(options.base_url)

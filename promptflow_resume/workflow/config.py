@@ -8,7 +8,7 @@ from typing import Any, Literal, cast
 
 from ..base.durations import parse_duration
 from ..base.retrypolicy import RetryPolicy
-from ..providers.models import model_id
+from ..providers.models import ModelRef, fix_line, resolve_model
 from .commands import build_commands
 from .diagnostics import Collector, did_you_mean
 from .frontmatter import PARAM_KEYS
@@ -37,6 +37,11 @@ class WorkflowSettings:
     #: Every model id of ``model:`` in order, ``model`` first (one for a single name, none
     #: without ``model:``): a model the provider refuses is replaced by the next.
     models: tuple[str, ...] = ()
+    #: Each name of ``model:`` as flow understands it (provider, id), in order; a run that
+    #: names no provider takes the first whose provider has credentials.
+    model_refs: tuple[ModelRef, ...] = ()
+    #: True when ``provider:`` names the provider (else it is the first model's).
+    provider_named: bool = False
     params: dict[str, Any] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -60,6 +65,7 @@ def build_config(
         cfg.commands = build_commands(data["commands"] or {}, pos, col)
     if usable("provider"):
         cfg.provider = data["provider"]
+        cfg.provider_named = True
     if usable("model"):
         _build_models(cfg, data["model"], pos, col)
     if usable("approve"):
@@ -147,16 +153,20 @@ def mode_tools(
 def _build_models(
     cfg: WorkflowSettings, raw: str | list[str], pos: YamlPositions, col: Collector
 ) -> None:
-    """``model:`` (one name or an ordered list) as model ids in ``cfg.models``; the first
-    entry that names a provider names the workflow's, unless ``provider:`` does."""
+    """``model:`` (one name or an ordered list) as model ids in ``cfg.models`` and as
+    ``cfg.model_refs``; the first model flow can send names the workflow's provider, unless
+    ``provider:`` does. A name flow cannot send to the right provider is a warning with the
+    line that fixes it (``model-unknown``)."""
     names = [raw] if isinstance(raw, str) else list(raw)
     where = (lambda i: ("model",)) if isinstance(raw, str) else (lambda i: ("model", i))
     ids: list[str] = []
+    refs: list[ModelRef] = []
     #: (position in the list, name as written, the provider it names) of each model kept.
     kept: list[tuple[int, str, str | None]] = []
     for i, name in enumerate(names):
         # A Copilot display name ("GPT-4.1") becomes the model id and names its provider.
-        provider, mid = model_id(name)
+        ref = resolve_model(name)
+        provider, mid = (ref.provider if ref.runnable else None), ref.model
         if mid in ids:
             line, column = pos.value(where(i))
             col.warning(
@@ -169,20 +179,32 @@ def _build_models(
             )
             continue
         ids.append(mid)
+        refs.append(ref)
         kept.append((i, name, provider))
+        problem = ref.problem()
+        if problem is not None and not cfg.provider_named:
+            line, column = pos.value(where(i))
+            col.warning(
+                f"{problem}; {fix_line(name)}.",
+                line=line,
+                column=column,
+                field=field_path(where(i)),
+                code="model-unknown",
+            )
     if cfg.provider is None:
         cfg.provider = next((p for _, _, p in kept if p is not None), None)
     cfg.models = tuple(ids)
     cfg.model = ids[0] if ids else None
-    if len(names) < 2:
+    cfg.model_refs = tuple(refs)
+    if len(names) < 2 or not cfg.provider_named:
         return
     for i, name, provider in kept:
         if provider is not None and provider != cfg.provider:
             line, column = pos.value(where(i))
             col.warning(
                 f"`{name}` is a model of the {provider} provider, but this workflow's models "
-                f"go to {cfg.provider} (`provider:`, or the first model that names one); it is "
-                f"asked of {cfg.provider}, which may not offer it.",
+                f"go to {cfg.provider} (`provider:`); it is not tried (leave `provider:` out "
+                "to try the list in order with the first provider you have a key for).",
                 line=line,
                 column=column,
                 field=field_path(where(i)),

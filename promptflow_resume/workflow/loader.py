@@ -338,6 +338,8 @@ def _analyze(
         provider=cfg.provider,
         model=cfg.model,
         models=cfg.models,
+        model_refs=cfg.model_refs,
+        provider_named=cfg.provider_named,
         params=cfg.params,
         budget=cfg.budget,
         retry=cfg.retry,
@@ -956,6 +958,16 @@ def _tool_definitions(names: tuple[str, ...], cfg: WorkflowSettings) -> list[dic
     ]
 
 
+def hashed_provider(cfg: WorkflowSettings) -> str | None:
+    """The provider the hashes cover: what the file says (``provider:``, or the provider a
+    display name of ``model:`` stands for), not what an id's family suggests, so a file's
+    hashes do not change when flow learns a family (a run of it resumes as unchanged)."""
+    if cfg.provider_named:
+        return cfg.provider
+    said = (r.provider for r in cfg.model_refs if r.source in ("table", "config") and r.runnable)
+    return next(said, None)
+
+
 def _hash_steps(steps: list[Step], context: str, cfg: WorkflowSettings) -> list[Step]:
     hashed: list[Step] = []
     for step in steps:
@@ -967,7 +979,7 @@ def _hash_steps(steps: list[Step], context: str, cfg: WorkflowSettings) -> list[
         }
         if step.kind == "prompt":
             payload.update(
-                provider=cfg.provider,
+                provider=hashed_provider(cfg),
                 model=model_choice(cfg),
                 params=cfg.params,
                 tools=_tool_definitions(tools, cfg),
@@ -1009,7 +1021,7 @@ def _workflow_hash(
             },
             "commands": {n: command_definition(c) for n, c in sorted(cfg.commands.items())},
             "tools": list(cfg.tools),
-            "provider": cfg.provider,
+            "provider": hashed_provider(cfg),
             "model": model_choice(cfg),
             "params": cfg.params,
         }

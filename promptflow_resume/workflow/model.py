@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..base.retrypolicy import RetryPolicy
+from ..providers.models import ModelRef
 
 InputType = Literal["string", "integer", "number", "boolean", "list"]
 StepKind = Literal["prompt", "command", "human", "workflow"]
@@ -270,6 +271,11 @@ class Workflow:
     #: without ``model:``. A model the provider refuses as unknown or unavailable to the key
     #: is replaced by the next for the rest of the attempt (docs/spec.md 5.3).
     models: tuple[str, ...] = ()
+    #: Each name of ``model:`` as flow understands it (``providers.models.ModelRef``), in
+    #: order; a run that names no provider takes the first whose provider has credentials.
+    model_refs: tuple[ModelRef, ...] = ()
+    #: True when the file (or the agent it uses) names its provider with ``provider:``.
+    provider_named: bool = False
     #: ``approve:`` patterns: the file's, and with ``agent: NAME`` that agent's too (4.17).
     approve: tuple[str, ...] = ()
 
