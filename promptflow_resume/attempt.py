@@ -53,7 +53,7 @@ from .providers.models import ModelChoice, choose_models, fix_line, resolve_mode
 from .reconcile import Choices
 from .runoptions import Limits, RunOptions
 from .workflow import editor_variables
-from .workflow.model import Workflow
+from .workflow.model import Diagnostic, Workflow
 
 if TYPE_CHECKING:
     from .engine import EngineOptions
@@ -343,11 +343,29 @@ def run_skills(workspace: Path, options: RunOptions) -> tuple[Skill, ...]:
     from .workflow.skills import find_skills
 
     found = find_skills(workspace, [Path(d) for d in options.skill_dirs])
-    reporter = options.reporter or Reporter()
-    for diagnostic in found.diagnostics:
-        if diagnostic.severity == "error":
-            reporter.notice(f"skill skipped: {diagnostic} (flow check shows every problem)")
+    skipped = [d for d in found.diagnostics if d.severity == "error"]
+    if skipped:
+        (options.reporter or Reporter()).notice(skipped_skills_line(skipped))
     return found.skills
+
+
+def skipped_skills_line(skipped: Sequence[Diagnostic]) -> str:
+    """One line for every skill a run cannot use, each with its first problem (a dozen
+    skipped skills are one line, not twelve)."""
+    first: dict[str, Diagnostic] = {}
+    for diagnostic in skipped:
+        first.setdefault(diagnostic.path, diagnostic)
+    if len(first) == 1:
+        (diagnostic,) = first.values()
+        return f"skill skipped: {diagnostic} (flow check shows every problem)"
+    parts = [
+        f"{d.path}{f':{d.line}' if d.line else ''}: {_cut(d.message, 90)}" for d in first.values()
+    ]
+    return f"{len(first)} skills skipped (flow skills shows why): " + "; ".join(parts)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _instructions(root: Path, file: Path | None, reporter: Reporter) -> str:

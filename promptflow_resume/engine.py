@@ -482,10 +482,11 @@ class Engine:
                 )
 
     def _notice_editor_only(self) -> None:
-        """One line per run for the Copilot tools that exist only in the editor; the first
-        attempt also records which tools each Copilot name in ``tools:`` became."""
+        """The Copilot tools that exist only in the editor, once per resumed attempt (a new
+        run's first attempt says them with every other tool left out, in one line); the
+        first attempt also records which tools each Copilot name in ``tools:`` became."""
         names = [n for n, targets in self.workflow.tool_map.items() if is_editor_only(n)]
-        if names:
+        if names and self._attempt.n > 1:
             self.reporter.notice(editor_only_line(names))
         mapped = [
             f"{name} → {', '.join(targets)}"

@@ -58,7 +58,12 @@ from ..base.truststore import Trust, Verdict
 from ..chat import ToolSpec
 from ..workflow.agentdirs import in_workspace_folder
 from ..workflow.model import Workflow
-from ..workflow.toolnames import BUILTIN_TOOLS, mcp_tool_names
+from ..workflow.toolnames import (
+    BUILTIN_TOOLS,
+    extension_tools_line,
+    is_extension_tool,
+    mcp_tool_names,
+)
 from .base import ToolContext, ToolResult
 from .commands import head_and_tail
 from .mcp_config import (
@@ -920,20 +925,25 @@ def start_servers(
 
 
 def missing_tools_notice(workflow: Workflow, servers: McpServers | None) -> str | None:
-    """One line about tool names in ``tools:`` that nothing provides, or None."""
+    """One line about tool names in ``tools:`` that nothing provides, or None: the tools of
+    VS Code extensions first (``publisher.ext/tool``), then the others."""
     names = mcp_names(workflow)
     if servers is not None:
         names = [n for n in names if not servers.resolved.get(n)]
+    extensions = [n for n in names if is_extension_tool(n)]
+    names = [n for n in names if n not in extensions]
+    said = extension_tools_line(extensions) if extensions else ""
     if not names:
-        return None
+        return said or None
+    said = said[:-1] + "; " if said else ""
     listed = ", ".join(f"`{n}`" for n in names)
     if servers is None:
-        return (
+        return said + (
             f"the workflow names {listed}, which no built-in, command or MCP server provides "
             "(no .vscode/mcp.json or .mcp.json here; pass --mcp-config FILE); they are not "
             "offered."
         )
-    return (
+    return said + (
         f"no MCP server in {servers.config.where} provides {listed}; they are not offered "
         "(`flow check --mcp` lists what the servers offer)."
     )

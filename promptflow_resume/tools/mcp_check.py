@@ -167,7 +167,11 @@ def add_mcp_plan(
             step_record["tools"] = [*step_record["tools"], *(n for n in names if n in covered)]
     kept = []
     for d in plan["diagnostics"]:
-        if d["code"] != "unknown-tool":
+        if d["code"] == "extension-tools":
+            # Kept while a name of it is still unprovided (an MCP server may provide them).
+            if any(n not in covered for n in re.findall(r"`([^`]+)`", d["message"])):
+                kept.append(d)
+        elif d["code"] != "unknown-tool":
             kept.append(d)
         elif not any(f"`{n}`" in d["message"] for n in covered):
             # "neither a declared command nor a built-in" is not the news for server/tool.

@@ -83,22 +83,27 @@ def start_mcp(
 def notice_missing_tools(
     wf: Workflow, servers: McpServers | None, notice: Callable[[str], None]
 ) -> None:
-    """Say once, at the start, which names in ``tools:`` nothing provides, and what the MCP
-    configuration leaves out (broken entries the workflow does not name, task-only tools);
-    a handoff chain's later parts are looked at with the first agent."""
-    agents = [a for a in (wf, *wf.parts()) if _names_unresolved_tools(a)]
-    if not agents:
-        return
-    from .mcp import missing_tools_notice
+    """Say once, at the start, in one line, which names in ``tools:`` are not offered: those
+    only the editor has and those nothing provides; and what the MCP configuration leaves out
+    (broken entries the workflow does not name, task-only tools). A handoff chain's later
+    parts are looked at with the first agent."""
+    from ..workflow.toolnames import editor_only_line, is_editor_only
 
-    for line in servers.notices() if servers is not None else []:
-        notice(line)
-    said: list[str] = []
-    for agent in agents:
-        missing = missing_tools_notice(agent, servers)
-        if missing is not None and missing not in said:
-            said.append(missing)
-            notice(missing)
+    parts = (wf, *wf.parts())
+    editor = list(dict.fromkeys(n for a in parts for n in a.tool_map if is_editor_only(n)))
+    said: list[str] = [editor_only_line(editor)] if editor else []
+    agents = [a for a in parts if _names_unresolved_tools(a)]
+    if agents:
+        from .mcp import missing_tools_notice
+
+        for line in servers.notices() if servers is not None else []:
+            notice(line)
+        for agent in agents:
+            missing = missing_tools_notice(agent, servers)
+            if missing is not None and missing not in said:
+                said.append(missing)
+    if said:
+        notice("; ".join(line.rstrip(".") for line in said) + ".")
 
 
 def _names_unresolved_tools(wf: Workflow) -> bool:

@@ -14,7 +14,15 @@ from .diagnostics import Collector, did_you_mean
 from .frontmatter import PARAM_KEYS
 from .model import Budget, CommandDecl, Compaction, InputDecl, InputType
 from .source import YamlPositions, field_path
-from .toolnames import ASK_EXCLUDED, BUILTIN_TOOLS, PLAN_TOOLS, editor_only_line, map_tool_name
+from .toolnames import (
+    ASK_EXCLUDED,
+    BUILTIN_TOOLS,
+    PLAN_TOOLS,
+    editor_only_line,
+    extension_tools_line,
+    is_extension_tool,
+    map_tool_name,
+)
 from .values import coerce_value, value_text
 
 ToolKind = Literal["command", "builtin", "alias", "editor", "unknown"]
@@ -424,11 +432,15 @@ def _resolve_tools(
     tool_map: dict[str, tuple[str, ...]] = {}
     resolved: list[str] = []
     editor_only: list[tuple[int, str]] = []
+    extensions: list[tuple[int, str]] = []
     for i, name in enumerate(names):
         kind, targets = resolve_tool(name, commands)
         tool_map[name] = targets
         if kind == "editor":
             editor_only.append((i, name))
+        if kind == "unknown" and is_extension_tool(name):
+            extensions.append((i, name))
+            continue
         # A command whose declaration has errors was reported there; do not report it twice.
         if kind == "unknown" and name not in broken:
             line, column = pos.value(("tools", i))
@@ -453,6 +465,16 @@ def _resolve_tools(
             column=column,
             field=field_path(("tools",)),
             code="editor-only",
+        )
+    if extensions:
+        # One line for all of them too: a VS Code agent lists a dozen (issue 43).
+        line, column = pos.value(("tools", extensions[0][0]))
+        col.warning(
+            extension_tools_line([name for _, name in extensions]),
+            line=line,
+            column=column,
+            field=field_path(("tools",)),
+            code="extension-tools",
         )
     return tool_map, tuple(resolved)
 
