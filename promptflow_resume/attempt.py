@@ -314,7 +314,7 @@ def engine_options(
     file = Path(options.file) if options.file else None
     suspensions = options.limits.max_suspensions
     reporter = options.reporter or Reporter()
-    hooks = load_run_hooks(workspace, options)
+    hooks = load_run_hooks(workspace, options, workflow)
     return EngineOptions(
         max_suspensions=DEFAULT_MAX_SUSPENSIONS if suspensions is None else suspensions,
         workspace=workspace,

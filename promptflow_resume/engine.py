@@ -1275,9 +1275,18 @@ class Engine:
             if isinstance(checked, ToolResult):
                 return checked  # an agent not offered here is never run
             agent = checked
-        denied = self._hooks.pre_tool(call)
-        if denied is not None:
-            return ToolResult(denied, is_error=True)
+        hooked = self._hooks.pre_tool(call)
+        if hooked.denied is not None:
+            return ToolResult(hooked.denied, is_error=True)
+        if hooked.arguments is not None:
+            # A hook's `updatedInput`/`modifiedArgs`: the call runs with them, and its result
+            # says so (the model's call stays as it sent it).
+            arguments = hooked.arguments
+            if isinstance(tool, SubagentTool):
+                checked = tool.check(arguments)
+                if isinstance(checked, ToolResult):
+                    return checked
+                agent = checked
         faults.point("engine.hooks_allowed")
         if agent is not None:
             self._link_subagent(step, call, agent)
@@ -1310,6 +1319,8 @@ class Engine:
         if step.kind != "command":
             # Without its start record until the result is saved, as before it started.
             seal_calls(run, self._key, [call])
+        if hooked.notes:
+            result = replace(result, content=hooked.result_text(result.content))
         return result
 
     def _begin_snapshots(self) -> None:

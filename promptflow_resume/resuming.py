@@ -181,7 +181,7 @@ def _check(state: _Resume) -> None:
         state.root, tree_note = attach_worktree(run.worktree, path)
     state.found = [note for note in (outside, permissions_note, tree_note) if note]
     # Hooks come from the workspace and --hooks, never from the file; a bad one stops here.
-    state.found += hooks_changed(run, load_run_hooks(state.root, options))
+    state.found += hooks_changed(run, load_run_hooks(state.root, options, state.wf))
 
 
 def _start_tools(state: _Resume) -> None:

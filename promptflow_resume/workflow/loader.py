@@ -358,12 +358,18 @@ def _analyze(
 
 
 def _agent_servers(agent: LoadedAgent | None, used: Workflow | None, path: Path) -> dict[str, Any]:
-    """The ``mcp_servers`` fields: an agent's own servers, or those of the agent it uses."""
+    """The ``mcp_servers`` and ``agent_hooks`` fields: an agent's own servers and hooks, or
+    those of the agent it uses."""
+    found: dict[str, Any] = {}
     if agent is not None and agent.spec.mcp_servers:
-        return {"mcp_servers": agent.spec.mcp_servers, "mcp_servers_file": path}
-    if used is not None and used.mcp_servers:
-        return {"mcp_servers": used.mcp_servers, "mcp_servers_file": used.mcp_servers_file}
-    return {}
+        found.update(mcp_servers=agent.spec.mcp_servers, mcp_servers_file=path)
+    elif used is not None and used.mcp_servers:
+        found.update(mcp_servers=used.mcp_servers, mcp_servers_file=used.mcp_servers_file)
+    if agent is not None and agent.spec.hooks:
+        found.update(agent_hooks=agent.spec.hooks, agent_hooks_file=path)
+    elif used is not None and used.agent_hooks:
+        found.update(agent_hooks=used.agent_hooks, agent_hooks_file=used.agent_hooks_file)
+    return found
 
 
 def _used_agent(
