@@ -79,6 +79,8 @@ MAX_CONFIG_BYTES = 1024 * 1024
 _VARIABLE = re.compile(r"\$\{([A-Za-z]+)(?::([^}]*))?\}")
 #: GitHub Actions' expressions (``${{ secrets.X }}``), which GitHub's cloud agent fills in.
 _GITHUB_EXPRESSION = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
+#: GitHub's other way for an agent's server to name a variable: ``$NAME`` or ``${NAME}``.
+_GITHUB_VARIABLE = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}|\$([A-Z_][A-Z0-9_]*)")
 
 
 class McpConfigError(InvalidFileError):
@@ -650,6 +652,8 @@ class _Reader:
             lambda m: str(self.workspace) if m.group(1) == "github.workspace" else m.group(0),
             value,
         )
+        if not self.declared_only:
+            value = _GITHUB_VARIABLE.sub(lambda m: self._github_variable(m, where), value)
         github = _GITHUB_EXPRESSION.search(value)
         if github is not None:
             name = github.group(1).rpartition(".")[2] or "NAME"
@@ -679,6 +683,27 @@ class _Reader:
             )
 
         return _VARIABLE.sub(replace, value)
+
+    def _github_variable(self, match: re.Match[str], where: str) -> str:
+        """``$NAME`` / ``${NAME}`` in an agent's server (GitHub's form for the copilot
+        environment's secrets and variables): the variable of that name in flow's
+        environment; refused when it is not set, rather than sent as written."""
+        name = match.group(1) or match.group(2)
+        if not self.resolve_inputs:
+            return match.group(0)
+        value = self.env.get(name)
+        if value is None:
+            raise InputError(
+                f"the agent {self.path} gives its MCP server the variable `{match.group(0)}` "
+                f"({where}), and {name} is not set in the environment.",
+                path=self.path,
+                field=where,
+                hint=f"Set {name} (GitHub's cloud agent takes it from the copilot "
+                "environment's secrets; here it comes from yours).",
+            )
+        if len(value) >= 8:  # a secret of the copilot environment, most likely: never kept
+            self.secrets.append(value)
+        return value
 
     def _strings(self, value: Any, where: str) -> tuple[str, ...]:
         if not isinstance(value, list):

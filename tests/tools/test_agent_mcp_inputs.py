@@ -102,6 +102,13 @@ def test_a_github_secret_expression_is_refused_not_sent(tmp_path: Path) -> None:
     assert "is a GitHub Actions expression" in refused.value.message
     assert "${env:COPILOT_MCP_DOCS_KEY}" in str(refused.value.hint)
     assert refused.value.field == "$.servers.docs.headers.KEY"
+    # GitHub's `$NAME` for a variable of the copilot environment: flow's environment's.
+    bearer = {"type": "http", "url": "https://x.test/mcp", "headers": {"A": "Bearer $DT_TOKEN"}}
+    env = {"DT_TOKEN": "dt0c01.secret-token-value"}
+    config = agent_config(tmp_path / "a.agent.md", {"dt": bearer}, workspace=tmp_path, env=env)
+    assert config.servers["dt"].headers == {"A": "Bearer dt0c01.secret-token-value"}
+    with pytest.raises(InputError, match="DT_TOKEN is not set"):
+        agent_config(tmp_path / "a.agent.md", {"dt": bearer}, workspace=tmp_path, env={})
     # What GitHub fills in that has a meaning here: the checkout is the workspace.
     docker = {"type": "local", "command": "docker", "args": ["-v", "${{ github.workspace }}:/w"]}
     config = agent_config(tmp_path / "a.agent.md", {"arm": docker}, workspace=tmp_path)
