@@ -204,8 +204,9 @@ def _build_models(
     cfg.models = tuple(ids)
     cfg.model = ids[0] if ids else None
     cfg.model_refs = tuple(refs)
-    if len(names) < 2 or not cfg.provider_named:
-        return
+    own = any(p in (None, cfg.provider) for _, _, p in kept)
+    if len(names) < 2 or not cfg.provider_named or not own:
+        return  # with none of its own, the provider gets them all (providers.models)
     for i, name, provider in kept:
         if provider is not None and provider != cfg.provider:
             line, column = pos.value(where(i))
