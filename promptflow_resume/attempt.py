@@ -45,10 +45,11 @@ from .progress.model import (
     approvals_view,
 )
 from .progress.seal import Key, mark_written_here
+from .providers.models import ModelChoice, choose_models, fix_line, resolve_model
 from .reconcile import Choices
 from .runoptions import Limits, RunOptions
 from .workflow import editor_variables
-from .workflow.model import Workflow
+from .workflow.model import Diagnostic, Workflow
 
 if TYPE_CHECKING:
     from .engine import EngineOptions
@@ -192,9 +193,12 @@ def new_run(
     redactor: Redactor | None = None,
     keywords: list[str] | None = None,
     run_id: str | None = None,
+    notes: list[str] | None = None,
 ) -> Run:
-    """The checkpoint of a run that has not started yet (``run_id``: one chosen already)."""
+    """The checkpoint of a run that has not started yet (``run_id``: one chosen already);
+    what the choice of its models has to say for the person is added to ``notes``."""
     redactor = redactor or Redactor.from_environment()
+    choice = model_choice(workflow, provider, model, notes)
     clean_inputs, redacted = redactor.redact_value(dict(inputs))
     # A password in the endpoint (https://user:pass@host) must not reach the file either.
     clean_url, url_redacted = redactor.redact(base_url) if base_url else (None, 0)
@@ -212,10 +216,7 @@ def new_run(
         created=created,
         updated=created,
         config=RunConfig(
-            provider=provider or workflow.provider or "openai",
-            model=model or workflow.model,
-            # ``--model`` is one model, no fallbacks; a list of one is no list.
-            models=list(workflow.models) if model is None and len(workflow.models) > 1 else [],
+            **choice.config(),
             params=dict(workflow.params),
             budget=limits.apply(_budget_dict(workflow)),
             prices=limits.apply_prices({}),
@@ -238,6 +239,39 @@ def new_run(
     _count_redactions(run, (redacted, "inputs"), (url_redacted, "config.base_url"))
     run.trace = new_trace(run.run_id)
     return run
+
+
+def model_choice(
+    workflow: Workflow,
+    provider: str | None = None,
+    model: str | None = None,
+    notes: list[str] | None = None,
+) -> ModelChoice:
+    """What a new run of ``workflow`` sends requests to (docs/spec.md 5.6): ``--model`` (one
+    model, no fallbacks), else the workflow's ``model:`` list, tried in the author's order
+    from the first model whose provider has credentials when neither ``--provider`` nor the
+    file's ``provider:`` names one. What the choice has to say is added to ``notes``."""
+    choice = _model_choice(workflow, provider, model)
+    if notes is not None:
+        notes.extend(choice.notes)
+    return choice
+
+
+def _model_choice(workflow: Workflow, provider: str | None, model: str | None) -> ModelChoice:
+    named = provider or (workflow.provider if workflow.provider_named else None)
+    if model is not None:
+        ref = resolve_model(model)
+        if named is None and ref.runnable and ref.provider is not None:
+            named = ref.provider
+        choice = choose_models([ref], provider=named or workflow.provider or "openai")
+        notes = (
+            [] if provider or ref.problem() is None else [f"{ref.problem()}; {fix_line(model)}."]
+        )
+        return ModelChoice(choice.provider, choice.models, (*choice.notes, *notes))
+    if not workflow.model_refs:
+        models = workflow.models or ((workflow.model,) if workflow.model else ())
+        return ModelChoice(named or workflow.provider or "openai", tuple(models))
+    return choose_models(workflow.model_refs, provider=named)
 
 
 def _allow_lists(workflow: Workflow) -> AllowLists:
@@ -279,7 +313,7 @@ def engine_options(
     file = Path(options.file) if options.file else None
     suspensions = options.limits.max_suspensions
     reporter = options.reporter or Reporter()
-    hooks = load_run_hooks(workspace, options)
+    hooks = load_run_hooks(workspace, options, workflow)
     return EngineOptions(
         max_suspensions=DEFAULT_MAX_SUSPENSIONS if suspensions is None else suspensions,
         workspace=workspace,
@@ -308,11 +342,29 @@ def run_skills(workspace: Path, options: RunOptions) -> tuple[Skill, ...]:
     from .workflow.skills import find_skills
 
     found = find_skills(workspace, [Path(d) for d in options.skill_dirs])
-    reporter = options.reporter or Reporter()
-    for diagnostic in found.diagnostics:
-        if diagnostic.severity == "error":
-            reporter.notice(f"skill skipped: {diagnostic} (flow check shows every problem)")
+    skipped = [d for d in found.diagnostics if d.severity == "error"]
+    if skipped:
+        (options.reporter or Reporter()).notice(skipped_skills_line(skipped))
     return found.skills
+
+
+def skipped_skills_line(skipped: Sequence[Diagnostic]) -> str:
+    """One line for every skill a run cannot use, each with its first problem (a dozen
+    skipped skills are one line, not twelve)."""
+    first: dict[str, Diagnostic] = {}
+    for diagnostic in skipped:
+        first.setdefault(diagnostic.path, diagnostic)
+    if len(first) == 1:
+        (diagnostic,) = first.values()
+        return f"skill skipped: {diagnostic} (flow check shows every problem)"
+    parts = [
+        f"{d.path}{f':{d.line}' if d.line else ''}: {_cut(d.message, 90)}" for d in first.values()
+    ]
+    return f"{len(first)} skills skipped (flow skills shows why): " + "; ".join(parts)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _instructions(root: Path, file: Path | None, reporter: Reporter) -> str:
@@ -336,6 +388,7 @@ def children(options: RunOptions, choices: Choices = Choices()) -> SubworkflowRu
         choices=choices,
         mcp_config=options.mcp_config,
         mcp_ask=options.mcp_ask,
+        mcp_inputs=options.mcp_inputs,
         agent_dirs=tuple(options.agent_dirs),
         trust_in=options.trust_in,
     )

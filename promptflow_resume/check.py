@@ -12,8 +12,8 @@ servers and their tools::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from .base.errors import EXIT_INVALID_FILE, EXIT_NOT_FOUND, EXIT_OK, FileNotFoun
 
 if TYPE_CHECKING:
     from .trust import TrustState
+    from .workflow.agentfind import FoundAgent
 
 # The workflow and tool modules are imported where they are used: `flow --help` registers the
 # check command, which imports this module, without paying for them.
@@ -70,8 +71,9 @@ def check_file(
     """One file's plan record and its exit code (0, 4 with errors, 5 when it does not exist);
     ``agent: NAME`` is looked up in ``agent_dirs`` first, then the working directory's and
     the user's agent folders."""
+    from .base.errors import FlowError
     from .tools.mcp import mcp_names
-    from .tools.mcp_check import add_mcp_plan
+    from .tools.mcp_check import add_mcp_plan, agent_server_problems, error_diagnostic
     from .workflow import check_workflow
     from .workflow.model import Diagnostic
     from .workflow.plan import plan_dict
@@ -85,10 +87,26 @@ def check_file(
     except FileNotFoundFlowError as error:
         diagnostic = Diagnostic("error", error.message, str(path), code="not-found")
         return plan_dict(str(path), None, [diagnostic]), EXIT_NOT_FOUND
-    plan = plan_dict(str(path), workflow, diagnostics)
+    # Every problem of the file is reported, its agent's MCP servers' too: a folder's check
+    # goes on to the next file whatever this one holds.
+    servers = agent_server_problems(workflow, Path.cwd()) if workflow is not None else []
+    plan = plan_dict(str(path), workflow, [*diagnostics, *servers])
     if workflow is not None and (mcp or mcp_config or mcp_names(workflow) or workflow.mcp_servers):
-        add_mcp_plan(plan, workflow, Path.cwd(), config_path=mcp_config, start=mcp)
+        try:
+            add_mcp_plan(plan, workflow, Path.cwd(), config_path=mcp_config, start=mcp)
+        except FlowError as error:
+            problem = error_diagnostic(error, workflow)
+            if not any(d.field == problem.field and d.message == problem.message for d in servers):
+                _add_diagnostic(plan, problem)
     return plan, EXIT_OK if plan["ok"] else EXIT_INVALID_FILE
+
+
+def _add_diagnostic(plan: dict[str, Any], problem: Any) -> None:
+    """Add one more problem to a plan record, keeping its counts and ``ok`` right."""
+    plan["diagnostics"].append(problem.to_dict())
+    key = "errors" if problem.severity == "error" else "warnings"
+    plan[key] += 1
+    plan["ok"] = plan["errors"] == 0
 
 
 def _check_hooks_file(path: Path) -> tuple[dict[str, Any], int]:
@@ -169,3 +187,19 @@ def check_skill(path: Path) -> tuple[dict[str, Any], int]:
     if skill is not None:
         plan["skill"] = skill_record(skill, Path.cwd())
     return plan, EXIT_OK if plan["ok"] else EXIT_INVALID_FILE
+
+
+def checked_agents(workspace: Path, extra: Sequence[Path] = ()) -> list[FoundAgent]:
+    """The agents ``flow agents`` lists (``workflow.agentfind.find_agents``), each with the
+    problems ``flow check`` finds in it, its own MCP servers' included: the two commands
+    count the same errors."""
+    from .tools.mcp_check import agent_server_problems
+    from .workflow.agentfind import find_agents
+
+    found = []
+    for agent in find_agents(workspace, extra):
+        problems = agent_server_problems(agent.read, workspace) if agent.read is not None else []
+        if problems:
+            agent = replace(agent, diagnostics=(*agent.diagnostics, *problems), workflow=None)
+        found.append(agent)
+    return found

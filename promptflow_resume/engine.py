@@ -496,10 +496,11 @@ class Engine:
                 )
 
     def _notice_editor_only(self) -> None:
-        """One line per run for the Copilot tools that exist only in the editor; the first
-        attempt also records which tools each Copilot name in ``tools:`` became."""
+        """The Copilot tools that exist only in the editor, once per resumed attempt (a new
+        run's first attempt says them with every other tool left out, in one line); the
+        first attempt also records which tools each Copilot name in ``tools:`` became."""
         names = [n for n, targets in self.workflow.tool_map.items() if is_editor_only(n)]
-        if names:
+        if names and self._attempt.n > 1:
             self.reporter.notice(editor_only_line(names))
         mapped = [
             f"{name} → {', '.join(targets)}"
@@ -1344,9 +1345,18 @@ class Engine:
             if isinstance(checked, ToolResult):
                 return checked  # an agent not offered here is never run
             agent = checked
-        denied = self._hooks.pre_tool(call)
-        if denied is not None:
-            return ToolResult(denied, is_error=True)
+        hooked = self._hooks.pre_tool(call)
+        if hooked.denied is not None:
+            return ToolResult(hooked.denied, is_error=True)
+        if hooked.arguments is not None:
+            # A hook's `updatedInput`/`modifiedArgs`: the call runs with them, and its result
+            # says so (the model's call stays as it sent it).
+            arguments = hooked.arguments
+            if isinstance(tool, SubagentTool):
+                checked = tool.check(arguments)
+                if isinstance(checked, ToolResult):
+                    return checked
+                agent = checked
         faults.point("engine.hooks_allowed")
         if agent is not None:
             self._link_subagent(step, call, agent)
@@ -1379,6 +1389,8 @@ class Engine:
         if step.kind != "command":
             # Without its start record until the result is saved, as before it started.
             seal_calls(run, self._key, [call])
+        if hooked.notes:
+            result = replace(result, content=hooked.result_text(result.content))
         return result
 
     def _begin_snapshots(self) -> None:

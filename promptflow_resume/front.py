@@ -53,6 +53,21 @@ def parse_assignments(items: list[str], option: str) -> dict[str, str]:
     return values
 
 
+def mcp_input_values(items: list[str]) -> dict[str, str]:
+    """``--mcp-input ID=VALUE`` items as a mapping; a malformed item is an InputError that
+    does not repeat it (it may be a secret)."""
+    values: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise InputError(
+                "--mcp-input takes ID=VALUE: the id of the input (as in ${input:ID}), '=', "
+                "then its value."
+            )
+        values[name.strip()] = value
+    return values
+
+
 def given_prices(items: list[str], file: str | Path | None) -> dict[str, dict[str, float]]:
     """``--prices FILE`` and then every ``--price MODEL=IN/OUT[/CACHED]``, as a run records
     them (docs/spec.md 5.4); a bad value or file is refused before anything runs."""
@@ -169,9 +184,11 @@ class RunCommand:
 def run_workflow(command: RunCommand, options: RunOptions) -> Outcome:
     """``flow run``: resume a similar incomplete run when one is chosen, else start one."""
     from .detect import run_to_resume
+    from .workflow.byname import target
 
+    where = target(command.workflow, options.root(), options.agent_dirs, options.skill_dirs)
     wf = load_workflow(
-        command.workflow,
+        where,
         single_prompt=command.single_prompt,
         workspace=options.root(),
         agent_dirs=options.agent_dirs,

@@ -32,7 +32,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,15 @@ from .base.truststore import Verdict
 from .progress.model import Entry, HookEvent, HookRun, Run
 from .progress.seal import Key
 from .runoptions import RunOptions
-from .workflow.hooks import HookCommand, HooksFile, find_hook_files, load_hooks
+from .workflow.hooks import (
+    HookCommand,
+    HooksFile,
+    file_digest,
+    find_hook_files,
+    load_hooks,
+    source_name,
+)
+from .workflow.model import Workflow
 
 #: ``sessionEnd``'s ``reason`` for each way an attempt ends (Copilot's five reasons).
 _END_REASONS = {
@@ -54,6 +62,24 @@ _END_REASONS = {
 }
 #: The text a denied call's result starts with.
 DENIED = "denied by a preToolUse hook"
+
+
+@dataclass(frozen=True)
+class PreToolUse:
+    """What a call's ``preToolUse`` hooks decided: a denial's text (the call does not run),
+    or the arguments it runs with (None: the model's) and what the model is told beside its
+    result (``additionalContext``, and that the arguments were changed)."""
+
+    denied: str | None = None
+    arguments: dict[str, Any] | None = None
+    #: Lines added after the call's result, each naming the hook it comes from.
+    notes: tuple[str, ...] = ()
+
+    def result_text(self, content: str) -> str:
+        """``content`` (the tool's result) with the hooks' notes after it."""
+        if not self.notes:
+            return content
+        return content.rstrip("\n") + "\n\n" + "\n".join(self.notes)
 
 
 @dataclass(frozen=True)
@@ -95,12 +121,98 @@ def hook_files(root: Path, options: RunOptions) -> tuple[list[Path], list[tuple[
     return found, untrusted
 
 
-def load_run_hooks(root: Path, options: RunOptions) -> RunHookSet:
+def load_run_hooks(root: Path, options: RunOptions, workflow: Workflow | None = None) -> RunHookSet:
     """Load the run's hooks files; a file with an error stops the run before it starts
     (``WorkflowError``, exit 4; a missing ``--hooks`` file exit 5). Files the workspace's
-    trust leaves out are not read as hooks, only listed in ``untrusted``."""
+    trust leaves out are not read as hooks, only listed in ``untrusted``. With ``workflow``,
+    its agent's own ``hooks:`` come after the files' (unless ``--no-hooks``), under the same
+    trust as the agent file: a workspace's agent runs hooks only once the folder is trusted
+    (docs/spec.md 10.9)."""
     paths, untrusted = hook_files(root, options)
-    return RunHookSet(tuple(load_hooks(path, root) for path in paths), tuple(untrusted))
+    files = [load_hooks(path, root) for path in paths]
+    agent = agent_hooks_file(root, workflow, options) if workflow is not None else None
+    if isinstance(agent, HooksFile):
+        files.append(agent)
+    elif agent is not None:
+        untrusted.append(agent)
+    return RunHookSet(tuple(files), tuple(untrusted))
+
+
+def agent_hooks_file(
+    root: Path, workflow: Workflow, options: RunOptions
+) -> HooksFile | tuple[str, Verdict] | None:
+    """The hooks of ``workflow``'s agent as one more hooks file, or why its folder's trust
+    leaves them out (relative path, verdict); None without any (or with ``--no-hooks``)."""
+    loaded = agent_hooks(root, workflow) if options.hooks else None
+    if loaded is None:
+        return None
+    trust = options.trust_in(root)
+    verdict = trust.verdict(loaded.path)
+    if not verdict.allowed and verdict is not Verdict.OUTSIDE:
+        return trust.relative(loaded.path) or str(loaded.path), verdict
+    return loaded
+
+
+def agent_hooks(root: Path, workflow: Workflow) -> HooksFile | None:
+    """``workflow``'s agent's ``hooks:`` as a hooks file named as the agent file, its digest
+    that of the hooks it defines (a changed body is not news about hooks)."""
+    path = workflow.agent_hooks_file
+    if not workflow.agent_hooks or path is None:
+        return None
+    source = source_name(path, root)
+    hooks = tuple(replace(h, source=source) for h in workflow.agent_hooks)
+    text = repr(
+        [(h.ref, h.bash, h.cwd, sorted(h.env.items()), h.timeout, h.matcher) for h in hooks]
+    )
+    return HooksFile(path, source, file_digest(text.encode("utf-8")), hooks)
+
+
+def hooks_listing(
+    root: Path, options: RunOptions, workflow: Workflow | None = None
+) -> dict[str, Any]:
+    """What ``flow hooks`` shows: every hooks file a run in ``root`` would read (the
+    workspace's, ``--hooks FILE``, the agent's ``hooks:`` of ``workflow``), where each comes
+    from, whether its folder's trust lets it run, its problems and each hook it runs (read
+    as data: nothing is run)."""
+    trust = options.trust_in(root)
+    files: list[dict[str, Any]] = []
+
+    def add(path: Path, origin: str, loaded: HooksFile, verdict: Verdict | None) -> None:
+        runs = loaded.ok and (verdict is None or verdict.allowed or verdict is Verdict.OUTSIDE)
+        files.append(
+            {
+                "path": loaded.source,
+                "origin": origin,
+                "trust": None if verdict is None else verdict.value,
+                "runs": runs,
+                "hash": loaded.digest,
+                "hooks": [
+                    {
+                        "event": h.event,
+                        "written": h.label.partition("[")[0] or h.event,
+                        "ref": h.ref,
+                        "command": h.bash,
+                        "matcher": h.matcher,
+                        "timeout": h.timeout,
+                        "dialect": h.dialect,
+                    }
+                    for h in loaded.hooks
+                ],
+                "diagnostics": [{"path": d.path, **d.to_dict()} for d in loaded.diagnostics],
+            }
+        )
+
+    from .workflow.hooks import check_hooks, is_claude_settings
+
+    for path in find_hook_files(root) if options.hooks else []:
+        origin = "claude-settings" if is_claude_settings(path) else "workspace"
+        add(path, origin, check_hooks(path, root), trust.verdict(path))
+    for extra in options.hook_files:
+        add(Path(extra), "--hooks", check_hooks(Path(extra), root), None)
+    agent = agent_hooks(root, workflow) if workflow is not None and options.hooks else None
+    if agent is not None:
+        add(agent.path, "agent", agent, trust.verdict(agent.path))
+    return {"workspace": str(root), "files": files, "hooks": options.hooks}
 
 
 def hooks_changed(run: Run, now: RunHookSet) -> list[str]:
@@ -144,6 +256,9 @@ class RunHooks:
     #: This machine's key: it seals each record, and a record it did not seal is dropped.
     key: Key | None = None
     _errors: int = field(default=0, init=False)
+    #: New arguments hooks gave this attempt, as they wrote them (the record has them
+    #: redacted): (event key, hook) -> arguments, taken by ``pre_tool``.
+    _live_arguments: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict, init=False)
 
     # --- the engine's moments -----------------------------------------------------------
 
@@ -173,19 +288,34 @@ class RunHooks:
         """The model answered: the prompts' events are done with (closed by the next save)."""
         self.run.hooks.open = [e for e in self.run.hooks.open if e.event != "userPromptSubmitted"]
 
-    def pre_tool(self, call: Entry) -> str | None:
-        """Run the ``preToolUse`` hooks of ``call`` not yet recorded; the denial's text when
-        one denied it (the call then does not run), else None."""
+    def pre_tool(self, call: Entry) -> PreToolUse:
+        """Run the ``preToolUse`` hooks of ``call`` not yet recorded: a denial (the call then
+        does not run), else the arguments a hook gave it (``updatedInput``/``modifiedArgs``;
+        the last hook that gave some wins) and the context they add for the model. A resumed
+        call takes them from the record, so the hooks are not asked again."""
         tool = call.tool or ""
         if not self._for("preToolUse", tool):
-            return None
+            return PreToolUse()
         key = f"call:{call.call_id}"
         record = self._event("preToolUse", key, self._tool_payload(call), tool=tool, close=False)
         denials = [r for r in record.ran if r.decision == "deny"]
-        if not denials:
-            return None
-        reason = denials[0].reason or "no reason given"
-        return f"{DENIED} ({denials[0].hook}): {reason}"
+        if denials:
+            reason = denials[0].reason or "no reason given"
+            return PreToolUse(denied=f"{DENIED} ({denials[0].hook}): {reason}")
+        notes: list[str] = []
+        arguments: dict[str, Any] | None = None
+        for ran in record.ran:
+            given = self._live_arguments.pop((key, ran.hook), None)
+            if given is None and ran.args is not None:
+                given = _json_object(ran.args)  # recorded before a crash: redacted
+            if given is not None:
+                arguments = given
+                notes.append(
+                    f"[the preToolUse hook {ran.hook} changed the arguments to {ran.args}]"
+                )
+            if ran.context:
+                notes.append(f"[context from the preToolUse hook {ran.hook}: {ran.context}]")
+        return PreToolUse(arguments=arguments, notes=tuple(notes))
 
     def tool_done(self, call: Entry, result_id: int) -> None:
         """``call``'s result is about to be saved (as entry ``result_id``): its ``preToolUse``
@@ -261,7 +391,7 @@ class RunHooks:
         for position, hook in enumerate(hooks):
             if any(r.hook == hook.ref for r in record.ran):
                 continue
-            done = self._run_one(hook, payload)
+            done = self._run_one(hook, payload, key)
             record.ran.append(done)
             self.ran(done.hook, event, _status(done), done.ms)
             self._sealed(record)
@@ -276,7 +406,7 @@ class RunHooks:
             self.save()
         return record
 
-    def _run_one(self, hook: HookCommand, payload: Mapping[str, Any]) -> HookRun:
+    def _run_one(self, hook: HookCommand, payload: Mapping[str, Any], key: str = "") -> HookRun:
         from .tools.hookrun import run_hook
 
         whole = hook_input(hook, {**self._common(), **payload})
@@ -295,6 +425,13 @@ class RunHooks:
             self.note(outcome.describe())
         elif outcome.decision == "deny":
             self.note(f"hook {hook.ref} denied a call: {outcome.reason or 'no reason given'}")
+        changed = outcome.arguments if outcome.decision != "deny" else None
+        args = None
+        if changed is not None:
+            self._live_arguments[(key, hook.ref)] = changed
+            args = self.redactor.redact(json.dumps(changed, ensure_ascii=False))[0]
+            self.note(f"hook {hook.ref} changed the arguments of a call to {args[:300]}")
+        context = self.redactor.redact(outcome.context)[0][:20000] if outcome.context else None
         return HookRun(
             hook=hook.ref,
             exit=outcome.exit,
@@ -303,6 +440,8 @@ class RunHooks:
             decision=outcome.decision,
             reason=(outcome.reason or "")[:2000] or None,
             output=outcome.preview or None,
+            args=args,
+            context=context,
         )
 
     # --- payloads, as the Copilot CLI sends them ---------------------------------------------
@@ -372,7 +511,10 @@ class RunHooks:
 
     def _record_text(self, record: HookEvent) -> str:
         ran = [
-            [r.hook, r.exit, r.ms, r.timed_out, r.decision, r.reason, r.output] for r in record.ran
+            [r.hook, r.exit, r.ms, r.timed_out, r.decision, r.reason, r.output]
+            # What a hook changed is sealed too; a record without it seals as it always did.
+            + ([r.args, r.context] if r.args is not None or r.context is not None else [])
+            for r in record.ran
         ]
         return json.dumps([record.event, record.key, ran], ensure_ascii=False)
 
@@ -428,6 +570,14 @@ def hook_input(hook: HookCommand, event: Mapping[str, Any]) -> dict[str, Any]:
     if hook.event == "sessionEnd":
         out.update(stop_hook_active=False, reason=event.get("reason"))
     return out
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _status(ran: HookRun) -> str:

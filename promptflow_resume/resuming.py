@@ -181,18 +181,17 @@ def _check(state: _Resume) -> None:
         state.root, tree_note = attach_worktree(run.worktree, path)
     state.found = [note for note in (outside, permissions_note, tree_note) if note]
     # Hooks come from the workspace and --hooks, never from the file; a bad one stops here.
-    state.found += hooks_changed(run, load_run_hooks(state.root, options))
+    state.found += hooks_changed(run, load_run_hooks(state.root, options, state.wf))
 
 
 def _start_tools(state: _Resume) -> None:
     """The workflow's tools, with the MCP servers it names started."""
     from .tools import build_tools
-    from .tools.mcp_wiring import find_mcp_config, start_mcp
+    from .tools.mcp_wiring import start_mcp
 
     options = state.options
     state.tools = build_tools(state.wf, state.root, skills=options.skills)
-    trust = options.trust_in(state.root)
-    mcp = find_mcp_config(state.wf, state.root, options.mcp_config, options.mcp_ask, trust)
+    mcp = options.mcp_for(state.wf, state.root)
     state.secrets = tuple(mcp.secrets) if mcp else ()
     state.mcp = mcp
     state.servers = start_mcp(state.wf, state.root, state.tools, mcp, state.path, state.redactor())
@@ -343,10 +342,16 @@ def _override_config(run: Run, options: RunOptions) -> None:
     if options.provider is not None:
         run.config.provider = options.provider
     if options.model is not None:
-        # One model, no fallbacks: the run keeps to it from now on, as to any --model.
-        run.config.model = options.model
+        from .providers.models import resolve_model
+
+        # One model, no fallbacks: the run keeps to it from now on, as to any --model. A
+        # name is mapped as a new run maps it, and brings its provider unless --provider.
+        ref = resolve_model(options.model)
+        run.config.model = ref.model
+        if options.provider is None and ref.runnable and ref.provider is not None:
+            run.config.provider = ref.provider
         if run.workflow.handoffs is not None:
-            run.workflow.handoffs.model = options.model  # wins over every part's own model
+            run.workflow.handoffs.model = ref.model  # wins over every part's own model
         run.config.models = []
     if options.base_url is not None:
         run.config.base_url, hidden = Redactor.from_environment().redact(options.base_url)

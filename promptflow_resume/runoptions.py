@@ -14,7 +14,7 @@ Every field left at its default keeps what the workflow or the run's checkpoint 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .base.truststore import Trust
     from .tools.approval import ApprovalPolicy
     from .tools.consent import Asker, Consent
+    from .tools.mcp_config import McpConfig
     from .workflow.model import Workflow
 
 #: ``mcp_ask(input_id, description, password)``: a value of the MCP configuration's inputs.
@@ -143,6 +144,9 @@ class RunOptions:
     #: ``mcp_ask`` asks for a configuration input on a terminal.
     mcp_config: str | Path | None = None
     mcp_ask: McpAsk | None = None
+    #: ``--mcp-input ID=VALUE``: values of the configurations' inputs (used before
+    #: ``FLOW_MCP_INPUT_<ID>`` and the terminal; never recorded).
+    mcp_inputs: Mapping[str, str] = field(default_factory=dict)
     #: Who watches the run (the terminal display); None: nobody.
     reporter: Reporter | None = None
     #: ``--agents DIR``: folders searched for agents by name before the workspace's and the
@@ -191,6 +195,21 @@ class RunOptions:
         if os.environ.get(TRUST_VARIABLE, "").strip().lower() in ("1", "true", "yes"):
             return Trust.entire(folder, TRUST_VARIABLE)
         return Trust.for_folder(folder)
+
+    def mcp_for(self, workflow: Workflow, root: Path) -> McpConfig | None:
+        """The MCP configuration a run of ``workflow`` in ``root`` uses: ``--mcp-config`` or
+        the workspace's files, the agents' own servers, as far as the folder's trust allows,
+        with the inputs given (``--mcp-input``) or asked for."""
+        from .tools.mcp_wiring import find_mcp_config
+
+        return find_mcp_config(
+            workflow,
+            root,
+            self.mcp_config,
+            self.mcp_ask,
+            self.trust_in(root),
+            given=self.mcp_inputs,
+        )
 
     def root(self) -> Path:
         """The workspace folder (the working directory when none is given)."""

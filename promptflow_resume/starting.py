@@ -82,27 +82,13 @@ def _start_in(
     options: RunOptions,
 ) -> Outcome:
     """``start`` once the workspace (``root``, a worktree's folder or not) is known."""
-    from .detect import keywords_for
     from .tools import build_tools
-    from .tools.mcp_wiring import find_mcp_config, start_mcp
+    from .tools.mcp_wiring import start_mcp
 
     run_id, worktree = tree
-    mcp = find_mcp_config(wf, root, options.mcp_config, options.mcp_ask, options.trust_in(root))
+    mcp = options.mcp_for(wf, root)
     redactor = Redactor.from_environment(extra_values=mcp.secrets if mcp else ())
-    run = new_run(
-        wf,
-        values,
-        path,
-        provider=options.provider,
-        model=options.model,
-        base_url=options.base_url,
-        recording=request.recording,
-        limits=options.limits,
-        redactor=redactor,
-        # From the redacted values: keywords are words of the inputs, and a token is a word.
-        keywords=keywords_for(wf, redactor.redact_value(dict(values))[0]),
-        run_id=run_id,
-    )
+    run = _new_run(wf, values, path, request, options, redactor, run_id)
     _record_choices(run, wf, request, path, worktree, options)
     provider = run_provider(run, path, options, redactor)
     tools = build_tools(wf, root, skills=options.skills)
@@ -125,6 +111,41 @@ def _start_in(
         if servers is not None:
             servers.close()
     return Outcome(run=run, path=path, exit_code=exit_code_for(run))
+
+
+def _new_run(
+    wf: Workflow,
+    values: dict[str, Any],
+    path: Path,
+    request: StartRequest,
+    options: RunOptions,
+    redactor: Redactor,
+    run_id: str | None,
+) -> Run:
+    """The new run's checkpoint. What its choice of models has to say (a name flow does not
+    know, models left out for want of a key) is said at once, before a provider is made:
+    the missing key of the wrong provider is not the news."""
+    from .detect import keywords_for
+
+    notes: list[str] = []
+    run = new_run(
+        wf,
+        values,
+        path,
+        provider=options.provider,
+        model=options.model,
+        base_url=options.base_url,
+        recording=request.recording,
+        limits=options.limits,
+        redactor=redactor,
+        # From the redacted values: keywords are words of the inputs, and a token is a word.
+        keywords=keywords_for(wf, redactor.redact_value(dict(values))[0]),
+        run_id=run_id,
+        notes=notes,
+    )
+    for note in notes:
+        (options.reporter or Reporter()).notice(note)
+    return run
 
 
 def _record_choices(

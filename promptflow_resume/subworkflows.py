@@ -29,7 +29,7 @@ The engine calls ``SubworkflowRunner`` through ``EngineOptions.children``::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -254,6 +254,8 @@ class SubworkflowRunner:
     mcp_config: str | Path | None = None
     #: Asks for an MCP configuration input on a terminal (``id, description, password``).
     mcp_ask: Callable[[str, str, bool], str] | None = None
+    #: ``--mcp-input ID=VALUE``: the inputs' values given on the command line.
+    mcp_inputs: Mapping[str, str] = field(default_factory=dict)
     #: ``--agents DIR``: searched for subagents before the workspace's and the user's folders.
     agent_dirs: tuple[Path, ...] = ()
     #: The trust a child's workspace is judged by (the run options' ``trust_in``; None: what
@@ -424,7 +426,13 @@ class SubworkflowRunner:
         # the model's choice among the agents found, so its servers need the folder's trust.
         named = child.link.get("kind") != AGENT_KIND
         config = find_mcp_config(
-            workflow, workspace, self.mcp_config, self.mcp_ask, trust, named=named
+            workflow,
+            workspace,
+            self.mcp_config,
+            self.mcp_ask,
+            trust,
+            named=named,
+            given=self.mcp_inputs,
         )
         if config is None:
             return None

@@ -2,10 +2,13 @@
 
 A folder's *brought* files are the ones that make flow start programs or send credentials:
 
-- every file under ``.github/hooks/`` (hooks files, and the scripts kept beside them);
+- every file under ``.github/hooks/`` (hooks files, and the scripts kept beside them), and
+  Claude Code's ``.claude/settings.json`` and ``.claude/settings.local.json`` (their ``hooks``
+  run as VS Code runs them);
 - the MCP configurations ``.vscode/mcp.json`` and ``.mcp.json``;
 - the agent files of ``.github/agents/`` and ``.claude/agents/`` (an agent's ``mcp-servers:``
-  start programs when a handoff or a subagent call brings it in).
+  start programs when a handoff or a subagent call brings it in, and its ``hooks:`` run while
+  it runs).
 
 They are read as data always (``flow check``, ``flow status`` and the dashboard show them),
 and used only as trust allows (``base/truststore.py``): a hooks file or an MCP configuration
@@ -41,6 +44,7 @@ from .base.truststore import (
 )
 from .workflow.agentdirs import WORKSPACE_FOLDERS as AGENT_FOLDERS
 from .workflow.agentdirs import in_workspace_folder
+from .workflow.hooks import CLAUDE_SETTINGS
 from .workflow.mcpfiles import ROOT_CONFIG, WORKSPACE_CONFIG
 
 #: The folder of a repository's hooks files and their scripts.
@@ -77,6 +81,8 @@ def kind_of(rel: str) -> str:
     """What a brought file (relative path) is to flow."""
     if rel in (WORKSPACE_CONFIG.as_posix(), ROOT_CONFIG.as_posix()):
         return "mcp"
+    if rel in {p.as_posix() for p in CLAUDE_SETTINGS}:
+        return "hooks"
     if rel.startswith(HOOKS_FOLDER.as_posix() + "/"):
         inner = rel.removeprefix(HOOKS_FOLDER.as_posix() + "/")
         if inner.endswith(".json") and ("/" not in inner or inner.endswith("/hooks.json")):
@@ -87,7 +93,7 @@ def kind_of(rel: str) -> str:
 
 def _candidates(root: Path) -> Iterator[Path]:
     """Every path that would be a brought file, links included (they are refused)."""
-    for rel in (WORKSPACE_CONFIG, ROOT_CONFIG):
+    for rel in (WORKSPACE_CONFIG, ROOT_CONFIG, *CLAUDE_SETTINGS):
         if os.path.lexists(root / rel):
             yield root / rel
     hooks = root / HOOKS_FOLDER
@@ -228,9 +234,27 @@ def what_runs(brought: Brought) -> dict[str, list[str]]:
             found[rel] = [f"{h.ref.partition('#')[2]}: {h.bash}" for h in loaded.hooks]
         elif kind == "mcp":
             found[rel] = [_server_line(name, spec) for name, spec in raw_servers(path).items()]
+        elif kind == "agent":
+            found[rel] = _agent_lines(path)
         else:
             found[rel] = []
     return found
+
+
+def _agent_lines(path: Path) -> list[str]:
+    """What an agent file runs: its ``hooks:`` and its ``mcp-servers:``."""
+    from .base.errors import FlowError
+    from .workflow import check_workflow
+
+    try:
+        workflow, _ = check_workflow(path)
+    except FlowError:
+        return []
+    if workflow is None:
+        return []
+    lines = [f"hooks.{h.ref.partition('#')[2]}: {h.bash}" for h in workflow.agent_hooks]
+    lines += [_server_line(name, spec) for name, spec in workflow.mcp_servers.items()]
+    return lines
 
 
 def _server_line(name: str, spec: Any) -> str:

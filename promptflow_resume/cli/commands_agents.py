@@ -36,7 +36,8 @@ def agents_command(
     """
     from ..base.errors import FileNotFoundFlowError
     from ..base.paths import display_path
-    from ..workflow.agentfind import agent_folders, find_agents
+    from ..check import checked_agents
+    from ..workflow.agentfind import agent_folders
 
     for folder in agents:
         if not folder.is_dir():
@@ -45,7 +46,7 @@ def agents_command(
                 hint="Name a folder that holds *.agent.md files.",
             )
     workspace = Path.cwd()
-    found = find_agents(workspace, tuple(agents))
+    found = checked_agents(workspace, tuple(agents))
     records = [agent.to_dict() for agent in found]
     errors = sum(r["errors"] for r in records)
     code = _EXIT_ERRORS if errors else 0

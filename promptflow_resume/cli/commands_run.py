@@ -39,6 +39,7 @@ from .options import (
     MaxTokensOpt,
     MaxTurnsOpt,
     McpConfigOpt,
+    McpInputOpt,
     ModelOpt,
     NoApproveOpt,
     NoHooksOpt,
@@ -53,6 +54,7 @@ from .options import (
     ProgressArg,
     ProviderOpt,
     RequestTimeoutOpt,
+    RunTargetArg,
     SelectionOpt,
     SkillsOpt,
     SummaryJson,
@@ -60,7 +62,6 @@ from .options import (
     TimeoutOpt,
     TrustWorkspaceOpt,
     VerboseOpt,
-    WorkflowArg,
     WorkflowMovedOpt,
 )
 
@@ -345,6 +346,7 @@ class _SharedFlags:
     no_approve: bool
     on_consent: str
     mcp_config: Path | None
+    mcp_input: list[str]
     agents: list[Path]
     otel: bool
     no_snapshots: bool
@@ -364,7 +366,7 @@ class _SharedFlags:
         """The run's options: budgets, permissions, tools and where to report."""
         from ..api import Limits, RunOptions
         from ..base.truststore import TRUST_FLAG, Trust
-        from ..front import given_prices
+        from ..front import given_prices, mcp_input_values
 
         limits = Limits(
             self.max_cost,
@@ -402,6 +404,7 @@ class _SharedFlags:
             permissions=permissions,
             mcp_config=self.mcp_config,
             mcp_ask=_ask_mcp_input if interactive else None,
+            mcp_inputs=mcp_input_values(self.mcp_input),
             reporter=_watchers(reporter, stream, self.otel),
             agent_dirs=tuple(self.agents),
             approve=tuple(self.approve),
@@ -413,7 +416,7 @@ class _SharedFlags:
 
 @app.command("run")
 def run_command(
-    workflow: WorkflowArg,
+    workflow: RunTargetArg,
     task: TaskOpt = None,
     agents: AgentsDirOpt = [],  # noqa: B006 - typer copies list defaults
     handoff: HandoffOpt = [],  # noqa: B006 - typer copies list defaults
@@ -474,6 +477,7 @@ def run_command(
         False, "--yes", "-y", help="Accept the best similar run without asking."
     ),
     mcp_config: McpConfigOpt = None,
+    mcp_input: McpInputOpt = [],  # noqa: B006 - typer copies list defaults
     worktree: bool = typer.Option(
         False,
         "--worktree",
@@ -739,6 +743,7 @@ def resume_command(
         "then continue. Without it, resuming before the window exits 16 and sends nothing.",
     ),
     mcp_config: McpConfigOpt = None,
+    mcp_input: McpInputOpt = [],  # noqa: B006 - typer copies list defaults
     events: EventsOpt = None,
     otel: OtelOpt = False,
     as_json: SummaryJson = False,

@@ -18,9 +18,7 @@ def serve_command(
         show_default=False,
         metavar="DIR",
     ),
-    port: int = typer.Option(
-        8765, "--port", "-p", metavar="N", help="Port; 0 lets the system choose."
-    ),
+    port: int = typer.Option(8765, "--port", metavar="N", help="Port; 0 lets the system choose."),
     host: str = typer.Option(
         "127.0.0.1",
         "--host",

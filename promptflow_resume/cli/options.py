@@ -19,6 +19,14 @@ from ..providers import REGISTRY as PROVIDERS
 WorkflowArg = Annotated[
     Path, typer.Argument(metavar="WORKFLOW", help="The workflow file (*.prompt.md).")
 ]
+RunTargetArg = Annotated[
+    Path,
+    typer.Argument(
+        metavar="WORKFLOW",
+        help="A prompt file, an agent (*.agent.md) or a SKILL.md, or the name of an agent or "
+        "a skill (as flow agents and flow skills list them).",
+    ),
+]
 
 
 def _progress_file(path: Path) -> Path:
@@ -337,6 +345,15 @@ McpConfigOpt = Annotated[
         "--mcp-config",
         metavar="FILE",
         help="MCP servers (JSON); default: the workspace's .vscode/mcp.json.",
+    ),
+]
+McpInputOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--mcp-input",
+        metavar="ID=VALUE",
+        help="The value of an MCP configuration's ${input:ID} (repeatable); before "
+        "FLOW_MCP_INPUT_<ID> and the terminal. Never recorded.",
     ),
 ]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Say more about what happens.")]

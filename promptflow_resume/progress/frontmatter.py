@@ -191,6 +191,8 @@ def _hook_run(r: HookRun) -> dict[str, Any]:
     _put(out, "decision", r.decision)
     _put(out, "reason", r.reason)
     _put(out, "output", r.output)
+    _put(out, "args", r.args)
+    _put(out, "context", r.context)
     return OneLine(out)
 
 
@@ -232,6 +234,8 @@ def _hooks_from(data: Any) -> HookLedger:
                         decision=r.get("decision"),
                         reason=r.get("reason"),
                         output=r.get("output"),
+                        args=r.get("args"),
+                        context=r.get("context"),
                     )
                     for r in e.get("ran") or []
                 ],

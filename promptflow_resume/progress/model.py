@@ -365,6 +365,11 @@ class HookRun:
     decision: str | None = None
     reason: str | None = None
     output: str | None = None
+    #: A ``preToolUse`` hook's new arguments for the call (JSON text, redacted) and its
+    #: ``additionalContext``; kept while the call waits for its result, so a resume runs the
+    #: call as the hook changed it (docs/spec.md 4.15).
+    args: str | None = None
+    context: str | None = None
 
 
 @dataclass

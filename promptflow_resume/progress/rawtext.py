@@ -13,7 +13,10 @@ would break the file is fenced instead:
   types 1 to 5 end only at their closing text, not at a blank line).
 
 The second question is answered by a real CommonMark parser (markdown-it-py), asked only when
-the text holds a fence or a ``<`` at all, and only once per entry (the store caches blocks)::
+the text holds a fence or a ``<`` at all, and only once per entry (the store caches blocks).
+A third, ``outline_safe``, keeps the file's outline the run's: instructions whose headings
+would stand at the level of the run's own sections (``#`` to ``###``: the title, the sections,
+the entries) are fenced too, as an agent's body with ``# Workflow`` would be::
 
     structure_safe("## Task list\\n\\n1. one")      # True: written as Markdown
     structure_safe("```python\\nprint(1)")          # False: the fence would never close
@@ -70,6 +73,21 @@ def reads_back(content: str) -> bool:
     first = content.split("\n", 1)[0]
     own = _OWN_FENCE.fullmatch(first)
     return not (own and own.group(1).strip() in OWN_FENCE_INFOS)
+
+
+#: The deepest heading level of the file's own outline (``### 12 · system``).
+OUTLINE_DEPTH = 3
+#: A line that may be such a heading (ATX ``#`` to ``###``, or a setext underline).
+_MAY_HEAD = re.compile(r"^ {0,3}#{1,3}(?:[ \t]|$)|^ {0,3}(?:=+|-+)[ \t]*$", re.M)
+
+
+def outline_safe(content: str) -> bool:
+    """True when ``content`` has no heading at the level of the file's own sections (levels
+    1 to 3, ATX or setext): written raw, it would not break the file's outline."""
+    if _MAY_HEAD.search(content) is None:
+        return True
+    tokens = _parser().parse(content)
+    return not any(t.type == "heading_open" and int(t.tag[1]) <= OUTLINE_DEPTH for t in tokens)
 
 
 def structure_safe(content: str) -> bool:

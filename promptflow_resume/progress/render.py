@@ -33,7 +33,7 @@ from ..base.textnorm import without_surrogates
 from .digest import Chain, entry_digest
 from .frontmatter import front_matter
 from .model import Entry, Run, Usage, attempt_models_text
-from .rawtext import EMPTY_MESSAGE, structure_safe
+from .rawtext import EMPTY_MESSAGE, outline_safe, structure_safe
 
 ROLE_LABELS: dict[str, str] = {
     "system": "system",
@@ -282,7 +282,9 @@ def entry_block(entry: Entry, digest: str) -> str:
             text = f"{tool_line(entry)} {EMPTY_RESULT}"
     elif not content:
         text = EMPTY_MESSAGE
-    elif raw_ok(content):
+    elif raw_ok(content) and (role != "system" or outline_safe(content)):
+        # An agent's instructions with `# Workflow` headings would sit at the level of the
+        # run's own sections: fenced, the file's outline stays the run's.
         text = content
     else:
         text = fence_block(content, "markdown")

@@ -49,6 +49,12 @@ class HookOutcome:
     #: A ``preToolUse`` hook's ``permissionDecision`` (``allow``, ``deny``, ``ask``), if any.
     decision: str | None = None
     reason: str | None = None
+    #: A ``preToolUse`` hook's new arguments for the call (VS Code's and Claude Code's
+    #: ``updatedInput``, the Copilot SDK's ``modifiedArgs``), read before redaction: the tool
+    #: gets them as the hook wrote them; what is recorded is redacted.
+    arguments: dict[str, Any] | None = None
+    #: A ``preToolUse`` hook's ``additionalContext``: text for the model.
+    context: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -137,8 +143,15 @@ def run_hook(
         return ended
     if ended.failed:
         return replace(ended, decision="deny", reason=failed_guard_reason(ended))
-    decision, reason = _decision(stdout)
-    return replace(ended, decision=decision, reason=reason)
+    said = hook_output(outcome.stdout.decode("utf-8", "replace"))
+    reason, _ = redactor.redact(said.reason) if said.reason else (None, 0)
+    return replace(
+        ended,
+        decision=said.decision,
+        reason=reason,
+        arguments=said.arguments,
+        context=said.context,
+    )
 
 
 #: The exit code by which a hook blocks what it guards (VS Code's and Claude Code's
@@ -167,21 +180,46 @@ def _not_started(hook: HookCommand, ms: int, why: str) -> HookOutcome:
     return outcome
 
 
-def _decision(stdout: str) -> tuple[str | None, str | None]:
-    """``permissionDecision`` and its reason from a ``preToolUse`` hook's output: the whole
-    output as one JSON object, else its last line that is one; at the top (Copilot's form)
-    or under ``hookSpecificOutput`` (VS Code's)."""
+@dataclass(frozen=True)
+class HookOutput:
+    """What a ``preToolUse`` hook's JSON output says: its decision and reason, new arguments
+    for the call, and context for the model (each None when it says nothing of it)."""
+
+    decision: str | None = None
+    reason: str | None = None
+    arguments: dict[str, Any] | None = None
+    context: str | None = None
+
+
+#: Where each field may be, first found winning: under ``hookSpecificOutput`` (VS Code's and
+#: Claude Code's form) or at the top (the Copilot CLI's and SDK's).
+_ARGUMENT_KEYS = ("updatedInput", "modifiedArgs")
+
+
+def hook_output(stdout: str) -> HookOutput:
+    """A ``preToolUse`` hook's output read: the whole output as one JSON object, else its
+    last line that is one; each field under ``hookSpecificOutput`` or at the top."""
     candidates = [stdout.strip(), *reversed(stdout.strip().splitlines())]
     for text in candidates:
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(value, dict):
             continue
         inner = value.get("hookSpecificOutput")
-        for holder in (value, inner if isinstance(inner, dict) else {}):
-            if isinstance(holder.get("permissionDecision"), str):
-                reason = holder.get("permissionDecisionReason")
-                return holder["permissionDecision"], reason if isinstance(reason, str) else None
-    return None, None
+        holders = [inner if isinstance(inner, dict) else {}, value]
+        decision = _first(holders, ("permissionDecision",), str)
+        reason = _first(holders, ("permissionDecisionReason",), str)
+        arguments = _first(holders, _ARGUMENT_KEYS, dict)
+        context = _first(holders, ("additionalContext",), str)
+        return HookOutput(decision, reason, arguments, context or None)
+    return HookOutput()
+
+
+def _first(holders: list[dict[str, Any]], keys: tuple[str, ...], kind: type) -> Any:
+    for holder in holders:
+        for key in keys:
+            if isinstance(holder.get(key), kind):
+                return holder[key]
+    return None

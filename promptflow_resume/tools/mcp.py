@@ -58,7 +58,12 @@ from ..base.truststore import Trust, Verdict
 from ..chat import ToolSpec
 from ..workflow.agentdirs import in_workspace_folder
 from ..workflow.model import Workflow
-from ..workflow.toolnames import BUILTIN_TOOLS, mcp_tool_names
+from ..workflow.toolnames import (
+    BUILTIN_TOOLS,
+    extension_tools_line,
+    is_extension_tool,
+    mcp_tool_names,
+)
 from .base import ToolContext, ToolResult
 from .commands import head_and_tail
 from .mcp_config import (
@@ -777,8 +782,10 @@ def load_servers(
     env: Mapping[str, str] | None = None,
     trust: Trust | None = None,
     named: Path | None = None,
+    given: Mapping[str, str] | None = None,
 ) -> McpConfig | None:
-    """The MCP configuration for a run of ``workflow``, or None when it needs none.
+    """The MCP configuration for a run of ``workflow``, or None when it needs none
+    (``given``: input values from ``--mcp-input``).
 
     Read only when the workflow names tools that nothing else provides, when ``config_path``
     is given (``--mcp-config``), or when its agent defines servers (``mcp-servers:``, which
@@ -801,12 +808,16 @@ def load_servers(
         agents, left = _trusted_agents(named, agents, names, trust)
         untrusted += left
     config = (
-        load_configs(paths, workspace=workspace, env=env, ask=ask, wanted=names) if paths else None
+        load_configs(paths, workspace=workspace, env=env, ask=ask, wanted=names, given=given)
+        if paths
+        else None
     )
     # The servers the agents define themselves come first: on a name clash they win. The
     # first agent's are laid on last, so its file stays the configuration's own.
     for file, servers in reversed(agents):
-        own = agent_config(file, servers, workspace=workspace, env=env, ask=ask, wanted=names)
+        own = agent_config(
+            file, servers, workspace=workspace, env=env, ask=ask, wanted=names, given=given
+        )
         config = with_agent_servers(own, config)
     if not untrusted or trust is None:
         return config
@@ -914,20 +925,25 @@ def start_servers(
 
 
 def missing_tools_notice(workflow: Workflow, servers: McpServers | None) -> str | None:
-    """One line about tool names in ``tools:`` that nothing provides, or None."""
+    """One line about tool names in ``tools:`` that nothing provides, or None: the tools of
+    VS Code extensions first (``publisher.ext/tool``), then the others."""
     names = mcp_names(workflow)
     if servers is not None:
         names = [n for n in names if not servers.resolved.get(n)]
+    extensions = [n for n in names if is_extension_tool(n)]
+    names = [n for n in names if n not in extensions]
+    said = extension_tools_line(extensions) if extensions else ""
     if not names:
-        return None
+        return said or None
+    said = said[:-1] + "; " if said else ""
     listed = ", ".join(f"`{n}`" for n in names)
     if servers is None:
-        return (
+        return said + (
             f"the workflow names {listed}, which no built-in, command or MCP server provides "
             "(no .vscode/mcp.json or .mcp.json here; pass --mcp-config FILE); they are not "
             "offered."
         )
-    return (
+    return said + (
         f"no MCP server in {servers.config.where} provides {listed}; they are not offered "
         "(`flow check --mcp` lists what the servers offer)."
     )

@@ -7,11 +7,13 @@ with ``--mcp``, the tools those servers offer (the servers are started only then
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
+from ..base.errors import FlowError
 from ..base.truststore import Trust
-from ..workflow.model import Workflow
+from ..workflow.model import Diagnostic, Workflow
 from .mcp import McpServers, mcp_names, task_only_line
 from .mcp_config import (
     agent_config,
@@ -20,6 +22,71 @@ from .mcp_config import (
     trusted_configs,
     with_agent_servers,
 )
+
+
+def agent_server_problems(workflow: Workflow, workspace: Path) -> list[Diagnostic]:
+    """Every problem of the servers an agent defines itself (``mcp-servers:``), each an
+    error at its place in the agent file, without starting anything or asking for a secret:
+    ``flow check`` and ``flow agents`` report the same ones, and a run that starts the agent
+    refuses the first."""
+    file = workflow.mcp_servers_file
+    if not workflow.mcp_servers or file is None or file != workflow.path:
+        return []  # another file's servers (the agent a prompt file uses) are that file's
+    try:
+        # No tool name is wanted: every entry is read, and a broken one lands in `problems`.
+        # The file is the agent itself, so its problems are placed in it.
+        config = agent_config(
+            file, workflow.mcp_servers, workspace=workspace, resolve_inputs=False, wanted=[]
+        )
+    except FlowError as error:
+        return [error_diagnostic(error, workflow)]
+    return [error_diagnostic(problem, workflow) for problem in config.problems.values()]
+
+
+def error_diagnostic(error: FlowError, workflow: Workflow | None = None) -> Diagnostic:
+    """``error`` as a ``flow check`` error; a field of an agent's ``mcp-servers:`` (read as a
+    file's ``servers``) is named and placed as the agent file has it."""
+    field = error.field
+    line, column = error.line, error.column
+    message = error.message.rstrip(".") + "." + (f" {error.hint}" if error.hint else "")
+    own = workflow is not None and error.path is not None and Path(error.path) == workflow.path
+    if own and field and field.startswith("$.servers.") and workflow is not None:
+        field = "$.mcp-servers." + field.removeprefix("$.servers.")
+        line, column = _position(workflow, field)
+    elif error.path is not None:
+        # Another file's problem (.vscode/mcp.json): the record is the workflow's, so the
+        # message names where the problem is.
+        where = error.location or error.path
+        message = f"{where}" + (f" {field}" if field else "") + f": {message}"
+        line = column = None
+    return Diagnostic(
+        "error",
+        message,
+        str(workflow.path if workflow is not None else error.path or ""),
+        line=line,
+        column=column,
+        field=field,
+        code="mcp-config",
+    )
+
+
+def _position(workflow: Workflow, field: str) -> tuple[int | None, int | None]:
+    """Where ``field`` ($.mcp-servers.NAME.headers.KEY) is in the agent file's front matter."""
+    from ..workflow.diagnostics import Collector
+    from ..workflow.frontmatter import read_front_matter
+    from ..workflow.source import split_source
+
+    try:
+        text = workflow.path.read_text(encoding="utf-8")
+        parsed = read_front_matter(split_source(text, path=str(workflow.path)), Collector(""))
+    except (OSError, UnicodeDecodeError, FlowError):
+        return None, None
+    if parsed is None:
+        return None, None
+    parts: list[str | int] = []
+    for key, index in re.findall(r"\.([^.\[\]]+)|\[(\d+)\]", field.removeprefix("$")):
+        parts.append(int(index) if index else key)
+    return parsed[1].value(tuple(parts))
 
 
 def add_mcp_plan(
@@ -118,7 +185,11 @@ def add_mcp_plan(
             step_record["tools"] = [*step_record["tools"], *(n for n in names if n in covered)]
     kept = []
     for d in plan["diagnostics"]:
-        if d["code"] != "unknown-tool":
+        if d["code"] == "extension-tools":
+            # Kept while a name of it is still unprovided (an MCP server may provide them).
+            if any(n not in covered for n in re.findall(r"`([^`]+)`", d["message"])):
+                kept.append(d)
+        elif d["code"] != "unknown-tool":
             kept.append(d)
         elif not any(f"`{n}`" in d["message"] for n in covered):
             # "neither a declared command nor a built-in" is not the news for server/tool.

@@ -14,11 +14,15 @@ progress file cannot make ``flow`` start a program. Two layouts are read::
 The first is VS Code's (comments and trailing commas allowed, as VS Code allows them); the
 second is what other MCP clients write. A stdio server has ``command`` with ``args``, ``env``,
 ``envFile`` and ``cwd``; an HTTP (streamable HTTP) server has ``url`` and ``headers``.
-Values may use ``${input:ID}`` (an entry of ``inputs``), ``${env:NAME}``,
-``${workspaceFolder}`` and ``${userHome}``. An input's value comes from the environment
-variable ``FLOW_MCP_INPUT_<ID>`` (upper case, other characters as ``_``), else it is asked on a
-terminal (hidden when ``password`` is true); input values are secrets and are redacted from
-everything ``flow`` writes. flow's own settings for a server sit under ``"flow"``::
+Values may use ``${input:ID}`` (an entry of ``inputs``; in an agent's ``mcp-servers:``, which
+has no ``inputs``, any ID, asked as a password), ``${env:NAME}``, ``${workspaceFolder}`` and
+``${userHome}``. An input's value comes from ``--mcp-input ID=VALUE`` (``given``), else the
+environment variable ``FLOW_MCP_INPUT_<ID>`` (upper case, other characters as ``_``), else it
+is asked on a terminal (hidden when ``password`` is true); input values are secrets and are
+redacted from everything ``flow`` writes. GitHub's ``${{ github.workspace }}`` is the
+workspace; its ``${{ secrets.NAME }}``, ``${{ vars.NAME }}`` and other expressions are filled
+in only by GitHub's cloud agent: flow refuses the server's entry rather than send the text as
+it is. flow's own settings for a server sit under ``"flow"``::
 
     "flow": {"timeout": 30, "idempotent": {"append_note": false, "search": true}}
 
@@ -69,6 +73,10 @@ START_TIMEOUT = 30.0
 MAX_CONFIG_BYTES = 1024 * 1024
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z]+)(?::([^}]*))?\}")
+#: GitHub Actions' expressions (``${{ secrets.X }}``), which GitHub's cloud agent fills in.
+_GITHUB_EXPRESSION = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
+#: GitHub's other way for an agent's server to name a variable: ``$NAME`` or ``${NAME}``.
+_GITHUB_VARIABLE = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}|\$([A-Z_][A-Z0-9_]*)")
 
 
 class McpConfigError(InvalidFileError):
@@ -226,11 +234,12 @@ def load_configs(
     ask: Callable[[str, str, bool], str] | None = None,
     resolve_inputs: bool = True,
     wanted: Iterable[str] | None = None,
+    given: Mapping[str, str] | None = None,
 ) -> McpConfig:
     """Read several files as one configuration: for a server name defined in more than one,
     the first file's entry wins (a warning says so when the entries differ)."""
     names = None if wanted is None else list(wanted)
-    configs = [_load_one(Path(p), workspace, env, ask, resolve_inputs, names) for p in paths]
+    configs = [_load_one(Path(p), workspace, env, ask, resolve_inputs, names, given) for p in paths]
     if len(configs) == 1:
         if names is not None:
             configs[0].require(names)
@@ -279,13 +288,17 @@ def agent_config(
     ask: Callable[[str, str, bool], str] | None = None,
     resolve_inputs: bool = True,
     wanted: Iterable[str] | None = None,
+    given: Mapping[str, str] | None = None,
 ) -> McpConfig:
     """The servers an agent file defines in ``mcp-servers:`` (``path`` is the agent), read
     as a configuration file's entries: GitHub's ``type: local`` is ``stdio``, and a server's
-    ``tools`` (which of its tools the agent uses) is the agent loader's to read."""
+    ``tools`` (which of its tools the agent uses) is the agent loader's to read. An agent has
+    no ``inputs`` list, so any ``${input:ID}`` is an input (asked as a password, as VS Code
+    asks for it)."""
     entries = {name: _agent_entry(spec) for name, spec in servers.items()}
-    reader = _Reader(path, "", workspace, os.environ if env is None else env, ask)
+    reader = _Reader(path, "", workspace, os.environ if env is None else env, ask, given)
     reader.resolve_inputs = resolve_inputs
+    reader.declared_only = False
     names = None if wanted is None else list(wanted)
     config = reader.config({"servers": entries}, names)
     if names is not None:
@@ -382,6 +395,7 @@ def load_config(
     ask: Callable[[str, str, bool], str] | None = None,
     resolve_inputs: bool = True,
     wanted: Iterable[str] | None = None,
+    given: Mapping[str, str] | None = None,
 ) -> McpConfig:
     """Read and check one configuration file; McpConfigError names the file, line and field.
 
@@ -395,7 +409,7 @@ def load_config(
     resolved only for the servers the run may start. Without ``wanted``, every entry counts.
     """
     names = None if wanted is None else list(wanted)
-    config = _load_one(Path(path), workspace, env, ask, resolve_inputs, names)
+    config = _load_one(Path(path), workspace, env, ask, resolve_inputs, names, given)
     if names is not None:
         config.require(names)
     return config
@@ -408,6 +422,7 @@ def _load_one(
     ask: Callable[[str, str, bool], str] | None,
     resolve_inputs: bool,
     wanted: list[str] | None,
+    given: Mapping[str, str] | None = None,
 ) -> McpConfig:
     """One file read and checked; broken server entries in ``problems`` when ``wanted``."""
     env = os.environ if env is None else env
@@ -438,7 +453,7 @@ def _load_one(
         raise McpConfigError(
             f"not valid JSON: {exc.msg}.", path=path, line=exc.lineno, column=exc.colno
         ) from None
-    reader = _Reader(path, text, workspace, env, ask)
+    reader = _Reader(path, text, workspace, env, ask, given)
     reader.resolve_inputs = resolve_inputs
     return reader.config(raw, wanted)
 
@@ -503,16 +518,21 @@ class _Reader:
         workspace: Path,
         env: Mapping[str, str],
         ask: Callable[[str, str, bool], str] | None,
+        given: Mapping[str, str] | None = None,
     ) -> None:
         self.path = path
         self.text = text
         self.workspace = workspace
         self.env = env
         self.ask = ask
+        #: ``--mcp-input ID=VALUE``: values given on the command line, used first.
+        self.given = dict(given or {})
         self.inputs: dict[str, dict[str, Any]] = {}
         self.values: dict[str, str] = {}
         self.secrets: list[str] = []
         self.resolve_inputs = True
+        #: False for an agent's ``mcp-servers:``: an ``${input:ID}`` needs no ``inputs`` entry.
+        self.declared_only = True
 
     # --- errors --------------------------------------------------------------------------
 
@@ -588,16 +608,19 @@ class _Reader:
         if input_id in self.values:
             return self.values[input_id]
         decl = self.inputs.get(input_id)
-        if decl is None:
+        if decl is None and self.declared_only:
             known = ", ".join(self.inputs) or "none"
             raise self.fail(
                 where,
                 f"`${{input:{input_id}}}` names no entry of `inputs` (defined: {known}).",
             )
+        if decl is None:
+            # An agent's input, described nowhere: a secret until shown otherwise.
+            decl = {"password": True}
         if not self.resolve_inputs:
             return f"${{input:{input_id}}}"
         variable = input_variable(input_id)
-        value = self.env.get(variable)
+        value = self.given.get(input_id, self.env.get(variable))
         if value is None and self.ask is not None:
             value = self.ask(
                 input_id, str(decl.get("description") or ""), bool(decl.get("password"))
@@ -609,7 +632,8 @@ class _Reader:
                 "ask on.",
                 path=self.path,
                 field=where,
-                hint=f"Set the environment variable {variable}.",
+                hint=f"Give it with --mcp-input {input_id}=VALUE, or set the environment "
+                f"variable {variable}.",
             )
         self.values[input_id] = value
         self.secrets.append(value)
@@ -618,6 +642,25 @@ class _Reader:
     def _substitute(self, value: Any, where: str) -> str:
         if not isinstance(value, str):
             raise self.fail(where, f"must be a string, not {type(value).__name__}.")
+        # GitHub's cloud agent fills in `${{ github.workspace }}`: the checkout, here the
+        # workspace. Its secrets and variables exist only there.
+        value = _GITHUB_EXPRESSION.sub(
+            lambda m: str(self.workspace) if m.group(1) == "github.workspace" else m.group(0),
+            value,
+        )
+        if not self.declared_only:
+            value = _GITHUB_VARIABLE.sub(lambda m: self._github_variable(m, where), value)
+        github = _GITHUB_EXPRESSION.search(value)
+        if github is not None:
+            name = github.group(1).rpartition(".")[2] or "NAME"
+            raise self.fail(
+                where,
+                f"`{github.group(0)}` is a GitHub Actions expression, which only GitHub's cloud "
+                "agent fills in; flow does not support it outside GitHub, and does not send "
+                "the text as it is.",
+                hint=f"Take the value from your environment with ${{env:{name}}}, or ask for "
+                f"it with ${{input:{name.lower()}}} (--mcp-input {name.lower()}=VALUE).",
+            )
 
         def replace(match: re.Match[str]) -> str:
             kind, arg = match.group(1), match.group(2)
@@ -636,6 +679,27 @@ class _Reader:
             )
 
         return _VARIABLE.sub(replace, value)
+
+    def _github_variable(self, match: re.Match[str], where: str) -> str:
+        """``$NAME`` / ``${NAME}`` in an agent's server (GitHub's form for the copilot
+        environment's secrets and variables): the variable of that name in flow's
+        environment; refused when it is not set, rather than sent as written."""
+        name = match.group(1) or match.group(2)
+        if not self.resolve_inputs:
+            return match.group(0)
+        value = self.env.get(name)
+        if value is None:
+            raise InputError(
+                f"the agent {self.path} gives its MCP server the variable `{match.group(0)}` "
+                f"({where}), and {name} is not set in the environment.",
+                path=self.path,
+                field=where,
+                hint=f"Set {name} (GitHub's cloud agent takes it from the copilot "
+                "environment's secrets; here it comes from yours).",
+            )
+        if len(value) >= 8:  # a secret of the copilot environment, most likely: never kept
+            self.secrets.append(value)
+        return value
 
     def _strings(self, value: Any, where: str) -> tuple[str, ...]:
         if not isinstance(value, list):

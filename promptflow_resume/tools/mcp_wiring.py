@@ -17,7 +17,7 @@ tools never loads it::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,11 +40,12 @@ def find_mcp_config(
     trust: Trust | None = None,
     *,
     named: bool = True,
+    given: Mapping[str, str] | None = None,
 ) -> McpConfig | None:
     """The MCP configuration a run of ``workflow`` uses (never one from a progress file);
     with ``trust``, what the workspace brings only as far as it allows (docs/spec.md 10.9).
     ``named``: the person named ``workflow`` (a run's own file, not a subagent's), so its own
-    ``mcp-servers:`` need no trust."""
+    ``mcp-servers:`` need no trust. ``given``: the inputs' values from ``--mcp-input``."""
     agents = (workflow, *workflow.parts())  # a handoff chain's parts name their own
     if config_path is None and not any(_names_unresolved_tools(a) or a.mcp_servers for a in agents):
         return None  # what load_servers answers, without importing the MCP client (asyncio)
@@ -52,7 +53,7 @@ def find_mcp_config(
 
     own = workflow.path if named else None
     return load_servers(
-        workflow, workspace, config_path=config_path, ask=ask, trust=trust, named=own
+        workflow, workspace, config_path=config_path, ask=ask, trust=trust, named=own, given=given
     )
 
 
@@ -82,22 +83,27 @@ def start_mcp(
 def notice_missing_tools(
     wf: Workflow, servers: McpServers | None, notice: Callable[[str], None]
 ) -> None:
-    """Say once, at the start, which names in ``tools:`` nothing provides, and what the MCP
-    configuration leaves out (broken entries the workflow does not name, task-only tools);
-    a handoff chain's later parts are looked at with the first agent."""
-    agents = [a for a in (wf, *wf.parts()) if _names_unresolved_tools(a)]
-    if not agents:
-        return
-    from .mcp import missing_tools_notice
+    """Say once, at the start, in one line, which names in ``tools:`` are not offered: those
+    only the editor has and those nothing provides; and what the MCP configuration leaves out
+    (broken entries the workflow does not name, task-only tools). A handoff chain's later
+    parts are looked at with the first agent."""
+    from ..workflow.toolnames import editor_only_line, is_editor_only
 
-    for line in servers.notices() if servers is not None else []:
-        notice(line)
-    said: list[str] = []
-    for agent in agents:
-        missing = missing_tools_notice(agent, servers)
-        if missing is not None and missing not in said:
-            said.append(missing)
-            notice(missing)
+    parts = (wf, *wf.parts())
+    editor = list(dict.fromkeys(n for a in parts for n in a.tool_map if is_editor_only(n)))
+    said: list[str] = [editor_only_line(editor)] if editor else []
+    agents = [a for a in parts if _names_unresolved_tools(a)]
+    if agents:
+        from .mcp import missing_tools_notice
+
+        for line in servers.notices() if servers is not None else []:
+            notice(line)
+        for agent in agents:
+            missing = missing_tools_notice(agent, servers)
+            if missing is not None and missing not in said:
+                said.append(missing)
+    if said:
+        notice("; ".join(line.rstrip(".") for line in said) + ".")
 
 
 def _names_unresolved_tools(wf: Workflow) -> bool:

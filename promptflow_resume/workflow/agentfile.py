@@ -17,6 +17,7 @@ from typing import Any
 
 from .diagnostics import Collector
 from .frontmatter import KNOWN_KEYS
+from .hooks import agent_hooks
 from .model import AgentSpec, Handoff
 from .source import YamlPositions, field_path
 
@@ -35,6 +36,7 @@ AGENT_KEYS: tuple[str, ...] = (
     "agents",
     "handoffs",
     "mcp-servers",
+    "hooks",
     "target",
     "user-invocable",
     "user-invokable",
@@ -43,7 +45,6 @@ AGENT_KEYS: tuple[str, ...] = (
 )
 #: Keys of the agent formats that only an editor or another host acts on: known, kept, quiet.
 HOST_KEYS: tuple[str, ...] = (
-    "hooks",
     "metadata",
     # Claude agent files
     "disallowedTools",
@@ -173,11 +174,13 @@ def read_agent_keys(
     else:
         allowed = tuple(str(a) for a in agents if isinstance(a, str))
     servers = data.get("mcp-servers")
+    hooks = agent_hooks(data["hooks"], Path(col.path), pos, col) if "hooks" in data else ()
     return AgentSpec(
         argument_hint=_text(data.get("argument-hint")),
         handoffs=_handoffs(data.get("handoffs"), pos, col),
         agents=allowed,
         mcp_servers=dict(servers) if isinstance(servers, dict) else {},
+        hooks=hooks,
         target=_text(data.get("target")),
         user_invocable=bool(user_invocable),
         model_invocable=model_invocable,

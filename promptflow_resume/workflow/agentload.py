@@ -124,5 +124,6 @@ def use_agent(cfg: WorkflowSettings, agent: Workflow, data: dict[str, Any]) -> N
     # or with the file's own provider when the agent names none or the same one.
     if "provider" not in data:
         cfg.provider, cfg.model, cfg.models = agent.provider, agent.model, agent.models
+        cfg.model_refs, cfg.provider_named = agent.model_refs, agent.provider_named
     elif agent.provider in (None, cfg.provider):
-        cfg.model, cfg.models = agent.model, agent.models
+        cfg.model, cfg.models, cfg.model_refs = agent.model, agent.models, agent.model_refs

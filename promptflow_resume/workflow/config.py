@@ -8,13 +8,21 @@ from typing import Any, Literal, cast
 
 from ..base.durations import parse_duration
 from ..base.retrypolicy import RetryPolicy
-from ..providers.models import model_id
+from ..providers.models import ModelRef, fix_line, resolve_model
 from .commands import build_commands
 from .diagnostics import Collector, did_you_mean
 from .frontmatter import PARAM_KEYS
 from .model import Budget, CommandDecl, Compaction, InputDecl, InputType
 from .source import YamlPositions, field_path
-from .toolnames import ASK_EXCLUDED, BUILTIN_TOOLS, PLAN_TOOLS, editor_only_line, map_tool_name
+from .toolnames import (
+    ASK_EXCLUDED,
+    BUILTIN_TOOLS,
+    PLAN_TOOLS,
+    editor_only_line,
+    extension_tools_line,
+    is_extension_tool,
+    map_tool_name,
+)
 from .values import coerce_value, value_text
 
 ToolKind = Literal["command", "builtin", "alias", "editor", "unknown"]
@@ -37,6 +45,11 @@ class WorkflowSettings:
     #: Every model id of ``model:`` in order, ``model`` first (one for a single name, none
     #: without ``model:``): a model the provider refuses is replaced by the next.
     models: tuple[str, ...] = ()
+    #: Each name of ``model:`` as flow understands it (provider, id), in order; a run that
+    #: names no provider takes the first whose provider has credentials.
+    model_refs: tuple[ModelRef, ...] = ()
+    #: True when ``provider:`` names the provider (else it is the first model's).
+    provider_named: bool = False
     params: dict[str, Any] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -60,6 +73,7 @@ def build_config(
         cfg.commands = build_commands(data["commands"] or {}, pos, col)
     if usable("provider"):
         cfg.provider = data["provider"]
+        cfg.provider_named = True
     if usable("model"):
         _build_models(cfg, data["model"], pos, col)
     if usable("approve"):
@@ -147,16 +161,20 @@ def mode_tools(
 def _build_models(
     cfg: WorkflowSettings, raw: str | list[str], pos: YamlPositions, col: Collector
 ) -> None:
-    """``model:`` (one name or an ordered list) as model ids in ``cfg.models``; the first
-    entry that names a provider names the workflow's, unless ``provider:`` does."""
+    """``model:`` (one name or an ordered list) as model ids in ``cfg.models`` and as
+    ``cfg.model_refs``; the first model flow can send names the workflow's provider, unless
+    ``provider:`` does. A name flow cannot send to the right provider is a warning with the
+    line that fixes it (``model-unknown``)."""
     names = [raw] if isinstance(raw, str) else list(raw)
     where = (lambda i: ("model",)) if isinstance(raw, str) else (lambda i: ("model", i))
     ids: list[str] = []
+    refs: list[ModelRef] = []
     #: (position in the list, name as written, the provider it names) of each model kept.
     kept: list[tuple[int, str, str | None]] = []
     for i, name in enumerate(names):
         # A Copilot display name ("GPT-4.1") becomes the model id and names its provider.
-        provider, mid = model_id(name)
+        ref = resolve_model(name)
+        provider, mid = (ref.provider if ref.runnable else None), ref.model
         if mid in ids:
             line, column = pos.value(where(i))
             col.warning(
@@ -169,20 +187,33 @@ def _build_models(
             )
             continue
         ids.append(mid)
+        refs.append(ref)
         kept.append((i, name, provider))
+        problem = ref.problem()
+        if problem is not None and not cfg.provider_named:
+            line, column = pos.value(where(i))
+            col.warning(
+                f"{problem}; {fix_line(name)}.",
+                line=line,
+                column=column,
+                field=field_path(where(i)),
+                code="model-unknown",
+            )
     if cfg.provider is None:
         cfg.provider = next((p for _, _, p in kept if p is not None), None)
     cfg.models = tuple(ids)
     cfg.model = ids[0] if ids else None
-    if len(names) < 2:
-        return
+    cfg.model_refs = tuple(refs)
+    own = any(p in (None, cfg.provider) for _, _, p in kept)
+    if len(names) < 2 or not cfg.provider_named or not own:
+        return  # with none of its own, the provider gets them all (providers.models)
     for i, name, provider in kept:
         if provider is not None and provider != cfg.provider:
             line, column = pos.value(where(i))
             col.warning(
                 f"`{name}` is a model of the {provider} provider, but this workflow's models "
-                f"go to {cfg.provider} (`provider:`, or the first model that names one); it is "
-                f"asked of {cfg.provider}, which may not offer it.",
+                f"go to {cfg.provider} (`provider:`); it is not tried (leave `provider:` out "
+                "to try the list in order with the first provider you have a key for).",
                 line=line,
                 column=column,
                 field=field_path(where(i)),
@@ -402,11 +433,15 @@ def _resolve_tools(
     tool_map: dict[str, tuple[str, ...]] = {}
     resolved: list[str] = []
     editor_only: list[tuple[int, str]] = []
+    extensions: list[tuple[int, str]] = []
     for i, name in enumerate(names):
         kind, targets = resolve_tool(name, commands)
         tool_map[name] = targets
         if kind == "editor":
             editor_only.append((i, name))
+        if kind == "unknown" and is_extension_tool(name):
+            extensions.append((i, name))
+            continue
         # A command whose declaration has errors was reported there; do not report it twice.
         if kind == "unknown" and name not in broken:
             line, column = pos.value(("tools", i))
@@ -431,6 +466,16 @@ def _resolve_tools(
             column=column,
             field=field_path(("tools",)),
             code="editor-only",
+        )
+    if extensions:
+        # One line for all of them too: a VS Code agent lists a dozen (issue 43).
+        line, column = pos.value(("tools", extensions[0][0]))
+        col.warning(
+            extension_tools_line([name for _, name in extensions]),
+            line=line,
+            column=column,
+            field=field_path(("tools",)),
+            code="extension-tools",
         )
     return tool_map, tuple(resolved)
 

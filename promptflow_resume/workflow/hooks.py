@@ -29,8 +29,7 @@ import hashlib
 import json
 import re
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,21 @@ from ..base import yamlio
 from ..base.errors import FileNotFoundFlowError, FlowError, SpecialFileError, WorkflowError
 from ..base.safeopen import read_regular
 from .diagnostics import Collector, did_you_mean
-from .model import Diagnostic
+from .model import HOOK_TIMEOUT, Diagnostic, HookCommand
+from .source import YamlPositions
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "EVENTS",
+    "VSCODE_EVENTS",
+    "HookCommand",
+    "HooksFile",
+    "agent_hooks",
+    "check_hooks",
+    "find_hook_files",
+    "hooks_plan",
+    "load_hooks",
+]
 
 #: The events flow runs hooks for, in the order a run meets them.
 EVENTS = (
@@ -80,44 +93,11 @@ VSCODE_ENTRY_KEYS = frozenset(
     {"type", "command", "windows", "linux", "osx", "cwd", "env", "timeout", "matcher"}
 )
 #: The Copilot CLI's default time limit of a hook, in seconds.
-DEFAULT_TIMEOUT = 30.0
+DEFAULT_TIMEOUT = HOOK_TIMEOUT
 #: The longest time limit a hook may ask for (an hour).
 MAX_TIMEOUT = 3600.0
 #: Largest hooks file read.
 MAX_HOOKS_BYTES = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class HookCommand:
-    """One command entry of a hooks file, ready to run."""
-
-    #: flow's moment (``EVENTS``), whichever name the file gives it.
-    event: str
-    #: Its position in the event's list (0-based), in its file.
-    index: int
-    #: The file it came from, as the run names it (relative to the workspace when inside).
-    source: str
-    #: The shell command run by ``bash -c`` (``bash``, else the portable ``command`` key).
-    bash: str
-    cwd: str | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
-    timeout: float = DEFAULT_TIMEOUT
-    #: For tool events: a regex the tool's name must match whole (``^(?:matcher)$``).
-    matcher: str | None = None
-    #: ``copilot`` (``version: 1``) or ``vscode``: which input the hook expects.
-    dialect: str = "copilot"
-    #: Where the entry is in its file, as the file names it (``PreToolUse[1].hooks[0]``);
-    #: empty for ``event[index]``.
-    label: str = ""
-
-    @property
-    def ref(self) -> str:
-        """``FILE#event[i]``: how records and messages name this hook."""
-        return f"{self.source}#{self.label or f'{self.event}[{self.index}]'}"
-
-    def matches(self, tool: str) -> bool:
-        """True when this hook applies to a call of ``tool``."""
-        return self.matcher is None or re.fullmatch(f"(?:{self.matcher})", tool) is not None
 
 
 @dataclass(frozen=True)
@@ -161,15 +141,26 @@ def hooks_plan(loaded: HooksFile) -> dict[str, Any]:
     }
 
 
+#: Claude Code's settings files, whose ``hooks`` VS Code runs too (the rest is Claude's).
+CLAUDE_SETTINGS = (Path(".claude") / "settings.json", Path(".claude") / "settings.local.json")
+
+
 def find_hook_files(workspace: Path) -> list[Path]:
     """The workspace's hooks files: ``.github/hooks/*.json`` then ``.github/hooks/*/hooks.json``,
-    each group sorted by name."""
+    each group sorted by name, then Claude Code's ``.claude/settings.json`` and
+    ``.claude/settings.local.json`` (their ``hooks``, as VS Code reads them)."""
     folder = workspace / ".github" / "hooks"
-    if not folder.is_dir():
-        return []
-    direct = sorted(p for p in folder.glob("*.json") if p.is_file())
-    nested = sorted(p for p in folder.glob("*/hooks.json") if p.is_file())
-    return [*direct, *nested]
+    direct = sorted(p for p in folder.glob("*.json") if p.is_file()) if folder.is_dir() else []
+    nested = (
+        sorted(p for p in folder.glob("*/hooks.json") if p.is_file()) if folder.is_dir() else []
+    )
+    claude = [workspace / rel for rel in CLAUDE_SETTINGS if (workspace / rel).is_file()]
+    return [*direct, *nested, *claude]
+
+
+def is_claude_settings(path: Path) -> bool:
+    """True for a Claude Code settings file (only its ``hooks`` are hooks)."""
+    return path.parent.name == ".claude" and path.name in {p.name for p in CLAUDE_SETTINGS}
 
 
 def source_name(path: Path, workspace: Path) -> str:
@@ -229,8 +220,33 @@ def check_hooks(path: Path, workspace: Path) -> HooksFile:
         out.error(f"not valid JSON: {getattr(exc, 'msg', exc)}", line=line, column=col)
         return HooksFile(path, source, digest, diagnostics=out.sorted())
     reader = _Reader(out, _positions(text, str(path)), source)
-    hooks = reader.file(raw)
+    if is_claude_settings(path) and isinstance(raw, dict):
+        # Claude Code's settings: its `hooks` are VS Code's format; the rest is not flow's.
+        events = raw.get("hooks")
+        hooks = reader.vscode_file({"hooks": events}) if isinstance(events, dict) else []
+    else:
+        hooks = reader.file(raw)
     return HooksFile(path, source, digest, tuple(hooks), out.sorted())
+
+
+def agent_hooks(
+    raw: Any, path: Path, positions: YamlPositions, col: Collector
+) -> tuple[HookCommand, ...]:
+    """The hooks an agent file defines in ``hooks:`` (VS Code's agent-scoped hooks: VS Code's
+    events and entries, or the Copilot CLI's camelCase events), each problem reported at its
+    place in the agent file. Their ``source`` is the agent file (a run names it as it names
+    hooks files)."""
+    where: dict[tuple[Any, ...], tuple[int, int]] = dict(positions.values)
+    for parts, at in positions.keys.items():
+        if parts:
+            where[tuple([*parts[:-1], "@key", parts[-1]])] = at
+    reader = _Reader(col, where, str(path))
+    if not isinstance(raw, dict):
+        reader.problem("error", ("hooks",), "`hooks` must map event names to lists of hooks")
+        return ()
+    if raw and _vscode_events(raw):
+        return tuple(reader.vscode_file({"hooks": raw}))
+    return tuple(reader.file({"version": 1, "hooks": raw}))
 
 
 def _positions(text: str, where: str) -> dict[tuple[Any, ...], tuple[int, int]]:

@@ -347,6 +347,8 @@ def _analyze(
         provider=cfg.provider,
         model=cfg.model,
         models=cfg.models,
+        model_refs=cfg.model_refs,
+        provider_named=cfg.provider_named,
         params=cfg.params,
         budget=cfg.budget,
         retry=cfg.retry,
@@ -372,12 +374,18 @@ def _incomplete_reply(value: Any) -> IncompleteReply:
 
 
 def _agent_servers(agent: LoadedAgent | None, used: Workflow | None, path: Path) -> dict[str, Any]:
-    """The ``mcp_servers`` fields: an agent's own servers, or those of the agent it uses."""
+    """The ``mcp_servers`` and ``agent_hooks`` fields: an agent's own servers and hooks, or
+    those of the agent it uses."""
+    found: dict[str, Any] = {}
     if agent is not None and agent.spec.mcp_servers:
-        return {"mcp_servers": agent.spec.mcp_servers, "mcp_servers_file": path}
-    if used is not None and used.mcp_servers:
-        return {"mcp_servers": used.mcp_servers, "mcp_servers_file": used.mcp_servers_file}
-    return {}
+        found.update(mcp_servers=agent.spec.mcp_servers, mcp_servers_file=path)
+    elif used is not None and used.mcp_servers:
+        found.update(mcp_servers=used.mcp_servers, mcp_servers_file=used.mcp_servers_file)
+    if agent is not None and agent.spec.hooks:
+        found.update(agent_hooks=agent.spec.hooks, agent_hooks_file=path)
+    elif used is not None and used.agent_hooks:
+        found.update(agent_hooks=used.agent_hooks, agent_hooks_file=used.agent_hooks_file)
+    return found
 
 
 def _used_agent(
@@ -972,6 +980,16 @@ def _tool_definitions(names: tuple[str, ...], cfg: WorkflowSettings) -> list[dic
     ]
 
 
+def hashed_provider(cfg: WorkflowSettings) -> str | None:
+    """The provider the hashes cover: what the file says (``provider:``, or the provider a
+    display name of ``model:`` stands for), not what an id's family suggests, so a file's
+    hashes do not change when flow learns a family (a run of it resumes as unchanged)."""
+    if cfg.provider_named:
+        return cfg.provider
+    said = (r.provider for r in cfg.model_refs if r.source in ("table", "config") and r.runnable)
+    return next(said, None)
+
+
 def _hash_steps(steps: list[Step], context: str, cfg: WorkflowSettings) -> list[Step]:
     hashed: list[Step] = []
     for step in steps:
@@ -983,7 +1001,7 @@ def _hash_steps(steps: list[Step], context: str, cfg: WorkflowSettings) -> list[
         }
         if step.kind == "prompt":
             payload.update(
-                provider=cfg.provider,
+                provider=hashed_provider(cfg),
                 model=model_choice(cfg),
                 params=cfg.params,
                 tools=_tool_definitions(tools, cfg),
@@ -1025,7 +1043,7 @@ def _workflow_hash(
             },
             "commands": {n: command_definition(c) for n, c in sorted(cfg.commands.items())},
             "tools": list(cfg.tools),
-            "provider": cfg.provider,
+            "provider": hashed_provider(cfg),
             "model": model_choice(cfg),
             "params": cfg.params,
         }

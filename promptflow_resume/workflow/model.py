@@ -8,11 +8,14 @@ the raw front matter.
 from __future__ import annotations
 
 import enum
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ..base.retrypolicy import RetryPolicy
+from ..providers.models import ModelRef
 
 InputType = Literal["string", "integer", "number", "boolean", "list"]
 StepKind = Literal["prompt", "command", "human", "workflow"]
@@ -203,6 +206,43 @@ class Handoff:
     line: int | None = None
 
 
+#: The Copilot CLI's default time limit of a hook, in seconds.
+HOOK_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class HookCommand:
+    """One command entry of a hooks file, ready to run."""
+
+    #: flow's moment (``EVENTS``), whichever name the file gives it.
+    event: str
+    #: Its position in the event's list (0-based), in its file.
+    index: int
+    #: The file it came from, as the run names it (relative to the workspace when inside).
+    source: str
+    #: The shell command run by ``bash -c`` (``bash``, else the portable ``command`` key).
+    bash: str
+    cwd: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = HOOK_TIMEOUT
+    #: For tool events: a regex the tool's name must match whole (``^(?:matcher)$``).
+    matcher: str | None = None
+    #: ``copilot`` (``version: 1``) or ``vscode``: which input the hook expects.
+    dialect: str = "copilot"
+    #: Where the entry is in its file, as the file names it (``PreToolUse[1].hooks[0]``);
+    #: empty for ``event[index]``.
+    label: str = ""
+
+    @property
+    def ref(self) -> str:
+        """``FILE#event[i]``: how records and messages name this hook."""
+        return f"{self.source}#{self.label or f'{self.event}[{self.index}]'}"
+
+    def matches(self, tool: str) -> bool:
+        """True when this hook applies to a call of ``tool``."""
+        return self.matcher is None or re.fullmatch(f"(?:{self.matcher})", tool) is not None
+
+
 @dataclass(frozen=True)
 class AgentSpec:
     """What only an agent file says (``Workflow.agent``); tools and model are the workflow's."""
@@ -213,6 +253,8 @@ class AgentSpec:
     agents: tuple[str, ...] | None = None
     #: ``mcp-servers:``: servers defined in the agent itself, by name.
     mcp_servers: dict[str, Any] = field(default_factory=dict)
+    #: ``hooks:``: hooks that run while this agent runs (VS Code's agent-scoped hooks).
+    hooks: tuple[HookCommand, ...] = ()
     target: str | None = None
     #: ``user-invocable`` (default true): meant to be run by a person, not only as a subagent.
     user_invocable: bool = True
@@ -281,10 +323,19 @@ class Workflow:
     #: agent a prompt file's ``agent: NAME`` names), by name as written, and that agent's file.
     mcp_servers: dict[str, Any] = field(default_factory=dict)
     mcp_servers_file: Path | None = None
+    #: The hooks of the run's agent (``hooks:`` of this agent file, or of the agent a prompt
+    #: file's ``agent: NAME`` uses) and the file they come from.
+    agent_hooks: tuple[HookCommand, ...] = ()
+    agent_hooks_file: Path | None = None
     #: Every model id of ``model:`` in order, ``model`` first: one for a single name, none
     #: without ``model:``. A model the provider refuses as unknown or unavailable to the key
     #: is replaced by the next for the rest of the attempt (docs/spec.md 5.3).
     models: tuple[str, ...] = ()
+    #: Each name of ``model:`` as flow understands it (``providers.models.ModelRef``), in
+    #: order; a run that names no provider takes the first whose provider has credentials.
+    model_refs: tuple[ModelRef, ...] = ()
+    #: True when the file (or the agent it uses) names its provider with ``provider:``.
+    provider_named: bool = False
     #: ``approve:`` patterns: the file's, and with ``agent: NAME`` that agent's too (4.17).
     approve: tuple[str, ...] = ()
 

@@ -2,8 +2,12 @@
 whatever files the skill brings (``scripts/``, ``references/``, ``assets/`` ...).
 
 The front matter is checked against ``schemas/skill.schema.json``; on top of it the skill's
-``name`` must equal its folder's name. Every problem is a ``Diagnostic`` with its line and
-column, and loading goes on after one to find the others::
+``name`` should equal its folder's name. Every problem is a ``Diagnostic`` with its line and
+column, and loading goes on after one to find the others. A skill is refused only where VS
+Code refuses it too (no front matter, no ``name`` or ``description``, a file that cannot be
+read); the format's finer rules (the name's spelling and length, the folder's name, the
+description's length, ``metadata`` values that are not text, ``allowed-tools`` as a list) are
+warnings, as VS Code and Claude Code load such skills (``LENIENT``)::
 
     skill, diagnostics = load_skill(Path(".github/skills/pdf-tools/SKILL.md"))
     if skill is not None:
@@ -136,16 +140,17 @@ def load_skill(
     _check_schema(data, positions, col)
     folder = path.resolve().parent
     name = data.get("name")
-    # An invalid name has its own error; that it differs from the folder's would be noise.
+    # An invalid name has its own warning; that it differs from the folder's would be noise.
     if isinstance(name, str) and NAME_PATTERN.fullmatch(name) and name != folder.name:
         line, column = positions.value(("name",))
-        col.error(
+        col.warning(
             f"the skill's name `{name}` differs from its folder's name `{folder.name}`; "
-            "rename one of them so they are equal.",
+            "rename one of them so they are equal (the skill is offered as "
+            f"`{name}`).",
             line=line,
             column=column,
             field="$.name",
-            code="skill",
+            code="skill-format",
         )
     for key in data:
         if key not in KNOWN_KEYS:
@@ -227,7 +232,52 @@ def _check_schema(data: dict[str, Any], positions: Any, col: Collector) -> None:
         if str(error.validator) == "maxLength" and isinstance(error.instance, str):
             message += f" (it has {len(error.instance):,} characters)"
         line, column = positions.value(where)
+        if _lenient(key, str(error.validator)):
+            col.warning(
+                message + f"; {_LENIENT_EFFECT.get(key, 'the skill loads as it is')}.",
+                line=line,
+                column=column,
+                field=field_path(where),
+                code="skill-format",
+            )
+            continue
         col.error(message + ".", line=line, column=column, field=field_path(where), code="skill")
+
+
+#: Rules of the skill format that VS Code and Claude Code do not enforce: a skill breaking
+#: one loads (with a warning), as it does there. (key, JSON Schema keyword); "*" any keyword.
+LENIENT = frozenset(
+    {
+        ("name", "pattern"),
+        ("name", "maxLength"),
+        ("description", "maxLength"),
+        ("compatibility", "maxLength"),
+        ("compatibility", "minLength"),
+        ("compatibility", "type"),
+        ("license", "type"),
+        ("metadata", "*"),
+        ("allowed-tools", "*"),
+        ("disable-model-invocation", "type"),
+        ("user-invocable", "type"),
+        ("user-invokable", "type"),
+        ("argument-hint", "type"),
+    }
+)
+#: What a lenient rule's breach means for the skill, said after its message.
+_LENIENT_EFFECT = {
+    "metadata": "flow does not read `metadata`, and the skill loads",
+    "disable-model-invocation": "the key is ignored (the default, false, holds)",
+    "user-invocable": "the key is ignored (the default, true, holds)",
+    "user-invokable": "the key is ignored (the default, true, holds)",
+    "license": "the key is ignored",
+    "argument-hint": "the key is ignored",
+    "compatibility": "the key is ignored",
+    "allowed-tools": "the key is ignored",
+}
+
+
+def _lenient(key: str, keyword: str) -> bool:
+    return (key, keyword) in LENIENT or (key, "*") in LENIENT
 
 
 def _folder_files(folder: Path, col: Collector) -> list[tuple[str, Path]] | None:
@@ -274,6 +324,19 @@ def _text(value: Any) -> str | None:
     return value.strip() or None if isinstance(value, str) else None
 
 
+def allowed_tools(value: Any) -> tuple[str, ...]:
+    """``allowed-tools`` as its tool names: a list (Claude Code's YAML list), a text separated
+    by commas (``Read, Grep, Bash(git diff:*)``, Claude Code's) or by spaces (the skill
+    format's); anything else names none."""
+    if isinstance(value, list):
+        items = [str(v).strip() for v in value if isinstance(v, str | int | float)]
+    elif isinstance(value, str):
+        items = value.split(",") if "," in value else value.split()
+    else:
+        return ()
+    return tuple(i.strip() for i in items if i.strip())
+
+
 def _skill(
     data: dict[str, Any],
     path: Path,
@@ -284,9 +347,8 @@ def _skill(
     source: str,
 ) -> Skill:
     user = data.get("user-invocable", data.get("user-invokable", True))
-    tools = data.get("allowed-tools")
     return Skill(
-        name=str(data["name"]),
+        name=str(data["name"]).strip(),
         description=" ".join(str(data["description"]).split()),
         path=path,
         folder=folder,
@@ -296,8 +358,8 @@ def _skill(
         model_invocable=data.get("disable-model-invocation") is not True,
         user_invocable=user is not False,
         license=data.get("license") if isinstance(data.get("license"), str) else None,
-        compatibility=data.get("compatibility"),
-        allowed_tools=tuple(tools.split()) if isinstance(tools, str) else (),
+        compatibility=_text(data.get("compatibility")),
+        allowed_tools=allowed_tools(data.get("allowed-tools")),
         argument_hint=hint.strip() or None
         if isinstance(hint := data.get("argument-hint"), str)
         else None,

@@ -16,6 +16,7 @@ Every built-in name satisfies the function-name rules of the providers (letters,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 #: Built-in tools, confined to the workspace root.
@@ -191,6 +192,25 @@ def map_tool_name(name: str) -> tuple[str, ...] | None:
 def is_editor_only(name: str) -> bool:
     """True for a Copilot tool name that exists only in the editor (no flow tool does its job)."""
     return map_tool_name(name) == ()
+
+
+#: A VS Code extension's tool: ``publisher.extension/tool`` (``ms-python.python/…``).
+_EXTENSION_TOOL = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*\.[A-Za-z0-9][A-Za-z0-9.-]*/.+")
+
+
+def is_extension_tool(name: str) -> bool:
+    """True for the name of a tool a VS Code extension contributes (``publisher.ext/tool``):
+    it exists only in the editor, unless an MCP server happens to have that name."""
+    return _EXTENSION_TOOL.fullmatch(name.strip()) is not None
+
+
+def extension_tools_line(names: list[str] | tuple[str, ...]) -> str:
+    """The one line that reports tools of VS Code extensions (``flow check`` and a run)."""
+    listed = ", ".join(f"`{n}`" for n in names)
+    return (
+        f"tools of VS Code extensions, not offered outside VS Code (unless an MCP server of "
+        f"that name is configured): {listed}."
+    )
 
 
 def mcp_tool_names(tool_map: Mapping[str, tuple[str, ...]]) -> list[str]:

@@ -133,6 +133,7 @@ COMMAND_ARGS: dict[str, tuple[str, ...]] = {
     "check": ("greet.prompt.md",),
     "skills": (".",),
     "trust": (".",),
+    "hooks": (),
     "validate": ("run/progress.md",),
     "show": ("run/progress.md",),
     "schema": ("events",),

@@ -15,9 +15,9 @@ def workspace(where: Path) -> Path:
     skills = where / ".github" / "skills"
     skills.mkdir(parents=True)
     shutil.copytree(SKILLS / "async-profiler", skills / "async-profiler")
-    broken = skills / "Broken"
+    broken = skills / "broken"
     broken.mkdir()
-    (broken / "SKILL.md").write_text("---\nname: Broken\ndescription: d\n---\nBody.\n")
+    (broken / "SKILL.md").write_text("---\nname: broken\n---\nBody.\n")
     return where
 
 
@@ -39,9 +39,9 @@ def test_flow_skills_lists_the_skills_and_names_the_broken_ones(tmp_path: Path) 
     assert any(line.startswith("async-profiler  (workspace, sha256:") for line in lines)
     assert "  .github/skills/async-profiler/SKILL.md  [user-invocable]" in lines
     assert done.stderr == (
-        f"skipped: {(where / '.github/skills/Broken/SKILL.md').resolve()}:2:7: error: $.name: "
-        "`name` may hold only lowercase letters, digits and hyphens, with no hyphen at the "
-        "start, at the end or twice in a row (e.g. `pdf-tools`).\n"
+        f"skipped: {(where / '.github/skills/broken/SKILL.md').resolve()}:2:1: error: "
+        "$.description: a skill needs `description`: what it does and when to use it (what "
+        "the model is told).\n"
     )
 
 
@@ -57,7 +57,7 @@ def test_flow_skills_json(tmp_path: Path) -> None:
         "scripts/analyze_collapsed.py"
     ]
     assert skill["model_invocable"] is True
-    assert [p["field"] for p in data["problems"]] == ["$.name"]
+    assert [p["field"] for p in data["problems"]] == ["$.description"]
     assert [s["source"] for s in data["searched"]] == ["workspace"] * 3 + ["user"] * 3
 
 
@@ -76,11 +76,12 @@ def test_flow_check_validates_a_skill_file(tmp_path: Path) -> None:
     assert good.returncode == 0, good.stdout
     assert good.stdout.splitlines()[1].startswith("  skill     async-profiler — Install, run")
     assert good.stdout.splitlines()[-1] == "  ok: no problems found"
-    bad = flow("check", ".github/skills/Broken/SKILL.md", "--json", cwd=where)
+    bad = flow("check", ".github/skills/broken/SKILL.md", "--json", cwd=where)
     assert bad.returncode == 4
     (plan,) = json.loads(bad.stdout)["workflows"]
     assert plan["kind"] == "skill" and not plan["ok"]
-    assert [(d["line"], d["column"], d["field"]) for d in plan["diagnostics"]] == [(2, 7, "$.name")]
+    found = [(d["line"], d["column"], d["field"]) for d in plan["diagnostics"]]
+    assert found == [(2, 1, "$.description")]
     missing = flow("check", "nowhere/SKILL.md", cwd=where)
     assert missing.returncode == 5
 
@@ -90,10 +91,9 @@ def test_flow_check_of_a_folder_checks_its_skills(tmp_path: Path) -> None:
     done = flow("check", ".", cwd=where)
     assert done.returncode == 4
     assert done.stdout.splitlines()[:2] == [
-        ".github/skills/Broken/SKILL.md: FAILED (skill; 1 error); first: line 2: `name` may "
-        "hold only lowercase letters, digits and hyphens, with no hyphen at the start, at the "
-        "end or twice in a row (e.g. `pdf-tools`).",
         ".github/skills/async-profiler/SKILL.md: ok (skill)",
+        ".github/skills/broken/SKILL.md: FAILED (skill; 1 error); first: line 2: a skill needs "
+        "`description`: what it does and when to use it (what the model is told).",
     ]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -181,3 +182,29 @@ def test_display_path_shows_a_path_below_the_working_directory_by_any_name(
     assert display_path(Path("out/batch.md")) == "out/batch.md"
     assert display_path(tmp_path / "elsewhere.md") == str(tmp_path / "elsewhere.md")
     assert display_path(Path("../elsewhere.md")) == "../elsewhere.md"
+
+
+def test_each_short_flag_has_one_meaning_in_every_command() -> None:
+    # `-p` was --provider in `flow run` and --port in `flow serve` (issue 43): a short flag
+    # means one long option wherever it appears.
+    import typer.main
+
+    from promptflow_resume.cli import register_commands
+    from promptflow_resume.cli.app import app
+
+    register_commands()
+    meanings: dict[str, set[str]] = {}
+
+    def visit(command: Any) -> None:
+        # Typer vendors its own click: its classes are told by what they have.
+        for param in command.params:
+            opts = [*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ())]
+            longs = [o for o in opts if o.startswith("--")]
+            for short in (o for o in opts if len(o) == 2 and longs):
+                meanings.setdefault(short, set()).update(longs)
+        for sub in getattr(command, "commands", {}).values():
+            visit(sub)
+
+    visit(typer.main.get_command(app))
+    clashes = {short: sorted(longs) for short, longs in meanings.items() if len(longs) > 1}
+    assert clashes == {}

@@ -117,7 +117,8 @@ MODULE_LAYERS: dict[str, list[set[str]]] = {
     "workflow": [
         {"__init__"},
         {"plan"},
-        {"prompts", "agentfind"},
+        # What a name given to flow run stands for, and agents found by name.
+        {"prompts", "agentfind", "byname"},
         {"loader"},
         # An agent file read as a workflow.
         {"agentload", "agentdirs"},

@@ -25,7 +25,8 @@ def _diagnostics(tmp_path: Path, front: str) -> list[str]:
 
 def test_a_single_name_is_a_list_of_one() -> None:
     wf = _wf("model: gpt-4o-mini\n")
-    assert (wf.model, wf.models, wf.provider) == ("gpt-4o-mini", ("gpt-4o-mini",), None)
+    # An id of a family flow knows names its provider too.
+    assert (wf.model, wf.models, wf.provider) == ("gpt-4o-mini", ("gpt-4o-mini",), "openai")
     assert _wf("").models == () and _wf("").model is None
 
 
@@ -70,12 +71,17 @@ def test_a_repeated_model_and_a_model_of_another_provider_are_warned_about(
     tmp_path: Path,
 ) -> None:
     found = _diagnostics(tmp_path, "model: [gpt-5, 'GPT-5 (copilot)', 'Claude Sonnet 4']\n")
+    # Without `provider:` a list of several providers' models is tried by credentials.
     assert found == [
         "w.prompt.md:2:16: warning: $.model[1]: `GPT-5 (copilot)` is listed before (as model "
         "1, `gpt-5`); it is tried once.",
-        "w.prompt.md:2:35: warning: $.model[2]: `Claude Sonnet 4` is a model of the anthropic "
-        "provider, but this workflow's models go to openai (`provider:`, or the first model "
-        "that names one); it is asked of openai, which may not offer it.",
+    ]
+    named = _diagnostics(tmp_path, "provider: openai\nmodel: [gpt-5, 'Claude Sonnet 4']\n")
+    assert named == [
+        "w.prompt.md:3:16: warning: $.model[1]: `Claude Sonnet 4` is a model of the anthropic "
+        "provider, but this workflow's models go to openai (`provider:`); it is not tried "
+        "(leave `provider:` out to try the list in order with the first provider you have a "
+        "key for).",
     ]
     assert _wf("model: [gpt-5, 'GPT-5 (copilot)']\n").models == ("gpt-5",)
 
