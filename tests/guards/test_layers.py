@@ -83,8 +83,8 @@ MODULE_LAYERS: dict[str, list[set[str]]] = {
         {"frontmatter"},
         # One concern of the format each: digests, journal, sidecars, seals, migrations.
         {"digest", "examples", "journal", "links", "migrations", "seal", "sidecar", "state"},
-        # The records and what needs nothing of the format.
-        {"model", "schema", "rawtext", "location", "owner"},
+        # The records and what needs nothing of the format (a mirror gets the store's bytes).
+        {"model", "schema", "rawtext", "location", "owner", "mirror"},
     ],
     "tools": [
         # The registry of the built-in tools and a run's tool set.
