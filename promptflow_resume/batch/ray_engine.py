@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, replace
@@ -160,9 +161,15 @@ class RayEngine:
         if shipping is not None and shipping.env:
             # The variables the person named reach every task of the job, and nothing else.
             options["runtime_env"] = {"env_vars": dict(shipping.env)}
+        # Ray prints the cluster's messages to the driver ("Task ... failed. There are 2
+        # retries remaining") on standard output, where `flow batch --json` writes its answer:
+        # while Ray runs, what goes to standard output goes to standard error.
+        self._stdout = sys.stdout
+        sys.stdout = sys.stderr
         try:
             ray.init(address=target, **options)
         except (ConnectionError, RuntimeError, ValueError) as error:
+            sys.stdout = self._stdout
             raise InputError(
                 f"cannot connect to the Ray cluster at {target}: {error}",
                 hint="Check --address (or RAY_ADDRESS), e.g. ray://head:10001 or auto.",
@@ -279,3 +286,4 @@ class RayEngine:
         if self._desk is not None:
             self._desk.close()
         self._ray.shutdown()
+        sys.stdout = self._stdout
