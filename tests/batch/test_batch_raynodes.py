@@ -293,3 +293,48 @@ def test_a_call_in_flight_on_a_killed_node_is_not_run_again(
     for row in in_flight:
         run, _ = load_progress(_row(tmp_path, row))
         assert run.status == "needs_review" and run.in_flight
+
+
+@pytest.mark.soak  # two clusters in turn: about 30 s
+def test_a_driver_killed_mid_batch_resumes_on_a_new_cluster(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    why = usable()
+    if why is not None:
+        pytest.skip(why)
+    rows = 8
+    hidden = [tmp_path_factory.getbasetemp()]
+    with RowServer() as server:
+        write_case(tmp_path, _topics(rows), _workflow(server))
+        with RayCluster(hidden=hidden) as first:
+            first.add_worker()
+            proc = _spawn_batch(tmp_path, server, first.address)
+            deadline = time.monotonic() + 120
+            while sum(server.effects.values()) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            server.hold("Write a note")
+            while len(server.waiting) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+        server.release()
+        assert load_batch(tmp_path / "out" / "batch.md").status == "running"
+        with RayCluster(hidden=hidden) as second:
+            second.add_worker()
+            resumed = subprocess.run(
+                [*FLOW, "resume", "out/batch.md", "--base-url", server.url],
+                cwd=tmp_path,
+                env=flow_env(
+                    OPENAI_API_KEY="sk-test-batch",
+                    RAY_AUTH_MODE="disabled",
+                    RAY_ADDRESS=second.address,
+                ),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+    assert resumed.returncode == 0, resumed.stderr
+    batch = load_batch(tmp_path / "out" / "batch.md")
+    assert [r.status for r in batch.rows] == ["completed"] * rows
+    assert server.effects == {f"notify-topic-{i}": 1 for i in range(1, rows + 1)}
