@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
+from promptflow_resume.base.costledger import CostLedger
 from promptflow_resume.base.errors import InputError, StorageError
 from promptflow_resume.batch import start_batch
 from promptflow_resume.batch.checkpoint import BUDGET_FILE
 from promptflow_resume.batch.relay import Channel, Desk
 from promptflow_resume.batch.shipping import Bundle, files_mode, make_bundle, run_shipped
 from promptflow_resume.batch.worker import RowTask, run_row
-from promptflow_resume.base.costledger import CostLedger
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.mirror import MirrorError, MirrorOp
 from promptflow_resume.progress.seal import KEY_VARIABLE, Key
@@ -202,12 +202,10 @@ def test_the_driver_keeps_the_batch_s_budget_and_charges_a_dead_attempt_s_call(
 def test_a_shipped_batch_of_a_workflow_that_changes_files_is_refused_before_it_starts(
     workdir: Path, tools: str, named: str
 ) -> None:
-    (workdir / "w.prompt.md").write_text(
-        f"---\nname: w\ntools: ['{tools}']\ninputs:\n  topic: {{type: string}}\n---\nDo ${{input:topic}}.\n",
-        encoding="utf-8",
-    )
+    front = f"name: w\ntools: ['{tools}']\ninputs:\n  topic: {{type: string}}\n"
+    (workdir / "w.prompt.md").write_text(f"---\n{front}---\nDo ${{input:topic}}.\n", "utf-8")
     (workdir / "rows.jsonl").write_text('{"topic": "a"}\n', encoding="utf-8")
-    with pytest.raises(InputError, match=f"changes are not brought back") as caught:
+    with pytest.raises(InputError, match="changes are not brought back") as caught:
         start_batch("w.prompt.md", "rows.jsonl", out="out", engine="ray", files="shipped")
     assert named in str(caught.value) and "--files shared" in (caught.value.hint or "")
     assert not (workdir / "out").exists()

@@ -106,7 +106,7 @@ def _hostile_desk(files: list[tuple[str, bytes]]) -> Channel:
     [
         ([("../../../../outside.txt", b"x")], Bundle()),
         ([("/tmp/outside.txt", b"x")], Bundle()),
-        ([], Bundle(((f"/../outside.txt", b"x", False),))),
+        ([], Bundle((("/../outside.txt", b"x", False),))),
         ([], Bundle((("relative/outside.txt", b"x", False),))),
     ],
 )
