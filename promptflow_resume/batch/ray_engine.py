@@ -93,21 +93,22 @@ class RelayActor:
         self._ready.set()
         return await future
 
-    async def take(self, wait: float) -> list[tuple[int, Request]]:
-        """The driver's turn: every queued request (waiting up to ``wait`` seconds for one)."""
+    async def exchange(
+        self, replies: list[tuple[int, Reply]], wait: float
+    ) -> list[tuple[int, Request]]:
+        """The driver's turn: its answers, each to the task that waits for it; then every
+        queued request (waiting up to ``wait`` seconds for one). One call both ways, so a
+        request costs the driver one round trip."""
+        for number, reply in replies:
+            future = self._answers.pop(number, None)
+            if future is not None and not future.done():
+                future.set_result(reply)
         if not self._queue:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._ready.wait(), wait)
         taken, self._queue = self._queue, []
         self._ready.clear()
         return taken
-
-    async def answer(self, replies: list[tuple[int, Reply]]) -> None:
-        """The driver's answers, each to the task that waits for it."""
-        for number, reply in replies:
-            future = self._answers.pop(number, None)
-            if future is not None and not future.done():
-                future.set_result(reply)
 
 
 def _status_from_file(task: RowTask, why: str) -> RowResult:
@@ -195,7 +196,10 @@ class RayEngine:
             )
         except Exception:  # a client connection (ray://) has no node of its own
             here = "DEFAULT"
-        relay = ray.remote(num_cpus=0, max_restarts=0)(RelayActor)
+        # A relay whose node dies (the driver's own, or another with a client connection) is
+        # started again, and the calls it held are sent again: every request may be applied
+        # twice (an append names its offset, a fold or a sidecar is written whole).
+        relay = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)(RelayActor)
         self._relay = relay.options(scheduling_strategy=here).remote()
         self._take: Any = None
         self._task = ray.remote(max_retries=RAY_RETRIES)(ray_row_shipped)
@@ -222,14 +226,19 @@ class RayEngine:
         deadline = time.monotonic() + timeout
         while True:
             if self._take is None:
-                self._take = self._relay.take.remote(TAKE_WAIT)
+                self._take = self._relay.exchange.remote([], TAKE_WAIT)
             left = max(0.0, deadline - time.monotonic())
             ready, _ = ray.wait([*self._running, self._take], num_returns=1, timeout=left)
             if self._take not in ready:
                 return
-            taken, self._take = ray.get(self._take), None
-            if taken:
-                self._relay.answer.remote([(n, desk.handle(request)) for n, request in taken])
+            try:
+                taken = ray.get(self._take)
+            except ray.exceptions.RayActorError:
+                # The relay is being started again: its waiting tasks will ask again.
+                self._take = None
+                continue
+            replies = [(n, desk.handle(request)) for n, request in taken]
+            self._take = self._relay.exchange.remote(replies, TAKE_WAIT)
             for row, (inputs, outputs, cost) in desk.usage.items():
                 yield UsageSeen(row, inputs, outputs, cost)
             desk.usage.clear()

@@ -338,3 +338,44 @@ def test_a_driver_killed_mid_batch_resumes_on_a_new_cluster(
     batch = load_batch(tmp_path / "out" / "batch.md")
     assert [r.status for r in batch.rows] == ["completed"] * rows
     assert server.effects == {f"notify-topic-{i}": 1 for i in range(1, rows + 1)}
+
+
+def test_ctrl_c_checkpoints_the_shipped_rows_and_resume_completes(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    rows = 4
+    with RowServer() as server:
+        write_case(tmp_path, _topics(rows), _workflow(server))
+        proc = _spawn_batch(tmp_path, server, cluster.address)
+        deadline = time.monotonic() + 120
+        while sum(server.effects.values()) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        server.hold("Write a note")
+        while len(server.waiting) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # Ctrl-C reaches the batch process only (its tasks run elsewhere): it stops them.
+        proc.send_signal(signal.SIGINT)
+        server.release()
+        _, err = _finish(proc)
+        assert proc.returncode == 130, err
+        batch = load_batch(tmp_path / "out" / "batch.md")
+        assert batch.status == "interrupted" and "running" not in [r.status for r in batch.rows]
+        stopped = [r.row for r in batch.rows if r.status == "interrupted"]
+        assert stopped and all(
+            load_progress(_row(tmp_path, r))[0].status == "interrupted" for r in stopped
+        )
+        resumed = subprocess.run(
+            [*FLOW, "resume", "out/batch.md", "--base-url", server.url],
+            cwd=tmp_path,
+            env=flow_env(
+                OPENAI_API_KEY="sk-test-batch",
+                RAY_AUTH_MODE="disabled",
+                RAY_ADDRESS=cluster.address,
+            ),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert resumed.returncode == 0, resumed.stderr
+    assert server.effects == {f"notify-topic-{i}": 1 for i in range(1, rows + 1)}

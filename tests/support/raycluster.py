@@ -172,6 +172,9 @@ class RayCluster:
                 "start",
                 "--head",
                 "--block",
+                # Each node an address of its own: a driver started here joins the head's
+                # raylet (found by the address it reaches the cluster from), never a worker's.
+                "--node-ip-address=127.0.0.1",
                 f"--port={self.port}",
                 "--num-cpus=0",
                 "--include-dashboard=false",
@@ -194,6 +197,7 @@ class RayCluster:
         script = (
             'for d in "$@"; do mount -t tmpfs -o size=64m,mode=0700 tmpfs "$d" || exit 1; done; '
             f"exec {RAY} start --address={self.address} --block --num-cpus={cpus} "
+            f"--node-ip-address=127.0.0.{len(self.nodes) + 1} "
             f"--disable-usage-stats --dashboard-agent-listen-port={free_port()}"
         )
         name = f"worker{len(self.nodes)}"
