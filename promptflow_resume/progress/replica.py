@@ -28,7 +28,6 @@ import os
 import stat
 from pathlib import Path
 
-from ..base import faults
 from ..base.confine import PathEscapeError, no_link_on_the_way
 from ..base.durable import append_at, append_synced, fsync_dir, replace_file
 from ..base.errors import SpecialFileError
@@ -115,7 +114,7 @@ class Replica:
             if len(op.data) > MAX_FILE_BYTES:
                 raise MirrorError(f"a checkpoint of {len(op.data)} bytes is over the limit")
             make_folder(target.parent)
-            replace_file(target, op.data, after_rename=lambda: faults.point("replica.after_fold"))
+            replace_file(target, op.data)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(journal_path(target))
         elif op.kind == "drop":
@@ -152,7 +151,6 @@ class Replica:
                 raise MirrorError("the journal would pass its limit")
             # An event the run took back after a send that failed is dropped here too.
             os.ftruncate(fd, op.offset)
-            faults.point("replica.before_append")
             append_at(fd, op.data, op.offset)
         finally:
             os.close(fd)
