@@ -31,7 +31,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -139,6 +139,7 @@ class RayEngine:
         address: str | None = None,
         folder: Path | None = None,
         shipping: Shipping | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         try:
             import ray
@@ -159,9 +160,9 @@ class RayEngine:
         if target is None:
             # A Ray of our own: enough CPU slots for every worker (rows wait on the network).
             options["num_cpus"] = max(self.size, os.cpu_count() or 1)
-        if shipping is not None and shipping.env:
-            # The variables the person named reach every task of the job, and nothing else.
-            options["runtime_env"] = {"env_vars": dict(shipping.env)}
+        if env:
+            # The variables the person named (--ray-env) reach every task of the job.
+            options["runtime_env"] = {"env_vars": dict(env)}
         # Ray prints the cluster's messages to the driver ("Task ... failed. There are 2
         # retries remaining") on standard output, where `flow batch --json` writes its answer:
         # while Ray runs, what goes to standard output goes to standard error.

@@ -51,7 +51,7 @@ from .checkpoint import (
 from .data import check_rows, data_digest, load_rows
 from .events import Done, EngineEvent, Lost, Started, UsageSeen
 from .reporting import BatchReporter, batch_exit_code
-from .shipping import Shipping, carried_trust, files_mode, prepare
+from .shipping import Shipping, carried_trust, files_mode, named_env, prepare
 from .worker import RowResult, RowTask, ledger_owner
 
 if TYPE_CHECKING:
@@ -152,9 +152,11 @@ def make_engine(
     folder: Path,
     address: str | None = None,
     shipping: Shipping | None = None,
+    env: dict[str, str] | None = None,
 ) -> Engine:
     """The engine called ``name`` (``local`` or ``ray``) with ``workers`` parallel rows;
-    ``shipping``: Ray rows whose files travel (docs/spec.md 8.6)."""
+    ``shipping``: Ray rows whose files travel; ``env``: the variables Ray's tasks get
+    (docs/spec.md 8.6)."""
     if name == "local":
         from .local import LocalEngine
 
@@ -162,7 +164,7 @@ def make_engine(
     if name == "ray":
         from .ray_engine import RayEngine
 
-        return RayEngine(workers, address=address, folder=folder, shipping=shipping)
+        return RayEngine(workers, address=address, folder=folder, shipping=shipping, env=env)
     raise InputError(f"--engine {name!r} is not an engine flow knows.", hint="Choose local or ray.")
 
 
@@ -212,7 +214,8 @@ def start_batch(
             path=path,
             hint=f"Continue it with `flow resume {path}`, or choose another --out folder.",
         )
-    shipping = prepare(wf, folder, ray_env, recording) if mode == "shipped" else None
+    env = named_env(ray_env)
+    shipping = prepare(wf, folder, recording) if mode == "shipped" else None
     make_folder(folder)
     lock = _lock(path)
     created = now_iso()
@@ -238,7 +241,7 @@ def start_batch(
     )
     try:
         # The engine first: a missing Ray must not leave a batch file behind.
-        engine_obj = make_engine(engine, workers, folder, address, shipping)
+        engine_obj = make_engine(engine, workers, folder, address, shipping, env)
     except BaseException:
         lock.release()
         raise
@@ -386,7 +389,9 @@ def resume_batch(
         _reconcile(batch, folder)
         inputs = _pending_inputs(batch, folder, wf)
         shipping = _resume_shipping(batch, wf, folder, files, ray_env, address)
-        engine_obj = _resume_setup(batch, workers, engine, address, folder, shipping)
+        engine_obj = _resume_setup(
+            batch, workers, engine, address, folder, shipping, named_env(batch.ray_env)
+        )
     except BaseException:
         lock.release()
         raise
@@ -499,7 +504,7 @@ def _resume_shipping(
         batch.ray_env = list(ray_env)
     if batch.files != "shipped":
         return None
-    return prepare(wf, folder, batch.ray_env, None)
+    return prepare(wf, folder, None)
 
 
 def _resume_setup(
@@ -509,13 +514,14 @@ def _resume_setup(
     address: str | None,
     folder: Path,
     shipping: Shipping | None,
+    env: dict[str, str],
 ) -> Engine:
     """The engine a resumed batch runs on (the batch's own unless overridden)."""
     batch.workers = workers or batch.workers
     batch.engine = engine or batch.engine
     if batch.workers < 1:
         raise InputError(f"--workers {batch.workers}: a batch needs at least 1 worker.")
-    return make_engine(batch.engine, batch.workers, folder, address, shipping)
+    return make_engine(batch.engine, batch.workers, folder, address, shipping, env)
 
 
 def _watching(

@@ -37,8 +37,8 @@ import secrets
 import shutil
 import stat
 import tempfile
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,12 +83,9 @@ class Bundle:
 
 @dataclass(frozen=True)
 class Shipping:
-    """What a batch with ``--files shipped`` sends to the cluster: the bundle, and the
-    variables the person named (``--ray-env``) with their values, for the tasks'
-    ``runtime_env``."""
+    """What a batch with ``--files shipped`` sends to the cluster besides each row's task."""
 
     bundle: Bundle
-    env: Mapping[str, str] = field(default_factory=dict)
 
 
 def files_mode(engine: str, files: str | None, address: str | None) -> str | None:
@@ -134,11 +131,9 @@ def named_env(names: Sequence[str]) -> dict[str, str]:
     return env
 
 
-def prepare(
-    workflow: Workflow, folder: Path, env: Sequence[str], recording: str | Path | None
-) -> Shipping:
-    """Everything a shipped batch sends, checked before anything runs: the workflow changes
-    no file (``changing_tools``), every named variable is set, the bundle is within limits."""
+def prepare(workflow: Workflow, folder: Path, recording: str | Path | None) -> Shipping:
+    """What a shipped batch sends, checked before anything runs: the workflow changes no file
+    (``changing_tools``), and the bundle is within its limits."""
     changing = changing_tools(workflow)
     if changing:
         raise InputError(
@@ -150,10 +145,8 @@ def prepare(
             hint="Use --files shared on a cluster whose nodes mount the workspace and the batch "
             "folder at the same path (or the local engine), or offer only tools that read.",
         )
-    values = named_env(env)
     extra = [Path(recording)] if recording is not None else []
-    bundle = make_bundle(Path.cwd(), workflow, leave_out=[folder], extra=extra)
-    return Shipping(bundle, values)
+    return Shipping(make_bundle(Path.cwd(), workflow, leave_out=[folder], extra=extra))
 
 
 def workflow_files(workflow: Workflow) -> list[Path]:

@@ -133,7 +133,7 @@ def test_fifty_rows_on_a_node_that_cannot_see_the_batch_folder(
             "triage.prompt.md",
             "rows.jsonl",
             out="out",
-            workers=2,
+            workers=3,
             engine="ray",
             address=cluster.address,
             base_url=server.url,

@@ -192,7 +192,7 @@ class RayCluster:
                 raise RuntimeError(f"the head node did not start: {self.nodes[0].log.read_text()}")
             time.sleep(0.2)
 
-    def add_worker(self, cpus: int = 2) -> Node:
+    def add_worker(self, cpus: int = 3) -> Node:
         """A worker node in a mount namespace where a tmpfs covers each hidden folder."""
         script = (
             'for d in "$@"; do mount -t tmpfs -o size=64m,mode=0700 tmpfs "$d" || exit 1; done; '
