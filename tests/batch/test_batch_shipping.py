@@ -26,7 +26,7 @@ from promptflow_resume.batch import start_batch
 from promptflow_resume.batch.checkpoint import BUDGET_FILE
 from promptflow_resume.batch.relay import Channel, Desk
 from promptflow_resume.batch.shipping import Bundle, files_mode, make_bundle, run_shipped
-from promptflow_resume.batch.worker import RowTask, run_row
+from promptflow_resume.batch.worker import RowResult, RowTask, run_row
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.mirror import MirrorError, MirrorOp
 from promptflow_resume.progress.seal import KEY_VARIABLE, Key
@@ -91,9 +91,14 @@ def _task(folder: Path, server: RowServer, **extra: object) -> RowTask:
 
 
 def _bundle(folder: Path) -> Bundle:
-    return make_bundle(
-        folder, load_workflow(folder / "triage.prompt.md"), leave_out=[folder / "out"]
-    )
+    workflow = load_workflow(folder / "triage.prompt.md")
+    return make_bundle(folder, workflow, leave_out=[folder / "out"])
+
+
+def _ship(folder: Path, server: RowServer, desk: Desk, **extra: object) -> RowResult:
+    """One attempt of row 1 of ``folder``'s batch, its channel wired to ``desk``."""
+    task = _task(folder, server, **extra)
+    return run_shipped(asdict(task), _bundle(folder), Channel(desk.handle, 1))
 
 
 @pytest.fixture
@@ -114,9 +119,7 @@ def test_a_shipped_row_leaves_at_the_driver_what_a_run_here_leaves(
         _case(reference, server)
         desk = Desk(driver / "out")
         scratch_before = set(Path(tempfile.gettempdir()).glob(f"flow-rows-{os.getuid()}/*"))
-        result = run_shipped(
-            asdict(_task(driver, server)), _bundle(driver), Channel(desk.handle, 1)
-        )
+        result = _ship(driver, server, desk, events=True)
         desk.close()
         assert run_row(_task(reference, server)).status == "completed"
     assert result.status == "completed", result
@@ -128,12 +131,13 @@ def test_a_shipped_row_leaves_at_the_driver_what_a_run_here_leaves(
     )
     child = next(row.glob("progress.steps/*/progress.md"))
     assert load_progress(child)[0].status == "completed"
+    # Its events came back when the attempt ended (flow batch --events copies them).
+    events = [json.loads(line) for line in (row / "events.jsonl").read_text().splitlines()]
+    assert events[0]["type"] == "run_started" and events[-1]["type"] == "run_finished"
+    assert {e["row"] for e in events} == {1}
     # The driver let go of the row; the attempt's scratch folder is gone.
-    assert sorted(p.name for p in row.iterdir()) == [
-        "progress.files",
-        "progress.md",
-        "progress.steps",
-    ]
+    left = sorted(p.name for p in row.iterdir())
+    assert left == ["events.jsonl", "progress.files", "progress.md", "progress.steps"]
     after = set(Path(tempfile.gettempdir()).glob(f"flow-rows-{os.getuid()}/*"))
     assert after <= scratch_before
 
@@ -146,16 +150,13 @@ def test_a_retry_resumes_from_the_driver_s_copy_and_the_older_attempt_may_not_wr
         desk = Desk(driver / "out")
         first = Channel(desk.handle, 1)
         assert first.open() == []
-        result = run_shipped(
-            asdict(_task(driver, server)), _bundle(driver), Channel(desk.handle, 1)
-        )
-        assert result.status == "completed"
+        assert _ship(driver, server, desk).status == "completed"
         # The first attempt was taken for dead when the second opened: it may not write.
         with pytest.raises(MirrorError, match="replaced by a newer one"):
             first.send(MirrorOp("fold", "progress.md", b"---\n"))
         sent = len(server.requests)
         # A third attempt starts from the files the driver holds: the run is completed.
-        again = run_shipped(asdict(_task(driver, server)), _bundle(driver), Channel(desk.handle, 1))
+        again = _ship(driver, server, desk)
         desk.close()
     assert again.status == "completed" and len(server.requests) == sent
 
