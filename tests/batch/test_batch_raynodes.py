@@ -35,7 +35,7 @@ from tests.support.raycluster import Node, RayCluster, usable
 
 pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]')")
 
-pytestmark = pytest.mark.slow  # a cluster of two nodes: ~15 s to start on 2 cores
+pytestmark = pytest.mark.slow  # a cluster of Ray nodes on 2 cores: about a minute in all
 
 #: What the notify command runs: one POST to the server (the effect), then 70 KB of output.
 SCRIPT = (
@@ -257,7 +257,7 @@ def _finish(proc: subprocess.Popen[str]) -> tuple[str, str]:
 def test_a_worker_node_killed_mid_batch_loses_no_row_and_repeats_no_call(
     cluster: RayCluster, tmp_path: Path
 ) -> None:
-    rows = 16
+    rows = 10
     with RowServer() as server:
         write_case(tmp_path, _topics(rows), _workflow(server))
         proc = _spawn_batch(tmp_path, server, cluster.address)
@@ -340,6 +340,7 @@ def test_a_driver_killed_mid_batch_resumes_on_a_new_cluster(
     assert server.effects == {f"notify-topic-{i}": 1 for i in range(1, rows + 1)}
 
 
+@pytest.mark.soak  # tests/batch/test_batch_ray.py stops a batch with Ctrl-C in CI
 def test_ctrl_c_checkpoints_the_shipped_rows_and_resume_completes(
     cluster: RayCluster, tmp_path: Path
 ) -> None:
