@@ -8,7 +8,12 @@ round trip and the batch file rewritten after every row. Measured:
 - in-process: ``run_row`` called ROWS times in this process, one after the other (the library
   alone, no batch: the floor a row costs);
 - local engine with 1, 2 and 4 worker processes (``flow batch --workers N``, library API);
-- the ray engine with 2 workers (when Ray is installed), with ``ray.init()`` timed apart.
+- the ray engine with 2 workers (when Ray is installed), with ``ray.init()`` timed apart, in
+  both ways a row reaches its files (docs/spec.md 8.6): ``shared`` (each task writes the row's
+  files by path) and ``shipped`` (the workspace travels as a bundle, each task runs in a
+  scratch folder and sends every write to the driver, which writes the files). A Ray of this
+  machine's own is one node, so ``shipped`` here pays for the round trips and copies without
+  the network a cluster adds to them.
 
 Per-row overhead = (1-worker seconds per row) − (in-process seconds per row): what the engine
 and the batch file add to each row. Prints one table with ratios to the in-process rate::
@@ -59,7 +64,9 @@ def _in_process(folder: Path, server: RowServer, rows: int) -> float:
     return time.perf_counter() - began
 
 
-def _batch(folder: Path, server: RowServer, engine: str, workers: int) -> float:
+def _batch(
+    folder: Path, server: RowServer, engine: str, workers: int, files: str | None = None
+) -> float:
     os.chdir(folder)
     began = time.perf_counter()
     outcome = start_batch(
@@ -69,6 +76,7 @@ def _batch(folder: Path, server: RowServer, engine: str, workers: int) -> float:
         workers=workers,
         engine=engine,
         base_url=server.url,
+        files=files,
     )
     seconds = time.perf_counter() - began
     assert outcome.batch.status == "completed", outcome.batch.totals()
@@ -95,6 +103,11 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    # Ray's workers (and local workers) import flow from this checkout, as this process does.
+    checkout = str(Path(__file__).resolve().parent.parent)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (checkout, os.environ.get("PYTHONPATH", "")) if p
+    )
     rows = args.rows
     root = Path(tempfile.mkdtemp(prefix="batch-bench-"))
     here = Path.cwd()
@@ -110,9 +123,13 @@ def main() -> None:
             if not args.no_ray:
                 ray_init = _ray_init_seconds()
                 if ray_init is not None:
-                    seconds = _batch(_case(root, "ray2", rows), server, "ray", 2)
-                    results.append(("ray engine, 2 workers (incl. ray.init)", seconds))
-                    results.append(("ray engine, 2 workers (minus ray.init)", seconds - ray_init))
+                    for files in ("shared", "shipped"):
+                        case = _case(root, f"ray2-{files}", rows)
+                        seconds = _batch(case, server, "ray", 2, files)
+                        results.append((f"ray, 2 workers, {files} (incl. ray.init)", seconds))
+                        results.append(
+                            (f"ray, 2 workers, {files} (minus ray.init)", seconds - ray_init)
+                        )
     finally:
         os.chdir(here)
         shutil.rmtree(root, ignore_errors=True)
@@ -132,12 +149,17 @@ def main() -> None:
         "per-row overhead, local engine: "
         f"{1000 * (local1 - base) / rows:.1f} ms (1 worker vs in-process)"
     )
-    ray_rows = dict(results).get("ray engine, 2 workers (minus ray.init)")
+    shared = dict(results).get("ray, 2 workers, shared (minus ray.init)")
+    shipped = dict(results).get("ray, 2 workers, shipped (minus ray.init)")
     local2 = dict(results)["local engine, 2 workers"]
-    if ray_rows is not None and ray_init is not None:
+    if shared is not None and shipped is not None and ray_init is not None:
         print(
-            "per-row difference, ray engine vs local engine (2 workers each, ray.init() left "
-            f"out): {1000 * (ray_rows - local2) / rows:+.1f} ms; ray.init() itself {ray_init:.1f} s"
+            "per-row difference, ray shared vs local engine (2 workers each, ray.init() left "
+            f"out): {1000 * (shared - local2) / rows:+.1f} ms; ray.init() itself {ray_init:.1f} s"
+        )
+        print(
+            "per-row difference, ray shipped vs ray shared: "
+            f"{1000 * (shipped - shared) / rows:+.1f} ms ({shared / shipped:.2f}x the rate)"
         )
     print(json.dumps({name: round(seconds, 3) for name, seconds in results}))
 

@@ -29,7 +29,7 @@ from typing import Any, NoReturn, Protocol
 
 from .base import collector, faults
 from .base.clock import iso_at, now_iso, now_iso_ms
-from .base.costledger import CostLedger, Reservation
+from .base.costledger import Reservation, SharedBudget
 from .base.errors import (
     ContextLengthError,
     DeadlineError,
@@ -309,7 +309,7 @@ class EngineOptions:
     max_suspensions: int = DEFAULT_MAX_SUSPENSIONS
     #: A cost budget shared with runs in other processes (a batch's ``--max-cost``): every
     #: model call holds a reservation on it (docs/spec.md 8.3).
-    shared_budget: CostLedger | None = None
+    shared_budget: SharedBudget | None = None
     #: Snapshot the working tree after each call that can change files, in a git repository
     #: (``--no-snapshots``: False; a sub-workflow's run: False, its parent's call has one).
     snapshots: bool = True

@@ -23,7 +23,7 @@ from .events import Reporter
 from .providers.base import DEFAULT_IDLE_TIMEOUT
 
 if TYPE_CHECKING:
-    from .base.costledger import CostLedger
+    from .base.costledger import SharedBudget
     from .base.truststore import Trust
     from .tools.approval import ApprovalPolicy
     from .tools.consent import Asker, Consent
@@ -177,7 +177,7 @@ class RunOptions:
     snapshots: bool = True
     #: A cost budget shared with runs in other processes: a batch's ``--max-cost`` ledger,
     #: on which every model call holds a reservation (docs/spec.md 8.3).
-    shared_budget: CostLedger | None = None
+    shared_budget: SharedBudget | None = None
     #: What the workspace's hooks files, MCP configurations and agents may run: None for
     #: what ``flow trust`` recorded on this machine; ``Trust.entire`` for
     #: ``--trust-workspace``; CI gives the files of a base commit (docs/spec.md 10.9).

@@ -154,6 +154,14 @@ def trust_for(root: Path, *, everything: bool = False, how: str = TRUST_FLAG) ->
     return Trust.entire(root, how) if everything else Trust.for_folder(root)
 
 
+def portable(trust: Trust) -> Trust:
+    """``trust`` as it can judge a copy of its folder made elsewhere (``Trust.to_record``): a
+    whole-folder trust becomes the digests of the folder's brought files as they are now."""
+    if not trust.everything:
+        return trust
+    return Trust.of_files(trust.root, brought_files(trust.root).files, trust.how)
+
+
 @dataclass(frozen=True)
 class TrustState:
     """Whether a folder's brought files may run, for ``flow status``, ``flow check`` and the

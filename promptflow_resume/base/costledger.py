@@ -25,7 +25,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .durable import replace_file
 from .errors import InvalidFileError
@@ -86,6 +86,20 @@ def _number(doc: dict[str, Any], key: str, path: Path) -> float:
             hint="Resume the batch with --max-cost USD: the ledger is written again.",
         )
     return float(value)
+
+
+class SharedBudget(Protocol):
+    """A cost budget shared with runs elsewhere: a ``CostLedger`` on the batch's file, or a
+    row on a Ray node asking the batch's driver to hold one for it (``batch.relay``)."""
+
+    def reserve(self, estimate: float) -> Reservation | None:
+        """Hold ``estimate`` USD for one call, or None when the budget cannot take it."""
+
+    def settle(self, reservation: Reservation, cost: float) -> None:
+        """Replace the reservation by the call's actual cost (0 for a call that failed)."""
+
+    def read(self) -> LedgerState:
+        """The budget as it stands."""
 
 
 class CostLedger:

@@ -6,6 +6,7 @@ and the folder is fsynced after, so a crash or power cut leaves the old file or 
     replace_file(path, data)                    # owner-only, like every file flow writes
     replace_file(path, data, mode=None)         # keep an existing file's permissions (edits)
     append_synced(journal, b"one line\\n")       # appended and fsynced before returning
+    append_at(fd, b"one line\\n", size)          # the same on an open file, cut back on failure
 
 Neither writes through a symbolic link: a replaced file's link is replaced, not followed, the
 temp file is always new, and an append to a link is refused (``safeopen``).
@@ -104,6 +105,25 @@ def replace_file(
     if after_rename is not None:
         after_rename()
     fsync_dir(path.parent)
+
+
+def append_at(
+    fd: int, data: bytes, size: int, *, after_write: Callable[[], None] | None = None
+) -> None:
+    """Append ``data`` to the file open as ``fd`` (in append mode), whose confirmed length is
+    ``size``, and fsync it. On any failure (``after_write`` raising included: a crash point,
+    or a copy elsewhere that did not take the bytes) the file is cut back to ``size`` before
+    the error propagates, so no partial or unconfirmed line is left for the next append to
+    glue onto (a failed fsync may have kept some of it)."""
+    try:
+        write_all(fd, data)
+        if after_write is not None:
+            after_write()
+        os.fsync(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise
 
 
 def append_synced(path: Path, data: bytes, *, what: str = "file") -> None:

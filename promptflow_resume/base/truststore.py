@@ -213,6 +213,27 @@ class Trust:
         (the base commit of a pull request, say)."""
         return cls(Path(folder_key(folder)), dict(files), how=how, recorded=True)
 
+    def to_record(self) -> dict[str, object]:
+        """This decision as plain data, to judge a copy of the folder made elsewhere (a batch
+        row on a Ray node, docs/spec.md 8.6): the digests trusted and how. A copy is judged
+        file by file against these digests, never by what the other machine recorded; a
+        whole-folder trust (``everything``) is first turned into the digests of the files it
+        covers now (``trust.portable``), so the copy runs only what was trusted here."""
+        if self.everything:
+            raise ValueError("a whole-folder trust is carried as the digests of its files")
+        return {"files": dict(self.files), "how": self.how, "recorded": self.recorded}
+
+    @classmethod
+    def from_record(cls, folder: Path, record: Mapping[str, object]) -> Trust:
+        """The decision ``to_record`` carried, for the copy of the folder at ``folder``."""
+        files = record.get("files")
+        return cls(
+            Path(folder_key(folder)),
+            {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {},
+            how=str(record.get("how") or ""),
+            recorded=record.get("recorded") is True,
+        )
+
     def relative(self, path: Path) -> str | None:
         """``path`` relative to the folder (POSIX), or None when it lies outside. The path as
         written counts, not where a link leads: the file at that place is what is judged."""

@@ -29,6 +29,8 @@ from ..progress.store import read_text
 BATCH_FORMAT = 1
 #: The name of the batch file inside the batch folder.
 BATCH_FILE = "batch.md"
+#: The batch's shared cost budget beside ``batch.md`` (with ``--max-cost``, docs/spec.md 8.3).
+BUDGET_FILE = "budget.json"
 
 #: Row statuses that end a row for good (never run again by ``flow resume``).
 DONE = frozenset({"completed"})
@@ -134,6 +136,10 @@ class Batch:
     max_cost_usd: float | None = None
     #: ``--price``/``--prices`` given to the batch: every row's run records them.
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: With the ray engine: ``shared`` or ``shipped`` (docs/spec.md 8.6); None otherwise.
+    files: str | None = None
+    #: With the ray engine: the names of the variables sent to the tasks (``--ray-env``).
+    ray_env: list[str] = field(default_factory=list)
     reason: str | None = None
     rows: list[RowState] = field(default_factory=list)
 
@@ -164,12 +170,14 @@ class Batch:
     def to_front_matter(self) -> dict[str, Any]:
         """The checkpoint as a plain dict, keys in their fixed order."""
         config: dict[str, Any] = {"engine": self.engine, "workers": self.workers}
-        for key in ("provider", "model", "base_url", "max_cost_usd"):
+        for key in ("provider", "model", "base_url", "max_cost_usd", "files"):
             value = getattr(self, key)
             if value is not None:
                 config[key] = value
         if self.prices:
             config["prices"] = {m: dict(p) for m, p in sorted(self.prices.items())}
+        if self.ray_env:
+            config["ray_env"] = list(self.ray_env)
         data: dict[str, Any] = {
             "flow_batch": BATCH_FORMAT,
             "batch_id": self.batch_id,
@@ -208,6 +216,8 @@ class Batch:
             base_url=config.get("base_url"),
             max_cost_usd=config.get("max_cost_usd"),
             prices={str(m): dict(p) for m, p in (config.get("prices") or {}).items()},
+            files=config.get("files"),
+            ray_env=[str(name) for name in config.get("ray_env") or ()],
             rows=[RowState.from_dict(r) for r in data["rows"]],
         )
 
@@ -230,7 +240,8 @@ def render_body(batch: Batch) -> str:
         f"# Batch {batch.batch_id}",
         "",
         f"Workflow `{batch.workflow_path}` over `{batch.data_path}` ({t['rows']} rows), "
-        f"engine {batch.engine} with {batch.workers} worker{'s' if batch.workers != 1 else ''}.",
+        f"engine {batch.engine}{f' (files {batch.files})' if batch.files else ''} with "
+        f"{batch.workers} worker{'s' if batch.workers != 1 else ''}.",
         "",
         f"**Status: {batch.status}**"
         + (f" — {batch.reason}" if batch.reason else "")

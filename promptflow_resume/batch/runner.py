@@ -20,6 +20,7 @@ rewritten atomically as rows change, at most every ``WRITE_INTERVAL`` seconds, a
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -38,10 +39,19 @@ from ..base.runids import new_run_id
 from ..flowfolder import make_folder
 from ..workflow import load_workflow
 from ..workflow.model import Workflow
-from .checkpoint import BATCH_FILE, DONE, Batch, RowState, load_batch, save_batch
+from .checkpoint import (
+    BATCH_FILE,
+    BUDGET_FILE,
+    DONE,
+    Batch,
+    RowState,
+    load_batch,
+    save_batch,
+)
 from .data import check_rows, data_digest, load_rows
 from .events import Done, EngineEvent, Lost, Started, UsageSeen
 from .reporting import BatchReporter, batch_exit_code
+from .shipping import Shipping, carried_trust, files_mode, named_env, prepare
 from .worker import RowResult, RowTask, ledger_owner
 
 if TYPE_CHECKING:
@@ -56,8 +66,6 @@ MAX_ROW_ATTEMPTS = 3
 #: Default batch folder (relative to the working directory): ``.flow/batches/<batch-id>/``.
 BATCHES_DIR = Path(".flow") / "batches"
 ENGINES = ("local", "ray")
-#: The batch's shared cost budget beside ``batch.md`` (with ``--max-cost``).
-BUDGET_FILE = "budget.json"
 
 
 class Engine(Protocol):
@@ -138,8 +146,17 @@ def _lock(path: Path) -> Any:
     return lock
 
 
-def make_engine(name: str, workers: int, folder: Path, address: str | None = None) -> Engine:
-    """The engine called ``name`` (``local`` or ``ray``) with ``workers`` parallel rows."""
+def make_engine(
+    name: str,
+    workers: int,
+    folder: Path,
+    address: str | None = None,
+    shipping: Shipping | None = None,
+    env: dict[str, str] | None = None,
+) -> Engine:
+    """The engine called ``name`` (``local`` or ``ray``) with ``workers`` parallel rows;
+    ``shipping``: Ray rows whose files travel; ``env``: the variables Ray's tasks get
+    (docs/spec.md 8.6)."""
     if name == "local":
         from .local import LocalEngine
 
@@ -147,7 +164,7 @@ def make_engine(name: str, workers: int, folder: Path, address: str | None = Non
     if name == "ray":
         from .ray_engine import RayEngine
 
-        return RayEngine(workers, address=address)
+        return RayEngine(workers, address=address, folder=folder, shipping=shipping, env=env)
     raise InputError(f"--engine {name!r} is not an engine flow knows.", hint="Choose local or ray.")
 
 
@@ -167,8 +184,12 @@ def start_batch(
     prices: dict[str, dict[str, float]] | None = None,
     reporter: BatchReporter | None = None,
     events: EventStream | None = None,
+    files: str | None = None,
+    ray_env: Sequence[str] = (),
 ) -> BatchOutcome:
-    """Check every row, write ``DIR/batch.md``, and run the rows until all have stopped."""
+    """Check every row, write ``DIR/batch.md``, and run the rows until all have stopped.
+    With Ray, ``files`` says how rows reach their files (``shared`` or ``shipped``; default
+    ``files_mode``) and ``ray_env`` names the variables the tasks get (docs/spec.md 8.6)."""
     if workers < 1:
         raise InputError(f"--workers {workers}: a batch needs at least 1 worker.")
     if engine not in ENGINES:
@@ -181,6 +202,9 @@ def start_batch(
     typed = check_rows(wf, rows, data)
     if recording is not None and not Path(recording).is_file():
         raise FileNotFoundFlowError(f"the recording {recording} does not exist.", path=recording)
+    mode = files_mode(engine, files, address)
+    if ray_env and engine != "ray":
+        raise InputError("--ray-env is for the ray engine: local workers share this environment.")
     batch_id = new_run_id(f"batch {wf.name}")
     folder = Path(out) if out is not None else Path.cwd() / BATCHES_DIR / batch_id
     path = folder / BATCH_FILE
@@ -190,6 +214,8 @@ def start_batch(
             path=path,
             hint=f"Continue it with `flow resume {path}`, or choose another --out folder.",
         )
+    env = named_env(ray_env)
+    shipping = prepare(wf, folder, recording) if mode == "shipped" else None
     make_folder(folder)
     lock = _lock(path)
     created = now_iso()
@@ -209,11 +235,13 @@ def start_batch(
         base_url=base_url,
         max_cost_usd=max_cost,
         prices=dict(prices or {}),
+        files=mode,
+        ray_env=list(ray_env),
         rows=[RowState(row=r.number) for r in rows],
     )
     try:
         # The engine first: a missing Ray must not leave a batch file behind.
-        engine_obj = make_engine(engine, workers, folder, address)
+        engine_obj = make_engine(engine, workers, folder, address, shipping, env)
     except BaseException:
         lock.release()
         raise
@@ -236,6 +264,7 @@ def start_batch(
         events=events is not None,
         prices=batch.prices,
         traceparent=batch_traceparent(batch.batch_id),
+        trust=carried_trust(Path.cwd()) if shipping is not None else None,
     )
     try:
         return _execute(
@@ -335,8 +364,11 @@ def resume_batch(
     keep_completed: bool = False,
     reporter: BatchReporter | None = None,
     events: EventStream | None = None,
+    files: str | None = None,
+    ray_env: Sequence[str] | None = None,
 ) -> BatchOutcome:
-    """Run every row of a batch that is not completed; completed rows are never re-run."""
+    """Run every row of a batch that is not completed; completed rows are never re-run.
+    ``files`` and ``ray_env`` replace what the batch recorded (docs/spec.md 8.6)."""
     path = Path(batch_path)
     load_batch(path)  # a file that is not a batch is refused before anything is locked
     lock = _lock(path)
@@ -356,7 +388,10 @@ def resume_batch(
         )
         _reconcile(batch, folder)
         inputs = _pending_inputs(batch, folder, wf)
-        engine_obj = _resume_setup(batch, workers, engine, address, folder)
+        shipping = _resume_shipping(batch, wf, folder, files, ray_env, address)
+        engine_obj = _resume_setup(
+            batch, workers, engine, address, folder, shipping, named_env(batch.ray_env)
+        )
     except BaseException:
         lock.release()
         raise
@@ -383,6 +418,7 @@ def resume_batch(
         events=events is not None,
         prices=batch.prices,
         traceparent=batch_traceparent(batch.batch_id),
+        trust=carried_trust(Path.cwd()) if shipping is not None else None,
     )
     # A row not yet started runs with the batch's settings (a started one keeps its own).
     start_settings = {"provider": batch.provider, "model": batch.model, "base_url": batch.base_url}
@@ -451,15 +487,41 @@ def send_batch_span(batch: Batch) -> None:
         pass
 
 
+def _resume_shipping(
+    batch: Batch,
+    wf: Workflow,
+    folder: Path,
+    files: str | None,
+    ray_env: Sequence[str] | None,
+    address: str | None,
+) -> Shipping | None:
+    """What a resumed Ray batch ships (the batch's recorded mode and variables unless given);
+    a batch recorded before ``files`` existed ran ``shared``."""
+    if batch.engine != "ray":
+        return None
+    batch.files = files_mode("ray", files or batch.files or "shared", address)
+    if ray_env is not None:
+        batch.ray_env = list(ray_env)
+    if batch.files != "shipped":
+        return None
+    return prepare(wf, folder, None)
+
+
 def _resume_setup(
-    batch: Batch, workers: int | None, engine: str | None, address: str | None, folder: Path
+    batch: Batch,
+    workers: int | None,
+    engine: str | None,
+    address: str | None,
+    folder: Path,
+    shipping: Shipping | None,
+    env: dict[str, str],
 ) -> Engine:
     """The engine a resumed batch runs on (the batch's own unless overridden)."""
     batch.workers = workers or batch.workers
     batch.engine = engine or batch.engine
     if batch.workers < 1:
         raise InputError(f"--workers {batch.workers}: a batch needs at least 1 worker.")
-    return make_engine(batch.engine, batch.workers, folder, address)
+    return make_engine(batch.engine, batch.workers, folder, address, shipping, env)
 
 
 def _watching(

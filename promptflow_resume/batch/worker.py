@@ -32,6 +32,7 @@ from ..flowfolder import make_folder
 from ..progress.model import Usage
 
 if TYPE_CHECKING:
+    from ..base.costledger import SharedBudget
     from ..runoptions import RunOptions
 
 #: Seconds between checks that the batch process is still alive.
@@ -66,13 +67,23 @@ class RowTask:
     #: With tracing on (docs/spec.md 13): the batch's W3C trace context, which the row's run
     #: records as ``trace.parent`` and its first ``invoke_agent`` span links to.
     traceparent: str | None = None
+    #: A row shipped to a Ray node (docs/spec.md 8.6): what the driver's trust allows of the
+    #: workspace's brought files (``Trust.to_record``), judged against the node's copy of the
+    #: workspace; None: this machine's own trust, as for a run of its own.
+    trust: dict[str, Any] | None = None
 
-    def options(self, reporter: Reporter | None = None) -> RunOptions:
-        """The row's run options: the batch's connection, in the batch's workspace."""
+    def options(
+        self, reporter: Reporter | None = None, ledger: SharedBudget | None = None
+    ) -> RunOptions:
+        """The row's run options: the batch's connection, in the batch's workspace; ``ledger``
+        holds the batch's budget for a row that cannot reach its file (a shipped row)."""
         from ..base.costledger import CostLedger
+        from ..base.truststore import Trust
         from ..runoptions import Limits, RunOptions
 
-        ledger = CostLedger(self.budget, owner=ledger_owner(self.row)) if self.budget else None
+        if ledger is None and self.budget:
+            ledger = CostLedger(self.budget, owner=ledger_owner(self.row))
+        trust = None if self.trust is None else Trust.from_record(Path(self.workspace), self.trust)
         return RunOptions(
             provider=self.provider,
             model=self.model,
@@ -84,6 +95,7 @@ class RowTask:
             # Rows run side by side in one working tree: a snapshot after a row's call would
             # count the other rows' changes as its own (docs/spec.md 12.1).
             snapshots=False,
+            trust=trust,
         )
 
 
@@ -123,13 +135,16 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def run_row(task: RowTask, reporter: Reporter | None = None) -> RowResult:
+def run_row(
+    task: RowTask, reporter: Reporter | None = None, *, ledger: SharedBudget | None = None
+) -> RowResult:
     """Start or resume the row's run until it stops; never raises for a user-caused failure.
     With ``task.events`` the run's events go to ``events.jsonl`` beside its progress file,
     each tagged with the row (the batch copies them into its own stream); with
-    ``task.traceparent`` the run starts under the batch's trace context and sends its spans."""
+    ``task.traceparent`` the run starts under the batch's trace context and sends its spans.
+    ``ledger``: the batch's budget, for a row that cannot reach its file."""
     if task.traceparent is None:
-        return _run_row_watched(task, reporter)
+        return _run_row_watched(task, reporter, ledger)
     from ..base.traceids import TRACEPARENT_VARIABLE
     from ..otel.live import OtelReporter
 
@@ -139,7 +154,7 @@ def run_row(task: RowTask, reporter: Reporter | None = None) -> RowResult:
     try:
         from ..events import Tee
 
-        return _run_row_watched(task, tracer if reporter is None else Tee(reporter, tracer))
+        return _run_row_watched(task, tracer if reporter is None else Tee(reporter, tracer), ledger)
     finally:
         if before is None:
             os.environ.pop(TRACEPARENT_VARIABLE, None)
@@ -147,9 +162,11 @@ def run_row(task: RowTask, reporter: Reporter | None = None) -> RowResult:
             os.environ[TRACEPARENT_VARIABLE] = before
 
 
-def _run_row_watched(task: RowTask, reporter: Reporter | None) -> RowResult:
+def _run_row_watched(
+    task: RowTask, reporter: Reporter | None, ledger: SharedBudget | None
+) -> RowResult:
     if not task.events:
-        return _run_row(task, reporter)
+        return _run_row(task, reporter, ledger)
     from ..events import Tee
     from ..eventstream import EventStream
 
@@ -157,17 +174,17 @@ def _run_row_watched(task: RowTask, reporter: Reporter | None) -> RowResult:
     make_folder(progress.parent)
     stream = EventStream.open(str(progress.parent / "events.jsonl"), {"row": task.row})
     try:
-        return _run_row(task, stream if reporter is None else Tee(reporter, stream))
+        return _run_row(task, stream if reporter is None else Tee(reporter, stream), ledger)
     finally:
         stream.close_target()
 
 
-def _run_row(task: RowTask, reporter: Reporter | None) -> RowResult:
+def _run_row(task: RowTask, reporter: Reporter | None, ledger: SharedBudget | None) -> RowResult:
     from ..api import ResolvedInputs, ResumeRequest, StartRequest, resume_run, start_run
     from ..reconcile import Choices
 
     progress = Path(task.progress)
-    options = task.options(reporter)
+    options = task.options(reporter, ledger)
     try:
         if progress.exists():
             choices = Choices(rerun_changed=task.rerun_changed, keep_completed=task.keep_completed)
@@ -199,7 +216,7 @@ def _run_row(task: RowTask, reporter: Reporter | None) -> RowResult:
     return RowResult.of_run(task.row, run.status, run.usage, cause)
 
 
-class _EventReporter(Reporter):
+class UsageReporter(Reporter):
     """Sends the run's usage after every model reply, for the batch's live totals."""
 
     def __init__(self, send: Any, row: int) -> None:
@@ -231,7 +248,7 @@ def _serve(channel: IO[str]) -> None:
         task = RowTask(**json.loads(line))
         send({"event": "started", "row": task.row, "worker": worker_name()})
         try:
-            result = run_row(task, _EventReporter(send, task.row))
+            result = run_row(task, UsageReporter(send, task.row))
         except KeyboardInterrupt:
             # Stopped outside the run loop (the loop itself checkpoints and returns): the
             # row's file, if any, holds its last checkpoint.

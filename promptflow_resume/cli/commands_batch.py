@@ -154,6 +154,21 @@ def batch_command(
         metavar="ADDR",
         help="With --engine ray: the cluster to join (default RAY_ADDRESS, else a local Ray).",
     ),
+    files: str | None = typer.Option(
+        None,
+        "--files",
+        metavar="MODE",
+        help="With --engine ray: shipped (rows' files travel through Ray; no shared "
+        "filesystem) or shared (every node mounts them at the same path). Default: shipped "
+        "with --address or RAY_ADDRESS, shared for a Ray of this machine.",
+    ),
+    ray_env: list[str] = typer.Option(
+        [],
+        "--ray-env",
+        metavar="NAME",
+        help="With --engine ray: send this variable (e.g. OPENAI_API_KEY) to the tasks through "
+        "Ray's runtime_env; FLOW_SEAL_KEY sends this machine's sealing key. Repeatable.",
+    ),
     out_dir: Path | None = typer.Option(
         None,
         "--out",
@@ -208,6 +223,8 @@ def batch_command(
             prices=given_prices(price, prices),
             reporter=_reporter(live),
             events=stream,
+            files=files,
+            ray_env=ray_env,
         )
     except BatchInterrupted as stop:
         return _interrupted(stop.path)

@@ -25,7 +25,10 @@ message can say the file was sealed elsewhere::
 
 The key file lives in ``$FLOW_HOME`` when set, else ``$XDG_CONFIG_HOME/flow``, else
 ``~/.config/flow``; workers that resume each other's runs (a Ray cluster) share it by pointing
-``FLOW_HOME`` at one copy.
+``FLOW_HOME`` at one copy. A process may instead be given the key itself in ``FLOW_SEAL_KEY``
+(64 hex digits): a batch's rows on Ray nodes get the driver's key that way, through the tasks'
+environment, only when the person names the variable (``--ray-env FLOW_SEAL_KEY``), never in a
+file that travels.
 """
 
 from __future__ import annotations
@@ -49,6 +52,26 @@ KEY_BYTES = 32
 SEAL_HEX = 32
 #: The version prefix of every seal, so that a later scheme is told apart.
 PREFIX = "v1:"
+#: The variable that gives a process its key itself (hex), instead of the key file.
+KEY_VARIABLE = "FLOW_SEAL_KEY"
+
+
+def _given_key() -> bytes | None:
+    """The key given in ``FLOW_SEAL_KEY``, None when the variable is not set."""
+    text = os.environ.get(KEY_VARIABLE, "").strip()
+    if not text:
+        return None
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) != KEY_BYTES:
+        raise StorageError(
+            f"{KEY_VARIABLE} is not a sealing key: it must be {2 * KEY_BYTES} hex digits.",
+            hint=f"Unset {KEY_VARIABLE} to use the key file in flow's folder, or give the "
+            "key of the machine whose runs this process goes on with.",
+        )
+    return key
 
 
 def _key_error(path: Path, why: str) -> StorageError:
@@ -109,14 +132,14 @@ class Key:
     @classmethod
     def find(cls) -> Key | None:
         """This machine's key, or None when it has none yet (read commands make none)."""
-        found = _read_key(flow_home() / "key")
+        found = _given_key() or _read_key(flow_home() / "key")
         return cls(found) if found is not None else None
 
     @classmethod
     def ensure(cls) -> Key:
-        """This machine's key, made on first use."""
+        """This machine's key, made on first use (or the one ``FLOW_SEAL_KEY`` gives)."""
         path = flow_home() / "key"
-        found = _read_key(path)
+        found = _given_key() or _read_key(path)
         return cls(found if found is not None else _create_key(path))
 
     @property

@@ -116,13 +116,49 @@ def _safe_name(hint: str) -> str:
     return name or "output.bin"
 
 
-def write_sidecar(progress: Path, name_hint: str, data: bytes) -> tuple[str, str]:
-    """Write ``data`` durably into the sidecar folder; return (relative link, sha256 digest)."""
+def _open_folder(progress: Path) -> tuple[Path, bool]:
+    """The sidecar folder of ``progress`` (made if need be), and whether it was made now."""
     folder = progress.parent / folder_name(progress)
     if folder.is_symlink():
         raise OSError(f"refusing to write sidecars through the symlink {folder}")
     created = not folder.exists()
     folder.mkdir(mode=0o700, exist_ok=True)
+    return folder, created
+
+
+def _place(target: Path, data: bytes, created: bool) -> None:
+    """Write a new sidecar file atomically (a full disk leaves no half sidecar behind)."""
+    replace_file(
+        target,
+        data,
+        before_rename=lambda: faults.point("sidecar.after_temp"),
+        after_rename=lambda: faults.point("sidecar.after_rename"),
+    )
+    if created:
+        fsync_dir(target.parent.parent)
+
+
+def put_sidecar(progress: Path, link: str, data: bytes) -> None:
+    """Write ``data`` as the sidecar ``link`` of ``progress`` (a copy of a run kept elsewhere,
+    ``progress.replica``): the link must be one ``check_link`` accepts; a file of the same bytes
+    there is kept, a link, pipe or device there is refused (``OSError``)."""
+    problem = check_link(link, stem_of(progress))
+    if problem is not None:
+        raise OSError(f"the sidecar link {link!r} {problem}")
+    folder, created = _open_folder(progress)
+    target = folder / link.split("/")[1]
+    if os.path.lexists(target):
+        if stat.S_ISLNK(os.lstat(target).st_mode):
+            raise OSError(f"refusing to write the sidecar {link} over a symbolic link")
+        with contextlib.suppress(OSError, SpecialFileError):
+            if read_regular(target, len(data), what="sidecar file") == data:
+                return
+    _place(target, data, created)
+
+
+def write_sidecar(progress: Path, name_hint: str, data: bytes) -> tuple[str, str]:
+    """Write ``data`` durably into the sidecar folder; return (relative link, sha256 digest)."""
+    folder, created = _open_folder(progress)
     digest = digest_of(data)
     base = _safe_name(name_hint)
     stem, dot, ext = base.rpartition(".")
@@ -137,15 +173,7 @@ def write_sidecar(progress: Path, name_hint: str, data: bytes) -> tuple[str, str
                 if read_regular(target, len(data), what="sidecar file") == data:
                     return f"{folder.name}/{name}", digest
             continue
-        # A full disk leaves no half sidecar behind.
-        replace_file(
-            target,
-            data,
-            before_rename=lambda: faults.point("sidecar.after_temp"),
-            after_rename=lambda: faults.point("sidecar.after_rename"),
-        )
-        if created:
-            fsync_dir(folder.parent)
+        _place(target, data, created)
         return f"{folder.name}/{name}", digest
     raise OSError(f"no free sidecar name for {name_hint!r} in {folder}")
 

@@ -34,7 +34,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..base import collector, faults
-from ..base.durable import fsync_dir, replace_file, write_all
+from ..base.durable import append_at, fsync_dir, replace_file
 from ..base.errors import (
     DigestError,
     FileNotFoundFlowError,
@@ -53,6 +53,7 @@ from .digest import Chain, entry_digest
 from .frontmatter import front_matter, read_front_matter, written_front_matter
 from .location import progress_file
 from .migrations import upgrade_front_matter
+from .mirror import MirrorOp, OpKind, mirror_for
 from .model import FORMAT_VERSION, Entry, EntryMeta, LoadReport, Run, meta_from_fields
 from .owner import note_request, owner_alive, owner_path, read_owner, write_owner
 from .parse import parse_bytes
@@ -459,7 +460,8 @@ def _read_owner(path: Path, wait: float = 1.0) -> dict[str, Any]:
         time.sleep(0.02)
 
 
-def _acquire(path: Path) -> RunLock:
+def take_lock(path: Path) -> RunLock:
+    """Take the run's lock without waiting, or ``RunLockedError`` naming the owner (exit 6)."""
     # A lock that came with the run as a link to someone's file is refused, never followed.
     refuse_special(lock_path(path), what="lock file")
     refuse_special(owner_path(path), what="owner file")
@@ -489,6 +491,24 @@ def _acquire(path: Path) -> RunLock:
     return lock
 
 
+def clean_leftovers(path: Path) -> None:
+    """Remove the temp files a crashed writer of ``path`` left (only while holding its lock)."""
+    prefix = f".{path.name}."
+    with contextlib.suppress(OSError):
+        for item in path.parent.iterdir():
+            if item.name.startswith(prefix) and item.name.endswith(".tmp"):
+                item.unlink()
+    # Half-written sidecars (``.<name>.<pid>.tmp``) left in the sidecar folder; never
+    # through a symlink, which could point anywhere.
+    sidecars = path.parent / folder_name(path)
+    if sidecars.is_symlink():
+        return
+    with contextlib.suppress(OSError):
+        for item in sidecars.iterdir():
+            if item.name.startswith(".") and item.name.endswith(".tmp"):
+                item.unlink()
+
+
 class ProgressStore:
     """The single live writer of one progress file (holds its lock until ``close``)."""
 
@@ -514,6 +534,9 @@ class ProgressStore:
         self._closed = False
         #: The owner record this process wrote (None until it took the run).
         self._owner: dict[str, Any] | None = None
+        #: Where every durable write is also sent (a batch row on a Ray node, ``mirror``),
+        #: with this file's path there; None for a run that keeps its files here only.
+        self._mirror = mirror_for(path)
 
     # -- lifecycle --
 
@@ -531,7 +554,7 @@ class ProgressStore:
             make_folder(p.parent)
         except OSError as error:
             raise storage_error(error, p, "create the run's folder", resumable=False) from None
-        lock = _acquire(p)
+        lock = take_lock(p)
         store = cls(p, lock)
         try:
             if p.exists():  # created by someone else between the check and the lock
@@ -562,7 +585,7 @@ class ProgressStore:
         p = progress_file(path)
         if not p.exists():
             raise FileNotFoundFlowError(f"no progress file at {p}.", path=p)
-        lock = _acquire(p)
+        lock = take_lock(p)
         store = cls(p, lock)
         try:
             store._write_owner()
@@ -585,6 +608,7 @@ class ProgressStore:
             elif loaded.has_journal:
                 # Already folded (a crash between the rename and the unlink): just drop it.
                 os.unlink(journal_path(p))
+                store._send("drop")
         except BaseException:
             store.close()
             raise
@@ -632,21 +656,7 @@ class ProgressStore:
             ) from None
 
     def _clean_leftovers(self) -> None:
-        """Remove temp files a crashed writer left (safe: we hold the lock)."""
-        prefix = f".{self.path.name}."
-        with contextlib.suppress(OSError):
-            for item in self.path.parent.iterdir():
-                if item.name.startswith(prefix) and item.name.endswith(".tmp"):
-                    item.unlink()
-        # Half-written sidecars (``.<name>.<pid>.tmp``) left in the sidecar folder; never
-        # through a symlink, which could point anywhere.
-        sidecars = self.path.parent / folder_name(self.path)
-        if sidecars.is_symlink():
-            return
-        with contextlib.suppress(OSError):
-            for item in sidecars.iterdir():
-                if item.name.startswith(".") and item.name.endswith(".tmp"):
-                    item.unlink()
+        clean_leftovers(self.path)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -720,14 +730,23 @@ class ProgressStore:
         fd = self._journal_fd
         faults.point("store.journal_before_append")
         try:
-            write_all(fd, data)
-            faults.point("store.journal_after_append")
-            os.fsync(fd)
+            append_at(
+                fd,
+                data,
+                self._journal_size,
+                after_write=lambda: faults.point("store.journal_after_append"),
+            )
+            try:
+                # Durable here; durable at the mirror's end too before the run goes on.
+                self._send("append", data, offset=self._journal_size)
+            except BaseException:
+                # An event the other end did not confirm is taken back here too.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, self._journal_size)
+                raise
         except BaseException:
-            # Leave no partial or unconfirmed line behind for the next append to glue onto
-            # (a failed fsync may have kept some of it); a new journal gets its header again.
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, self._journal_size)
+            # ``append_at`` left no partial or unconfirmed line behind for the next append to
+            # glue onto; a new journal gets its header again.
             if new_file:
                 self._journal_fd = None
                 os.close(fd)
@@ -758,11 +777,12 @@ class ProgressStore:
         data = b"".join(
             [head, chunk, *rendered, document_tail(run).encode("utf-8", "surrogatepass")]
         )
-        if (
+        wrote = (
             data != self._last_data
             or self._journal_fd is not None
             or journal_path(self.path).exists()
-        ):
+        )
+        if wrote:
             if len(data) > MAX_FILE_BYTES:
                 raise ProgressFormatError(
                     f"the run has grown to {len(data) / 1_000_000:.1f} MB, over the progress file "
@@ -801,6 +821,11 @@ class ProgressStore:
             pass
         except OSError as error:
             raise storage_error(error, self.path, "remove the folded journal") from None
+        if wrote:
+            try:
+                self._send("fold", data)
+            except OSError as error:
+                raise storage_error(error, self.path, "write the checkpoint") from None
         self._count = len(transcript)
         self._chain = chain
         self._fm = fm
@@ -883,9 +908,18 @@ class ProgressStore:
         """Store ``data`` in the sidecar folder; return (link relative to the file, sha256)."""
         self._check_open()
         try:
-            return write_sidecar(self.path, name_hint, data)
+            link, digest = write_sidecar(self.path, name_hint, data)
+            self._send("sidecar", data, link=link)
         except OSError as error:
             raise storage_error(error, self.path, "write a sidecar file") from None
+        return link, digest
+
+    def _send(self, kind: OpKind, data: bytes = b"", *, offset: int = 0, link: str = "") -> None:
+        """Hand a write that is durable here to the mirror, if one is attached (raises
+        ``MirrorError``, an OSError, when the other end did not take it)."""
+        if self._mirror is not None:
+            mirror, rel = self._mirror
+            mirror.send(MirrorOp(kind, rel, data, offset=offset, link=link))
 
     def read_sidecar(self, entry: Entry) -> bytes:
         """The bytes of ``entry``'s sidecar, verified against its recorded hash."""

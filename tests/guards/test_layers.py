@@ -94,8 +94,9 @@ MODULE_LAYERS: dict[str, list[set[str]]] = {
             "state",
             "unknown",
         },
-        # The records and what needs nothing of the format: which formats this flow reads.
-        {"model", "schema", "rawtext", "location", "owner", "versions"},
+        # The records and what needs nothing of the format: which formats this flow reads; a
+        # mirror gets the store's bytes.
+        {"model", "schema", "rawtext", "location", "owner", "versions", "mirror"},
     ],
     "tools": [
         # The registry of the built-in tools and a run's tool set.
