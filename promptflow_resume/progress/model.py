@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..base.release import VERSION
 from ..base.traceids import trace_id_for
@@ -231,6 +231,46 @@ def meta_from_fields(pairs: dict[str, str]) -> EntryMeta:
     return EntryMeta(**values, extra=tuple(extra))
 
 
+#: The meta fields of a marker exactly as ``EntryMeta.fields`` writes them (each known key at
+#: most once, in ``META_KEYS`` order, values in their canonical form but for ``cost``, whose
+#: ``repr`` a reader checks apart): ``meta_as_written`` reads what this matches.
+_N = rb"(0|[1-9][0-9]{0,17})"
+_V = rb"([A-Za-z0-9_.:/~+@,-]+)"
+WRITTEN_META = (
+    rb"(?: at=([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z))?"
+    rb"(?: ms=N)?(?: model=V)?(?: answered_by=V)?(?: tokens=N/N/N)?(?: cost=([0-9][0-9.e+-]*))?"
+    rb"(?: finish=V)?(?: retries=N)?(?: ttft=N)?(?: tps=([0-9]{1,9}\.[0-9]))?(?: kind=V)?"
+    rb"(?: server=V)?".replace(b"N", _N).replace(b"V", _V)
+)
+_WRITTEN_META = re.compile(WRITTEN_META)
+
+
+def meta_as_written(written: bytes) -> EntryMeta:
+    """The ``EntryMeta`` of marker meta fields that ``WRITTEN_META`` matches whole (a reader
+    has checked that, and that ``cost`` is its float's ``repr``)."""
+    match = _WRITTEN_META.fullmatch(written)
+    if match is None:
+        raise ValueError(f"not marker fields as flow writes them: {written!r}")
+    values = [None if value is None else value.decode() for value in match.groups()]
+    at, ms, model, answered, t_in, t_out, t_cached, cost, finish, retries = values[:10]
+    ttft, tps, kind, server = values[10:]
+    return EntryMeta(
+        at=at,
+        ms=None if ms is None else int(ms),
+        model=model,
+        answered_by=answered,
+        # The pattern has the three numbers of tokens= or none.
+        tokens=None if t_in is None else (int(t_in), int(t_out or 0), int(t_cached or 0)),
+        cost=None if cost is None else float(cost),
+        finish=finish,
+        retries=None if retries is None else int(retries),
+        ttft=None if ttft is None else int(ttft),
+        tps=None if tps is None else float(tps),
+        kind=kind,
+        server=server,
+    )
+
+
 _TPS = re.compile(r"[0-9]{1,9}\.[0-9]")
 _AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{3})?Z")
 
@@ -265,6 +305,33 @@ class Entry:
     covers: tuple[int, int] | None = None
     #: When it was recorded and what its call took (format 7 and later; None before).
     meta: EntryMeta | None = None
+
+    if not TYPE_CHECKING:  # mypy would take any misspelt attribute for one __getattr__ makes
+
+        def __getattr__(self, name: str) -> Any:
+            # Only when ``meta`` is not set: the reader of a long file left it as the marker's
+            # bytes (``defer_meta``), read here when first asked for. The bytes go only once
+            # ``meta`` is set, so a second thread reading at the same time finds one or the other.
+            if name == "meta":
+                written = self.__dict__.get("_written_meta")
+                if written is not None:
+                    self.meta = meta = meta_as_written(written)
+                    del self.__dict__["_written_meta"]
+                    return meta
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+# The class attribute the default leaves would answer for an instance without ``meta`` (its
+# ``__init__`` keeps the default): without it, ``__getattr__`` does.
+del Entry.meta
+
+
+def defer_meta(entry: Entry, written: bytes) -> None:
+    """Make ``entry.meta`` the marker fields ``written`` (matched whole by ``WRITTEN_META``),
+    read only when first asked for: most readers of a long run never look at them (about 5
+    microseconds an entry saved). Equality, ``replace`` and the digests see the fields."""
+    del entry.__dict__["meta"]
+    entry.__dict__["_written_meta"] = written
 
 
 @dataclass
