@@ -29,8 +29,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from checkout import use_checkout
+
+ROOT = use_checkout()
 
 from promptflow_resume.chat import ToolCall, ToolSpec  # noqa: E402
 from promptflow_resume.engine import Engine, EngineOptions  # noqa: E402
@@ -158,6 +159,7 @@ def resume_seconds(progress: Path) -> float:
     subprocess.run(
         [sys.executable, "-m", "promptflow_resume", "resume", str(progress), "--provider", "echo"],
         env=env,
+        cwd=tempfile.gettempdir(),  # outside every checkout: -m puts the folder on sys.path
         stdin=subprocess.DEVNULL,
         capture_output=True,
         check=False,
@@ -165,11 +167,12 @@ def resume_seconds(progress: Path) -> float:
     return time.perf_counter() - start
 
 
-def peer_turns(kind: str, turns: int) -> float | None:
-    """Seconds for the peer's run of ``turns`` turns, in a subprocess; None if not installed."""
+def peer_turns(kind: str, turns: int, python: str = sys.executable) -> float | None:
+    """Seconds for the peer's run of ``turns`` turns, in a subprocess of ``python``; None if
+    not installed there."""
     with tempfile.TemporaryDirectory() as tmp:
         result = subprocess.run(
-            [sys.executable, str(Path(__file__).parent / "peers.py"), kind, str(turns), tmp],
+            [python, str(Path(__file__).parent / "peers.py"), kind, str(turns), tmp],
             capture_output=True,
             text=True,
             check=False,
@@ -184,6 +187,11 @@ def main() -> None:
     parser.add_argument("--turns", type=int, nargs="+", default=[100, 1000, 10000])
     parser.add_argument("--no-peers", action="store_true", help="Measure flow only.")
     parser.add_argument("--peer-max", type=int, default=1000, help="Largest run given to peers.")
+    parser.add_argument(
+        "--peer-python",
+        default=sys.executable,
+        help="The interpreter the peers run in (a virtualenv of their own, say).",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(
@@ -207,8 +215,8 @@ def main() -> None:
             resume = resume_seconds(progress)
         lg = db = None
         if not args.no_peers and turns <= args.peer_max:
-            lg = peer_turns("langgraph", turns)
-            db = peer_turns("dbos", turns)
+            lg = peer_turns("langgraph", turns, args.peer_python)
+            db = peer_turns("dbos", turns, args.peer_python)
         lg_ms = f"{lg / turns * 1000:.3f}" if lg else "-"
         db_ms = f"{db / turns * 1000:.3f}" if db else "-"
         lg_ratio = f"{per_turn / (lg / turns):.2f}" if lg else "-"

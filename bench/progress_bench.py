@@ -24,9 +24,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from promptflow_resume.progress import ProgressStore, load_progress, render, validate_file
-from promptflow_resume.progress.examples import synthetic_run
-from promptflow_resume.progress.model import Entry, Run
+from checkout import use_checkout
+
+use_checkout()
+
+from promptflow_resume.progress import ProgressStore, load_progress, render, validate_file  # noqa: E402
+from promptflow_resume.progress.examples import synthetic_run  # noqa: E402
+from promptflow_resume.progress.model import Entry, Run  # noqa: E402
 
 SIZES = (10, 100, 1_000, 10_000, 30_000)
 

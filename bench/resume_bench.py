@@ -61,7 +61,7 @@ HERE = Path(__file__).resolve().parent.parent
 def _root_from_argv() -> Path:
     if "--root" in sys.argv:
         return Path(sys.argv[sys.argv.index("--root") + 1]).resolve()
-    return HERE
+    return Path(os.environ.get("FLOW_BENCH_ROOT") or HERE).resolve()  # see bench/checkout.py
 
 
 ROOT = _root_from_argv()

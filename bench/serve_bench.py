@@ -26,12 +26,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from promptflow_resume.progress import render
-from promptflow_resume.progress.examples import example_run, synthetic_run
-from promptflow_resume.progress.model import Entry, RunStatus
-from promptflow_resume.progress.store import ProgressStore
+from checkout import use_checkout
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = use_checkout()
+
+from promptflow_resume.progress import render  # noqa: E402
+from promptflow_resume.progress.examples import example_run, synthetic_run  # noqa: E402
+from promptflow_resume.progress.model import Entry, RunStatus  # noqa: E402
+from promptflow_resume.progress.store import ProgressStore  # noqa: E402
+
 STATUSES: tuple[RunStatus, ...] = (
     "completed",
     "interrupted",
