@@ -25,7 +25,6 @@ import contextlib
 import errno
 import operator
 import os
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -55,7 +54,15 @@ from .frontmatter import front_matter, read_front_matter, written_front_matter
 from .location import progress_file
 from .migrations import upgrade_front_matter
 from .model import FORMAT_VERSION, Entry, EntryMeta, LoadReport, Run, meta_from_fields
-from .owner import note_request, owner_alive, owner_path, read_owner, write_owner
+from .owner import (
+    REQUEST_NOTE_DELAY,
+    RequestNotes,
+    note_request,
+    owner_alive,
+    owner_path,
+    read_owner,
+    write_owner,
+)
 from .parse import parse_bytes
 from .render import document_head, document_tail, entry_block, marker_value
 from .sidecar import folder_name, read_checked, write_sidecar
@@ -75,11 +82,6 @@ JOURNAL_VERSION = journal.JOURNAL_VERSION
 FOLD_JOURNAL_BYTES = 4 * 1024 * 1024
 #: Bytes of a file inspected for NUL before it is decoded.
 _BINARY_PROBE = 8192
-
-
-#: Seconds a model request lasts before the owner record says it is in flight
-#: (``ProgressStore.note_request``).
-REQUEST_NOTE_DELAY = 0.2
 
 
 def journal_path(progress: str | Path) -> Path:
@@ -522,10 +524,8 @@ class ProgressStore:
         self._owner: dict[str, Any] | None = None
         #: Seconds a model request lasts before the owner record says it is in flight.
         self.note_delay = REQUEST_NOTE_DELAY
-        #: The timer that will note the request in flight, and whether the record says one.
-        self._note_timer: threading.Timer | None = None
-        self._noted = False
-        self._note_lock = threading.Lock()
+        #: What notes the request in flight in the owner record (made on the first request).
+        self._notes: RequestNotes | None = None
 
     # -- lifecycle --
 
@@ -607,10 +607,8 @@ class ProgressStore:
         if self._closed:
             return
         self._closed = True
-        with self._note_lock:
-            if self._note_timer is not None:
-                self._note_timer.cancel()
-                self._note_timer = None
+        if self._notes is not None:
+            self._notes.close()
         if self._journal_fd is not None:
             os.close(self._journal_fd)
             self._journal_fd = None
@@ -633,40 +631,17 @@ class ProgressStore:
 
     def note_request(self, request: dict[str, Any] | None) -> None:
         """Say in the owner record which model request is in flight, and since when (None:
-        none); a record that cannot be written only leaves readers knowing less.
-
-        Said once the request has lasted ``note_delay`` seconds, from a timer: a request that
-        ends sooner (a local model's short reply) is never written, nor its end. Two renames
-        a turn cost about 0.4 ms each here, a sixth of flow's own work on a turn
-        (``bench/engine_bench.py``); what ``flow status`` shows of a request a person could
-        wait for is the same, with the time it started."""
+        none), once it has lasted ``note_delay`` seconds (``owner.RequestNotes``); a record
+        that cannot be written only leaves readers knowing less."""
         if self._owner is None:
             return
-        with self._note_lock:
-            if self._note_timer is not None:
-                self._note_timer.cancel()
-                self._note_timer = None
-            if request is not None and not self._closed:
-                timer = threading.Timer(self.note_delay, self._note_now, (request,))
-                timer.daemon = True
-                self._note_timer = timer
-                timer.start()
-            elif request is None and self._noted:
-                self._write_note(None)
-
-    def _note_now(self, request: dict[str, Any]) -> None:
-        """The timer's end: note ``request``, unless it ended (or another began) meanwhile."""
-        with self._note_lock:
-            if self._note_timer is not threading.current_thread() or self._closed:
-                return
-            self._note_timer = None
-            self._write_note(request)
-
-    def _write_note(self, request: dict[str, Any] | None) -> None:
-        assert self._owner is not None
-        with contextlib.suppress(OSError):
-            note_request(self.path, self._owner, request)
-            self._noted = request is not None
+        if self._notes is None:
+            owner = self._owner
+            self._notes = RequestNotes(
+                lambda note: note_request(self.path, owner, note), self.note_delay
+            )
+        self._notes.delay = self.note_delay
+        self._notes.note(request)
 
     def _write_owner(self) -> None:
         try:
