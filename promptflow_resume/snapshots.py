@@ -310,6 +310,8 @@ class SnapshotRepo:
         self._user_index = git_dir / "index"
         self._recorded = False
         self._pathspec = [".", ":(exclude,glob)**/.flow/**", *excludes]
+        #: What any path the exclusions match holds (``_may_list``).
+        self._needles = _excluded_names(root, progress)
         #: The tree of each commit seen, so an unchanged tree costs no extra git call.
         self._trees: dict[str, str] = {}
         #: The ref's tip as this process last set it (None: not looked up yet).
@@ -380,11 +382,12 @@ class SnapshotRepo:
         self.index.parent.mkdir(parents=True, exist_ok=True)
         if self._user_index.is_file():
             shutil.copyfile(self._user_index, self.index)
-            _git(
-                ["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--", *self._excluded()],
-                self.root,
-                env=self._env(),
-            )
+            if _may_list(self.index, self._needles):
+                _git(
+                    ["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--", *self._excluded()],
+                    self.root,
+                    env=self._env(),
+                )
 
     def _excluded(self) -> list[str]:
         # The exclusions as positive pathspecs, for removing them from a seeded index.
@@ -761,6 +764,30 @@ def _clear_way(root: Path, path: str) -> None:
         if not stat.S_ISDIR(mode):
             where.unlink()
             break
+
+
+def _excluded_names(root: Path, progress: Path | None) -> list[bytes]:
+    """Bytes that every path the snapshots leave out holds: ``.flow/``, and the progress
+    file's name and sidecar folder when it lies in the repository outside ``.flow``."""
+    needles = [b".flow/"]
+    if _progress_excludes(root, progress):
+        assert progress is not None
+        needles += [os.fsencode(progress.name), os.fsencode(f"{stem_of(progress.name)}.files/")]
+    return needles
+
+
+def _may_list(index: Path, needles: Sequence[bytes]) -> bool:
+    """Whether git index file ``index`` may list a path holding one of ``needles``: False only
+    for an index of version 2 or 3 (whole paths, in the clear) without a split or sparse
+    part (``link``, ``sdir``) that holds none of them. Removing such paths from a copied index
+    takes a git call reading and writing every entry (about 15 ms at 10,000 files)."""
+    try:
+        data = index.read_bytes()
+    except OSError:
+        return True
+    if data[:4] != b"DIRC" or data[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
+        return True
+    return any(needle in data for needle in (b"link", b"sdir", *needles))
 
 
 def _progress_excludes(root: Path, progress: Path | None) -> list[str]:
