@@ -314,9 +314,10 @@ class Entry:
             # ``meta`` is set, so a second thread reading at the same time finds one or the other.
             if name == "meta":
                 written = self.__dict__.get("_written_meta")
-                if written is not None:
+                if type(written) is bytes:
                     self.meta = meta = meta_as_written(written)
-                    del self.__dict__["_written_meta"]
+                    # Kept with what it gave: ``meta_key`` tells it from a later change.
+                    self.__dict__["_written_meta"] = (written, meta)
                     return meta
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
@@ -332,6 +333,21 @@ def defer_meta(entry: Entry, written: bytes) -> None:
     microseconds an entry saved). Equality, ``replace`` and the digests see the fields."""
     del entry.__dict__["meta"]
     entry.__dict__["_written_meta"] = written
+
+
+def meta_key(entry: Entry) -> EntryMeta | bytes | None:
+    """What tells ``entry.meta`` apart from another, without reading it: the marker's bytes
+    for metadata read from the file and not changed since (read or not), else the metadata.
+    Equal keys mean equal metadata (the bytes give one ``EntryMeta``); an unequal pair may
+    still be equal (bytes against what they give), which a cache only pays for in misses."""
+    found = entry.__dict__
+    written = found.get("_written_meta")
+    if written is None:
+        return entry.meta
+    if type(written) is bytes:
+        return written
+    raw, read = written
+    return raw if found.get("meta") is read else entry.meta
 
 
 @dataclass

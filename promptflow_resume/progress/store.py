@@ -53,7 +53,7 @@ from .digest import Chain, entry_digest
 from .frontmatter import front_matter, read_front_matter, written_front_matter
 from .location import progress_file
 from .migrations import upgrade_front_matter
-from .model import FORMAT_VERSION, Entry, EntryMeta, LoadReport, Run, meta_from_fields
+from .model import FORMAT_VERSION, Entry, EntryMeta, LoadReport, Run, meta_from_fields, meta_key
 from .owner import (
     REQUEST_NOTE_DELAY,
     RequestNotes,
@@ -948,7 +948,7 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 #: hand edit, say) misses and is rendered again. One C call per entry: a fold compares the key
 #: of every entry it copies, so at 30,000 entries a Python function here cost ~15 ms a fold.
 _sidecar_of: Callable[[Entry], str | None] = operator.attrgetter("sidecar")
-_render_key: Callable[[Entry], tuple[Any, ...]] = operator.attrgetter(
+_fields_key: Callable[[Entry], tuple[Any, ...]] = operator.attrgetter(
     "id",
     "role",
     "content",
@@ -960,5 +960,10 @@ _render_key: Callable[[Entry], tuple[Any, ...]] = operator.attrgetter(
     "sidecar_sha256",
     "sidecar_bytes",
     "covers",
-    "meta",
 )
+
+
+def _render_key(entry: Entry) -> tuple[Any, ...]:
+    """What an entry's rendered block depends on; its metadata as ``meta_key`` (a long run's
+    entries just read keep theirs unread)."""
+    return (*_fields_key(entry), meta_key(entry))

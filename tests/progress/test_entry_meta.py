@@ -118,6 +118,7 @@ def test_metadata_read_when_first_asked_for_is_the_same_everywhere() -> None:
 
     from promptflow_resume.progress.digest import entry_digest
     from promptflow_resume.progress.examples import synthetic_run
+    from promptflow_resume.progress.model import meta_key
     from promptflow_resume.progress.parse import parse_bytes
 
     run = synthetic_run(9)
@@ -129,7 +130,14 @@ def test_metadata_read_when_first_asked_for_is_the_same_everywhere() -> None:
     assert dataclasses.replace(first, content="edited").meta == run.transcript[0].meta
     assert [entry_digest(e) for e in back.transcript] == [entry_digest(e) for e in run.transcript]
     assert first.meta is not None and first.meta.ttft == 420 and first.meta.tps == 84.6
+    second = back.transcript[1]
+    written = meta_key(second)
+    assert isinstance(written, bytes) and b"at=" in written  # unread, known by its bytes
+    assert second.meta == run.transcript[1].meta and meta_key(second) == written  # read
+    second.meta = dataclasses.replace(second.meta, ms=7)  # changed: known by what it is now
+    assert meta_key(second) == second.meta
     first.meta = None  # set by hand: what was read is gone
-    assert first.meta is None and back.transcript[1:] == run.transcript[1:]
+    assert first.meta is None and meta_key(first) is None
+    assert back.transcript[2:] == run.transcript[2:]
     with pytest.raises(AttributeError):
         first.not_a_field  # type: ignore[attr-defined]  # noqa: B018
