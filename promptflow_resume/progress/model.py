@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol, overload
 
 from ..base.release import VERSION
 from ..base.traceids import trace_id_for
@@ -275,6 +275,41 @@ _TPS = re.compile(r"[0-9]{1,9}\.[0-9]")
 _AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{3})?Z")
 
 
+class _MetaHolder(Protocol):
+    """The two attributes ``_Meta`` keeps on every entry (set in its ``__init__``)."""
+
+    _meta: EntryMeta | bytes | None
+    _meta_written: bytes | None
+
+
+class _Meta:
+    """``Entry.meta``: an ``EntryMeta`` or None, or, for an entry a long file's reader left
+    unread (``defer_meta``), the marker's bytes, read into an ``EntryMeta`` when first asked
+    for. Kept in two attributes every entry has (``_meta``, and ``_meta_written``: the bytes
+    the value came from, None once it is set otherwise), so each entry keeps the compact
+    attribute layout CPython gives instances whose attributes are all set in ``__init__``
+    (deleting one would give it a plain dict, slower to read every attribute from)."""
+
+    @overload
+    def __get__(self, entry: None, owner: type[Entry]) -> None: ...
+    @overload
+    def __get__(self, entry: Entry, owner: type[Entry]) -> EntryMeta | None: ...
+    def __get__(self, entry: Entry | None, owner: type[Entry]) -> EntryMeta | None:
+        if entry is None:
+            return None  # the field's default
+        holder: _MetaHolder = entry  # type: ignore[assignment]
+        meta = holder._meta
+        if isinstance(meta, bytes):
+            # Two threads may both read it: the same bytes give equal metadata.
+            meta = holder._meta = meta_as_written(meta)
+        return meta
+
+    def __set__(self, entry: Entry, meta: EntryMeta | None) -> None:
+        holder: _MetaHolder = entry  # type: ignore[assignment]
+        holder._meta = meta
+        holder._meta_written = None
+
+
 @dataclass
 class Entry:
     """One transcript entry: a message, a tool call, a tool result, or a note from flow.
@@ -304,50 +339,25 @@ class Entry:
     #: For a ``compaction`` entry: the first and last id of the entries it summarises.
     covers: tuple[int, int] | None = None
     #: When it was recorded and what its call took (format 7 and later; None before).
-    meta: EntryMeta | None = None
-
-    if not TYPE_CHECKING:  # mypy would take any misspelt attribute for one __getattr__ makes
-
-        def __getattr__(self, name: str) -> Any:
-            # Only when ``meta`` is not set: the reader of a long file left it as the marker's
-            # bytes (``defer_meta``), read here when first asked for. The bytes go only once
-            # ``meta`` is set, so a second thread reading at the same time finds one or the other.
-            if name == "meta":
-                written = self.__dict__.get("_written_meta")
-                if type(written) is bytes:
-                    self.meta = meta = meta_as_written(written)
-                    # Kept with what it gave: ``meta_key`` tells it from a later change.
-                    self.__dict__["_written_meta"] = (written, meta)
-                    return meta
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-
-# The class attribute the default leaves would answer for an instance without ``meta`` (its
-# ``__init__`` keeps the default): without it, ``__getattr__`` does.
-del Entry.meta
+    meta: _Meta = _Meta()
 
 
 def defer_meta(entry: Entry, written: bytes) -> None:
     """Make ``entry.meta`` the marker fields ``written`` (matched whole by ``WRITTEN_META``),
     read only when first asked for: most readers of a long run never look at them (about 5
     microseconds an entry saved). Equality, ``replace`` and the digests see the fields."""
-    del entry.__dict__["meta"]
-    entry.__dict__["_written_meta"] = written
+    holder: _MetaHolder = entry  # type: ignore[assignment]
+    holder._meta = holder._meta_written = written
 
 
 def meta_key(entry: Entry) -> EntryMeta | bytes | None:
-    """What tells ``entry.meta`` apart from another, without reading it: the marker's bytes
-    for metadata read from the file and not changed since (read or not), else the metadata.
+    """What tells ``entry.meta`` apart from another without reading it: the marker's bytes
+    for metadata read from the file and not set since (read or not), else the metadata.
     Equal keys mean equal metadata (the bytes give one ``EntryMeta``); an unequal pair may
     still be equal (bytes against what they give), which a cache only pays for in misses."""
-    found = entry.__dict__
-    written = found.get("_written_meta")
-    if written is None:
-        return entry.meta
-    if type(written) is bytes:
-        return written
-    raw, read = written
-    return raw if found.get("meta") is read else entry.meta
+    holder: _MetaHolder = entry  # type: ignore[assignment]
+    written = holder._meta_written
+    return entry.meta if written is None else written
 
 
 @dataclass
