@@ -16,14 +16,14 @@ the run shows what a model with an unlimited window would be sent.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from checkout import use_checkout
+
+ROOT = use_checkout()
 
 from promptflow_resume.attempt import new_run  # noqa: E402
 from promptflow_resume.base.redact import Redactor  # noqa: E402

@@ -23,11 +23,15 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from promptflow_resume.base import yamlio
-from promptflow_resume.base.retrypolicy import RetryPolicy
-from promptflow_resume.detect import detect, keywords_for, list_runs
-from promptflow_resume.detect.index import INDEX_NAME
-from promptflow_resume.workflow.model import Budget, Step, Workflow
+from checkout import use_checkout
+
+use_checkout()
+
+from promptflow_resume.base import yamlio  # noqa: E402
+from promptflow_resume.base.retrypolicy import RetryPolicy  # noqa: E402
+from promptflow_resume.detect import detect, keywords_for, list_runs  # noqa: E402
+from promptflow_resume.detect.index import INDEX_NAME  # noqa: E402
+from promptflow_resume.workflow.model import Budget, Step, Workflow  # noqa: E402
 
 COLD_GOAL_MS = 2000.0  # at 10,000 files
 WARM_GOAL_MS = 100.0  # at 10,000 files

@@ -11,7 +11,7 @@ bookkeeping plus durable checkpoints.
   ``@DBOS.step`` of one workflow, so each result is durable before the next step.
 
 Used by ``engine_bench.py`` (install with ``pip install -e '.[bench]'``). Each function runs in
-the process that calls it and returns seconds; ``resume_*`` run in a fresh subprocess.
+the process that calls it and returns wall and CPU seconds; ``resume_*`` run in a fresh subprocess.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ class State(TypedDict):
     turn: int
 
 
-def langgraph_turns(turns: int, folder: Path) -> float:
-    """Seconds for ``turns`` turns on LangGraph + SqliteSaver, durability="sync"."""
+def langgraph_turns(turns: int, folder: Path) -> tuple[float, float]:
+    """Wall and CPU seconds for ``turns`` turns on LangGraph + SqliteSaver, durability="sync"."""
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.graph import END, START, StateGraph
 
@@ -60,15 +60,16 @@ def langgraph_turns(turns: int, folder: Path) -> float:
     connection = sqlite3.connect(str(folder / "langgraph.sqlite"), check_same_thread=False)
     app = graph.compile(checkpointer=SqliteSaver(connection))
     config = {"configurable": {"thread_id": "bench"}, "recursion_limit": 2 * turns + 10}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     app.invoke({"messages": [], "turn": 1}, config, durability="sync")
-    elapsed = time.perf_counter() - start
+    elapsed = time.perf_counter() - start, time.process_time() - cpu
     connection.close()
     return elapsed
 
 
-def dbos_turns(turns: int, folder: Path) -> float:
-    """Seconds for ``turns`` turns on DBOS with SQLite (one step per model and tool call)."""
+def dbos_turns(turns: int, folder: Path) -> tuple[float, float]:
+    """Wall and CPU seconds for ``turns`` turns on DBOS with SQLite (one step per model and
+    tool call)."""
     from dbos import DBOS
 
     DBOS(config={"name": "bench", "system_database_url": f"sqlite:///{folder / 'dbos.sqlite'}"})
@@ -91,9 +92,9 @@ def dbos_turns(turns: int, folder: Path) -> float:
 
     DBOS.launch()
     try:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         agent(turns)
-        return time.perf_counter() - start
+        return time.perf_counter() - start, time.process_time() - cpu
     finally:
         DBOS.destroy()
 
@@ -101,4 +102,4 @@ def dbos_turns(turns: int, folder: Path) -> float:
 if __name__ == "__main__":  # python bench/peers.py langgraph|dbos TURNS FOLDER
     kind, count, where = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
     seconds = (langgraph_turns if kind == "langgraph" else dbos_turns)(count, where)
-    print(f"{seconds:.6f}")
+    print(f"{seconds[0]:.6f} {seconds[1]:.6f}")  # wall, and CPU of the process

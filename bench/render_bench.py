@@ -21,10 +21,14 @@ import sys
 import time
 from collections.abc import Callable
 
-from promptflow_resume.progress import parse, render
-from promptflow_resume.progress.examples import synthetic_run
-from promptflow_resume.progress.model import Run
-from promptflow_resume.progress.render import raw_ok
+from checkout import use_checkout
+
+use_checkout()
+
+from promptflow_resume.progress import parse, render  # noqa: E402
+from promptflow_resume.progress.examples import synthetic_run  # noqa: E402
+from promptflow_resume.progress.model import Run  # noqa: E402
+from promptflow_resume.progress.render import raw_ok  # noqa: E402
 
 REPLIES = {
     "prose": "The build passed and the report lists every change made since the last release. " * 3,

@@ -61,7 +61,7 @@ HERE = Path(__file__).resolve().parent.parent
 def _root_from_argv() -> Path:
     if "--root" in sys.argv:
         return Path(sys.argv[sys.argv.index("--root") + 1]).resolve()
-    return HERE
+    return Path(os.environ.get("FLOW_BENCH_ROOT") or HERE).resolve()  # see bench/checkout.py
 
 
 ROOT = _root_from_argv()
@@ -185,6 +185,25 @@ def _env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     env.update(extra)
     return env
+
+
+def bringing_folder(folder: Path) -> Path:
+    """A working directory that brings files flow checks the trust of (``flow status`` and
+    the dashboard hash each): 40 agents, a hooks file with 20 scripts, an MCP configuration;
+    about 150 KB."""
+    agents = folder / ".github" / "agents"
+    hooks = folder / ".github" / "hooks"
+    agents.mkdir(parents=True)
+    hooks.mkdir(parents=True)
+    for n in range(40):
+        text = f"---\ndescription: agent {n}\n---\n" + "Do the work carefully.\n" * 120
+        (agents / f"a{n:02d}.agent.md").write_text(text, encoding="utf-8")
+    for n in range(20):
+        (hooks / f"s{n:02d}.sh").write_text("#!/bin/sh\necho hook\n" * 40, encoding="utf-8")
+    (hooks / "hooks.json").write_text('{"version": 1, "hooks": {}}\n', encoding="utf-8")
+    (folder / ".vscode").mkdir()
+    (folder / ".vscode" / "mcp.json").write_text('{"servers": {}}\n', encoding="utf-8")
+    return folder
 
 
 def _flow(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> float:
@@ -595,6 +614,9 @@ def main() -> None:
         interrupt_after_tool_result(small)
         status = median_ms(lambda: _flow("status", str(small), "--json"), args.repeat)
         rows.append(("status --json, 1,000 turns ms", f"{status:.0f}"))
+        brings = bringing_folder(Path(tmp) / "brings")
+        status = median_ms(lambda: _flow("status", str(small), "--json", cwd=brings), args.repeat)
+        rows.append(("  the same in a folder bringing 62 files ms", f"{status:.0f}"))
         rows.append(
             ("resume to 1st request, 1,000 turns ms", f"{resume_ms(small, args.repeat):.0f}")
         )

@@ -8,8 +8,8 @@ check of that front matter (``validate_front_matter``: the compiled quick check)
 ``journal.parse_events`` of a journal of 10,000 events (one entry and three front matter
 changes each). Run it against two checkouts to compare them::
 
-    PYTHONPATH=. python bench/values_bench.py
-    PYTHONPATH=/path/to/other/checkout python bench/values_bench.py
+    python bench/values_bench.py
+    FLOW_BENCH_ROOT=/path/to/other/checkout python bench/values_bench.py
 """
 
 from __future__ import annotations
@@ -20,13 +20,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from promptflow_resume.base import yamlio
-from promptflow_resume.progress.digest import transcript_digest
-from promptflow_resume.progress.examples import example_run
-from promptflow_resume.progress.frontmatter import front_matter
-from promptflow_resume.progress.journal import event_line, header_line, parse_events
-from promptflow_resume.progress.model import LoadReport, StepState, Usage
-from promptflow_resume.progress.schema import validate_front_matter
+from checkout import use_checkout
+
+use_checkout()
+
+from promptflow_resume.base import yamlio  # noqa: E402
+from promptflow_resume.progress.digest import transcript_digest  # noqa: E402
+from promptflow_resume.progress.examples import example_run  # noqa: E402
+from promptflow_resume.progress.frontmatter import front_matter  # noqa: E402
+from promptflow_resume.progress.journal import event_line, header_line, parse_events  # noqa: E402
+from promptflow_resume.progress.model import LoadReport, StepState, Usage  # noqa: E402
+from promptflow_resume.progress.schema import validate_front_matter  # noqa: E402
 
 STEPS = 800
 EVENTS = 10_000

@@ -23,16 +23,17 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from checkout import use_checkout
 
-from promptflow_resume.api import RunOptions, StartRequest, start_run
-from promptflow_resume.worktree import discard_run, merge_run, review_run
+use_checkout()
+
+from promptflow_resume.api import RunOptions, StartRequest, start_run  # noqa: E402
+from promptflow_resume.worktree import discard_run, merge_run, review_run  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "worktree"
 _ENV = {

@@ -139,14 +139,15 @@ def example_run() -> Run:
 
 
 def _synthetic_meta(entry: Entry) -> EntryMeta:
-    """What a real run records on ``entry``'s marker: times a second apart per entry."""
+    """What a real run records on ``entry``'s marker: times a second apart per entry, and on a
+    reply what its streamed request took (every request is streamed)."""
     at = (
         f"2026-11-21T{entry.id // 3600 % 24:02d}:{entry.id // 60 % 60:02d}:{entry.id % 60:02d}.250Z"
     )
     if entry.role == "assistant":
         return EntryMeta(
             at=at, ms=1840, model="gpt-4o-mini", tokens=(4200, 120, 3072), cost=0.00071,
-            finish="tool_calls",
+            finish="tool_calls", ttft=420, tps=84.6,
         )  # fmt: skip
     if entry.role == "tool_result":
         return EntryMeta(at=at, ms=12, kind="builtin")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, overload
 
 from ..base.release import VERSION
 from ..base.traceids import trace_id_for
@@ -231,8 +231,83 @@ def meta_from_fields(pairs: dict[str, str]) -> EntryMeta:
     return EntryMeta(**values, extra=tuple(extra))
 
 
+#: The meta fields of a marker exactly as ``EntryMeta.fields`` writes them (each known key at
+#: most once, in ``META_KEYS`` order, values in their canonical form but for ``cost``, whose
+#: ``repr`` a reader checks apart): ``meta_as_written`` reads what this matches.
+_N = rb"(0|[1-9][0-9]{0,17})"
+_V = rb"([A-Za-z0-9_.:/~+@,-]+)"
+WRITTEN_META = (
+    rb"(?: at=([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z))?"
+    rb"(?: ms=N)?(?: model=V)?(?: answered_by=V)?(?: tokens=N/N/N)?(?: cost=([0-9][0-9.e+-]*))?"
+    rb"(?: finish=V)?(?: retries=N)?(?: ttft=N)?(?: tps=([0-9]{1,9}\.[0-9]))?(?: kind=V)?"
+    rb"(?: server=V)?".replace(b"N", _N).replace(b"V", _V)
+)
+_WRITTEN_META = re.compile(WRITTEN_META)
+
+
+def meta_as_written(written: bytes) -> EntryMeta:
+    """The ``EntryMeta`` of marker meta fields that ``WRITTEN_META`` matches whole (a reader
+    has checked that, and that ``cost`` is its float's ``repr``)."""
+    match = _WRITTEN_META.fullmatch(written)
+    if match is None:
+        raise ValueError(f"not marker fields as flow writes them: {written!r}")
+    values = [None if value is None else value.decode() for value in match.groups()]
+    at, ms, model, answered, t_in, t_out, t_cached, cost, finish, retries = values[:10]
+    ttft, tps, kind, server = values[10:]
+    return EntryMeta(
+        at=at,
+        ms=None if ms is None else int(ms),
+        model=model,
+        answered_by=answered,
+        # The pattern has the three numbers of tokens= or none.
+        tokens=None if t_in is None else (int(t_in), int(t_out or 0), int(t_cached or 0)),
+        cost=None if cost is None else float(cost),
+        finish=finish,
+        retries=None if retries is None else int(retries),
+        ttft=None if ttft is None else int(ttft),
+        tps=None if tps is None else float(tps),
+        kind=kind,
+        server=server,
+    )
+
+
 _TPS = re.compile(r"[0-9]{1,9}\.[0-9]")
 _AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{3})?Z")
+
+
+class _MetaHolder(Protocol):
+    """The two attributes ``_Meta`` keeps on every entry (set in its ``__init__``)."""
+
+    _meta: EntryMeta | bytes | None
+    _meta_written: bytes | None
+
+
+class _Meta:
+    """``Entry.meta``: an ``EntryMeta`` or None, or, for an entry a long file's reader left
+    unread (``defer_meta``), the marker's bytes, read into an ``EntryMeta`` when first asked
+    for. Kept in two attributes every entry has (``_meta``, and ``_meta_written``: the bytes
+    the value came from, None once it is set otherwise), so each entry keeps the compact
+    attribute layout CPython gives instances whose attributes are all set in ``__init__``
+    (deleting one would give it a plain dict, slower to read every attribute from)."""
+
+    @overload
+    def __get__(self, entry: None, owner: type[Entry]) -> None: ...
+    @overload
+    def __get__(self, entry: Entry, owner: type[Entry]) -> EntryMeta | None: ...
+    def __get__(self, entry: Entry | None, owner: type[Entry]) -> EntryMeta | None:
+        if entry is None:
+            return None  # the field's default
+        holder: _MetaHolder = entry  # type: ignore[assignment]
+        meta = holder._meta
+        if isinstance(meta, bytes):
+            # Two threads may both read it: the same bytes give equal metadata.
+            meta = holder._meta = meta_as_written(meta)
+        return meta
+
+    def __set__(self, entry: Entry, meta: EntryMeta | None) -> None:
+        holder: _MetaHolder = entry  # type: ignore[assignment]
+        holder._meta = meta
+        holder._meta_written = None
 
 
 @dataclass
@@ -264,7 +339,25 @@ class Entry:
     #: For a ``compaction`` entry: the first and last id of the entries it summarises.
     covers: tuple[int, int] | None = None
     #: When it was recorded and what its call took (format 7 and later; None before).
-    meta: EntryMeta | None = None
+    meta: _Meta = _Meta()
+
+
+def defer_meta(entry: Entry, written: bytes) -> None:
+    """Make ``entry.meta`` the marker fields ``written`` (matched whole by ``WRITTEN_META``),
+    read only when first asked for: most readers of a long run never look at them (about 5
+    microseconds an entry saved). Equality, ``replace`` and the digests see the fields."""
+    holder: _MetaHolder = entry  # type: ignore[assignment]
+    holder._meta = holder._meta_written = written
+
+
+def meta_key(entry: Entry) -> EntryMeta | bytes | None:
+    """What tells ``entry.meta`` apart from another without reading it: the marker's bytes
+    for metadata read from the file and not set since (read or not), else the metadata.
+    Equal keys mean equal metadata (the bytes give one ``EntryMeta``); an unequal pair may
+    still be equal (bytes against what they give), which a cache only pays for in misses."""
+    holder: _MetaHolder = entry  # type: ignore[assignment]
+    written = holder._meta_written
+    return entry.meta if written is None else written
 
 
 @dataclass

@@ -43,11 +43,12 @@ from .model import (
     FORMAT_VERSION,
     META_KEYS,
     ROLES,
+    WRITTEN_META,
     Entry,
-    EntryMeta,
     LoadReport,
     Role,
     Run,
+    defer_meta,
     meta_from_fields,
 )
 from .rawtext import EMPTY_MESSAGE, OWN_FENCE_INFOS
@@ -92,9 +93,11 @@ _FENCE_OPEN = re.compile(r"(`{3,})([^`]*)")
 _WRITTEN_MARKER = re.compile(
     rb"<!-- flow:entry ([1-9][0-9]*) ([a-z_]+)(?: step=(V))?(?: call=(V))?(?: tool=(V))?( error)?"
     rb"(?: sidecar=(V))?(?: sha256=(V))?(?: bytes=(0|[1-9][0-9]*))?"
-    rb"((?: (?:at|ms|model|answered_by|tokens|cost|finish|retries|kind|server)=V)*)"
+    rb"(META)"
     rb" d=([0-9a-f]{16}) -->\n"
     rb"### ([^\n]*)\n\n".replace(b"V", rb"[A-Za-z0-9_.:/~+@,-]+")
+    # The meta fields as render writes them, in the same match (their groups uncaptured).
+    .replace(b"META", re.sub(rb"\((?!\?)", b"(?:", WRITTEN_META))
 )
 _WRITTEN_FENCE = re.compile(rb"(`{3,})(?:text|json|markdown)\n")
 _NEXT_MARK = b"\n<!-- flow:"
@@ -469,11 +472,19 @@ def _read_as_written(
         )
         head_end = known.head_end
         if meta_b:
-            read = _meta_of(meta_b)
-            if read is None:
-                return pos  # the line reader reads (or names) any other form
-            entry.meta, tail = read
-            head_end = head_end[:-2] + tail
+            cost_at = meta_b.find(b" cost=")
+            if cost_at >= 0:
+                cost = meta_b[cost_at + 6 :].partition(b" ")[0]
+                try:
+                    if repr(float(cost)).encode() != cost:
+                        return pos  # the line reader reads (or names) any other form
+                except ValueError:
+                    return pos
+            defer_meta(entry, meta_b)
+            # Values hold no space, ``=`` or ``"``: the tokens become the digest head's JSON
+            # pairs as they are (``digest._head_by_json``'s form).
+            pairs = meta_b[1:].replace(b"=", b'","').replace(b" ", b'"],["')
+            head_end = head_end[:-2] + b',null,[["' + pairs + b'"]]]\n'
         at = marker.end()
         raw: bytes | None = None
         try:
@@ -542,67 +553,6 @@ def _read_as_written(
         starts.append(pos)
         pos = end
         expected += 1
-
-
-_N = rb"(0|[1-9][0-9]{0,17})"
-_V = rb"([A-Za-z0-9_.:/~+@,-]+)"
-#: The meta fields of a marker as ``render`` writes them (canonical order and forms); any
-#: other form is left to the line reader.
-_WRITTEN_META = re.compile(
-    rb" at=([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z)"
-    rb"(?: ms=N)?(?: model=V)?(?: answered_by=V)?(?: tokens=N/N/N)?(?: cost=([0-9][0-9.e+-]*))?"
-    rb"(?: finish=V)?(?: retries=N)?(?: ttft=N)?(?: tps=([0-9]{1,9}\.[0-9]))?(?: kind=V)?"
-    rb"(?: server=V)?".replace(b"N", _N).replace(b"V", _V)
-)
-
-
-def _meta_of(meta_b: bytes) -> tuple[EntryMeta, bytes] | None:
-    """The ``EntryMeta`` of a marker's meta fields as ``render`` writes them, and the digest
-    head's tail for them (``digest._head_by_json``'s form); None for any other form."""
-    match = _WRITTEN_META.fullmatch(meta_b)
-    if match is None:
-        return None
-    (
-        at,
-        ms,
-        model,
-        answered,
-        t_in,
-        t_out,
-        t_cached,
-        cost,
-        finish,
-        retries,
-        ttft,
-        tps,
-        kind,
-        server,
-    ) = match.groups()
-    cost_value = None
-    if cost is not None:
-        try:
-            cost_value = float(cost)
-        except ValueError:
-            return None
-        if repr(cost_value).encode() != cost:
-            return None
-    meta = EntryMeta(
-        at=at.decode(),
-        ms=None if ms is None else int(ms),
-        model=None if model is None else model.decode(),
-        answered_by=None if answered is None else answered.decode(),
-        tokens=None if t_in is None else (int(t_in), int(t_out), int(t_cached)),
-        cost=cost_value,
-        finish=None if finish is None else finish.decode(),
-        retries=None if retries is None else int(retries),
-        ttft=None if ttft is None else int(ttft),
-        tps=None if tps is None else float(tps),
-        kind=None if kind is None else kind.decode(),
-        server=None if server is None else server.decode(),
-    )
-    # Values hold no space, ``=`` or ``"`` (``_V``): the tokens become the JSON pairs as they are.
-    pairs = meta_b[1:].replace(b"=", b'","').replace(b" ", b'"],["')
-    return meta, b',null,[["' + pairs + b'"]]]\n'
 
 
 class _Shape(NamedTuple):

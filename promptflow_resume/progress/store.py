@@ -54,8 +54,16 @@ from .frontmatter import front_matter, read_front_matter, written_front_matter
 from .location import progress_file
 from .migrations import upgrade_front_matter
 from .mirror import MirrorOp, OpKind, mirror_for
-from .model import FORMAT_VERSION, Entry, EntryMeta, LoadReport, Run, meta_from_fields
-from .owner import note_request, owner_alive, owner_path, read_owner, write_owner
+from .model import FORMAT_VERSION, Entry, EntryMeta, LoadReport, Run, meta_from_fields, meta_key
+from .owner import (
+    REQUEST_NOTE_DELAY,
+    RequestNotes,
+    note_request,
+    owner_alive,
+    owner_path,
+    read_owner,
+    write_owner,
+)
 from .parse import parse_bytes
 from .render import document_head, document_tail, entry_block, marker_value
 from .sidecar import folder_name, read_checked, write_sidecar
@@ -537,6 +545,10 @@ class ProgressStore:
         #: Where every durable write is also sent (a batch row on a Ray node, ``mirror``),
         #: with this file's path there; None for a run that keeps its files here only.
         self._mirror = mirror_for(path)
+        #: Seconds a model request lasts before the owner record says it is in flight.
+        self.note_delay = REQUEST_NOTE_DELAY
+        #: What notes the request in flight in the owner record (made on the first request).
+        self._notes: RequestNotes | None = None
 
     # -- lifecycle --
 
@@ -619,6 +631,8 @@ class ProgressStore:
         if self._closed:
             return
         self._closed = True
+        if self._notes is not None:
+            self._notes.close()
         if self._journal_fd is not None:
             os.close(self._journal_fd)
             self._journal_fd = None
@@ -641,11 +655,17 @@ class ProgressStore:
 
     def note_request(self, request: dict[str, Any] | None) -> None:
         """Say in the owner record which model request is in flight, and since when (None:
-        none); a record that cannot be written only leaves readers knowing less."""
+        none), once it has lasted ``note_delay`` seconds (``owner.RequestNotes``); a record
+        that cannot be written only leaves readers knowing less."""
         if self._owner is None:
             return
-        with contextlib.suppress(OSError):
-            note_request(self.path, self._owner, request)
+        if self._notes is None:
+            owner = self._owner
+            self._notes = RequestNotes(
+                lambda note: note_request(self.path, owner, note), self.note_delay
+            )
+        self._notes.delay = self.note_delay
+        self._notes.note(request)
 
     def _write_owner(self) -> None:
         try:
@@ -962,7 +982,7 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 #: hand edit, say) misses and is rendered again. One C call per entry: a fold compares the key
 #: of every entry it copies, so at 30,000 entries a Python function here cost ~15 ms a fold.
 _sidecar_of: Callable[[Entry], str | None] = operator.attrgetter("sidecar")
-_render_key: Callable[[Entry], tuple[Any, ...]] = operator.attrgetter(
+_fields_key: Callable[[Entry], tuple[Any, ...]] = operator.attrgetter(
     "id",
     "role",
     "content",
@@ -974,5 +994,10 @@ _render_key: Callable[[Entry], tuple[Any, ...]] = operator.attrgetter(
     "sidecar_sha256",
     "sidecar_bytes",
     "covers",
-    "meta",
 )
+
+
+def _render_key(entry: Entry) -> tuple[Any, ...]:
+    """What an entry's rendered block depends on; its metadata as ``meta_key`` (a long run's
+    entries just read keep theirs unread)."""
+    return (*_fields_key(entry), meta_key(entry))

@@ -107,3 +107,37 @@ def test_a_version_6_file_is_upgraded_without_a_trace() -> None:
     loaded, _ = load_progress(golden)
     assert loaded.trace is None and all(e.meta is None for e in loaded.transcript)
     assert render(loaded).startswith(f"---\nflow_progress: {FORMAT_VERSION}\n")
+
+
+def test_metadata_read_when_first_asked_for_is_the_same_everywhere() -> None:
+    # A long file's reader leaves each marker's fields unread until a view asks (issue 47):
+    # every way a program looks at an entry sees them as written.
+    import copy
+    import dataclasses
+    import pickle
+
+    from promptflow_resume.progress.digest import entry_digest
+    from promptflow_resume.progress.examples import synthetic_run
+    from promptflow_resume.progress.model import meta_key
+    from promptflow_resume.progress.parse import parse_bytes
+
+    run = synthetic_run(9)
+    back = parse_bytes(render(run).encode("utf-8"), path="run/progress.md").run
+    first = back.transcript[0]
+    assert isinstance(meta_key(first), bytes)  # not read yet: known by the marker's bytes
+    assert copy.deepcopy(back.transcript) == run.transcript
+    assert pickle.loads(pickle.dumps(back.transcript)) == run.transcript
+    assert dataclasses.replace(first, content="edited").meta == run.transcript[0].meta
+    assert [entry_digest(e) for e in back.transcript] == [entry_digest(e) for e in run.transcript]
+    assert first.meta is not None and first.meta.ttft == 420 and first.meta.tps == 84.6
+    second = back.transcript[1]
+    written = meta_key(second)
+    assert isinstance(written, bytes) and b"at=" in written  # unread, known by its bytes
+    assert second.meta == run.transcript[1].meta and meta_key(second) == written  # read
+    second.meta = dataclasses.replace(second.meta, ms=7)  # changed: known by what it is now
+    assert meta_key(second) == second.meta
+    first.meta = None  # set by hand: what was read is gone
+    assert first.meta is None and meta_key(first) is None
+    assert back.transcript[2:] == run.transcript[2:]
+    with pytest.raises(AttributeError):
+        first.not_a_field  # type: ignore[attr-defined]  # noqa: B018

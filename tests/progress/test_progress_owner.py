@@ -77,3 +77,31 @@ def test_without_a_start_time_the_pid_alone_decides(tmp_path: Path) -> None:
 
 def test_process_start_of_a_missing_process_is_unknown() -> None:
     assert process_start(2**22 + 12345) is None
+
+
+def test_a_request_is_noted_once_it_lasts_and_a_short_one_never(tmp_path: Path) -> None:
+    import time
+
+    run = example_run()
+    entry = run.transcript[4]
+    entry.sidecar = entry.sidecar_sha256 = entry.sidecar_bytes = None
+    progress = tmp_path / "progress.md"
+    request = {"step": "inspect", "turn": 1, "since": "2026-11-21T23:25:29Z"}
+    with ProgressStore.create(progress, run) as store:
+        written = owner_path(progress).stat().st_ino
+        store.note_delay = 3600.0  # a request over long before the note is due
+        store.note_request(request)
+        store.note_request(None)
+        assert owner_path(progress).stat().st_ino == written  # never rewritten
+        assert "request" not in read_owner(progress)
+        store.note_delay = 0.0  # due at once: the timer notes it
+        store.note_request(request)
+        deadline = time.monotonic() + 30
+        while "request" not in read_owner(progress) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert read_owner(progress)["request"] == request
+        store.note_request(None)
+        assert "request" not in read_owner(progress)
+        store.note_delay = 3600.0
+        store.note_request(request)  # pending when the store closes: never written
+    assert not owner_path(progress).exists()

@@ -441,3 +441,47 @@ def test_review_leaves_out_what_a_person_changed_between_attempts(repo: Path) ->
     assert (between.added, between.modified) == (["mine.txt"], ["tracked.txt"])
     b_call = [s for s in run.snapshots.calls if s.call_id is not None][-1]
     assert b_call.added == ["b.txt"] and b_call.modified == []  # the call's own change only
+
+
+def test_one_repository_handle_sees_every_change_between_its_snapshots(repo: Path) -> None:
+    # A handle reuses the tree it last wrote while git names no changed path (issue 47):
+    # a content put back, a mode, a removal and a file of the private index lost still count.
+    handle = SnapshotRepo.find(repo, "20261121-232529-handle-0a1b", None)
+    assert handle is not None
+    base = handle.take(None, "base")
+    assert handle.take(base.commit, "same").commit == base.commit
+    (repo / "tracked.txt").write_text("changed\n")
+    (repo / "tracked.txt").write_text("tracked\n")  # put back as it was
+    assert handle.take(base.commit, "put back").commit == base.commit
+    (repo / "tracked.txt").chmod(0o755)
+    mode = handle.take(base.commit, "mode")
+    assert mode.commit != base.commit and mode.changes.modified == ["tracked.txt"]
+    (repo / "tracked.txt").unlink()
+    gone = handle.take(mode.commit, "gone")
+    assert gone.changes.deleted == ["tracked.txt"]
+    handle.index.unlink()  # seeded again from the user's index, which still has the file
+    assert handle.take(gone.commit, "reseeded").changes.deleted == []
+    assert handle.tree_now() == gone.tree
+
+
+@pytest.mark.parametrize("version", ["2", "4"])
+def test_paths_the_user_tracked_under_flow_are_left_out_of_a_seeded_index(
+    repo: Path, version: str
+) -> None:
+    # The copy of the user's index drops what snapshots leave out; an index that holds none
+    # of it is kept as it is (issue 47), one git cannot be sure of (version 4) always checked.
+    (repo / ".flow").mkdir()
+    (repo / ".flow" / "kept.txt").write_text("the user's\n")
+    (repo / "notes.md").write_text("progress.md is not a progress file here\n")
+    _git(repo, "add", "-f", ".flow/kept.txt", "notes.md")
+    _git(repo, "update-index", "--index-version", version)
+    progress = repo / "progress.md"
+    handle = SnapshotRepo.find(repo, "20261121-232529-seeded-0a1b", progress)
+    assert handle is not None
+    files = _git(repo, "ls-tree", "-r", "--name-only", handle.take(None, "base").tree).split()
+    assert ".flow/kept.txt" not in files and "notes.md" in files and "tracked.txt" in files
+    clean = SnapshotRepo.find(repo, "20261121-232529-seeded-0a1c", None)
+    assert clean is not None
+    _git(repo, "rm", "-q", "--cached", ".flow/kept.txt")
+    files = _git(repo, "ls-tree", "-r", "--name-only", clean.take(None, "base").tree).split()
+    assert ".flow/kept.txt" not in files and "notes.md" in files
