@@ -58,9 +58,10 @@ DONE_STEP_STATUSES: frozenset[str] = frozenset({"completed", "skipped"})
 def step_counts(statuses: Iterable[object], cursor_total: int | None) -> tuple[int, int]:
     """How many steps are done (``DONE_STEP_STATUSES``) and how many there are: the cursor's
     total, else the number of step records, never fewer than the done ones. One rule for every
-    reader: the full run (``Run.step_counts``) and a front matter read alone (``flow list``)."""
+    reader: the full run (``Run.step_counts``) and a front matter read alone (``flow list``).
+    A hand-edited status that is no string (a list, a mapping) is simply not done."""
     listed = list(statuses)
-    done = sum(1 for status in listed if status in DONE_STEP_STATUSES)
+    done = sum(1 for status in listed if isinstance(status, str) and status in DONE_STEP_STATUSES)
     return done, max(cursor_total or len(listed), done)
 
 

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from promptflow_resume.base.errors import FlowError
@@ -402,6 +402,9 @@ def test_mutated_journals_load_or_fail_with_a_position(
 
 @QUICK
 @given(seed=PROGRESS_NAMES, edits=MUTATIONS)
+# Found by the fuzz: a step's status hand-edited into a mapping or a list.
+@example(seed="example.md", edits=[("yaml", 0.4609375, b"{a: [b, {c: d}]}")])
+@example(seed="example.md", edits=[("yaml", 0.4609375, b"[]")])
 def test_mutated_progress_files_are_listed_without_a_crash(seed: str, edits: list[Edit]) -> None:
     check_listing(seed, edits)
 

@@ -17,7 +17,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import sysconfig
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,7 +32,7 @@ from promptflow_resume.base.errors import (
 )
 from tests import support
 from tests.support.faults import assert_clean_error
-from tests.support.flowproc import flow, flow_env
+from tests.support.flowproc import FLOW, flow, flow_env
 from tests.support.git import commit_all, git, stranger_clone
 
 MCP_SERVER = support.REPO / "tests" / "support" / "mcp_servers.py"
@@ -363,49 +362,37 @@ def test_a_key_file_others_can_write_is_refused(tmp_path: Path) -> None:
 # --- flow's own environment --------------------------------------------------------------------
 
 
-NOBODY = 65534
-#: A Python that ``nobody`` may run (the test's own may live in root's home), of the same
-#: minor version, so it can import the test environment's packages.
-SYSTEM_PYTHON = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+#: As root, flow runs with no capabilities at all: root without ``CAP_SYS_PTRACE`` reads another
+#: process's ``/proc/PID/environ`` only as an ordinary user would, which is what is tested.
+AS_AN_ORDINARY_USER = (
+    ["setpriv", "--bounding-set=-all", "--inh-caps=-all"] if os.geteuid() == 0 else []
+)
 
 
 @pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("setpriv") or not os.path.exists(SYSTEM_PYTHON),
-    reason=f"runs flow as nobody: needs root, setpriv and {SYSTEM_PYTHON}",
+    os.geteuid() == 0 and not shutil.which("setpriv"),
+    reason="as root, flow runs without capabilities through setpriv, which is missing",
 )
 def test_a_hook_cannot_read_flows_environment_from_proc(tmp_path: Path) -> None:
     """flow is non-dumpable: a program it starts, running as the same user, cannot read
-    ``/proc/<flow's pid>/environ`` (as root the test runs flow as ``nobody`` for this)."""
-    base = Path(subprocess.check_output(["mktemp", "-d"], text=True).strip())
-    try:
-        os.chmod(base, 0o755)
-        ws = base / "ws"
-        hooks = ws / ".github" / "hooks"
-        hooks.mkdir(parents=True)
-        # The hook's parent is the supervisor; the supervisor's parent is flow.
-        peek = "p=$(awk '{print $4}' /proc/$PPID/stat); cat /proc/$p/environ > env.out 2>&1 || true"
-        entry = {"type": "command", "bash": peek}
-        (hooks / "peek.json").write_text(
-            json.dumps({"version": 1, "hooks": {"sessionStart": [entry]}})
-        )
-        mine = _mine(base)
-        for path in [base, *base.rglob("*")]:
-            os.chown(path, NOBODY, NOBODY)
-        packages = sysconfig.get_paths()["purelib"]
-        env = flow_env(OPENAI_API_KEY=SECRET, HOME=str(base), FLOW_HOME=str(base / "fh"))
-        env["PYTHONPATH"] += os.pathsep + packages
-        env.pop("FLOW_EVENTS", None)  # the session's events file is not nobody's to write
-        result = subprocess.run(
-            ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-             SYSTEM_PYTHON, "-m", "promptflow_resume", "run", str(mine / "mine.prompt.md"),
-             "--recording", str(mine / "mine.script.yaml"), "--trust-workspace", "--new"],
-            cwd=ws, env=env, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert result.returncode == 0, result.stderr
-        seen = (ws / "env.out").read_bytes()
-        assert SECRET.encode() not in seen and b"Permission denied" in seen
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    ``/proc/<flow's pid>/environ``."""
+    ws = tmp_path / "ws"
+    hooks = ws / ".github" / "hooks"
+    hooks.mkdir(parents=True)
+    # The hook's parent is the supervisor; the supervisor's parent is flow.
+    peek = "p=$(awk '{print $4}' /proc/$PPID/stat); cat /proc/$p/environ > env.out 2>&1 || true"
+    entry = {"type": "command", "bash": peek}
+    (hooks / "peek.json").write_text(json.dumps({"version": 1, "hooks": {"sessionStart": [entry]}}))
+    mine = _mine(tmp_path)
+    env = flow_env(OPENAI_API_KEY=SECRET)
+    result = subprocess.run(
+        [*AS_AN_ORDINARY_USER, *FLOW, "run", str(mine / "mine.prompt.md"),
+         "--recording", str(mine / "mine.script.yaml"), "--trust-workspace", "--new"],
+        cwd=ws, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    seen = (ws / "env.out").read_bytes()
+    assert SECRET.encode() not in seen and b"Permission denied" in seen
 
 
 def test_a_trusted_folder_is_untrusted_again_when_its_files_change(tmp_path: Path) -> None:
