@@ -1,12 +1,16 @@
-"""Helpers to run the installed ``flow`` command as a real subprocess."""
+"""Helpers to run ``flow``: in this process where a test only needs what it says and does, as a
+real subprocess where the test needs a process (to kill it, signal it, limit it, crash it)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from promptflow_resume.progress import load_progress
@@ -56,18 +60,90 @@ def flow(
     env: dict[str, str] | None = None,
     timeout: float = 60,
     preexec_fn: Callable[[], None] | None = None,
+    process: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``flow ARGS`` to completion (stdin closed) and capture its output."""
+    """Run ``flow ARGS`` to completion (stdin closed) and capture its output.
+
+    In this process (``flow_in_process``) unless the test needs one of flow's own: ``process``,
+    a ``preexec_fn`` (limits set in the child), or a crash point (``FLOW_CRASH_AT``, which
+    ends the process). ``timeout`` bounds a subprocess only."""
+    env = env or flow_env()
+    if not process and preexec_fn is None and "FLOW_CRASH_AT" not in env:
+        return flow_in_process(*args, cwd=cwd, env=env)
     return subprocess.run(
         [*FLOW, *args],
         cwd=cwd,
-        env=env or flow_env(),
+        env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=timeout,
         preexec_fn=preexec_fn,
     )
+
+
+def flow_in_process(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``flow ARGS`` as ``cli.main`` in this process, as a subprocess would see the world:
+    the folder ``cwd``, exactly the environment ``env`` (``flow_env()`` by default), standard
+    input at ``/dev/null``, and file descriptors 1 and 2 captured (so what the programs flow
+    starts write there is captured too). A crash would take the test process down with it,
+    which is as loud a failure as any."""
+    from promptflow_resume.base import printing
+    from promptflow_resume.cli import main
+
+    with _as_a_process(cwd, env or flow_env()) as streams:
+        # What flow builds once per process from its environment is built again.
+        printing._redactor.cache_clear()
+        code = main(list(args))
+    printing._redactor.cache_clear()
+    out, err = (path.read_text(encoding="utf-8") for path in streams)
+    shutil.rmtree(streams[0].parent, ignore_errors=True)
+    return subprocess.CompletedProcess(["flow", *args], code, out, err)
+
+
+@contextlib.contextmanager
+def _as_a_process(cwd: Path, env: dict[str, str]) -> Iterator[tuple[Path, Path]]:
+    """Within the block: folder, environment, stdin and stdout/stderr (file descriptors and
+    Python's streams) as for a child process; yields the files stdout and stderr went to,
+    readable once the block is left."""
+    folder = Path(tempfile.mkdtemp(prefix="flow-in-process-"))
+    out, err = folder / "stdout", folder / "stderr"
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved_fds = os.dup(1), os.dup(2)
+    try:
+        with (
+            open(os.devnull, encoding="utf-8") as stdin,
+            open(out, "wb") as o,
+            open(err, "wb") as e,
+        ):
+            os.dup2(o.fileno(), 1)
+            os.dup2(e.fileno(), 2)
+            sys.stdin = stdin
+            sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+            os.environ.clear()
+            os.environ.update(env)
+            os.chdir(cwd)
+            try:
+                yield out, err
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    with contextlib.suppress(OSError, ValueError):
+                        stream.flush()
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        os.dup2(saved_fds[0], 1)
+        os.dup2(saved_fds[1], 2)
+        os.close(saved_fds[0])
+        os.close(saved_fds[1])
 
 
 def spawn(
