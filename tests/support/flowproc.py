@@ -65,10 +65,17 @@ def flow(
     """Run ``flow ARGS`` to completion (stdin closed) and capture its output.
 
     In this process (``flow_in_process``) unless the test needs one of flow's own: ``process``,
-    a ``preexec_fn`` (limits set in the child), or a crash point (``FLOW_CRASH_AT``, which
-    ends the process). ``timeout`` bounds a subprocess only."""
+    a ``preexec_fn`` (limits set in the child), a crash point (``FLOW_CRASH_AT``, which ends
+    the process), or another ``PYTHONPATH`` (what the child imports: this process has its
+    modules already). ``timeout`` bounds a subprocess only."""
     env = env or flow_env()
-    if not process and preexec_fn is None and "FLOW_CRASH_AT" not in env:
+    own = (
+        process
+        or preexec_fn is not None
+        or "FLOW_CRASH_AT" in env
+        or env.get("PYTHONPATH") != flow_env().get("PYTHONPATH")
+    )
+    if not own:
         return flow_in_process(*args, cwd=cwd, env=env)
     return subprocess.run(
         [*FLOW, *args],
