@@ -90,13 +90,14 @@ def flow(
 
 
 def flow_in_process(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
+    *args: str, cwd: Path, env: dict[str, str] | None = None, errors: str = "strict"
 ) -> subprocess.CompletedProcess[str]:
     """Run ``flow ARGS`` as ``cli.main`` in this process, as a subprocess would see the world:
     the folder ``cwd``, exactly the environment ``env`` (``flow_env()`` by default), standard
     input at ``/dev/null``, and file descriptors 1 and 2 captured (so what the programs flow
-    starts write there is captured too). A crash would take the test process down with it,
-    which is as loud a failure as any."""
+    starts write there is captured too). ``errors`` decodes what was written (UTF-8):
+    ``surrogateescape`` keeps bytes that are no UTF-8 as they are. A crash would take the test
+    process down with it, which is as loud a failure as any."""
     from promptflow_resume.base import printing
     from promptflow_resume.cli import main
 
@@ -105,7 +106,7 @@ def flow_in_process(
         printing._redactor.cache_clear()
         code = main(list(args))
     printing._redactor.cache_clear()
-    out, err = (path.read_text(encoding="utf-8") for path in streams)
+    out, err = (path.read_bytes().decode("utf-8", errors) for path in streams)
     shutil.rmtree(streams[0].parent, ignore_errors=True)
     return subprocess.CompletedProcess(["flow", *args], code, out, err)
 
@@ -131,8 +132,11 @@ def _as_a_process(cwd: Path, env: dict[str, str]) -> Iterator[tuple[Path, Path]]
             os.dup2(o.fileno(), 1)
             os.dup2(e.fileno(), 2)
             sys.stdin = stdin
+            # As Python sets them up in a process whose output is a pipe or a file.
             sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-            sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+            sys.stderr = open(  # noqa: SIM115
+                2, "w", encoding="utf-8", errors="backslashreplace", closefd=False
+            )
             os.environ.clear()
             os.environ.update(env)
             os.chdir(cwd)
