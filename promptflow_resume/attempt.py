@@ -431,7 +431,7 @@ def run_attempt(
         # The decision's call belongs to this attempt (the run's total has it already).
         run.attempts[-1].usage.add(decision.usage)
     # The first is the tool-list hash, for the record; the rest (a changed list) is news.
-    mcp_notes = mcp_attempt_notes(run, servers) if servers is not None else []
+    mcp_notes = mcp_attempt_notes(run.attempts, servers) if servers is not None else []
     left_out = untrusted_notice(options.untrusted, options.workspace)
     notes = [*notes, left_out] if left_out else list(notes)
     engine.attempt_notes([*notes, *mcp_notes])

@@ -29,6 +29,7 @@ from typing import Any, NoReturn, Protocol
 
 from .base import collector, faults
 from .base.clock import iso_at, now_iso, now_iso_ms
+from .base.clock import sleep as clock_sleep
 from .base.costledger import Reservation, SharedBudget
 from .base.errors import (
     ContextLengthError,
@@ -277,7 +278,7 @@ class EngineOptions:
     #: Notice given to the model before its next call (set when a run is resumed).
     resume_note: str | None = None
     #: Sleep used between provider retries (tests pass a recorder).
-    sleep: Callable[[float], None] = time.sleep
+    sleep: Callable[[float], None] = clock_sleep
     #: Who allows model-chosen commands and fetches (None: nobody, they are refused).
     consent: Consent | None = None
     #: The workspace's custom instructions, added to the run's first (system) entry.

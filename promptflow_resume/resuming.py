@@ -15,7 +15,6 @@ A resume goes in four named steps, each finished before the next begins:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -134,9 +133,9 @@ def seconds_to_window(run: Run) -> float:
     or the run is not suspended)."""
     if run.status != "suspended" or not run.until:
         return 0.0
-    from .base.clock import parse_iso
+    from .base.clock import parse_iso, wall
 
-    return max(0.0, parse_iso(run.until).timestamp() - time.time())
+    return max(0.0, parse_iso(run.until).timestamp() - wall())
 
 
 def refuse_early_resume(run: Run, path: Path) -> None:

@@ -541,7 +541,7 @@ class SubworkflowRunner:
         )
         engine = Engine(workflow, run, store, child.provider, tools, options)
         # After the engine began the attempt: the tool-list hashes are recorded in it.
-        mcp_notes = mcp_attempt_notes(run, servers) if servers is not None else []
+        mcp_notes = mcp_attempt_notes(run.attempts, servers) if servers is not None else []
         if notes or mcp_notes:
             engine.attempt_notes([*(notes or []), *mcp_notes])
         for news in mcp_notes[1:]:

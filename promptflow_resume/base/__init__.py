@@ -1,8 +1,8 @@
 """The ground layer: records and helpers that know nothing of runs, workflows or providers.
 
-Every other part of the package may import from here; nothing here imports from above
-(``tests/guards/test_layers.py`` enforces it). Each module is one concept: the error tree and exit
-codes (``errors``), YAML reading and writing (``yamlio``), durable writes (``durable``),
-secret redaction (``redact``), file opening that refuses links and special files
+Every other part of the package may import from here; nothing here imports from above (the
+import-linter contracts in ``pyproject.toml`` enforce it). Each module is one concept: the error
+tree and exit codes (``errors``), YAML reading and writing (``yamlio``), durable writes
+(``durable``), secret redaction (``redact``), file opening that refuses links and special files
 (``safeopen``), and the small helpers beside them.
 """

@@ -3,8 +3,9 @@
 A registry maps a name to ``"module:attribute"``, the object that implements the registry's
 Protocol: a provider class, a tool class, a ``flow`` command. Nothing is imported until an
 entry is used, so ``flow --help`` loads no provider SDK. flow registers its own entries with
-the call a third party uses for theirs, and the layer test (``tests/guards/test_layers.py``) reads
-each ``"module:attribute"`` string as an import of the module that holds the registry:
+the call a third party uses for theirs, and ``tests/guards/test_layers.py`` checks each
+``"module:attribute"`` string against the architecture contracts as an import of the module
+that holds the registry:
 
 >>> from promptflow_resume.base.registry import Registry
 >>> encoders: Registry[object] = Registry("encoder")

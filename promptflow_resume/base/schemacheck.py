@@ -15,6 +15,10 @@ it stands for (an integer must be an ``int``, ``enum`` and ``const`` compare typ
 a document it rejects is one ``jsonschema`` then examines, and names the problem of. A number is
 a JSON number, so it is finite: NaN and the infinities (which pass every ``minimum`` and
 ``maximum`` comparison) are no ``number`` here, nor for ``schema.validator`` (docs/spec.md 10.5).
+
+Why not a library: ``bench/schema_bench.py`` measures fastjsonschema and jsonschema on the same
+front matter. fastjsonschema spends about 70 ms per process compiling the progress schema and
+checks 2.5 times slower; jsonschema alone checks about 18 times slower.
 """
 
 from __future__ import annotations

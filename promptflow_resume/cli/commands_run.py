@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from ..base import clock
 from ..base.durations import option_seconds
 from ..base.paths import display_path
 from ..base.wording import count
@@ -82,7 +83,7 @@ class _Countdown:
         self.until = until
 
     def __rich__(self) -> str:
-        left = max(0.0, self.until - time.monotonic())
+        left = max(0.0, self.until - clock.monotonic())
         return self.template.format(left=f"{left:.0f}s")
 
 
@@ -252,7 +253,7 @@ class ConsoleReporter(Reporter):
         self._print(f"flow: provider error, retry {attempt} in {delay:.1f}s: {message}")
         self._show(
             _Countdown(
-                f"{self._step} · retry {attempt} in {{left}} · {message}", time.monotonic() + delay
+                f"{self._step} · retry {attempt} in {{left}} · {message}", clock.monotonic() + delay
             )
         )
 
@@ -604,7 +605,7 @@ def _wait_for_window(progress: Path, live: bool) -> None:
         return
     err(f"flow: the run is suspended until {until}; waiting {left:.0f} s for the window.")
     # A hair past the moment: ``until`` is whole seconds, the clock is not.
-    end = time.monotonic() + left + 0.05
+    end = clock.monotonic() + left + 0.05
     status: Any = None
     if live:
         from ..base.printing import console
@@ -614,8 +615,8 @@ def _wait_for_window(progress: Path, live: bool) -> None:
         )
         status.start()
     try:
-        while (rest := end - time.monotonic()) > 0:
-            time.sleep(min(rest, 0.5))
+        while (rest := end - clock.monotonic()) > 0:
+            clock.sleep(min(rest, 0.5))
     finally:
         if status is not None:
             status.stop()

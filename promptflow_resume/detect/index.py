@@ -537,7 +537,7 @@ class _WorkflowKeywords:
             return summary
         if summary.status not in RESUMABLE_STATUSES:
             return summary  # never a candidate: not worth loading its workflow
-        # Imported here: the loader is heavy (marko), and only runs without keywords need it.
+        # Imported here: the loader is heavy, and only runs without keywords need it.
         from ..workflow import load_workflow
 
         path = Path(os.path.normpath(summary.path.parent / summary.workflow_path))

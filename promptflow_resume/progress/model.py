@@ -10,10 +10,11 @@ Invariant (tested): ``parse(render(run)) == run`` for every run.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, overload
 
+from ..base.permissions import AllowLists as AllowLists  # kept in the run's config
 from ..base.release import VERSION
 from ..base.traceids import trace_id_for
 from .versions import FORMAT_MINOR as FORMAT_MINOR  # where the records' users import them
@@ -613,25 +614,6 @@ class WorkflowRef:
     description: str | None = None
     #: The handoff chain the run follows after the agent's own step (None: no chain).
     handoffs: HandoffChain | None = None
-
-
-@dataclass
-class AllowLists:
-    """The workflow's ``allow-commands:`` and ``allow-fetch:`` when the run last went on: what
-    model-chosen commands and fetches it allowed, so a change is noticed on resume (spec 10.7).
-    Empty in files written before it was recorded."""
-
-    commands: list[str] = field(default_factory=list)
-    hosts: list[str] = field(default_factory=list)
-    #: ``--allow-commands`` and ``--allow-fetch`` of the last attempt: the person's own, for
-    #: that process only. Recorded so that views (``flow show --summary``) say what the run
-    #: was allowed; never read to allow anything (spec 10.7).
-    given_commands: list[str] = field(default_factory=list)
-    given_hosts: list[str] = field(default_factory=list)
-
-    def with_given(self, commands: Sequence[str], hosts: Sequence[str]) -> AllowLists:
-        """These lists with the flags an attempt was given."""
-        return AllowLists(list(self.commands), list(self.hosts), list(commands), list(hosts))
 
 
 @dataclass

@@ -46,6 +46,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from ..base.clock import sleep as clock_sleep
+from ..base.clock import wall as clock_wall
 from ..base.errors import (
     ContextLengthError,
     DeadlineError,
@@ -103,11 +105,11 @@ def call_with_retry(
     *,
     on_text: Callable[[str], None] | None = None,
     on_retry: Callable[[RetryEvent], None] | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] = clock_sleep,
     deadline: float | None = None,
     clock: Callable[[], float] = time.monotonic,
     rand: Callable[[], float] = random.random,
-    wall: Callable[[], float] = time.time,
+    wall: Callable[[], float] = clock_wall,
 ) -> Reply:
     """Call ``provider.complete`` until it succeeds, a permanent error, or the policy gives up;
     a server-named wait too long for this process raises ``QuotaWindowError``."""
@@ -246,7 +248,7 @@ def parse_retry_after(
             return None
         if when.tzinfo is None:
             when = when.replace(tzinfo=timezone.utc)
-        current = now if now is not None else time.time()
+        current = now if now is not None else clock_wall()
         seconds = when.timestamp() - current
         return max(0.0, seconds)
     if seconds < 0 or not math.isfinite(seconds):
@@ -295,7 +297,7 @@ def parse_rate_limit_reset(
     if not headers:
         return None
     lowered = {str(k).lower(): str(v) for k, v in headers.items()}
-    current = now if now is not None else time.time()
+    current = now if now is not None else clock_wall()
     waits = []
     for reset_key, remaining_key in _RESET_HEADERS:
         raw = lowered.get(reset_key)
@@ -316,7 +318,7 @@ def usage_limit_wait(message: str, *, now: float | None = None) -> float | None:
         when = datetime.fromisoformat(f"{found.group(1)}T{found.group(2):0>5}:00+00:00")
     except ValueError:
         return None
-    return max(0.0, when.timestamp() - (now if now is not None else time.time()))
+    return max(0.0, when.timestamp() - (now if now is not None else clock_wall()))
 
 
 #: Error ``type``/``code`` values in a provider's error body that mean "try again later", even

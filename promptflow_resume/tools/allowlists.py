@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..progress.model import AllowLists
+from ..base.permissions import AllowLists
 from ..workflow.model import Workflow
 from .consent import patterns
 

@@ -8,7 +8,7 @@ tools never loads it::
     config = find_mcp_config(workflow, workspace, config_path=None, ask=None, trust=trust)
     servers = start_mcp(workflow, workspace, tools, config, progress_path, redactor)
     try:
-        notes = mcp_attempt_notes(run, servers) if servers is not None else []
+        notes = mcp_attempt_notes(run.attempts, servers) if servers is not None else []
         notice_missing_tools(workflow, servers, print)
     finally:
         if servers is not None:
@@ -17,13 +17,12 @@ tools never loads it::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..base.redact import Redactor
 from ..base.truststore import Trust
-from ..progress.model import Run
 from ..workflow.model import Workflow
 
 if TYPE_CHECKING:
@@ -127,15 +126,23 @@ def offer_mcp(servers: McpServers, workflow: Workflow) -> dict[str, tuple[str, .
     return offered
 
 
-def mcp_attempt_notes(run: Run, servers: McpServers) -> list[str]:
+class RecordsMcpTools(Protocol):
+    """What an attempt of a run (``progress.model.Attempt``) holds of MCP servers: their
+    tool-list hashes, by server name. The tools know the record by this shape only: the engine,
+    not a tool, keeps the progress file."""
+
+    mcp_tools: dict[str, str]
+
+
+def mcp_attempt_notes(attempts: Sequence[RecordsMcpTools], servers: McpServers) -> list[str]:
     """Record the servers' tool-list hashes in the attempt the engine has just begun (the
-    last of ``run.attempts``, its ``mcp_tools``) and return the notes about them: the hashes
-    (for people), then which servers' lists changed since the last attempt that recorded
-    any (news: say it)."""
+    last of a run's ``attempts``, its ``mcp_tools``) and return the notes about them: the
+    hashes (for people), then which servers' lists changed since the last attempt that
+    recorded any (news: say it)."""
     from .mcp import attempt_notes
 
-    previous = next((a.mcp_tools for a in reversed(run.attempts) if a.mcp_tools), None)
+    previous = next((a.mcp_tools for a in reversed(attempts) if a.mcp_tools), None)
     fingerprints = servers.fingerprints()
-    if run.attempts:
-        run.attempts[-1].mcp_tools = dict(fingerprints)
+    if attempts:
+        attempts[-1].mcp_tools = dict(fingerprints)
     return attempt_notes(previous, fingerprints)

@@ -74,7 +74,7 @@ def _walk(folder: str, rel: str, rules: IgnoreRules) -> Iterator[tuple[str, str]
     except OSError:
         return
     prefix = f"{rel}/" if rel else ""
-    has_rules = bool(rules.rules)
+    has_rules = bool(rules.specs)
     subdirs: list[tuple[str, str]] = []
     for entry in entries:
         name = entry.name

@@ -14,15 +14,12 @@ before the first step and such trailing sections are shared context::
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
-
-import marko
-import marko.block
-import marko.element
 
 from .diagnostics import Collector, did_you_mean
 from .source import LineIndex
@@ -113,17 +110,66 @@ def tag_blocks(body: str) -> list[tuple[int, int]]:
     return ranges
 
 
+@dataclass(frozen=True)
+class _Block:
+    """A top-level block of the body: its offsets and, for a heading, its level and text."""
+
+    kind: str  # "heading", "quote" or "other"
+    start: int
+    end: int
+    level: int = 0
+    #: A heading's text, markup removed.
+    text: str = ""
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> Any:
+    from markdown_it import MarkdownIt
+
+    # CommonMark as it is: a prompt file's steps do not depend on extensions. Entities stay
+    # apart from the text around them (no text_join), so a heading keeps them as written.
+    return MarkdownIt("commonmark").disable("text_join")
+
+
+def _blocks(body: str) -> list[_Block]:
+    """The body's top-level blocks, in order (CommonMark, markdown-it-py): each spans whole
+    lines, up to the start of the line after its last one."""
+    starts = [0]
+    for line in body.split("\n")[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+
+    def offset(line: int) -> int:
+        return starts[line] if line < len(starts) else len(body)
+
+    tokens = _parser().parse(body)
+    blocks: list[_Block] = []
+    for i, token in enumerate(tokens):
+        if token.level != 0 or token.nesting == -1 or token.map is None:
+            continue
+        start, end = offset(token.map[0]), offset(token.map[1])
+        gap = blocks[-1].end if blocks else 0
+        if body[gap:start].strip():
+            # Link reference definitions leave no token; they are a block all the same (a
+            # quote after one is not right under its heading).
+            blocks.append(_Block("other", gap, start))
+        if token.type == "heading_open":
+            text = _plain(tokens[i + 1].children or [])
+            blocks.append(_Block("heading", start, end, int(token.tag[1]), text))
+        else:
+            kind = "quote" if token.type == "blockquote_open" else "other"
+            blocks.append(_Block(kind, start, end))
+    return blocks
+
+
 def parse_body(body: str, *, index: LineIndex, col: Collector, single: bool = False) -> ParsedBody:
-    """Find the context and steps in ``body`` (normalised text) with marko; ``single`` keeps
-    the whole body one step (``steps: false``)."""
-    document = marko.parse(body)
-    blocks = [b for b in document.children if b.source_span is not None]
+    """Find the context and steps in ``body`` (normalised text); ``single`` keeps the whole
+    body one step (``steps: false``)."""
+    blocks = _blocks(body)
     tagged = tag_blocks(body)
-    headings: list[tuple[int, marko.element.Element, RawStep | None]] = []
+    headings: list[tuple[int, _Block, RawStep | None]] = []
     for position, block in enumerate(blocks):
-        if isinstance(block, (marko.block.Heading, marko.block.SetextHeading)):
-            start = _span(block)[0]
-            if any(a <= start < b for a, b in tagged):
+        if block.kind == "heading":
+            if any(a <= block.start < b for a, b in tagged):
                 continue  # a heading inside a template or HTML block is part of its text
             headings.append((position, block, _step_heading(block, body, index)))
 
@@ -150,11 +196,9 @@ def parse_body(body: str, *, index: LineIndex, col: Collector, single: bool = Fa
     last = step_positions[-1][1]
     tail = next(
         (
-            _span(block)[0]
+            block.start
             for _, block, found in headings
-            if found is None
-            and _span(block)[0] > last.start
-            and getattr(block, "level", 6) <= last.level
+            if found is None and block.start > last.start and block.level <= last.level
         ),
         len(body),
     )
@@ -162,19 +206,16 @@ def parse_body(body: str, *, index: LineIndex, col: Collector, single: bool = Fa
     for n, (pos, raw) in enumerate(step_positions):
         end = step_positions[n + 1][1].start if n + 1 < len(step_positions) else tail
         raw.end = end
-        content_start = _span(blocks[pos])[1]
+        content_start = blocks[pos].end
         # The directive is the first block after the heading, if it is a `> key: value` quote.
         following = pos + 1
-        while following < len(blocks) and isinstance(blocks[following], marko.block.BlankLine):
-            following += 1
         if (
             following < len(blocks)
-            and isinstance(blocks[following], marko.block.Quote)
-            and _span(blocks[following])[0] < end
+            and blocks[following].kind == "quote"
+            and blocks[following].start < end
         ):
             quote = blocks[following]
-            start, stop = _span(quote)
-            parsed = _parse_directive(body[start:stop], start, index, col)
+            parsed = _parse_directive(body[quote.start : quote.end], quote.start, index, col)
             if parsed is not None:
                 raw.directive, content_start = parsed
         raw.text = body[content_start:end]
@@ -185,16 +226,14 @@ def parse_body(body: str, *, index: LineIndex, col: Collector, single: bool = Fa
     for _, block, found in headings:
         if found is not None:
             continue
-        start = _span(block)[0]
-        owner = next((s for s in steps if s.start <= start < s.end), None)
-        level = getattr(block, "level", 6)
-        if owner is not None and level <= owner.level:
-            line, column = index.position(start)
-            text = _plain(block).strip()
+        owner = next((s for s in steps if s.start <= block.start < s.end), None)
+        if owner is not None and block.level <= owner.level:
+            line, column = index.position(block.start)
             col.warning(
-                f"the section `{text}` is part of the step `{owner.heading}` (a step runs until "
-                "the next step heading), so only that step sees it; move it above the first "
-                "step to share it with every step, or make it a step of its own.",
+                f"the section `{block.text.strip()}` is part of the step `{owner.heading}` (a "
+                "step runs until the next step heading), so only that step sees it; move it "
+                "above the first step to share it with every step, or make it a step of its "
+                "own.",
                 line=line,
                 column=column,
                 code="section-in-step",
@@ -205,8 +244,8 @@ def parse_body(body: str, *, index: LineIndex, col: Collector, single: bool = Fa
     return ParsedBody(context=context, steps=steps, context_end=steps[0].start)
 
 
-def _step_heading(block: Any, body: str, index: LineIndex) -> RawStep | None:
-    text = " ".join(_plain(block).split())
+def _step_heading(block: _Block, body: str, index: LineIndex) -> RawStep | None:
+    text = " ".join(block.text.split())
     explicit_id: str | None = None
     suffix = _ID_SUFFIX.search(text)
     if suffix:
@@ -226,38 +265,34 @@ def _step_heading(block: Any, body: str, index: LineIndex) -> RawStep | None:
             return None
     else:
         return None
-    start = _span(block)[0]
-    line, column = index.position(start)
+    line, column = index.position(block.start)
     return RawStep(
         title=title,
         heading=text,
         number=number,
         explicit_id=explicit_id,
-        level=int(getattr(block, "level", 2)),
+        level=block.level,
         line=line,
         column=column,
         text="",
-        start=start,
+        start=block.start,
         end=len(body),
     )
 
 
-def _span(block: Any) -> tuple[int, int]:
-    """A top-level block's (start, end) offsets; parse_body keeps only blocks that have one."""
-    span: tuple[int, int] = block.source_span
-    return span
-
-
-def _plain(element: Any) -> str:
-    """The text of an inline element tree, markup removed."""
-    children = getattr(element, "children", None)
-    if isinstance(children, str):
-        return children
-    if isinstance(element, marko.inline.LineBreak):
-        return " "
-    if not children:
-        return ""
-    return "".join(_plain(child) for child in children)
+def _plain(tokens: list[Any]) -> str:
+    """The text of a heading's inline tokens, markup removed."""
+    parts = []
+    for token in tokens:
+        if token.type in ("softbreak", "hardbreak"):
+            parts.append("\n")
+        elif token.type == "text_special" and token.info == "entity":
+            parts.append(token.markup)  # `&amp;` as written: step ids come from this text
+        elif token.children:
+            parts.append(_plain(token.children))
+        else:
+            parts.append(token.content)
+    return "".join(parts)
 
 
 def _split_items(line: str) -> list[tuple[int, str]]:

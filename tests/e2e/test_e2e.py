@@ -44,6 +44,18 @@ def test_the_console_script_is_installed(workdir: Path) -> None:
         assert command in result.stdout
 
 
+def _in_first_nap(progress: Path, proc: subprocess.Popen[str]) -> None:
+    """Wait until the run has recorded its first call of the ``nap`` tool (the call is durable
+    before the tool runs): what follows is inside the nap."""
+    journal = Path(f"{progress}.journal")
+    deadline = time.monotonic() + 30
+    while proc.poll() is None and time.monotonic() < deadline:
+        if journal.exists() and b'"nap"' in journal.read_bytes():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the run never called nap: {progress.read_text(encoding='utf-8')}")
+
+
 def test_ctrl_c_then_resume_gives_the_uninterrupted_transcript(workdir: Path) -> None:
     _copy(workdir, "slow.prompt.md", "slow.script.yaml")
     reference = flow(*_run_args("slow", "ref/progress.md"), cwd=workdir)
@@ -51,7 +63,7 @@ def test_ctrl_c_then_resume_gives_the_uninterrupted_transcript(workdir: Path) ->
 
     progress = workdir / "cut" / "progress.md"
     proc = start_flow(*_run_args("slow", "cut/progress.md"), cwd=workdir, wait_for=progress)
-    time.sleep(0.7)  # inside the first nap
+    _in_first_nap(progress, proc)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
@@ -72,7 +84,7 @@ def test_sigterm_checkpoints_interrupted(workdir: Path) -> None:
     _copy(workdir, "slow.prompt.md", "slow.script.yaml")
     progress = workdir / "t" / "progress.md"
     proc = start_flow(*_run_args("slow", "t/progress.md"), cwd=workdir, wait_for=progress)
-    time.sleep(0.5)
+    _in_first_nap(progress, proc)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr

@@ -1,5 +1,9 @@
-"""Suspension at quota windows through real ``flow`` processes (no terminal), the real SDKs
+"""Suspension at quota windows through ``flow``'s command line (no terminal), the real SDKs
 and the local server answering 429s with each provider's own headers (docs/spec.md 4.18).
+
+flow runs in this process, on a ``SteppedClock`` it shares with the server: a window of an
+hour passes as soon as ``flow resume --wait`` sleeps, however loaded the machine. The kill
+during the wait is a process of its own, on the system's clock.
 
 A window longer than the retry policy's ``max_delay`` stops the run ``suspended`` with
 ``until`` in the front matter (exit 16); ``flow resume`` before then sends nothing and exits
@@ -12,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -22,6 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
+from promptflow_resume.base import clock
 from promptflow_resume.base.errors import EXIT_PROVIDER, EXIT_SUSPENDED
 from tests.support.flowproc import FLOW, flow, provider_env, transcript
 from tests.support.providers_server import (
@@ -54,9 +58,7 @@ Name another.
 """
 
 PROGRESS = "run/progress.md"
-WINDOW = 2.0
-#: The window of the test that checks what happens before it opens.
-EARLY_WINDOW = 15.0
+WINDOW = 3600.0
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,14 @@ PROTOCOLS = {"openai": Protocol("openai", "/v1"), "anthropic": Protocol("anthrop
 @pytest.fixture(params=sorted(PROTOCOLS))
 def protocol(request: pytest.FixtureRequest) -> Protocol:
     return PROTOCOLS[request.param]
+
+
+@pytest.fixture
+def now() -> Iterator[clock.SteppedClock]:
+    """The clock flow and the server read within the test: it moves on when flow sleeps."""
+    with clock.using(clock.SteppedClock()) as stepped:
+        assert isinstance(stepped, clock.SteppedClock)
+        yield stepped
 
 
 @pytest.fixture
@@ -140,15 +150,13 @@ def _reference(tmp_path: Path, protocol: Protocol) -> Any:
 
 
 def test_a_window_suspends_the_run_and_wait_continues_it(
-    tmp_path: Path, server: ModelServer, protocol: Protocol
+    tmp_path: Path, server: ModelServer, protocol: Protocol, now: clock.SteppedClock
 ) -> None:
     expected = _reference(tmp_path, protocol)
     where = _project(tmp_path / "suspended", protocol)
-    # Long enough for the checks made before the window opens, on a loaded machine too (each
-    # is a flow process; four of them start before the window may open).
-    server.close_window(EARLY_WINDOW, after=1)  # step 1 is answered, step 2 meets the window
+    server.close_window(WINDOW, after=1)  # step 1 is answered, step 2 meets the window
     server.push(protocol.reply("Bee one."), protocol.reply("Bee two."))
-    before = time.time()
+    before = now.time()
     result = _run(where, server, protocol)
     assert result.returncode == EXIT_SUSPENDED, result.stderr
     assert "Traceback" not in result.stderr
@@ -167,7 +175,7 @@ def test_a_window_suspends_the_run_and_wait_continues_it(
     assert (where / PROGRESS).read_bytes() == saved
 
     until = _epoch(front["until"])
-    assert before + EARLY_WINDOW - 1 <= until <= time.time() + EARLY_WINDOW + 1
+    assert before + WINDOW - 1 <= until <= now.time() + WINDOW + 1
     assert front["reason"].startswith(f"until {front['until']}: ")
     assert front["attempts"][0]["until"] == front["until"]
     assert front["attempts"][0]["status"] == "suspended"
@@ -184,7 +192,7 @@ def test_a_window_suspends_the_run_and_wait_continues_it(
 
     waited = _resume(where, server, protocol, "--wait")
     assert waited.returncode == 0, waited.stderr
-    assert time.time() >= until
+    assert now.time() >= until  # --wait slept until the window opened
     assert f"suspended until {front['until']}" in waited.stderr
     # Only the refused request went again: three requests in all, two answered.
     assert len(server.requests) == 3 and server.pending == 0
@@ -211,7 +219,7 @@ def test_max_suspensions_zero_fails_at_the_first_window(
 
 
 def test_suspensions_are_counted_across_attempts(
-    tmp_path: Path, server: ModelServer, protocol: Protocol
+    tmp_path: Path, server: ModelServer, protocol: Protocol, now: clock.SteppedClock
 ) -> None:
     where = _project(tmp_path, protocol)
     server.close_window(WINDOW)
@@ -227,7 +235,7 @@ def test_suspensions_are_counted_across_attempts(
     assert front["status"] == "failed" and front["reason"] == "max_suspensions"
     assert next(s["status"] for s in front["steps"].values()) == "completed"
     # The default (3) lets it go on once the window opens.
-    time.sleep(WINDOW)
+    now.sleep(WINDOW)
     third = _resume(where, server, protocol)
     assert third.returncode == 0, third.stderr
     # Step 1: refused, answered; step 2: refused, answered. Nothing answered went twice.
@@ -242,7 +250,7 @@ def test_a_kill_during_the_wait_leaves_the_file_as_it_was(
 ) -> None:
     protocol = PROTOCOLS["anthropic"]
     where = _project(tmp_path, protocol)
-    server.close_window(3.0)
+    server.close_window(WINDOW)
     server.push(protocol.reply("Bee one."), protocol.reply("Bee two."))
     assert _run(where, server, protocol).returncode == EXIT_SUSPENDED
     saved = (where / PROGRESS).read_bytes()
@@ -267,7 +275,8 @@ def test_a_kill_during_the_wait_leaves_the_file_as_it_was(
     proc.stdout.close()
     assert (where / PROGRESS).read_bytes() == saved
     assert len(server.requests) == 1
-    resumed = _resume(where, server, protocol, "--wait")
+    with clock.using(clock.SteppedClock()):  # the hour passes at once
+        resumed = _resume(where, server, protocol, "--wait")
     assert resumed.returncode == 0, resumed.stderr
     assert len(server.requests) == 3
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from promptflow_resume.base import clock
 from tests.support.flowproc import flow, flow_env, provider_env, spawn, transcript
 from tests.support.providers_server import (
     Canned,
@@ -289,20 +290,26 @@ def test_a_subagent_suspended_at_a_quota_window_suspends_its_parent_until_then(
     where = _project(tmp_path / "suspended")
     helper = where / "agents" / "helper.agent.md"
     helper.write_text(HELPER.replace("---\nYou", QUICK_RETRY + "You", 1), encoding="utf-8")
-    server.close_window(3.0, after=2)  # the helper's second call meets the window
-    server.push(*_replies())
-    result = flow(*_run_args(server), cwd=where, env=provider_env())
-    assert result.returncode == 16, result.stderr
-    data = _status(where)
-    [child] = data["children"]
-    assert (data["status"], child["status"]) == ("suspended", "suspended")
-    assert data["until"] == _status_of(where / CHILD_FILE)["until"]
-    assert "flow resume --wait" in result.stderr
+    # flow (in this process) and the server read one clock that a wait moves on: an hour's
+    # window passes at once, however slow the machine.
+    with clock.using(clock.SteppedClock()) as now:
+        server.close_window(3600.0, after=2)  # the helper's second call meets the window
+        server.push(*_replies())
+        result = flow(*_run_args(server), cwd=where, env=provider_env())
+        assert result.returncode == 16, result.stderr
+        data = _status(where)
+        [child] = data["children"]
+        assert (data["status"], child["status"]) == ("suspended", "suspended")
+        assert data["until"] == _status_of(where / CHILD_FILE)["until"]
+        assert "flow resume --wait" in result.stderr
 
-    early = _resume(where, server)
-    assert early.returncode == 16, early.stderr  # before the window: nothing is sent
-    waited = _resume(where, server, "--wait")
-    assert waited.returncode == 0, waited.stderr
+        now.sleep(3000)
+        early = _resume(where, server)
+        assert early.returncode == 16, early.stderr  # before the window: nothing is sent
+        assert "Nothing was sent" in early.stderr
+        waited = _resume(where, server, "--wait")
+        assert waited.returncode == 0, waited.stderr
+        assert now.time() >= server.window_until  # --wait waited for the window, on this clock
     assert transcript(where / CHILD_FILE) == transcript(reference / CHILD_FILE)
     assert transcript(where / "run" / "progress.md") == transcript(
         reference / "run" / "progress.md"

@@ -27,7 +27,7 @@ from promptflow_resume.progress.examples import example_run
 from promptflow_resume.progress.model import Entry, Run
 from promptflow_resume.progress.render import render
 from promptflow_resume.show.excerpt import ENTRY_LIMIT
-from tests.support.flowproc import FLOW, REPO, flow, flow_env
+from tests.support.flowproc import FLOW, REPO, flow, flow_env, flow_in_process
 from tests.support.providers_server import Canned, ModelServer, error_body
 from tests.support.slow import sweep
 
@@ -126,13 +126,9 @@ def plant(where: Path, hostile: str) -> None:
 
 
 def run_bytes(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``flow ARGS`` with its output decoded as it is: text mode would turn a raw CR into a
-    line end and hide it."""
-    result = subprocess.run(
-        [*FLOW, *args], cwd=cwd, env=flow_env(), stdin=subprocess.DEVNULL, capture_output=True
-    )
-    out, err = (data.decode("utf-8", "surrogateescape") for data in (result.stdout, result.stderr))
-    return subprocess.CompletedProcess(result.args, result.returncode, out, err)
+    """``flow ARGS`` (in this process) with its output decoded as it is: text mode would turn a
+    raw CR into a line end and hide it."""
+    return flow_in_process(*args, cwd=cwd, errors="surrogateescape")
 
 
 class Outputs:

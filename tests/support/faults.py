@@ -9,7 +9,6 @@ The fault tests run the ``flow`` command as a subprocess of the checkout they li
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import resource
 import shutil
@@ -47,22 +46,8 @@ def flow(
 
 
 def flow_here(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``flow ARGS`` inside this process (much faster than a subprocess), from ``cwd``.
-
-    For commands that only read; a crash would take the test process down with it, which
-    is as loud a failure as any.
-    """
-    from promptflow_resume.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    before = Path.cwd()
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(args))
-    finally:
-        os.chdir(before)
-    return subprocess.CompletedProcess(["flow", *args], code, out.getvalue(), err.getvalue())
+    """Run ``flow ARGS`` inside this process (much faster than a subprocess), from ``cwd``."""
+    return flowproc.flow_in_process(*args, cwd=cwd)
 
 
 def copy_fixtures(where: Path, *names: str, source: Path = ENGINE) -> Path:

@@ -1,12 +1,16 @@
-"""Helpers to run the installed ``flow`` command as a real subprocess."""
+"""Helpers to run ``flow``: in this process where a test only needs what it says and does, as a
+real subprocess where the test needs a process (to kill it, signal it, limit it, crash it)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from promptflow_resume.progress import load_progress
@@ -56,18 +60,101 @@ def flow(
     env: dict[str, str] | None = None,
     timeout: float = 60,
     preexec_fn: Callable[[], None] | None = None,
+    process: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``flow ARGS`` to completion (stdin closed) and capture its output."""
+    """Run ``flow ARGS`` to completion (stdin closed) and capture its output.
+
+    In this process (``flow_in_process``) unless the test needs one of flow's own: ``process``,
+    a ``preexec_fn`` (limits set in the child), a crash point (``FLOW_CRASH_AT``, which ends
+    the process), or another ``PYTHONPATH`` (what the child imports: this process has its
+    modules already). ``timeout`` bounds a subprocess only."""
+    env = env or flow_env()
+    own = (
+        process
+        or preexec_fn is not None
+        or "FLOW_CRASH_AT" in env
+        or env.get("PYTHONPATH") != flow_env().get("PYTHONPATH")
+    )
+    if not own:
+        return flow_in_process(*args, cwd=cwd, env=env)
     return subprocess.run(
         [*FLOW, *args],
         cwd=cwd,
-        env=env or flow_env(),
+        env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=timeout,
         preexec_fn=preexec_fn,
     )
+
+
+def flow_in_process(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, errors: str = "strict"
+) -> subprocess.CompletedProcess[str]:
+    """Run ``flow ARGS`` as ``cli.main`` in this process, as a subprocess would see the world:
+    the folder ``cwd``, exactly the environment ``env`` (``flow_env()`` by default), standard
+    input at ``/dev/null``, and file descriptors 1 and 2 captured (so what the programs flow
+    starts write there is captured too). ``errors`` decodes what was written (UTF-8):
+    ``surrogateescape`` keeps bytes that are no UTF-8 as they are. A crash would take the test
+    process down with it, which is as loud a failure as any."""
+    from promptflow_resume.base import printing
+    from promptflow_resume.cli import main
+
+    with _as_a_process(cwd, env or flow_env()) as streams:
+        # What flow builds once per process from its environment is built again.
+        printing._redactor.cache_clear()
+        code = main(list(args))
+    printing._redactor.cache_clear()
+    out, err = (path.read_bytes().decode("utf-8", errors) for path in streams)
+    shutil.rmtree(streams[0].parent, ignore_errors=True)
+    return subprocess.CompletedProcess(["flow", *args], code, out, err)
+
+
+@contextlib.contextmanager
+def _as_a_process(cwd: Path, env: dict[str, str]) -> Iterator[tuple[Path, Path]]:
+    """Within the block: folder, environment, stdin and stdout/stderr (file descriptors and
+    Python's streams) as for a child process; yields the files stdout and stderr went to,
+    readable once the block is left."""
+    folder = Path(tempfile.mkdtemp(prefix="flow-in-process-"))
+    out, err = folder / "stdout", folder / "stderr"
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved_fds = os.dup(1), os.dup(2)
+    try:
+        with (
+            open(os.devnull, encoding="utf-8") as stdin,
+            open(out, "wb") as o,
+            open(err, "wb") as e,
+        ):
+            os.dup2(o.fileno(), 1)
+            os.dup2(e.fileno(), 2)
+            sys.stdin = stdin
+            # As Python sets them up in a process whose output is a pipe or a file.
+            sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+            sys.stderr = open(  # noqa: SIM115
+                2, "w", encoding="utf-8", errors="backslashreplace", closefd=False
+            )
+            os.environ.clear()
+            os.environ.update(env)
+            os.chdir(cwd)
+            try:
+                yield out, err
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    with contextlib.suppress(OSError, ValueError):
+                        stream.flush()
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        os.dup2(saved_fds[0], 1)
+        os.dup2(saved_fds[1], 2)
+        os.close(saved_fds[0])
+        os.close(saved_fds[1])
 
 
 def spawn(

@@ -32,6 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
+from promptflow_resume.base import clock
+
 
 @dataclass
 class Canned:
@@ -80,7 +82,7 @@ class ModelServer:
         #: Models this server does not offer: a request for one is answered with the
         #: provider's own 404 for an unknown model (``model_not_found``), whatever is queued.
         self.unknown_models: set[str] = set()
-        #: A closed quota window: until this wall-clock time (``time.time()``), every
+        #: A closed quota window: until this time (``clock.wall()``, flow's clock), every
         #: request is refused with the provider's own 429 (see ``close_window``).
         self.window_until = 0.0
         #: At most this many requests are refused by the window (None: all until it opens).
@@ -140,9 +142,9 @@ class ModelServer:
         received = self.requests[-1]
         pending = self._window_pending
         if pending is not None and len(self.requests) > pending[1]:
-            self.window_until = time.time() + pending[0]
+            self.window_until = clock.wall() + pending[0]
             self._window_pending = None
-        left = self.window_until - time.time()
+        left = self.window_until - clock.wall()
         if left <= 0 or (self.window_refusals is not None and self.refused >= self.window_refusals):
             return None
         self.refused += 1
@@ -335,7 +337,7 @@ def sse(event: str | None, data: Any) -> bytes:
 
 def http_date(seconds_from_now: float) -> str:
     """An HTTP date ``seconds_from_now`` in the future, for ``Retry-After``."""
-    moment = datetime.fromtimestamp(time.time() + seconds_from_now, tz=timezone.utc)
+    moment = datetime.fromtimestamp(clock.wall() + seconds_from_now, tz=timezone.utc)
     return email.utils.format_datetime(moment, usegmt=True)
 
 
@@ -636,7 +638,7 @@ def openai_insufficient_quota() -> Canned:
 
 def rfc3339(seconds_from_now: float) -> str:
     """A UTC time ``seconds_from_now`` ahead, as Anthropic writes a reset."""
-    moment = datetime.fromtimestamp(time.time() + seconds_from_now, tz=timezone.utc)
+    moment = datetime.fromtimestamp(clock.wall() + seconds_from_now, tz=timezone.utc)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

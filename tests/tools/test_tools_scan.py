@@ -71,6 +71,10 @@ def test_search_and_list_skip_ignored_files(repo: Path) -> None:
         ("out/", "out", False, False),
         ("out/", "a/out", True, True),
         ("**/cache", "x/y/cache", True, True),
+        # What git does too: what is below an ignored folder is ignored, an escaped trailing
+        # space is part of the name.
+        ("build/", "build/out.js", False, True),
+        ("name\\ ", "name ", False, True),
     ],
 )
 def test_ignore_rules(tmp_path: Path, rule: str, path: str, is_dir: bool, ignored: bool) -> None:
