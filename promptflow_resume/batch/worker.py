@@ -180,8 +180,7 @@ def _run_row_watched(
 
 
 def _run_row(task: RowTask, reporter: Reporter | None, ledger: SharedBudget | None) -> RowResult:
-    from ..api import ResolvedInputs, ResumeRequest, StartRequest, resume_run, start_run
-    from ..reconcile import Choices
+    from ..api import Choices, ResolvedInputs, ResumeRequest, StartRequest, resume_run, start_run
 
     progress = Path(task.progress)
     options = task.options(reporter, ledger)
