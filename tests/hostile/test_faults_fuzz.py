@@ -444,7 +444,9 @@ def test_long_fuzz_of_progress_files_and_journals(
 
 
 @pytest.mark.slow
-@LONG
+# A listing example costs ten times a parse (a folder, the index written and read again): a
+# quarter of the examples keeps it near the other long runs' time.
+@settings(LONG, max_examples=max(LONG_EXAMPLES // 4, 1))
 @given(seed=PROGRESS_NAMES, edits=MUTATIONS)
 def test_long_fuzz_of_listing(seed: str, edits: list[Edit]) -> None:
     check_listing(seed, edits)

@@ -160,7 +160,7 @@ def test_killed_unsafe_calls_never_run_twice_whatever_the_resume_reads(
 ) -> None:
     """Many kills after an unsafe call took effect; each resume, with or without the run's
     own ``--mcp-config``, must stop for review instead of repeating it."""
-    rounds = int(os.environ.get("FLOW_MCP_RECORDED_ROUNDS", "10"))
+    rounds = int(os.environ.get("FLOW_MCP_RECORDED_ROUNDS", "4"))
     counts = {"kills": 0, "reviews": 0, "ran_twice": 0}
     for n in range(rounds):
         where = _workspace(tmp_path / f"r{n}", default_safe=True)
