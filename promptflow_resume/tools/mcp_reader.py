@@ -73,6 +73,8 @@ class ConfigReader:
     # --- errors --------------------------------------------------------------------------
 
     def fail(self, field_path: str, message: str, hint: str | None = None) -> McpConfigError:
+        """The error ``message`` about the field ``field_path`` (``$.servers.NAME.url``), at
+        its line in the file."""
         line = self._line_of(field_path)
         return McpConfigError(message, path=self.path, line=line, field=field_path, hint=hint)
 
@@ -92,6 +94,8 @@ class ConfigReader:
     # --- the file ------------------------------------------------------------------------
 
     def config(self, raw: Any, wanted: list[str] | None) -> McpConfig:
+        """The configuration of the parsed file ``raw``, every server entry checked and built;
+        with ``wanted`` (a run's tool names) a broken entry lands in ``problems``."""
         if not isinstance(raw, dict):
             raise self.fail("$", "an MCP configuration must be a JSON object.")
         if "servers" in raw:
