@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from .subworkflows import SubworkflowRunner
     from .tools.base import Tool
     from .tools.mcp import McpServers
-    from .tools.mcp_config import McpConfig
+    from .tools.mcp_records import McpConfig
     from .workflow.skillfile import Skill
 
 #: Where runs live unless ``--progress`` says otherwise (relative to the working directory).

@@ -72,8 +72,8 @@ def check_file(
     ``agent: NAME`` is looked up in ``agent_dirs`` first, then the working directory's and
     the user's agent folders."""
     from .base.errors import FlowError
-    from .tools.mcp import mcp_names
     from .tools.mcp_check import add_mcp_plan, agent_server_problems, error_diagnostic
+    from .tools.mcp_setup import mcp_names
     from .workflow import check_workflow
     from .workflow.model import Diagnostic
     from .workflow.plan import plan_dict

@@ -178,7 +178,7 @@ def make_provider(
     )
     provider = create_provider(settings)
     if record:
-        from .providers.recording import RecordingProvider
+        from .providers.recorder import RecordingProvider
 
         target = progress_path.parent / "session.recording.jsonl"
         provider = RecordingProvider(provider, target, redact=redact)

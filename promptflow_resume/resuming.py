@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from .recovery import Decision
     from .tools.base import Tool
     from .tools.mcp import McpServers
-    from .tools.mcp_config import McpConfig
+    from .tools.mcp_records import McpConfig
 
 
 @dataclass

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .base.truststore import Trust
     from .tools.approval import ApprovalPolicy
     from .tools.consent import Asker, Consent
-    from .tools.mcp_config import McpConfig
+    from .tools.mcp_records import McpConfig
     from .workflow.model import Workflow
 
 #: ``mcp_ask(input_id, description, password)``: a value of the MCP configuration's inputs.

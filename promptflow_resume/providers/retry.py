@@ -411,6 +411,32 @@ def http_failure(
             "prompts, or trim long tool results from the transcript in the progress file, "
             "then resume the run.",
         )
+    passing = _passing_failure(lead, status, text, kinds, headers)
+    if passing is not None:
+        return passing
+    named = f"`{model}`" if model else "the requested model"
+    at = f" at {base_url}" if base_url else ""
+    if is_model_refusal(status, text, error_type, error_code, model):
+        return ModelUnavailableError(
+            lead,
+            model=model,
+            status_code=status,
+            hint=f"The provider{at} does not offer {named} to this key: check the model name "
+            "(`model:` in the workflow or --model), the key and the base URL, or list other "
+            "models to try in `model:`, then resume the run.",
+        )
+    return _failure_by_status(lead, status, key_env, named, at)
+
+
+def _passing_failure(
+    lead: str,
+    status: int | None,
+    text: str,
+    kinds: set[str],
+    headers: Mapping[str, str] | None,
+) -> ProviderError | None:
+    """The failure as one that waiting fixes (a rate limit, an overloaded server, a spend
+    limit with a known end), with how long to wait where the response says; else None."""
     # The error type decides only where the status does not: inside a stream (no status of
     # its own) or for a 5xx; a 403 labelled "server_error" is still a 403.
     typed_transient = bool(kinds & _TRANSIENT_ERROR_TYPES) and (status is None or status >= 500)
@@ -435,17 +461,13 @@ def http_failure(
             status_code=status,
             reason="usage_limit",
         )
-    named = f"`{model}`" if model else "the requested model"
-    at = f" at {base_url}" if base_url else ""
-    if is_model_refusal(status, text, error_type, error_code, model):
-        return ModelUnavailableError(
-            lead,
-            model=model,
-            status_code=status,
-            hint=f"The provider{at} does not offer {named} to this key: check the model name "
-            "(`model:` in the workflow or --model), the key and the base URL, or list other "
-            "models to try in `model:`, then resume the run.",
-        )
+    return None
+
+
+def _failure_by_status(
+    lead: str, status: int | None, key_env: str | None, named: str, at: str
+) -> ProviderError:
+    """A failure no retry fixes, its reason and hint chosen by the HTTP status."""
     key_hint = f"`{key_env}`" if key_env else "the API key"
     if status == 401:
         return ProviderError(

@@ -38,54 +38,33 @@ lines in the error.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import hashlib
 import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..base.errors import ToolServerError, WorkflowError
+from ..base.errors import ToolServerError
 from ..base.safeopen import refuse_special
-from ..base.truststore import Trust, Verdict
 from ..chat import ToolSpec
-from ..workflow.agentdirs import in_workspace_folder
-from ..workflow.model import Workflow
 from ..workflow.toolnames import (
     BUILTIN_TOOLS,
-    extension_tools_line,
-    is_extension_tool,
-    mcp_tool_names,
 )
 from .base import ToolContext, ToolResult
-from .commands import head_and_tail
-from .mcp_config import (
-    DEFAULT_MAX_OUTPUT,
-    McpConfig,
-    McpServerConfig,
-    agent_config,
-    find_configs,
-    load_configs,
-    named_servers,
-    raw_servers,
-    trusted_configs,
-    untrusted_error,
-    with_agent_servers,
-)
+from .mcp_listing import McpToolInfo, list_tools, mcp_sdk, task_only_line
 from .mcp_process import (
     ServerStderr,
-    folders_made,
     guarded_command,
-    remove_start_logs,
     tail_text,
 )
+from .mcp_records import McpConfig, McpServerConfig
+from .mcp_results import format_result
 
 #: How often, and after how long, an idempotent call is retried on a restarted server.
 RETRY_DELAYS = (0.5, 1.0)
@@ -95,45 +74,6 @@ _MAX_NAME = 64
 #: JSON-RPC codes the SDK uses for a broken link (not an answer from the server).
 _CONNECTION_CLOSED = -32000
 _REQUEST_TIMEOUT = -32001
-
-
-@dataclass(frozen=True)
-class McpToolInfo:
-    """One tool as its server listed it."""
-
-    server: str
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    read_only: bool = False
-    idempotent_hint: bool = False
-    destructive: bool | None = None
-    #: The tool runs only as an MCP task (``execution.taskSupport: "required"``): flow's SDK
-    #: has no client for tasks, so such a tool is not offered (and ``flow check`` says so).
-    task_required: bool = False
-
-    def digest_source(self) -> dict[str, Any]:
-        """What of the tool counts for the recorded tool-list hash."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "input_schema": self.input_schema,
-            "read_only": self.read_only,
-            "idempotent": self.idempotent_hint,
-            "destructive": self.destructive,
-        }
-
-
-def _sdk() -> Any:
-    """The ``mcp`` package, or a clear error naming the extra to install."""
-    try:
-        import mcp
-    except ImportError:
-        raise ToolServerError(
-            "MCP servers need the `mcp` package, which is not installed.",
-            hint="Install it with: pip install 'promptflow-resume[mcp]'.",
-        ) from None
-    return mcp
 
 
 class _Connection:
@@ -312,7 +252,7 @@ class McpServers:
         conn = self._conns.get(server)
         if conn is not None and conn.alive:
             return conn
-        _sdk()  # a missing extra is said plainly, not as a server that failed to start
+        mcp_sdk()  # a missing extra is said plainly, not as a server that failed to start
         config = self.config.servers[server]
         log = self._log_path(server)
         if log is not None:
@@ -374,7 +314,7 @@ class McpServers:
 
     async def _hold(self, conn: _Connection, ready: asyncio.Future[None]) -> None:
         """Own the transport and session contexts for the connection's whole life."""
-        mcp = _sdk()
+        mcp = mcp_sdk()
         config = conn.config
         errlog: ServerStderr | None = None
         try:
@@ -417,7 +357,7 @@ class McpServers:
                     )
                 session = await stack.enter_async_context(mcp.ClientSession(read, write))
                 await session.initialize()
-                conn.tools = await _list_tools(session, config.name)
+                conn.tools = await list_tools(session, config.name)
                 conn.session = session
                 conn.alive = True
                 ready.set_result(None)
@@ -574,131 +514,6 @@ class McpTool:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def format_result(
-    result: Any, info: McpToolInfo, *, max_output: int = DEFAULT_MAX_OUTPUT
-) -> ToolResult:
-    """A ``CallToolResult`` as a ``ToolResult``: text as text, structured content as JSON,
-    images, audio and binary resources as one sidecar (the first) with a line saying so.
-
-    Text longer than ``max_output`` bytes (UTF-8) is cut to its head and tail around a note
-    saying how much is not shown; the whole text is then the sidecar (``cut``), so a binary
-    block of the same result is listed but not kept.
-    """
-    items: list[str | _Blob] = []
-    for block in getattr(result, "content", None) or []:
-        kind = getattr(block, "type", "")
-        if kind == "text":
-            items.append(block.text)
-        elif kind in ("image", "audio"):
-            raw = _b64(block.data)
-            items.append(_Blob(f"{kind} {block.mime_type}", raw, block.mime_type))
-        elif kind == "resource":
-            res = block.resource
-            text = getattr(res, "text", None)
-            if text is not None:
-                items.append(f"[resource {res.uri}]\n{text}")
-            else:
-                raw = _b64(getattr(res, "blob", "") or "")
-                mime = getattr(res, "mime_type", None) or "application/octet-stream"
-                items.append(_Blob(f"resource {res.uri}, {mime}", raw, mime))
-        elif kind == "resource_link":
-            items.append(f"[resource link {block.uri}]")
-        else:
-            items.append(f"[{kind or 'unknown'} content]")
-    structured = getattr(result, "structured_content", None)
-    if structured is not None and not any(
-        getattr(b, "type", "") == "text" for b in result.content or []
-    ):
-        items.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
-    is_error = bool(getattr(result, "is_error", False))
-    first_blob = next((item for item in items if isinstance(item, _Blob)), None)
-    content = _join(items, first_blob)
-    encoded = content.encode("utf-8")
-    if len(encoded) > max_output:
-        whole = _join(items, None).encode("utf-8")
-        preview = head_and_tail(whole, max_output)
-        return ToolResult(
-            content=preview, is_error=is_error, data=whole, media_type="text/plain", cut=True
-        )
-    if first_blob is None:
-        return ToolResult(content=content, is_error=is_error)
-    return ToolResult(
-        content=content, is_error=is_error, data=first_blob.raw, media_type=first_blob.mime
-    )
-
-
-@dataclass(frozen=True)
-class _Blob:
-    """A binary block of a result: what it is, its bytes and its media type."""
-
-    label: str
-    raw: bytes
-    mime: str
-
-
-def _join(items: list[str | _Blob], kept: _Blob | None) -> str:
-    """The result's text, with one line per binary block saying whether ``kept`` is it."""
-    parts = []
-    for item in items:
-        if isinstance(item, _Blob):
-            fate = "kept in a sidecar" if item is kept else "not kept"
-            parts.append(f"[{item.label}, {len(item.raw)} bytes: {fate}]")
-        else:
-            parts.append(item)
-    return "\n".join(parts) if parts else "(no output)"
-
-
-async def _list_tools(session: Any, server: str) -> list[McpToolInfo]:
-    """Every tool the server lists (all pages)."""
-    infos: list[McpToolInfo] = []
-    cursor: str | None = None
-    mcp = _sdk()
-    for _ in range(1000):  # a server that pages forever is not followed forever
-        params = mcp.types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        listed = await session.list_tools(params=params)
-        for tool in listed.tools:
-            notes = tool.annotations
-            infos.append(
-                McpToolInfo(
-                    server=server,
-                    name=tool.name,
-                    description=tool.description or "",
-                    input_schema=dict(tool.input_schema or {}),
-                    read_only=bool(notes and notes.read_only_hint),
-                    idempotent_hint=bool(notes and notes.idempotent_hint),
-                    destructive=None if notes is None else notes.destructive_hint,
-                    task_required=_task_support(tool) == "required",
-                )
-            )
-        cursor = getattr(listed, "next_cursor", None)
-        if not cursor:
-            break
-    return infos
-
-
-def _task_support(tool: Any) -> str | None:
-    """A listed tool's ``execution.taskSupport`` ("forbidden", "optional", "required")."""
-    execution = getattr(tool, "execution", None)
-    support = getattr(execution, "task_support", None)
-    return str(support) if support is not None else None
-
-
-def task_only_line(server: str, tools: Iterable[str]) -> str:
-    """The line that says which tools of ``server`` are not offered because they need tasks."""
-    listed = ", ".join(f"`{t}`" for t in tools)
-    return (
-        f"the MCP server `{server}` has tools that run only as MCP tasks, which flow does not "
-        f"support: {listed}; they are not offered."
-    )
-
-
-def _b64(text: str) -> bytes:
-    try:
-        return base64.b64decode(text, validate=False)
-    except ValueError:
-        return text.encode("utf-8", "replace")
-
-
 def _clean(name: str) -> str:
     """``name`` with only the characters providers accept in a tool name."""
     return _NAME_OK.sub("_", name)[:_MAX_NAME] or "tool"
@@ -721,245 +536,3 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError) and exc.filename:
         text = f"no program {exc.filename!r} (is it installed and on PATH?)"
     return text.splitlines()[0][:300]
-
-
-# --- setting up a run ---------------------------------------------------------------------
-
-
-def mcp_names(workflow: Workflow) -> list[str]:
-    """Names in the workflow's ``tools:`` that no built-in or declared command resolves (an
-    editor-only name such as ``execute/getTerminalOutput`` is none: it is no MCP tool)."""
-    return mcp_tool_names(workflow.tool_map)
-
-
-def run_mcp_names(workflow: Workflow) -> list[str]:
-    """The MCP tool names a run of ``workflow`` needs: its own, then those of each later part
-    of a handoff chain (whose agent names its own, docs/spec.md 4.13), without repeats."""
-    names = mcp_names(workflow)
-    for part in workflow.parts():
-        names += [n for n in mcp_names(part) if n not in names]
-    return names
-
-
-def chain_agent_servers(workflow: Workflow) -> list[tuple[Path, dict[str, Any]]]:
-    """The ``mcp-servers:`` of the run's agents (the first, then each later part's), one entry
-    per agent file, each server once: a server a later agent defines again the same way is
-    the earlier one's; defined differently, it is a ``WorkflowError`` (a run has one server
-    of each name, as it has one command of each name)."""
-    found: list[tuple[Path, dict[str, Any]]] = []
-    seen: dict[str, tuple[Path, Any]] = {}
-    for agent in (workflow, *workflow.parts()):
-        file = agent.mcp_servers_file
-        if not agent.mcp_servers or file is None:
-            continue
-        if any(file.resolve() == f.resolve() for f, _ in found):
-            continue
-        own: dict[str, Any] = {}
-        for name, spec in agent.mcp_servers.items():
-            if name in seen:
-                where, earlier = seen[name]
-                if earlier != spec:
-                    raise WorkflowError(
-                        f"the agents of the handoff chain define the MCP server `{name}` "
-                        f"differently ({where} and {file}); a run has one server of each name.",
-                        path=file,
-                        field=f"$.mcp-servers.{name}",
-                        hint="Give one of them another name, or define it the same way in both.",
-                    )
-                continue
-            seen[name] = (file, spec)
-            own[name] = spec
-        found.append((file, own))
-    return found
-
-
-def load_servers(
-    workflow: Workflow,
-    workspace: Path,
-    *,
-    config_path: str | Path | None = None,
-    ask: Callable[[str, str, bool], str] | None = None,
-    env: Mapping[str, str] | None = None,
-    trust: Trust | None = None,
-    named: Path | None = None,
-    given: Mapping[str, str] | None = None,
-) -> McpConfig | None:
-    """The MCP configuration for a run of ``workflow``, or None when it needs none
-    (``given``: input values from ``--mcp-input``).
-
-    Read only when the workflow names tools that nothing else provides, when ``config_path``
-    is given (``--mcp-config``), or when its agent defines servers (``mcp-servers:``, which
-    win over the files' on a name clash). A handoff chain's later parts count with the
-    first agent: the tools their agents name, the servers they define. A wrong entry is an
-    error only for a server the workflow names; others are skipped (``McpServers.notices``
-    says so). With ``trust``, the workspace's files and the agents other than ``named`` (the
-    file the person named) are used only as it allows (``untrusted`` lists the others; a
-    server the run names from one of them is an ``UntrustedError``).
-    """
-    names = run_mcp_names(workflow)
-    agents = chain_agent_servers(workflow)
-    if not names and config_path is None and not agents:
-        return None
-    paths = find_configs(workspace, config_path)
-    untrusted: list[tuple[Path, Verdict]] = []
-    if trust is not None and config_path is None:
-        paths, untrusted = trusted_configs(paths, trust)
-        _refuse_needed(names, paths, untrusted, trust)
-        agents, left = _trusted_agents(named, agents, names, trust)
-        untrusted += left
-    config = (
-        load_configs(paths, workspace=workspace, env=env, ask=ask, wanted=names, given=given)
-        if paths
-        else None
-    )
-    # The servers the agents define themselves come first: on a name clash they win. The
-    # first agent's are laid on last, so its file stays the configuration's own.
-    for file, servers in reversed(agents):
-        own = agent_config(
-            file, servers, workspace=workspace, env=env, ask=ask, wanted=names, given=given
-        )
-        config = with_agent_servers(own, config)
-    if not untrusted or trust is None:
-        return config
-    if config is None:
-        config = McpConfig(path=untrusted[0][0], servers={}, paths=())
-    named_left = tuple((trust.relative(p) or str(p), verdict) for p, verdict in untrusted)
-    return replace(config, untrusted=named_left)
-
-
-def _refuse_needed(
-    names: list[str],
-    trusted: list[Path],
-    untrusted: list[tuple[Path, Verdict]],
-    trust: Trust,
-) -> None:
-    """Stop a run whose tools name a server that only an untrusted file defines (a bare
-    tool name needs no particular server: it just finds none there)."""
-    if not untrusted:
-        return
-    defined = {name for path in trusted for name in raw_servers(path)}
-    for path, verdict in untrusted:
-        servers = [s for s in raw_servers(path) if s not in defined]
-        named, _ = named_servers(servers, names)
-        if named:
-            raise untrusted_error(named[0], path, verdict, trust)
-
-
-def _trusted_agents(
-    named: Path | None,
-    agents: list[tuple[Path, dict[str, Any]]],
-    names: list[str],
-    trust: Trust,
-) -> tuple[list[tuple[Path, dict[str, Any]]], list[tuple[Path, Verdict]]]:
-    """The agents whose servers may start: the file the person named and agents found
-    elsewhere than the workspace's agent folders (``--agents DIR``, the user's), and the
-    workspace's own (a handoff's, a prompt file's ``agent:``, a subagent) only as trust
-    allows."""
-    own = named.resolve() if named is not None else None
-    kept: list[tuple[Path, dict[str, Any]]] = []
-    left: list[tuple[Path, Verdict]] = []
-    for file, servers in agents:
-        rel = trust.relative(file)
-        brought = rel is not None and in_workspace_folder(rel)
-        verdict = trust.verdict(file) if brought and file.resolve() != own else Verdict.TRUSTED
-        if verdict.allowed or verdict is Verdict.OUTSIDE:
-            kept.append((file, servers))
-            continue
-        needed, _ = named_servers(servers, names)
-        if needed:
-            raise untrusted_error(needed[0], file, verdict, trust, agent=True)
-        left.append((file, verdict))
-    return kept, left
-
-
-def tool_list_note(fingerprints: Mapping[str, str]) -> str:
-    """The attempt note that shows people the servers' tool-list hashes (programs read the
-    attempt's ``mcp_tools`` field, never this note)."""
-    return "mcp tools: " + ", ".join(f"{s}={h}" for s, h in sorted(fingerprints.items()))
-
-
-def changed_servers(
-    previous: Mapping[str, str] | None, fingerprints: Mapping[str, str]
-) -> list[str]:
-    """Servers whose tool-list hash differs from the one recorded in ``previous`` (an earlier
-    attempt's ``mcp_tools``); a server not recorded there is new, not changed."""
-    if not previous:
-        return []
-    return sorted(s for s, h in fingerprints.items() if s in previous and previous[s] != h)
-
-
-def start_servers(
-    workflow: Workflow,
-    workspace: Path,
-    tools: dict[str, Any],
-    *,
-    config: McpConfig | None,
-    log_dir: Path,
-    redact: Callable[[str], str],
-) -> McpServers | None:
-    """Start the servers ``workflow`` names and add their tools to ``tools`` (in place).
-
-    Returns the servers (close them when the run ends), or None without a configuration.
-    A server that cannot start raises ``ToolServerError`` and nothing is left running.
-    """
-    if config is None or not config.servers:
-        return None
-    # A folder made here holds nothing but the servers' logs until the run's first event:
-    # when the start fails, it goes (with them), so a failed start leaves no empty run behind.
-    made = folders_made(log_dir)
-    log_dir.mkdir(parents=True, exist_ok=True)
-    servers = McpServers(
-        config, wanted=run_mcp_names(workflow), reserved=tools, log_dir=log_dir, redact=redact
-    )
-    servers.logs_discarded = bool(made)
-    try:
-        servers.offer()
-    except BaseException:
-        servers.close()
-        logs = [servers._log_path(name) for name in config.servers]
-        remove_start_logs(made, [log for log in logs if log is not None])
-        raise
-    servers.logs_discarded = False
-    tools.update(servers.tools)
-    return servers
-
-
-def missing_tools_notice(workflow: Workflow, servers: McpServers | None) -> str | None:
-    """One line about tool names in ``tools:`` that nothing provides, or None: the tools of
-    VS Code extensions first (``publisher.ext/tool``), then the others."""
-    names = mcp_names(workflow)
-    if servers is not None:
-        names = [n for n in names if not servers.resolved.get(n)]
-    extensions = [n for n in names if is_extension_tool(n)]
-    names = [n for n in names if n not in extensions]
-    said = extension_tools_line(extensions) if extensions else ""
-    if not names:
-        return said or None
-    said = said[:-1] + "; " if said else ""
-    listed = ", ".join(f"`{n}`" for n in names)
-    if servers is None:
-        return said + (
-            f"the workflow names {listed}, which no built-in, command or MCP server provides "
-            "(no .vscode/mcp.json or .mcp.json here; pass --mcp-config FILE); they are not "
-            "offered."
-        )
-    return said + (
-        f"no MCP server in {servers.config.where} provides {listed}; they are not offered "
-        "(`flow check --mcp` lists what the servers offer)."
-    )
-
-
-def attempt_notes(previous: Mapping[str, str] | None, fingerprints: Mapping[str, str]) -> list[str]:
-    """Attempt notes about the MCP tools whose tool-list hashes are ``fingerprints`` now, of a
-    run whose last attempt with MCP servers recorded ``previous``: the hashes, then which
-    servers' lists changed since."""
-    result = [tool_list_note(fingerprints)]
-    changed = changed_servers(previous, fingerprints)
-    if changed:
-        result.append(
-            "the tool list of MCP server(s) "
-            + ", ".join(changed)
-            + " changed since the last attempt (names, schemas or annotations); the recorded "
-            "results are kept and the tools are offered as they are now"
-        )
-    return result

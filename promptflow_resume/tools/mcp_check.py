@@ -14,7 +14,7 @@ from typing import Any
 from ..base.errors import FlowError
 from ..base.truststore import Trust
 from ..workflow.model import Diagnostic, Workflow
-from .mcp import McpServers, mcp_names, task_only_line
+from .mcp import McpServers
 from .mcp_config import (
     agent_config,
     find_configs,
@@ -22,6 +22,9 @@ from .mcp_config import (
     trusted_configs,
     with_agent_servers,
 )
+from .mcp_listing import task_only_line
+from .mcp_records import McpConfig
+from .mcp_setup import mcp_names
 
 
 def agent_server_problems(workflow: Workflow, workspace: Path) -> list[Diagnostic]:
@@ -103,6 +106,42 @@ def add_mcp_plan(
     without ``start`` it resolves to its server, with ``start`` to the tools offered.
     """
     names = mcp_names(workflow)
+    config, held = _plan_config(workflow, workspace, names, config_path, start)
+    if config is None:
+        return
+    servers = McpServers(config, wanted=names, reserved=_reserved(plan))
+    offered: list[dict[str, Any]] = []
+    notices = [*held, *config.warnings, *config.skipped(names)]
+    try:
+        if start:
+            servers.offer()
+            notices.extend(task_only_line(s, t) for s, t in servers.task_only().items())
+            offered = _offered(servers)
+    finally:
+        servers.close()
+    covered, lacking = _mark_mcp_tools(plan, names, servers, config, start)
+    for step, step_record in zip(workflow.steps, plan.get("steps", []), strict=False):
+        # Steps without their own tools list are offered the MCP tools too (engine).
+        if step.kind == "prompt" and step.tools is None:
+            step_record["tools"] = [*step_record["tools"], *(n for n in names if n in covered)]
+    _replace_diagnostics(plan, covered, lacking, notices)
+    plan["mcp"] = {
+        "config": config.where,
+        "servers": list(config.servers),
+        "started": start,
+        "tools": offered,
+    }
+
+
+def _plan_config(
+    workflow: Workflow,
+    workspace: Path,
+    names: list[str],
+    config_path: str | Path | None,
+    start: bool,
+) -> tuple[McpConfig | None, list[str]]:
+    """The configuration the plan shows (None without one), and a line for each file whose
+    servers are not started because the folder is not trusted."""
     paths = find_configs(workspace, config_path) if names or config_path else []
     held: list[str] = []
     if start and config_path is None:
@@ -117,7 +156,7 @@ def add_mcp_plan(
         ]
     own = workflow.mcp_servers if workflow.mcp_servers_file is not None else {}
     if not paths and not own:
-        return
+        return None, held
     files = (
         load_configs(paths, workspace=workspace, resolve_inputs=start, wanted=names)
         if paths
@@ -133,30 +172,34 @@ def add_mcp_plan(
             wanted=names,
         )
         config = with_agent_servers(agent, files)
-    if config is None:
-        return
-    servers = McpServers(config, wanted=names, reserved=_reserved(plan))
-    offered: list[dict[str, Any]] = []
-    notices = [*held, *config.warnings, *config.skipped(names)]
-    try:
-        if start:
-            servers.offer()
-            notices.extend(task_only_line(s, t) for s, t in servers.task_only().items())
-            for model_name, tool in servers.tools.items():
-                if any(model_name in targets for targets in servers.resolved.values()):
-                    offered.append(
-                        {
-                            "name": model_name,
-                            "server": tool.info.server,
-                            "tool": tool.info.name,
-                            "read_only": tool.info.read_only,
-                            "idempotent": tool.idempotent,
-                        }
-                    )
-    finally:
-        servers.close()
+    return config, held
+
+
+def _offered(servers: McpServers) -> list[dict[str, Any]]:
+    """The tools the started servers offer the workflow, as the plan lists them."""
+    return [
+        {
+            "name": model_name,
+            "server": tool.info.server,
+            "tool": tool.info.name,
+            "read_only": tool.info.read_only,
+            "idempotent": tool.idempotent,
+        }
+        for model_name, tool in servers.tools.items()
+        if any(model_name in targets for targets in servers.resolved.values())
+    ]
+
+
+def _mark_mcp_tools(
+    plan: dict[str, Any],
+    names: list[str],
+    servers: McpServers,
+    config: McpConfig,
+    start: bool,
+) -> tuple[set[str], dict[str, str]]:
+    """Mark the plan's unknown tool names that a server provides as ``mcp``; returns them,
+    and each written ``server/tool`` whose started server lacks the tool -> what it has."""
     covered: set[str] = set()
-    #: A written ``server/tool`` whose server was started and lacks the tool -> what it has.
     lacking: dict[str, str] = {}
     for record in plan.get("tools", []):
         name = record["name"]
@@ -179,10 +222,14 @@ def add_mcp_plan(
             record["kind"] = "mcp"
             record["resolves_to"] = targets
             covered.add(name)
-    for step, step_record in zip(workflow.steps, plan.get("steps", []), strict=False):
-        # Steps without their own tools list are offered the MCP tools too (engine).
-        if step.kind == "prompt" and step.tools is None:
-            step_record["tools"] = [*step_record["tools"], *(n for n in names if n in covered)]
+    return covered, lacking
+
+
+def _replace_diagnostics(
+    plan: dict[str, Any], covered: set[str], lacking: dict[str, str], notices: list[str]
+) -> None:
+    """Drop the warnings about tool names a server provides, say which tool a server lacks,
+    and add the servers' ``notices``; the plan's warning count follows."""
     kept = []
     for d in plan["diagnostics"]:
         if d["code"] == "extension-tools":
@@ -212,12 +259,6 @@ def add_mcp_plan(
     )
     plan["warnings"] += len(notices)
     plan["diagnostics"] = kept
-    plan["mcp"] = {
-        "config": config.where,
-        "servers": list(config.servers),
-        "started": start,
-        "tools": offered,
-    }
 
 
 def _reserved(plan: dict[str, Any]) -> set[str]:

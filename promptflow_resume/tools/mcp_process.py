@@ -27,7 +27,7 @@ from pathlib import Path
 from ..base.errors import SpecialFileError
 from ..base.safeopen import open_append
 from ..base.supervisor import announced_pid, check_program, supervised
-from .mcp_config import McpServerConfig
+from .mcp_records import McpServerConfig
 
 #: How many of a server's last stderr lines an error message shows, and how much of each.
 TAIL_LINES = 10

@@ -28,7 +28,7 @@ from ..workflow.model import Workflow
 if TYPE_CHECKING:
     from .base import Tool
     from .mcp import McpServers
-    from .mcp_config import McpConfig
+    from .mcp_records import McpConfig
 
 
 def find_mcp_config(
@@ -48,7 +48,7 @@ def find_mcp_config(
     agents = (workflow, *workflow.parts())  # a handoff chain's parts name their own
     if config_path is None and not any(_names_unresolved_tools(a) or a.mcp_servers for a in agents):
         return None  # what load_servers answers, without importing the MCP client (asyncio)
-    from .mcp import load_servers
+    from .mcp_setup import load_servers
 
     own = workflow.path if named else None
     return load_servers(
@@ -67,7 +67,7 @@ def start_mcp(
     """Start the MCP servers the workflow names; their stderr logs go beside the run."""
     if config is None:
         return None
-    from .mcp import start_servers
+    from .mcp_setup import start_servers
 
     return start_servers(
         workflow,
@@ -93,7 +93,7 @@ def notice_missing_tools(
     said: list[str] = [editor_only_line(editor)] if editor else []
     agents = [a for a in parts if _names_unresolved_tools(a)]
     if agents:
-        from .mcp import missing_tools_notice
+        from .mcp_setup import missing_tools_notice
 
         for line in servers.notices() if servers is not None else []:
             notice(line)
@@ -107,7 +107,7 @@ def notice_missing_tools(
 
 def _names_unresolved_tools(wf: Workflow) -> bool:
     """True when ``tools:`` names a tool that no built-in or command provides (an MCP tool);
-    ``tools.mcp.mcp_names`` lists them."""
+    ``tools.mcp_setup.mcp_names`` lists them."""
     from ..workflow.toolnames import is_editor_only
 
     return any(not targets and not is_editor_only(n) for n, targets in wf.tool_map.items())
@@ -117,7 +117,7 @@ def offer_mcp(servers: McpServers, workflow: Workflow) -> dict[str, tuple[str, .
     """The MCP tools a run offers, started if need be: per step id of a handoff chain's later
     part, the tools its agent names; under ``""``, those of the workflow's own ``tools:``
     (offered in steps without their own list)."""
-    from .mcp import mcp_names
+    from .mcp_setup import mcp_names
 
     offered = {"": servers.tools_for(mcp_names(workflow))}
     for step in workflow.steps:
@@ -139,7 +139,7 @@ def mcp_attempt_notes(attempts: Sequence[RecordsMcpTools], servers: McpServers) 
     last of a run's ``attempts``, its ``mcp_tools``) and return the notes about them: the
     hashes (for people), then which servers' lists changed since the last attempt that
     recorded any (news: say it)."""
-    from .mcp import attempt_notes
+    from .mcp_setup import attempt_notes
 
     previous = next((a.mcp_tools for a in reversed(attempts) if a.mcp_tools), None)
     fingerprints = servers.fingerprints()

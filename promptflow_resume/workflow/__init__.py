@@ -28,11 +28,9 @@ _EXPORTS: dict[str, str] = {
     "load_inputs_file": "inputs",
     "resolve_inputs": "inputs",
     "typed_value": "inputs",
-    "IMPLICIT_STEP_ID": "loader",
     "check_workflow": "loader",
     "load_workflow": "loader",
     "parse_workflow": "loader",
-    "step_template": "loader",
     "workflow_files": "loader",
     "Budget": "model",
     "CommandDecl": "model",
@@ -48,6 +46,8 @@ _EXPORTS: dict[str, str] = {
     "step_tools": "prompts",
     "step_workflow_inputs": "prompts",
     "validate_editor": "prompts",
+    "step_template": "stephash",
+    "IMPLICIT_STEP_ID": "steps",
     "EDITOR_VARIABLES": "variables",
     "editor_variables": "variables",
     "render_text": "variables",
@@ -57,14 +57,7 @@ if TYPE_CHECKING:
     from .commands import check_arguments, command_tool_spec, fill_argv
     from .hashing import HASH_PREFIX, short_hash
     from .inputs import load_inputs_file, resolve_inputs, typed_value
-    from .loader import (
-        IMPLICIT_STEP_ID,
-        check_workflow,
-        load_workflow,
-        parse_workflow,
-        step_template,
-        workflow_files,
-    )
+    from .loader import check_workflow, load_workflow, parse_workflow, workflow_files
     from .model import (
         Budget,
         CommandDecl,
@@ -83,6 +76,8 @@ if TYPE_CHECKING:
         step_workflow_inputs,
         validate_editor,
     )
+    from .stephash import step_template
+    from .steps import IMPLICIT_STEP_ID
     from .variables import EDITOR_VARIABLES, editor_variables, render_text
 
 

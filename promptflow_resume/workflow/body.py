@@ -175,20 +175,7 @@ def parse_body(body: str, *, index: LineIndex, col: Collector, single: bool = Fa
 
     step_positions = [(pos, raw) for pos, _, raw in headings if raw is not None]
     if single or not step_positions:
-        implicit = RawStep(
-            title="",
-            heading="",
-            number=None,
-            explicit_id=None,
-            level=0,
-            line=index.first_line,
-            column=1,
-            text=body,
-            start=0,
-            end=len(body),
-            implicit=True,
-        )
-        return ParsedBody(context="", steps=[implicit], context_end=0)
+        return ParsedBody(context="", steps=[_whole_body(body, index)], context_end=0)
 
     # After the last step, a section heading at its level or above ends it: such a section
     # (e.g. a closing "## Output format") is shared by every step, like the text before the
@@ -220,9 +207,38 @@ def parse_body(body: str, *, index: LineIndex, col: Collector, single: bool = Fa
                 raw.directive, content_start = parsed
         raw.text = body[content_start:end]
         steps.append(raw)
+    _warn_sections_in_steps(headings, steps, index, col)
+    context = body[: steps[0].start]
+    if tail < len(body):
+        context = context.rstrip("\n") + "\n\n" + body[tail:] if context.strip() else body[tail:]
+    return ParsedBody(context=context, steps=steps, context_end=steps[0].start)
 
-    # Sections after a step at the step's own level or above belong to that step: say so,
-    # since a reader may take e.g. a trailing "## Output format" as shared by all steps.
+
+def _whole_body(body: str, index: LineIndex) -> RawStep:
+    """The one step of a body without step headings (or of ``steps: false``): all of it."""
+    return RawStep(
+        title="",
+        heading="",
+        number=None,
+        explicit_id=None,
+        level=0,
+        line=index.first_line,
+        column=1,
+        text=body,
+        start=0,
+        end=len(body),
+        implicit=True,
+    )
+
+
+def _warn_sections_in_steps(
+    headings: list[tuple[int, _Block, RawStep | None]],
+    steps: list[RawStep],
+    index: LineIndex,
+    col: Collector,
+) -> None:
+    """Sections after a step at the step's own level or above belong to that step: say so,
+    since a reader may take e.g. a trailing "## Output format" as shared by all steps."""
     for _, block, found in headings:
         if found is not None:
             continue
@@ -238,10 +254,6 @@ def parse_body(body: str, *, index: LineIndex, col: Collector, single: bool = Fa
                 column=column,
                 code="section-in-step",
             )
-    context = body[: steps[0].start]
-    if tail < len(body):
-        context = context.rstrip("\n") + "\n\n" + body[tail:] if context.strip() else body[tail:]
-    return ParsedBody(context=context, steps=steps, context_end=steps[0].start)
 
 
 def _step_heading(block: _Block, body: str, index: LineIndex) -> RawStep | None:
@@ -321,23 +333,7 @@ def _parse_directive(
     Only the quote's ``>`` lines are the directive: a line without ``>`` right after them (a
     "lazy" continuation, which Markdown would fold into the quote) starts the step's text.
     """
-    # (key, value, line, column of the item, column of the value)
-    entries: list[tuple[str, str, int, int, int]] = []
-    offset = start
-    for raw_line in quote.split("\n"):
-        prefix = _QUOTE_PREFIX.match(raw_line)
-        if prefix is None and raw_line.strip():
-            break
-        skip = prefix.end() if prefix else 0
-        for item_offset, item in _split_items(raw_line[skip:]):
-            lead = len(item) - len(item.lstrip())
-            line, column = index.position(offset + skip + item_offset + lead)
-            match = _DIRECTIVE_ITEM.match(item)
-            key = match.group("key").lower().replace("-", "_") if match else ""
-            value = match.group("value") if match else item.strip()
-            value_column = column + (match.start("value") - lead if match else 0)
-            entries.append((key, value, line, column, value_column))
-        offset += len(raw_line) + 1
+    entries, offset = _directive_items(quote, start, index)
     if not entries or entries[0][0] not in DIRECTIVE_KEYS:
         return None
     directive = Directive()
@@ -360,15 +356,7 @@ def _parse_directive(
             continue
         directive.where[key] = (line, column)
         if key == "tools":
-            directive.tools = []
-            if value.strip().strip("[]").strip().lower() not in ("", "none"):
-                at = 0
-                for part in value.split(","):
-                    name = part.strip().strip("[]'\"`")
-                    if name:
-                        name_column = value_column + at + part.index(name[0])
-                        directive.tools.append((name, line, name_column))
-                    at += len(part) + 1
+            directive.tools = _tool_names(value, line, value_column)
         elif key == "max_turns":
             if value.isdigit() and int(value) > 0:
                 directive.max_turns = int(value)
@@ -396,6 +384,46 @@ def _parse_directive(
         elif key == "inputs":
             _parse_inputs(value, directive, line, column, col)
     return directive, min(offset, start + len(quote))
+
+
+#: One ``key: value`` item of a directive: key, value, line, column of the item, column of
+#: the value (the key is "" for an item without a colon).
+_Item = tuple[str, str, int, int, int]
+
+
+def _directive_items(quote: str, start: int, index: LineIndex) -> tuple[list[_Item], int]:
+    """The items of a quote's ``>`` lines and the offset where those lines end."""
+    entries: list[_Item] = []
+    offset = start
+    for raw_line in quote.split("\n"):
+        prefix = _QUOTE_PREFIX.match(raw_line)
+        if prefix is None and raw_line.strip():
+            break
+        skip = prefix.end() if prefix else 0
+        for item_offset, item in _split_items(raw_line[skip:]):
+            lead = len(item) - len(item.lstrip())
+            line, column = index.position(offset + skip + item_offset + lead)
+            match = _DIRECTIVE_ITEM.match(item)
+            key = match.group("key").lower().replace("-", "_") if match else ""
+            value = match.group("value") if match else item.strip()
+            value_column = column + (match.start("value") - lead if match else 0)
+            entries.append((key, value, line, column, value_column))
+        offset += len(raw_line) + 1
+    return entries, offset
+
+
+def _tool_names(value: str, line: int, value_column: int) -> list[tuple[str, int, int]]:
+    """The tool names of a ``tools:`` item, each with its position (none for ``none``)."""
+    tools: list[tuple[str, int, int]] = []
+    if value.strip().strip("[]").strip().lower() not in ("", "none"):
+        at = 0
+        for part in value.split(","):
+            name = part.strip().strip("[]'\"`")
+            if name:
+                name_column = value_column + at + part.index(name[0])
+                tools.append((name, line, name_column))
+            at += len(part) + 1
+    return tools
 
 
 def _parse_run(value: str, directive: Directive, line: int, column: int, col: Collector) -> None:

@@ -54,19 +54,26 @@ def build_commands(
     return commands
 
 
+class _Problems:
+    """The errors found in one command's declaration, each reported at its field."""
+
+    def __init__(self, path: tuple[str, ...], pos: YamlPositions, col: Collector) -> None:
+        self.path, self.pos, self.col = path, pos, col
+        #: False once an error was reported: the command is then left out.
+        self.ok = True
+
+    def __call__(self, message: str, sub: tuple[str | int, ...], *, at_key: bool = False) -> None:
+        """Report ``message`` at the field ``sub`` of the command (its key with ``at_key``)."""
+        self.ok = False
+        where = (*self.path, *sub)
+        line, column = self.pos.key(where) if at_key else self.pos.value(where)
+        self.col.error(message, line=line, column=column, field=field_path(where), code="command")
+
+
 def _build_one(
     name: str, spec: dict[str, Any], path: tuple[str, ...], pos: YamlPositions, col: Collector
 ) -> CommandDecl | None:
-    ok = True
-
-    def fail(message: str, sub: tuple[str | int, ...], *, at_key: bool = False) -> None:
-        nonlocal ok
-        ok = False
-        line, column = pos.key((*path, *sub)) if at_key else pos.value((*path, *sub))
-        col.error(
-            message, line=line, column=column, field=field_path((*path, *sub)), code="command"
-        )
-
+    fail = _Problems(path, pos, col)
     if name in BUILTIN_TOOLS:
         fail(
             f"the command `{name}` has the name of a built-in tool; choose another name.",
@@ -74,30 +81,75 @@ def _build_one(
             at_key=True,
         )
     shell = bool(spec.get("shell", False))
-    raw_argv = spec["argv"]
+    argv = _argv(spec["argv"], shell, fail)
+    parameters = spec.get("parameters") or {}
+    _check_parameters(name, argv, spec["argv"], parameters, fail)
+    timeout = DEFAULT_TIMEOUT
+    if "timeout" in spec:
+        try:
+            timeout = parse_duration(spec["timeout"])
+        except ValueError as exc:
+            fail(f"must be {exc}.", ("timeout",))
+    max_output = DEFAULT_MAX_OUTPUT
+    if "max_output" in spec:
+        try:
+            max_output = parse_size(spec["max_output"])
+        except ValueError as exc:
+            fail(f"must be {exc}.", ("max_output",))
+    cwd = _cwd(spec.get("cwd"), fail)
+    if not fail.ok:
+        return None
+    return CommandDecl(
+        name=name,
+        argv=argv,
+        description=spec.get("description", ""),
+        idempotent=bool(spec.get("idempotent", False)),
+        timeout=timeout,
+        cwd=cwd,
+        env=tuple(spec.get("env", ())),
+        max_output=max_output,
+        shell=shell,
+        parameters=parameters_schema(parameters),
+    )
+
+
+def _argv(raw_argv: str | list[str], shell: bool, fail: _Problems) -> tuple[str, ...]:
+    """The words a command runs: a string split as a shell would (or run by ``sh -c`` with
+    ``shell: true``), a list as written."""
     if isinstance(raw_argv, str):
         if shell:
-            argv: tuple[str, ...] = ("sh", "-c", raw_argv)
-        else:
-            try:
-                argv = tuple(shlex.split(raw_argv))
-            except ValueError as exc:
-                fail(f"cannot split argv into words: {exc}; write it as a list.", ("argv",))
-                argv = ()
-            if not argv:
-                fail("argv names no program.", ("argv",))
-    else:
-        argv = tuple(raw_argv)
-        if shell:
-            fail(
-                "`shell: true` takes argv as one string (the script run by `sh -c`); "
-                "a list is already run as written.",
-                ("shell",),
-            )
-        if argv and not argv[0].strip():
-            fail("the first argv element (the program) is empty.", ("argv", 0))
+            return ("sh", "-c", raw_argv)
+        try:
+            argv = tuple(shlex.split(raw_argv))
+        except ValueError as exc:
+            fail(f"cannot split argv into words: {exc}; write it as a list.", ("argv",))
+            argv = ()
+        if not argv:
+            fail("argv names no program.", ("argv",))
+        return argv
+    argv = tuple(raw_argv)
+    if shell:
+        fail(
+            "`shell: true` takes argv as one string (the script run by `sh -c`); "
+            "a list is already run as written.",
+            ("shell",),
+        )
+    if argv and not argv[0].strip():
+        fail("the first argv element (the program) is empty.", ("argv", 0))
+    return argv
 
-    parameters = spec.get("parameters") or {}
+
+def _check_parameters(
+    name: str,
+    argv: tuple[str, ...],
+    raw_argv: str | list[str],
+    parameters: dict[str, Any],
+    fail: _Problems,
+) -> None:
+    """Each ``{placeholder}`` in argv against the declared parameters, and back: a placeholder
+    declared nowhere or a parameter used nowhere is warned about, one in a shell script
+    refused, a default that its type refuses an error."""
+    path, pos, col = fail.path, fail.pos, fail.col
     used: set[str] = set()
     for i, arg in enumerate(argv):
         for match in _PLACEHOLDER.finditer(arg):
@@ -139,45 +191,23 @@ def _build_one(
             except InputError as exc:
                 fail(exc.message, ("parameters", pname, "default"))
 
-    timeout = DEFAULT_TIMEOUT
-    if "timeout" in spec:
-        try:
-            timeout = parse_duration(spec["timeout"])
-        except ValueError as exc:
-            fail(f"must be {exc}.", ("timeout",))
-    max_output = DEFAULT_MAX_OUTPUT
-    if "max_output" in spec:
-        try:
-            max_output = parse_size(spec["max_output"])
-        except ValueError as exc:
-            fail(f"must be {exc}.", ("max_output",))
-    cwd = spec.get("cwd")
-    if cwd is not None:
-        normal = posixpath.normpath(cwd.replace("\\", "/"))
-        if posixpath.isabs(normal) or re.match(r"^[A-Za-z]:", normal):
-            fail(
-                "cwd must be a folder inside the workspace, relative to it (e.g. `src`), "
-                "not an absolute path.",
-                ("cwd",),
-            )
-        elif normal == ".." or normal.startswith("../"):
-            fail("cwd leaves the workspace; use a folder inside it.", ("cwd",))
-        else:
-            cwd = normal
-    if not ok:
+
+def _cwd(cwd: str | None, fail: _Problems) -> str | None:
+    """The folder a command runs in, normalised, which must lie inside the workspace."""
+    if cwd is None:
         return None
-    return CommandDecl(
-        name=name,
-        argv=argv,
-        description=spec.get("description", ""),
-        idempotent=bool(spec.get("idempotent", False)),
-        timeout=timeout,
-        cwd=cwd,
-        env=tuple(spec.get("env", ())),
-        max_output=max_output,
-        shell=shell,
-        parameters=parameters_schema(parameters),
-    )
+    normal = posixpath.normpath(cwd.replace("\\", "/"))
+    if posixpath.isabs(normal) or re.match(r"^[A-Za-z]:", normal):
+        fail(
+            "cwd must be a folder inside the workspace, relative to it (e.g. `src`), "
+            "not an absolute path.",
+            ("cwd",),
+        )
+    elif normal == ".." or normal.startswith("../"):
+        fail("cwd leaves the workspace; use a folder inside it.", ("cwd",))
+    else:
+        return normal
+    return cwd
 
 
 def _runs_shell_script(argv: tuple[str, ...]) -> bool:

@@ -105,20 +105,50 @@ def read_front_matter(src: Source, col: Collector) -> tuple[dict[str, Any], Yaml
     """Parse the front matter into a mapping plus positions; None (with errors) if unusable."""
     if src.front_matter_text is None:
         return {}, YamlPositions()
-    text = src.front_matter_text
-    offset = src.front_matter_line - 1
-    bad_char = _NON_PRINTABLE.search(text)
-    if bad_char:
-        # PyYAML refuses these without a line number; name the position ourselves.
-        before = text[: bad_char.start()]
+    if _has_bad_character(src, col):
+        return None
+    parsed = _parse_yaml(src, col)
+    if parsed is None:
+        return None
+    data, positions = parsed
+    if data is None:
+        return {}, positions
+    if not isinstance(data, dict):
         col.error(
-            f"the front matter contains the character U+{ord(bad_char.group()):04X}, "
-            "which YAML does not allow; delete it.",
-            line=src.front_matter_line + before.count("\n"),
-            column=bad_char.start() - (before.rfind("\n") + 1) + 1,
+            f"the front matter must be a mapping of keys to values, not a {type_name(data)}; "
+            "write `key: value` lines between the `---` lines.",
+            line=src.front_matter_line,
+            column=1,
+            field="$",
             code="yaml",
         )
         return None
+    return (data, positions) if _keys_usable(positions, col) else None
+
+
+def _has_bad_character(src: Source, col: Collector) -> bool:
+    """True (with an error at it) when the front matter holds a character YAML refuses."""
+    text = src.front_matter_text or ""
+    bad_char = _NON_PRINTABLE.search(text)
+    if not bad_char:
+        return False
+    # PyYAML refuses these without a line number; name the position ourselves.
+    before = text[: bad_char.start()]
+    col.error(
+        f"the front matter contains the character U+{ord(bad_char.group()):04X}, "
+        "which YAML does not allow; delete it.",
+        line=src.front_matter_line + before.count("\n"),
+        column=bad_char.start() - (before.rfind("\n") + 1) + 1,
+        code="yaml",
+    )
+    return True
+
+
+def _parse_yaml(src: Source, col: Collector) -> tuple[Any, YamlPositions] | None:
+    """The front matter's YAML value and positions; None (with an error) for YAML that cannot
+    be read, uses a tag, or nests too deeply."""
+    text = src.front_matter_text or ""
+    offset = src.front_matter_line - 1
     try:
         node = yamlio.compose(text, path=src.path, line_offset=offset)
         positions = collect_positions(node, first_line=src.front_matter_line)
@@ -158,18 +188,12 @@ def read_front_matter(src: Source, col: Collector) -> tuple[dict[str, Any], Yaml
             code="yaml",
         )
         return None
-    if data is None:
-        return {}, positions
-    if not isinstance(data, dict):
-        col.error(
-            f"the front matter must be a mapping of keys to values, not a {type_name(data)}; "
-            "write `key: value` lines between the `---` lines.",
-            line=src.front_matter_line,
-            column=1,
-            field="$",
-            code="yaml",
-        )
-        return None
+    return data, positions
+
+
+def _keys_usable(positions: YamlPositions, col: Collector) -> bool:
+    """Report values that refer to themselves, keys that are not strings and keys written
+    twice; False when the mapping cannot be used (a duplicate key is only an error)."""
     usable = True
     for path, line, column in positions.recursive:
         col.error(
@@ -197,7 +221,7 @@ def read_front_matter(src: Source, col: Collector) -> tuple[dict[str, Any], Yaml
             field=field_path(path),
             code="duplicate-key",
         )
-    return (data, positions) if usable else None
+    return usable
 
 
 def validate_front_matter(

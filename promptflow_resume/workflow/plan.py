@@ -186,100 +186,109 @@ def format_plan(plan: dict[str, Any]) -> str:
     if "hooks" in plan:
         lines.extend(_hook_lines(plan))
     if "steps" in plan:
-        title = plan["name"] + (f" — {plan['description']}" if plan["description"] else "")
-        lines.append(f"  workflow  {title}")
-        lines.append(f"  hash      {plan['hash']}")
-        # A list of models reads in the order they are tried.
-        chosen = " → ".join(plan.get("models") or ()) or plan["model"]
-        model = " · ".join(x for x in (plan["provider"], chosen) if x) or "(from the command line)"
-        params = ", ".join(f"{k}={v}" for k, v in plan["params"].items())
-        lines.append(f"  model     {model}" + (f" ({params})" if params else ""))
-        if plan["budget"]:
-            budget = " · ".join(
-                f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
-                for k, v in plan["budget"].items()
-            )
-            lines.append(f"  budget    {budget}")
-        context = count(plan["context_lines"], "line") if plan["context_lines"] else "none"
-        lines.append(f"  context   {context}")
-        lines.append(f"  steps ({len(plan['steps'])})")
-        rows = []
-        for s in plan["steps"]:
-            if s["kind"] == "command":
-                args = " ".join(f"{k}={v}" for k, v in s["command_args"].items())
-                what = f"run: {s['command']}" + (f" {args}" if args else "")
-            elif s["kind"] == "human":
-                what = "waits for a person's answer"
-            elif s["kind"] == "workflow":
-                args = ", ".join(f"{k}={v}" for k, v in s["workflow_inputs"].items())
-                what = f"workflow: {s['workflow']}" + (f" · inputs: {args}" if args else "")
-            else:
-                what = "tools: " + (", ".join(s["tools"]) or "none")
-                if s["max_turns"]:
-                    what += f" · max_turns {s['max_turns']}"
-            rows.append(
-                [f"{s['index']}.", s["id"], s["title"], s["kind"], what, short_hash(s["hash"])]
-            )
-        lines.extend(_table(rows))
-        if plan["inputs"]:
-            lines.append(f"  inputs ({len(plan['inputs'])})")
-            rows = []
-            for i in plan["inputs"]:
-                where = "used in " + ", ".join(i["used_in"]) if i["used_in"] else "unused"
-                declared = "" if i["declared"] else " (not declared)"
-                rows.append([i["name"], i["type"], i["value"], where + declared])
-            lines.extend(_table(rows))
-        if plan["variables"]:
-            lines.append(f"  variables ({len(plan['variables'])})")
-            rows = [
-                [v["text"], f"line {v['line']}", f"in {v['step'] or 'context'}", v["resolves"]]
-                for v in plan["variables"]
-            ]
-            lines.extend(_table(rows))
-        if plan["tools"]:
-            lines.append(f"  tools ({len(plan['tools'])})")
-            rows = []
-            for t in plan["tools"]:
-                if t["kind"] == "command":
-                    idem = "idempotent" if t["idempotent"] else "not idempotent"
-                    status = f"command, {idem}, timeout {t['timeout']:g}s"
-                elif t["kind"] == "unknown":
-                    problem = t.get("problem")  # e.g. the MCP server lacks it (mcp_check)
-                    status = (
-                        f"not offered: {problem}"
-                        if problem
-                        else "unknown: not offered to the model"
-                    )
-                elif t["kind"] == "editor-only":
-                    status = "editor-only: not offered outside VS Code"
-                elif t["kind"] == "builtin":
-                    status = "built-in"
-                else:
-                    status = "-> " + ", ".join(t["resolves_to"])
-                rows.append([t["name"], status])
-            lines.extend(_table(rows))
-    diagnostics = plan["diagnostics"]
-    if diagnostics:
-        lines.append(
-            "  "
-            + ", ".join(
-                x
-                for x in (
-                    count(plan["errors"], "error") if plan["errors"] else "",
-                    count(plan["warnings"], "warning") if plan["warnings"] else "",
-                )
-                if x
-            )
-        )
-        for d in diagnostics:
-            loc = plan["path"]
-            if d["line"] is not None:
-                loc += f":{d['line']}" + (f":{d['column']}" if d["column"] is not None else "")
-            field = f" {d['field']}:" if d["field"] else ""
-            lines.append(f"    {loc}: {d['severity']}:{field} {d['message']}")
-    else:
-        lines.append("  ok: no problems found")
+        lines.extend(_workflow_lines(plan))
+    lines.extend(_diagnostic_lines(plan))
     return "\n".join(lines)
+
+
+def _workflow_lines(plan: dict[str, Any]) -> list[str]:
+    """A workflow's part of its plan: name, hash, model, budget, then its steps, inputs,
+    variables and tools as tables."""
+    title = plan["name"] + (f" — {plan['description']}" if plan["description"] else "")
+    lines = [f"  workflow  {title}", f"  hash      {plan['hash']}"]
+    # A list of models reads in the order they are tried.
+    chosen = " → ".join(plan.get("models") or ()) or plan["model"]
+    model = " · ".join(x for x in (plan["provider"], chosen) if x) or "(from the command line)"
+    params = ", ".join(f"{k}={v}" for k, v in plan["params"].items())
+    lines.append(f"  model     {model}" + (f" ({params})" if params else ""))
+    if plan["budget"]:
+        budget = " · ".join(
+            f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in plan["budget"].items()
+        )
+        lines.append(f"  budget    {budget}")
+    context = count(plan["context_lines"], "line") if plan["context_lines"] else "none"
+    lines.append(f"  context   {context}")
+    lines.append(f"  steps ({len(plan['steps'])})")
+    rows = [
+        [f"{s['index']}.", s["id"], s["title"], s["kind"], _step_does(s), short_hash(s["hash"])]
+        for s in plan["steps"]
+    ]
+    lines.extend(_table(rows))
+    if plan["inputs"]:
+        lines.append(f"  inputs ({len(plan['inputs'])})")
+        rows = []
+        for i in plan["inputs"]:
+            where = "used in " + ", ".join(i["used_in"]) if i["used_in"] else "unused"
+            declared = "" if i["declared"] else " (not declared)"
+            rows.append([i["name"], i["type"], i["value"], where + declared])
+        lines.extend(_table(rows))
+    if plan["variables"]:
+        lines.append(f"  variables ({len(plan['variables'])})")
+        rows = [
+            [v["text"], f"line {v['line']}", f"in {v['step'] or 'context'}", v["resolves"]]
+            for v in plan["variables"]
+        ]
+        lines.extend(_table(rows))
+    if plan["tools"]:
+        lines.append(f"  tools ({len(plan['tools'])})")
+        lines.extend(_table([[t["name"], _tool_status(t)] for t in plan["tools"]]))
+    return lines
+
+
+def _step_does(s: dict[str, Any]) -> str:
+    """What a step of the plan does, in a few words: its command, workflow or tools."""
+    if s["kind"] == "command":
+        args = " ".join(f"{k}={v}" for k, v in s["command_args"].items())
+        return f"run: {s['command']}" + (f" {args}" if args else "")
+    if s["kind"] == "human":
+        return "waits for a person's answer"
+    if s["kind"] == "workflow":
+        args = ", ".join(f"{k}={v}" for k, v in s["workflow_inputs"].items())
+        return f"workflow: {s['workflow']}" + (f" · inputs: {args}" if args else "")
+    what = "tools: " + (", ".join(s["tools"]) or "none")
+    if s["max_turns"]:
+        what += f" · max_turns {s['max_turns']}"
+    return what
+
+
+def _tool_status(t: dict[str, Any]) -> str:
+    """What a tool of the plan is, and whether the model is offered it."""
+    if t["kind"] == "command":
+        idem = "idempotent" if t["idempotent"] else "not idempotent"
+        return f"command, {idem}, timeout {t['timeout']:g}s"
+    if t["kind"] == "unknown":
+        problem = t.get("problem")  # e.g. the MCP server lacks it (mcp_check)
+        return f"not offered: {problem}" if problem else "unknown: not offered to the model"
+    if t["kind"] == "editor-only":
+        return "editor-only: not offered outside VS Code"
+    if t["kind"] == "builtin":
+        return "built-in"
+    return "-> " + ", ".join(t["resolves_to"])
+
+
+def _diagnostic_lines(plan: dict[str, Any]) -> list[str]:
+    """The plan's last lines: how many errors and warnings, then each with its place."""
+    diagnostics = plan["diagnostics"]
+    if not diagnostics:
+        return ["  ok: no problems found"]
+    lines = [
+        "  "
+        + ", ".join(
+            x
+            for x in (
+                count(plan["errors"], "error") if plan["errors"] else "",
+                count(plan["warnings"], "warning") if plan["warnings"] else "",
+            )
+            if x
+        )
+    ]
+    for d in diagnostics:
+        loc = plan["path"]
+        if d["line"] is not None:
+            loc += f":{d['line']}" + (f":{d['column']}" if d["column"] is not None else "")
+        field = f" {d['field']}:" if d["field"] else ""
+        lines.append(f"    {loc}: {d['severity']}:{field} {d['message']}")
+    return lines
 
 
 def _hook_lines(plan: dict[str, Any]) -> list[str]:

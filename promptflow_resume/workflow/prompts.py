@@ -14,8 +14,8 @@ from typing import Any
 
 from ..base.errors import InputError
 from .commands import check_arguments, fill_argv
-from .loader import step_template
 from .model import Step, Workflow
+from .stephash import step_template
 from .variables import EDITOR_VARIABLES, render_text
 
 

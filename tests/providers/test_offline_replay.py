@@ -21,7 +21,8 @@ from promptflow_resume.base.errors import (
 from promptflow_resume.chat import Message, ToolSpec
 from promptflow_resume.providers import create_provider
 from promptflow_resume.providers.base import Provider, ProviderSettings, Reply, Request
-from promptflow_resume.providers.recording import RecordingProvider, read_recording
+from promptflow_resume.providers.recorder import RecordingProvider
+from promptflow_resume.providers.recording import read_recording
 from promptflow_resume.providers.replay import ReplayProvider
 from promptflow_resume.providers.scripted import ScriptedProvider
 

@@ -14,7 +14,8 @@ import pytest
 
 from promptflow_resume.base.errors import InputError
 from promptflow_resume.check import check_workflows, checked_agents
-from promptflow_resume.tools.mcp_config import McpConfigError, agent_config
+from promptflow_resume.tools.mcp_config import agent_config
+from promptflow_resume.tools.mcp_records import McpConfigError
 from tests import support
 from tests.support.flowproc import flow
 from tests.support.trust import trusted

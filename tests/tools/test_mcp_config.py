@@ -8,13 +8,9 @@ from pathlib import Path
 import pytest
 
 from promptflow_resume.base.errors import EXIT_INPUT, EXIT_INVALID_FILE, InputError
-from promptflow_resume.tools.mcp_config import (
-    McpConfigError,
-    find_config,
-    input_variable,
-    load_config,
-    strip_jsonc,
-)
+from promptflow_resume.tools.mcp_config import find_config, load_config, strip_jsonc
+from promptflow_resume.tools.mcp_reader import input_variable
+from promptflow_resume.tools.mcp_records import McpConfigError
 
 VSCODE = """{
   // Servers for this workspace

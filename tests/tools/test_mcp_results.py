@@ -23,7 +23,7 @@ from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.sidecar import sidecar_extension
 from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.builtin import ReadFile
-from promptflow_resume.tools.mcp_config import DEFAULT_MAX_OUTPUT
+from promptflow_resume.tools.mcp_records import DEFAULT_MAX_OUTPUT
 from tests import support
 from tests.cli.test_show import _chromium, _console, needs_chromium
 from tests.support.flowproc import flow

@@ -18,8 +18,9 @@ import pytest
 
 from promptflow_resume.base.errors import EXIT_TOOL_SERVER, ToolServerError
 from promptflow_resume.tools.base import ToolContext
-from promptflow_resume.tools.mcp import McpServers, changed_servers, tool_list_note
+from promptflow_resume.tools.mcp import McpServers
 from promptflow_resume.tools.mcp_config import load_config
+from promptflow_resume.tools.mcp_setup import changed_servers, tool_list_note
 from tests import support
 
 SERVER = support.SUPPORT / "mcp_servers.py"
@@ -305,7 +306,8 @@ def test_embedded_resources_and_links_in_results() -> None:
 
     from mcp import types
 
-    from promptflow_resume.tools.mcp import McpToolInfo, format_result
+    from promptflow_resume.tools.mcp_listing import McpToolInfo
+    from promptflow_resume.tools.mcp_results import format_result
 
     info = McpToolInfo(server="s", name="t", description="", input_schema={})
     result = types.CallToolResult(

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from promptflow_resume.tools import TOOLS, builtin
+from promptflow_resume.tools import TOOLS, builtin, searchfiles
 from promptflow_resume.tools.base import ToolContext, ToolResult
 from promptflow_resume.tools.builtin import glob_matcher
 
-#: The file tools of ``builtin.py``, as the tool registry names them.
+#: The file tools of ``builtin.py`` and ``searchfiles.py``, as the tool registry names them.
 BUILTINS = {
     name: TOOLS.load(name) for name in ("read_file", "write_file", "list_files", "search_files")
 }
@@ -405,7 +405,7 @@ def test_search_skips_vendor_folders_binary_files_and_large_files(
     tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tree / "data.bin").write_bytes(b"content\x00\x01")
-    monkeypatch.setattr(builtin, "MAX_SEARCH_FILE_BYTES", 40)
+    monkeypatch.setattr(searchfiles, "MAX_SEARCH_FILE_BYTES", 40)
     (tree / "big.txt").write_text("content of " * 10)
     result = call(tree, "search_files", pattern="content of")
     names = [line.split(":", 1)[0] for line in result.content.splitlines() if ":" in line]
@@ -435,14 +435,14 @@ def test_search_line_anchors_work_on_crlf_files(ws: Path) -> None:
 
 
 def test_search_is_bounded(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(builtin, "MAX_SEARCH_MATCHES", 3)
+    monkeypatch.setattr(searchfiles, "MAX_SEARCH_MATCHES", 3)
     (ws / "many.txt").write_text("hit\n" * 10 + "hit " + "x" * 1000 + "\n")
     lines = call(ws, "search_files", pattern="hit").content.splitlines()
     assert lines[:3] == ["many.txt:1: hit", "many.txt:2: hit", "many.txt:3: hit"]
     assert lines[3].startswith("[first 3 matches shown, there are more")
-    monkeypatch.setattr(builtin, "MAX_SEARCH_MATCHES", 100)
+    monkeypatch.setattr(searchfiles, "MAX_SEARCH_MATCHES", 100)
     long_line = call(ws, "search_files", pattern="x{10}").content
-    assert long_line == "many.txt:11: hit " + "x" * (builtin.MAX_MATCH_LINE_CHARS - 4) + "…"
+    assert long_line == "many.txt:11: hit " + "x" * (searchfiles.MAX_MATCH_LINE_CHARS - 4) + "…"
 
 
 def test_search_without_matches_is_not_an_error(ws: Path) -> None:
