@@ -46,7 +46,7 @@ from .progress.model import (
 )
 from .progress.seal import Key, mark_written_here
 from .providers.models import ModelChoice, choose_models, fix_line, resolve_model
-from .reconcile import Choices
+from .resumeplan import Choices
 from .runoptions import Limits, RunOptions
 from .workflow import editor_variables
 from .workflow.model import Diagnostic, Workflow

@@ -22,8 +22,9 @@ from .progress import load_progress
 from .progress.location import progress_file
 from .progress.model import LoadReport, Run, run_models
 from .progress.state import RunState, run_state
-from .reconcile import Choices, ResumePlan, Stop, plan_resume
+from .reconcile import plan_resume
 from .recorded import check_endpoint, outside_workspace, workflow_for
+from .resumeplan import Choices, ResumePlan, Stop
 from .runoptions import RunOptions
 from .runrequests import ResumeRequest
 from .runview import run_facts

@@ -6,7 +6,7 @@ Under the run's lock (a live run is refused with ``RunLockedError``):
    ``mv``);
 2. the transcript entries from the step's first entry on are archived, as JSON, into the run's
    sidecar folder as ``archive-attempt-<N>-rewind.json`` — the same mechanism and format that
-   ``flow resume`` uses when it re-runs steps (``reconcile.apply_plan``), where ``N`` is the
+   ``flow resume`` uses when it re-runs steps (``planapply.apply_plan``), where ``N`` is the
    attempt that will continue the run;
 3. that step and every later one become pending, the cursor points at the step, the status
    becomes ``paused``, and a note in the attempt history says what moved where;
