@@ -299,7 +299,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
     async def review(request: Request) -> Response:
         key = request.path_params["key"]
         path = served.progress_file(key)
-        from ..worktree import review_run
+        from ..runchanges import review_run
 
         try:
             result = await asyncio.to_thread(review_run, path)
