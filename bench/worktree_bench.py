@@ -33,7 +33,7 @@ from checkout import use_checkout
 use_checkout()
 
 from promptflow_resume.api import RunOptions, StartRequest, start_run  # noqa: E402
-from promptflow_resume.runchanges import discard_run, merge_run, review_run  # noqa: E402
+from promptflow_resume.worktree import discard_run, merge_run, review_run  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "worktree"
 _ENV = {

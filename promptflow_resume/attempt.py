@@ -466,6 +466,6 @@ def checkpoint_early_stop(store: ProgressStore, run: Run) -> None:
 def _commit_steps(options: EngineOptions, run: Run, folder: Path) -> None:
     """A run in a worktree commits there at the end of every step."""
     if run.worktree is not None:
-        from .worktree import step_committer
+        from .gitworktree import step_committer
 
         options.on_step_completed = step_committer(folder, run.run_id, options.reporter.notice)

@@ -168,7 +168,7 @@ def _check(state: _Resume) -> None:
     outside = None if moved is not None else outside_workspace(run, path, state.root)
     tree_note = None
     if run.worktree is not None:
-        from .worktree import attach_worktree
+        from .gitworktree import attach_worktree
 
         state.root, tree_note = attach_worktree(run.worktree, path)
     state.found = [note for note in (outside, permissions_note, tree_note) if note]

@@ -219,7 +219,7 @@ class StatusReport:
 def _worktree_status(run: Run, path: Path) -> dict[str, Any] | None:
     if run.worktree is None:
         return None
-    from .worktree import worktree_summary
+    from .gitworktree import worktree_summary
 
     return worktree_summary(run.worktree, path)
 
@@ -275,7 +275,7 @@ def run_status(
         if outside:
             report.warnings.append(outside)
         if run.worktree is not None:
-            from .worktree import worktree_folder
+            from .gitworktree import worktree_folder
 
             root = worktree_folder(run.worktree, path)
         tools = _tools_in_flight(run, wf, root, options)

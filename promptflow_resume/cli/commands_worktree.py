@@ -23,7 +23,7 @@ def review_command(
     A run without a worktree is reviewed from its file snapshots (base to latest).
     Nothing is changed. Exit code 14 for a git problem (docs/spec.md §9).
     """
-    from ..runchanges import review_run
+    from ..worktree import review_run
 
     review = review_run(progress)
     if as_json:
@@ -66,7 +66,7 @@ def merge_command(
     conflict aborts the merge: the files are named, the main checkout is left as it was, and
     the worktree and branch stay (exit code 14). The main checkout must be clean.
     """
-    from ..runchanges import merge_run
+    from ..worktree import merge_run
 
     result = merge_run(progress, squash=squash)
     if as_json:
@@ -96,7 +96,7 @@ def discard_command(progress: ProgressArg, as_json: SummaryJson = False) -> int:
     The progress file stays (marked discarded) as the record of what the run did; the run
     cannot be resumed afterwards.
     """
-    from ..runchanges import discard_run
+    from ..worktree import discard_run
 
     result = discard_run(progress)
     if as_json:

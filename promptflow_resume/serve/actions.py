@@ -148,7 +148,7 @@ def resume(path: Path, form: Form, processes: Processes) -> str:
 
 def merge(path: Path, form: Form, processes: Processes) -> str:
     """``flow merge`` (``squash`` ticked: ``--squash``)."""
-    from ..runchanges import merge_run
+    from ..worktree import merge_run
 
     result = merge_run(path, squash=_one(form, "squash") == "1")
     if result.commit is None:
@@ -158,7 +158,7 @@ def merge(path: Path, form: Form, processes: Processes) -> str:
 
 def discard(path: Path, form: Form, processes: Processes) -> str:
     """``flow discard``: only with the confirmation box ticked."""
-    from ..runchanges import discard_run
+    from ..worktree import discard_run
 
     if _one(form, "confirm") != "1":
         raise InputError("tick the box to confirm: a discarded worktree's changes are gone.")

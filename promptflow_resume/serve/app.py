@@ -311,7 +311,7 @@ class DashboardRoutes:
         """``GET /review/KEY``: a worktree run's changes."""
         key = request.path_params["key"]
         path = self.served.progress_file(key)
-        from ..runchanges import review_run
+        from ..worktree import review_run
 
         try:
             result = await asyncio.to_thread(review_run, path)

@@ -191,7 +191,7 @@ def fork(
             shutil.rmtree(sidecar_folder(output), ignore_errors=True)
             shutil.rmtree(steps, ignore_errors=True)
             if made is not None:
-                from ..worktree import remove_new
+                from ..gitworktree import remove_new
 
                 remove_new(made[0], run_id, output)
         raise

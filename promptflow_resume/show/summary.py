@@ -235,7 +235,7 @@ def _settings(run: Run, path: Path) -> list[str]:
 
 def _changed_files(path: Path) -> list[str]:
     """The files a worktree run changed, with their line counts (nothing for other runs)."""
-    from ..runchanges import review_run
+    from ..worktree import review_run
 
     try:
         review = review_run(path)

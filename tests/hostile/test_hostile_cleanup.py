@@ -18,8 +18,8 @@ import pytest
 from promptflow_resume.base.errors import GitError
 from promptflow_resume.progress import render
 from promptflow_resume.progress.model import Snapshots, WorktreeRef
-from promptflow_resume.runchanges import discard_run
 from promptflow_resume.sharing import clean_runs
+from promptflow_resume.worktree import discard_run
 from tests.support import xss
 from tests.support.git import git
 
@@ -244,9 +244,9 @@ def test_no_command_uses_a_worktree_a_file_names_outside_flows_place(
 ) -> None:
     """Resume, review, fork and merge confine the folder before any use: only
     ``.flow/worktrees/<name>`` of the file's repository with branch ``flow/<name>``."""
-    from promptflow_resume.runchanges import merge_run, review_run
+    from promptflow_resume.gitworktree import attach_worktree
     from promptflow_resume.sharing import fork
-    from promptflow_resume.worktree import attach_worktree
+    from promptflow_resume.worktree import merge_run, review_run
 
     clone, documents = place
     before, branches = _files(documents), _branches(clone)

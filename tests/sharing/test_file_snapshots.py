@@ -406,7 +406,7 @@ def test_steps_run_again_on_resume_drop_their_old_snapshot_records(repo: Path) -
 
 def test_review_leaves_out_what_a_person_changed_between_attempts(repo: Path) -> None:
     from promptflow_resume import Limits
-    from promptflow_resume.runchanges import review_run
+    from promptflow_resume.worktree import review_run
 
     (repo / "two.prompt.md").write_text(
         "---\nprovider: scripted\ntools: [create_file]\n---\n"
