@@ -34,8 +34,8 @@ from .attempt import approval_lines as approval_lines
 from .attempt import run_summary as run_summary
 from .compaction import CompactOutcome as CompactOutcome
 from .compaction import compact_run as compact_run
-from .reconcile import Choices as Choices
-from .reconcile import ResumePlan as ResumePlan
+from .resumeplan import Choices as Choices
+from .resumeplan import ResumePlan as ResumePlan
 from .runoptions import Limits as Limits
 from .runoptions import Permissions as Permissions
 from .runoptions import RunOptions as RunOptions

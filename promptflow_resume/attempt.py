@@ -46,7 +46,7 @@ from .progress.model import (
 )
 from .progress.seal import Key, mark_written_here
 from .providers.models import ModelChoice, choose_models, fix_line, resolve_model
-from .reconcile import Choices
+from .resumeplan import Choices
 from .runoptions import Limits, RunOptions
 from .workflow import editor_variables
 from .workflow.model import Diagnostic, Workflow
@@ -466,6 +466,6 @@ def checkpoint_early_stop(store: ProgressStore, run: Run) -> None:
 def _commit_steps(options: EngineOptions, run: Run, folder: Path) -> None:
     """A run in a worktree commits there at the end of every step."""
     if run.worktree is not None:
-        from .worktree import step_committer
+        from .gitworktree import step_committer
 
         options.on_step_completed = step_committer(folder, run.run_id, options.reporter.notice)

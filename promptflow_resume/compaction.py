@@ -34,15 +34,15 @@ from .chat import Message
 from .conversation import RequestView
 from .progress import ProgressStore
 from .progress.location import progress_file
-from .progress.model import Entry, Usage
-from .providers.base import Purpose, Reply, Request
+from .progress.model import Entry, Run, Usage
+from .providers.base import Provider, Purpose, Reply, Request
 from .providers.context import context_window, estimate_tokens, text_tokens
 from .recorded import check_endpoint, check_params, make_provider, workflow_for
 from .runoptions import RunOptions
-from .workflow.model import Compaction
+from .workflow.model import Compaction, Workflow
 
 if TYPE_CHECKING:
-    pass
+    from .events import Reporter
 
 #: What the model is asked to do with the turns it summarises.
 INSTRUCTIONS = (
@@ -401,23 +401,13 @@ def compact_run(
     path = progress_file(progress_path)
     if not path.exists():
         raise FileNotFoundFlowError(f"no progress file at {path}.", path=path)
-    provider, model, base_url = options.provider, options.model, options.base_url
-    reporter, record = options.reporter, options.record
     store, run, _ = ProgressStore.open(path)
     try:
         wf = workflow_for(
             run, path, workflow_path, workspace=options.root(), agent_dirs=options.agent_dirs
         )
-        check_params(run, wf, path)
-        if provider is not None:
-            run.config.provider = provider
-        if model is not None:
-            run.config.model = model
-        check_endpoint(run, path, None, base_url)
         redactor = Redactor.from_environment()
-        provider_obj = make_provider(
-            run, path, stream=False, record=record, redactor=redactor, base_url=base_url
-        )
+        provider_obj = _connect(run, wf, path, options, redactor)
         view = RequestView()
         view.update(run.transcript)
         before = view_tokens(view, run.config.model)
@@ -434,16 +424,7 @@ def compact_run(
             params=run.config.params,
             step=step,
             redact=lambda text: redactor.redact(text)[0],
-            announce=(
-                (
-                    lambda plan: reporter.notice(
-                        f"compacting entries {plan.covers[0]}-{plan.covers[1]} "
-                        f"(about {plan.tokens:,} tokens) into a summary."
-                    )
-                )
-                if reporter is not None
-                else None
-            ),
+            announce=_announcer(options.reporter),
         )
         if done is None:
             return CompactOutcome(
@@ -454,21 +435,7 @@ def compact_run(
                 reason="nothing to compact: only the step prompts and the most recent turns "
                 "are left, and those are kept verbatim",
             )
-        done.entry.id = run.next_entry_id()
-        run.transcript.append(done.entry)
-        run.usage.add(done.usage)
-        if step is not None and step in run.steps:
-            run.steps[step].usage.add(done.usage)
-        if run.attempts:
-            # No attempt of its own: the last one carries the call, with a note saying so, so
-            # that `flow log` accounts for every model call.
-            last = run.attempts[-1]
-            last.usage.add(done.usage)
-            first, final = done.plan.covers
-            last.notes.append(
-                f"flow compact: entries {first}-{final} summarised in entry {done.entry.id}"
-            )
-        run.updated = now_iso()
+        _record_compaction(run, done, step)
         store.save(run, [done.entry])
         store.checkpoint(run)
         view.update(run.transcript)
@@ -483,3 +450,54 @@ def compact_run(
         )
     finally:
         store.close()
+
+
+def _connect(
+    run: Run, wf: Workflow, path: Path, options: RunOptions, redactor: Redactor
+) -> Provider:
+    """The provider ``flow compact`` calls: the run's connection, or the one ``options`` name
+    (provider, model, base URL), checked as a resume checks it; ``record`` applies."""
+    check_params(run, wf, path)
+    if options.provider is not None:
+        run.config.provider = options.provider
+    if options.model is not None:
+        run.config.model = options.model
+    check_endpoint(run, path, None, options.base_url)
+    return make_provider(
+        run,
+        path,
+        stream=False,
+        record=options.record,
+        redactor=redactor,
+        base_url=options.base_url,
+    )
+
+
+def _announcer(reporter: Reporter | None) -> Callable[[CompactionPlan], None] | None:
+    """What tells ``reporter`` (if any) which entries are being compacted."""
+    if reporter is None:
+        return None
+    return lambda plan: reporter.notice(
+        f"compacting entries {plan.covers[0]}-{plan.covers[1]} "
+        f"(about {plan.tokens:,} tokens) into a summary."
+    )
+
+
+def _record_compaction(run: Run, done: Compacted, step: str | None) -> None:
+    """Add the summary entry to ``run``, its usage to the run's, the step's and the last
+    attempt's, and a note to that attempt."""
+    done.entry.id = run.next_entry_id()
+    run.transcript.append(done.entry)
+    run.usage.add(done.usage)
+    if step is not None and step in run.steps:
+        run.steps[step].usage.add(done.usage)
+    if run.attempts:
+        # No attempt of its own: the last one carries the call, with a note saying so, so
+        # that `flow log` accounts for every model call.
+        last = run.attempts[-1]
+        last.usage.add(done.usage)
+        first, final = done.plan.covers
+        last.notes.append(
+            f"flow compact: entries {first}-{final} summarised in entry {done.entry.id}"
+        )
+    run.updated = now_iso()

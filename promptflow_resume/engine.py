@@ -81,7 +81,8 @@ from .providers import OFFLINE_PROVIDERS
 from .providers.base import Provider, Reply, ReplyUsage, Request
 from .providers.fallback import ModelChoices
 from .providers.givenprices import from_record
-from .snapshots import RunSnapshots, SnapshotRepo
+from .runsnapshots import RunSnapshots
+from .snapshots import SnapshotRepo
 from .tools import TOOLS, offered_tool_names
 from .tools.approval import CONSENT_WHY, ApprovalPolicy, consent_hold, decider, granted
 from .tools.base import Tool, ToolContext, ToolResult

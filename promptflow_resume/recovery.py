@@ -34,8 +34,8 @@ from .base.redact import Redactor
 from .chat import Message
 from .progress.model import Attempt, Entry, Run, Usage
 from .providers.base import Provider, Purpose, Reply, Request
-from .reconcile import Choices, ResumePlan, Stop
 from .recorded import make_provider
+from .resumeplan import Choices, ResumePlan, Stop
 from .workflow.model import Recovery, Workflow
 
 

@@ -31,21 +31,14 @@ from .base.errors import (
 )
 from .base.redact import Redactor
 from .hooks import hooks_changed, load_run_hooks
+from .planapply import apply_plan, check_servers, resume_note
 from .progress import ProgressStore
 from .progress.location import progress_file
 from .progress.model import AllowLists, EditNote, LoadReport, Run, RunStatus
 from .progress.render import entries_phrase
-from .reconcile import (
-    ChangeDecision,
-    Choices,
-    ResumePlan,
-    Stop,
-    apply_plan,
-    check_servers,
-    plan_resume,
-    resume_note,
-)
+from .reconcile import plan_resume
 from .recorded import check_endpoint, check_params, outside_workspace, run_provider, workflow_for
+from .resumeplan import ChangeDecision, Choices, ResumePlan, Stop
 from .runoptions import Permissions, RunOptions
 from .runrequests import ResumeRequest, stringify
 from .workflow import resolve_inputs
@@ -175,7 +168,7 @@ def _check(state: _Resume) -> None:
     outside = None if moved is not None else outside_workspace(run, path, state.root)
     tree_note = None
     if run.worktree is not None:
-        from .worktree import attach_worktree
+        from .gitworktree import attach_worktree
 
         state.root, tree_note = attach_worktree(run.worktree, path)
     state.found = [note for note in (outside, permissions_note, tree_note) if note]

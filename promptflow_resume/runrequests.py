@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .handoffs import Chain
-from .reconcile import Choices, ResumePlan
+from .resumeplan import Choices, ResumePlan
 from .workflow import load_inputs_file, load_workflow, resolve_inputs
 from .workflow.model import InputDecl, Workflow
 

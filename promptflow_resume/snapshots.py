@@ -31,6 +31,9 @@ The rules:
   writes, removes or creates below a symbolic link nor follows one when it clears the way
   (git's rule); a path no git checkout would write (``..``, ``.git``) refuses the snapshot.
 
+The engine takes a run's snapshots through ``runsnapshots``; what a snapshot changed is read by
+``snapshotchanges``, and a restore's checks and file moves are ``filerestore``'s.
+
 Every git command runs as ``git`` with an argument list, never through a shell.
 """
 
@@ -39,26 +42,29 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import stat
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .base import madehere
-from .base.confine import PathEscapeError, no_link_on_the_way, tree_path
+from .base.confine import PathEscapeError, no_link_on_the_way
 from .base.errors import (
-    EXIT_FILES_CHANGED,
-    EXIT_SNAPSHOT_MISSING,
-    FilesError,
-    FlowError,
     GitError,
     InputError,
 )
 from .base.runids import valid_run_id
-from .progress.model import LISTED_FILES, FileSnapshot, Run, Snapshots
+from .filerestore import (
+    RestorePlan,
+    SnapshotMissingError,
+    SnapshotsNotMadeHereError,
+    check_plan,
+    clear_way,
+    remove_run_file,
+)
+from .progress.model import Snapshots
 from .progress.sidecar import stem_of
+from .snapshotchanges import Changes, parse_diff
 
 #: The prefix of every ref a run's snapshots are kept under.
 REF_PREFIX = "refs/flow/"
@@ -80,33 +86,6 @@ _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 def snapshot_ref(run_id: str) -> str:
     """The ref of run ``run_id``'s snapshots: ``refs/flow/<run-id>/snapshots``."""
     return f"{REF_PREFIX}{run_id}/snapshots"
-
-
-class FilesChangedError(FilesError):
-    """A restore would overwrite or delete files changed since the run last touched them
-    (``files``: those files)."""
-
-    exit_code = EXIT_FILES_CHANGED
-
-
-class SnapshotMissingError(FlowError):
-    """A snapshot the progress file names is not in the repository (cleaned, or another
-    clone): its files cannot be restored."""
-
-    exit_code = EXIT_SNAPSHOT_MISSING
-
-
-class SnapshotsNotMadeHereError(SnapshotMissingError):
-    """The snapshots a progress file names were not taken by flow on this machine for that
-    file, or a snapshot is not one of the run's (docs/spec.md 10.10): nothing is restored from
-    them, in that repository or any other."""
-
-
-class LinkInTheWayError(FilesError):
-    """A restore would write or remove below a symbolic link it does not remove itself
-    (``files``: those paths); nothing is ever written or removed through a link."""
-
-    exit_code = EXIT_FILES_CHANGED
 
 
 def _environment(extra: dict[str, str]) -> dict[str, str]:
@@ -146,82 +125,6 @@ def _git(
     return done
 
 
-@dataclass
-class Changes:
-    """What differs between two snapshots."""
-
-    added: list[str] = field(default_factory=list)
-    modified: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    renamed: list[list[str]] = field(default_factory=list)
-    insertions: int = 0
-    deletions: int = 0
-    binary: int = 0
-
-    def stat(self) -> str:
-        """``+12 -3`` (text lines), with ``, N binary`` when binary files changed."""
-        if not (self.added or self.modified or self.deleted or self.renamed):
-            return ""
-        text = f"+{self.insertions} -{self.deletions}"
-        return text + (f", {self.binary} binary" if self.binary else "")
-
-    def record(self, entry: int, commit: str, call_id: str | None, late: bool) -> FileSnapshot:
-        """The progress file's record of a snapshot with these changes."""
-        lists = [self.added, self.modified, self.deleted]
-        kept = [paths[:LISTED_FILES] for paths in lists]
-        renamed = self.renamed[:LISTED_FILES]
-        more = sum(len(p) - len(k) for p, k in zip(lists, kept, strict=True))
-        more += len(self.renamed) - len(renamed)
-        return FileSnapshot(
-            entry=entry,
-            commit=commit,
-            call_id=call_id,
-            added=kept[0],
-            modified=kept[1],
-            deleted=kept[2],
-            renamed=renamed,
-            more=more,
-            stat=self.stat(),
-            late=late,
-        )
-
-
-def parse_diff(output: str) -> Changes:
-    """``git diff-tree -r -M --raw --numstat -z`` output as ``Changes``."""
-    changes = Changes()
-    tokens = output.split("\0")
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        if token.startswith(":"):
-            status = token.split(" ")[-1][:1]
-            if status in "RC":
-                old, new = tokens[i + 1], tokens[i + 2]
-                i += 3
-                if status == "R":
-                    changes.renamed.append([old, new])
-                else:
-                    changes.added.append(new)
-                continue
-            path = tokens[i + 1]
-            i += 2
-            {"A": changes.added, "D": changes.deleted}.get(status, changes.modified).append(path)
-            continue
-        i += 1
-        if not token:
-            continue
-        added, _, rest = token.partition("\t")
-        removed, _, path = rest.partition("\t")
-        if not path:
-            i += 2  # a rename's numstat line: the two paths follow
-        if added == "-":
-            changes.binary += 1
-        elif added.isdigit() and removed.isdigit():
-            changes.insertions += int(added)
-            changes.deletions += int(removed)
-    return changes
-
-
 @dataclass(frozen=True)
 class Taken:
     """One snapshot: its commit and tree, and what changed since the one before."""
@@ -229,47 +132,6 @@ class Taken:
     commit: str
     tree: str
     changes: Changes
-
-
-@dataclass
-class RestorePlan:
-    """What restoring the working tree to one snapshot does."""
-
-    target: str
-    #: Files written from the snapshot (created or overwritten).
-    write: list[str] = field(default_factory=list)
-    #: Files deleted: the run made them after the snapshot.
-    delete: list[str] = field(default_factory=list)
-    #: Files changed since the run last touched them that the restore would change.
-    conflicts: list[str] = field(default_factory=list)
-    #: Files the run never had, left as they are.
-    kept: list[str] = field(default_factory=list)
-    #: What is removed to make way for a file to write though no snapshot lists it, each with
-    #: what it is: a folder where a file goes (with what is left in it), a file where a folder
-    #: goes.
-    cleared: dict[str, str] = field(default_factory=dict)
-    #: Paths to write or delete that are symbolic links now, with where each points: the link
-    #: itself is replaced or removed, never what it points to.
-    links: dict[str, str] = field(default_factory=dict)
-    #: The working tree when the plan was made, as a git tree.
-    before: str = ""
-
-    @property
-    def empty(self) -> bool:
-        """True when the working tree already matches the snapshot (for the run's files)."""
-        return not (self.write or self.delete or self.conflicts)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form."""
-        return {
-            "target": self.target,
-            "write": list(self.write),
-            "delete": list(self.delete),
-            "conflicts": list(self.conflicts),
-            "kept": list(self.kept),
-            "cleared": dict(self.cleared),
-            "links": dict(self.links),
-        }
 
 
 def _pathspec_glob(text: str) -> str:
@@ -499,7 +361,7 @@ class SnapshotRepo:
                 if not force:
                     continue
             (plan.delete if status == "D" else plan.write).append(path)
-        _check_plan(self.root, plan)
+        check_plan(self.root, plan)
         return plan
 
     def in_chain(self, commit: str) -> bool:
@@ -521,11 +383,11 @@ class SnapshotRepo:
         scratch.parent.mkdir(parents=True, exist_ok=True)
         try:
             for path in plan.delete:
-                _remove(self.root, path)
+                remove_run_file(self.root, path)
             if plan.write:
                 _git(["read-tree", self.tree_of(plan.target)], self.root, env=self._env(scratch))
                 for path in plan.write:
-                    _clear_way(self.root, path)
+                    clear_way(self.root, path)
                 # git itself never writes through a link either: checkout-index replaces a
                 # link where a file or folder goes, and refuses '..' and '.git' paths.
                 _git(
@@ -630,142 +492,6 @@ def trusted_repo(record: Snapshots, run_id: str, progress: Path) -> SnapshotRepo
     )
 
 
-def _plain(path: str) -> str:
-    try:
-        tree_path(path)
-    except PathEscapeError as error:
-        raise SnapshotsNotMadeHereError(
-            f"a snapshot of the restore names {error}: no snapshot flow takes holds such a "
-            "path (git itself refuses it), so this one did not come from flow. Nothing was "
-            "changed.",
-            hint="Pass --no-files to move the conversation only.",
-        ) from None
-    return path
-
-
-def _check_plan(root: Path, plan: RestorePlan) -> None:
-    """Refuse a plan that would pass a symbolic link or remove what is not the run's to make
-    way, and name what it removes on the way.
-
-    Every path must be one a checkout writes (``tree_path``). On the way to a path to write or
-    delete, a symbolic link or a file is fine only when the plan deletes it itself first (it
-    is the run's); any other (someone else's, as ``kept`` says, or an ignored one) refuses the
-    whole plan with ``LinkInTheWayError``, even with ``force``: nothing is written or removed
-    through a link, and what is not the run's is not removed to make way. A folder where a
-    file goes is removed with what is left in it once the plan's deletions are done, when that
-    is only what no snapshot lists (ignored files): it is named in ``cleared``. A path to
-    write or delete that is a link itself is named in ``links``: the link is what goes."""
-    for path in (*plan.write, *plan.delete, *plan.conflicts, *plan.kept):
-        _plain(path)
-    deleted = set(plan.delete)
-    # Someone else's files: new ones the restore keeps, changed ones it does not delete.
-    others = set(plan.kept) | (set(plan.conflicts) - deleted)
-    blocked: list[str] = []
-    for path in (*plan.delete, *plan.write):
-        parts = path.split("/")
-        for n in range(1, len(parts)):
-            way = "/".join(parts[:n])
-            try:
-                mode = os.lstat(root / way).st_mode
-            except FileNotFoundError:
-                break
-            if stat.S_ISDIR(mode):
-                continue
-            if way not in deleted:
-                what = _what(root / way, mode)
-                blocked.append(f"{path} ({way} is {what} that is not the run's)")
-            break
-        try:
-            mode = os.lstat(root / path).st_mode
-        except OSError:  # not there, or a file stands on the way (refused above)
-            continue
-        if stat.S_ISLNK(mode):
-            plan.links[path] = os.readlink(root / path)
-        elif stat.S_ISDIR(mode) and path not in deleted:
-            left = _left_in(root, path, deleted)
-            theirs = [p for p in left if p in others or (root / p).is_symlink()]
-            if theirs:
-                blocked.append(f"{path} (a folder holding {', '.join(theirs[:3])}, not the run's)")
-            elif left:
-                files = f"{len(left)} file{'s' if len(left) != 1 else ''}"
-                plan.cleared[path] = f"a folder where a file goes, with {files} no snapshot lists"
-    if blocked:
-        raise LinkInTheWayError(
-            f"restoring would pass or remove {len(blocked)} path(s) that are not the run's: "
-            f"{', '.join(blocked[:10])}"
-            + (f" and {len(blocked) - 10} more" if len(blocked) > 10 else "")
-            + ". flow never writes or removes anything through a symbolic link (git's rule), "
-            "nor removes what is not the run's to make way, not even with --force. Nothing "
-            "was changed.",
-            files=[b.split(" (", 1)[0] for b in blocked],
-            hint="Move those away if you do not need them, then run again; or pass "
-            "--no-files to move the conversation only.",
-        )
-
-
-def _what(path: Path, mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return f"a symbolic link to {os.readlink(path)}"
-    return "a file"
-
-
-def _left_in(root: Path, folder: str, deleted: set[str]) -> list[str]:
-    """What is left in ``root/folder`` once ``deleted`` are gone (links not followed)."""
-    left: list[str] = []
-    for top, dirs, files in os.walk(root / folder):
-        for name in files + [d for d in dirs if (Path(top) / d).is_symlink()]:
-            rel = (Path(top) / name).relative_to(root).as_posix()
-            if rel not in deleted:
-                left.append(rel)
-    return sorted(left)
-
-
-def _way(root: Path, path: str) -> Path:
-    """``root/path`` with no link on the way (checked again as the files change)."""
-    try:
-        return no_link_on_the_way(root, path)
-    except PathEscapeError as error:
-        raise LinkInTheWayError(
-            f"restoring stopped at {path}: {error}. What was restored before it stays.",
-            files=[path],
-        ) from None
-
-
-def _remove(root: Path, path: str) -> None:
-    """Delete one file of the run (a link itself, never what it points to) and the folders
-    it leaves empty."""
-    target = _way(root, path)
-    try:
-        target.unlink()
-    except FileNotFoundError:
-        return
-    folder = target.parent
-    while folder != root and not folder.is_symlink() and folder.is_dir():
-        if any(folder.iterdir()):
-            break
-        folder.rmdir()
-        folder = folder.parent
-
-
-def _clear_way(root: Path, path: str) -> None:
-    """Make way for a file to write: a folder where it goes (the run made that folder after
-    the snapshot, or it would not be in the way), a file where one of its folders goes.
-    Nothing is followed: a link on the way stops the restore (``_check_plan`` refused it)."""
-    target = _way(root, path)
-    if not target.is_symlink() and target.is_dir():
-        shutil.rmtree(target)
-    where = root
-    for part in Path(path).parts[:-1]:
-        where = where / part
-        try:
-            mode = os.lstat(where).st_mode
-        except FileNotFoundError:
-            break
-        if not stat.S_ISDIR(mode):
-            where.unlink()
-            break
-
-
 def _excluded_names(root: Path, progress: Path | None) -> list[bytes]:
     """Bytes that every path the snapshots leave out holds: ``.flow/``, and the progress
     file's name and sidecar folder when it lies in the repository outside ``.flow``."""
@@ -830,97 +556,3 @@ def root_of(recorded: str, progress: Path) -> Path:
     """The repository folder a progress file's ``snapshots.root`` names."""
     path = Path(recorded)
     return path if path.is_absolute() else (progress.resolve().parent / path).resolve()
-
-
-class RunSnapshots:
-    """A run's snapshots as the engine takes them: the base before the first call, one
-    after each call that can change files, and any a crash left due (taken late)."""
-
-    def __init__(self, repo: SnapshotRepo, run: Run, progress: Path) -> None:
-        self.repo = repo
-        self.run = run
-        if run.snapshots is None:
-            run.snapshots = Snapshots(root=relative_root(repo.root, progress), ref=repo.ref)
-        else:
-            # The snapshots taken from now on are of this repository, whatever the file said.
-            run.snapshots.root = relative_root(repo.root, progress)
-            run.snapshots.ref = repo.ref
-        self.record: Snapshots = run.snapshots
-        #: True when ``begin`` found the recorded snapshots missing here and took a new base.
-        self.elsewhere = False
-
-    def begin(self) -> list[int]:
-        """At an attempt's start: the base snapshot when there is none yet, or when the
-        recorded ones are not in this repository (the file came from another clone: the run
-        goes on, snapshotting from here), and the snapshots a crash left due, taken now and
-        marked late. Returns the entries snapshotted late."""
-        last = self.run.transcript[-1].id if self.run.transcript else 0
-        # Records of entries removed by hand name ids the next entries will reuse.
-        self.record.calls = [c for c in self.record.calls if c.entry <= last]
-        before = self.record.last_taken()
-        if before is not None and not self.repo.has(before.commit):
-            self.elsewhere = True
-            self.record.calls = [c for c in self.record.calls if c.commit is not None]
-            taken = self.repo.take(None, f"flow {self.run.run_id}: base in this clone")
-            self.record.calls.append(FileSnapshot(entry=last, commit=taken.commit))
-        if not self.record.calls:
-            taken = self.repo.take(None, f"flow {self.run.run_id}: base")
-            # The base stands for the files after the entries recorded so far: 0 for a new
-            # run, later for a run resumed by a flow that snapshots for the first time.
-            self.record.calls.append(FileSnapshot(entry=last, commit=taken.commit))
-        due = [s for s in self.record.calls if s.commit is None]
-        if due:
-            self.settle(late=True)
-        elif self._resumed():
-            self._between_attempts(last)
-        # The ref this machine now snapshots into, recorded for this file (a run an older flow
-        # began here, or one moved to another file, is recorded once it goes on here).
-        self.repo.note_made()
-        return [s.entry for s in due]
-
-    def _resumed(self) -> bool:
-        """True when an earlier attempt took snapshots here (this one goes on after it)."""
-        return len(self.run.attempts) > 1 and bool(self.record.calls) and not self.elsewhere
-
-    def _between_attempts(self, last: int) -> None:
-        """The files as this attempt finds them, when someone changed them since the run last
-        did (between attempts): a record without a call, so ``flow review`` and the next
-        call's record never count those changes as the run's."""
-        # Against the ref's tip: the files as the run (or a restore of its files) last left
-        # them, also when a resume dropped the records of calls it runs again.
-        tip = self.repo.tip()
-        if tip is None or self.record.last_taken() is None:
-            return
-        taken = self.repo.take(tip, f"flow {self.run.run_id}: files before attempt")
-        if taken.commit != tip:
-            self.record.calls.append(taken.changes.record(last, taken.commit, None, False))
-
-    def due(self, entry: int, call_id: str | None) -> None:
-        """Call ``entry``'s result is about to be recorded: its snapshot is due (recorded in
-        the same event, so a crash before the snapshot leaves the mark)."""
-        self.record.calls.append(FileSnapshot(entry=entry, commit=None, call_id=call_id))
-
-    def settle(self, *, late: bool = False) -> FileSnapshot | None:
-        """Take the snapshot the due records wait for; the first due record gets it, any
-        other (several calls of one crash) the same commit with nothing listed."""
-        due = [i for i, s in enumerate(self.record.calls) if s.commit is None]
-        if not due:
-            return None
-        before = self.record.last_taken()
-        first = self.record.calls[due[0]]
-        taken = self.repo.take(
-            before.commit if before else None, f"flow {self.run.run_id}: entry {first.entry}"
-        )
-        if before is not None and taken.commit == before.commit:
-            # Nothing changed: no record, so the front matter grows only with calls that
-            # changed files; the snapshot before stands for this point too.
-            self.record.calls = [s for s in self.record.calls if s.commit is not None]
-            return None
-        snap = taken.changes.record(first.entry, taken.commit, first.call_id, late)
-        self.record.calls[due[0]] = snap
-        for i in due[1:]:
-            other = self.record.calls[i]
-            self.record.calls[i] = FileSnapshot(
-                entry=other.entry, commit=taken.commit, call_id=other.call_id, late=late
-            )
-        return snap

@@ -55,7 +55,7 @@ def start(request: StartRequest, options: RunOptions) -> Outcome:
     run_id: str | None = None
     tree = None
     if request.worktree:
-        from .worktree import create_worktree
+        from .gitworktree import create_worktree
 
         run_id = run_id_for(path, wf)
         tree, root = create_worktree(root, run_id, progress=path)
@@ -66,7 +66,7 @@ def start(request: StartRequest, options: RunOptions) -> Outcome:
     except BaseException:
         if tree is not None and not path.exists():
             # Nothing recorded the worktree: it would be left behind with no run to own it.
-            from .worktree import remove_new
+            from .gitworktree import remove_new
 
             remove_new(tree, run_id or "", path)
         raise

@@ -22,8 +22,9 @@ from .progress import load_progress
 from .progress.location import progress_file
 from .progress.model import LoadReport, Run, run_models
 from .progress.state import RunState, run_state
-from .reconcile import Choices, ResumePlan, Stop, plan_resume
+from .reconcile import plan_resume
 from .recorded import check_endpoint, outside_workspace, workflow_for
+from .resumeplan import Choices, ResumePlan, Stop
 from .runoptions import RunOptions
 from .runrequests import ResumeRequest
 from .runview import run_facts
@@ -218,7 +219,7 @@ class StatusReport:
 def _worktree_status(run: Run, path: Path) -> dict[str, Any] | None:
     if run.worktree is None:
         return None
-    from .worktree import worktree_summary
+    from .gitworktree import worktree_summary
 
     return worktree_summary(run.worktree, path)
 
@@ -274,49 +275,17 @@ def run_status(
         if outside:
             report.warnings.append(outside)
         if run.worktree is not None:
-            from .worktree import worktree_folder
+            from .gitworktree import worktree_folder
 
             root = worktree_folder(run.worktree, path)
-        tools: dict[str, Tool] = {}
-        if run.in_flight:
-            from .tools import build_tools
-
-            # MCP calls in flight are judged by their start records: no server is started.
-            tools = build_tools(wf, root, skills=options.skills)
-        else:
-            # Only a call in flight needs its tool (is it idempotent?); without one the tool
-            # modules stay unimported and only the check that building them makes is made.
-            from .workflow.commands import check_cwd
-
-            for decl in wf.commands.values():
-                check_cwd(decl, root)
+        tools = _tools_in_flight(run, wf, root, options)
         plan = plan_resume(run, wf, report, tools, choices, workspace=root)
         # recovery is imported only to decide: plain `flow status` does without it.
         if decide and _wants_decision(wf, choices):
-            from .recovery import model_decision
-
-            decision = model_decision(
-                run,
-                path,
-                plan,
-                wf,
-                provider=options.provider,
-                model=options.model,
-                base_url=options.base_url,
-            )
-            if decision is not None and not decision.stops:
-                plan = plan_resume(
-                    run, wf, report, tools, decision.choices(choices), workspace=root
-                )
+            plan, decision = _decided(run, path, wf, report, tools, plan, choices, options, root)
     except FlowError as error:
         problem = str(error)
-    if plan is not None and run.worktree is not None and run.worktree.state == "discarded":
-        # Resume refuses such a run (its files are gone); status says so the same way.
-        plan.block(Stop.DISCARDED, "the run's worktree and branch were discarded (flow discard)")
-    live = run_state(path, run.status, run.reason)
-    if plan is not None and live.owner_alive:
-        # Resume would fail on the lock (exit 6): status says so before anyone tries.
-        plan.block(Stop.LIVE, f"the run is live ({live.reason}); wait for it to stop, or stop it")
+    _block_as_resume_would(plan, run, path)
     from .compaction import context_status
     from .trust import trust_state
 
@@ -342,6 +311,67 @@ def run_status(
         permissions_widened=change is not None and change.widened,
         trust=trust_state(root, options.trust_in(root)),
     )
+
+
+def _tools_in_flight(
+    run: Run, workflow: Workflow, root: Path, options: RunOptions
+) -> dict[str, Tool]:
+    """The workflow's tools when a call is in flight (resume judges it by its tool); else
+    none, with only the check that building them makes (the commands' folders)."""
+    tools: dict[str, Tool] = {}
+    if run.in_flight:
+        from .tools import build_tools
+
+        # MCP calls in flight are judged by their start records: no server is started.
+        tools = build_tools(workflow, root, skills=options.skills)
+    else:
+        # Only a call in flight needs its tool (is it idempotent?); without one the tool
+        # modules stay unimported and only the check that building them makes is made.
+        from .workflow.commands import check_cwd
+
+        for decl in workflow.commands.values():
+            check_cwd(decl, root)
+    return tools
+
+
+def _decided(
+    run: Run,
+    path: Path,
+    workflow: Workflow,
+    report: LoadReport,
+    tools: dict[str, Tool],
+    plan: ResumePlan,
+    choices: Choices,
+    options: RunOptions,
+    root: Path,
+) -> tuple[ResumePlan, Decision | None]:
+    """``flow status --decide``: the model's decision on an ambiguous state (the options'
+    provider, model and base URL), and the plan made again with its choices unless it stops."""
+    from .recovery import model_decision
+
+    decision = model_decision(
+        run,
+        path,
+        plan,
+        workflow,
+        provider=options.provider,
+        model=options.model,
+        base_url=options.base_url,
+    )
+    if decision is not None and not decision.stops:
+        plan = plan_resume(run, workflow, report, tools, decision.choices(choices), workspace=root)
+    return plan, decision
+
+
+def _block_as_resume_would(plan: ResumePlan | None, run: Run, path: Path) -> None:
+    """Block ``plan`` where resume would refuse the run: a discarded worktree, a live run."""
+    if plan is not None and run.worktree is not None and run.worktree.state == "discarded":
+        # Resume refuses such a run (its files are gone); status says so the same way.
+        plan.block(Stop.DISCARDED, "the run's worktree and branch were discarded (flow discard)")
+    live = run_state(path, run.status, run.reason)
+    if plan is not None and live.owner_alive:
+        # Resume would fail on the lock (exit 6): status says so before anyone tries.
+        plan.block(Stop.LIVE, f"the run is live ({live.reason}); wait for it to stop, or stop it")
 
 
 def _wants_decision(workflow: Workflow, choices: Choices) -> bool:

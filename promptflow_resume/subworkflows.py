@@ -44,21 +44,22 @@ from .base.errors import (
 from .base.paths import rebase, relative_path
 from .base.safeopen import linked_file
 from .base.truststore import Trust
+from .childreporter import ChildReporter
 from .engine import AgentCall, ChildCall, ChildResult, Engine, EngineOptions, answer_line
-from .events import Reporter
+from .planapply import apply_plan, check_servers, resume_note
 from .progress import ProgressStore
 from .progress.children import (
     MAX_DEPTH,
     child_folder,
     children_of_file,
     folder_name,
-    usage_difference,
 )
 from .progress.links import child_cycle_error, child_file
 from .progress.model import EditNote, Run, Usage
 from .progress.render import entries_phrase
-from .providers.base import Provider, Request
-from .reconcile import Choices, apply_plan, check_servers, plan_resume, resume_note
+from .providers.base import Provider
+from .reconcile import plan_resume
+from .resumeplan import Choices
 from .tools import build_tools
 from .tools.base import Tool
 from .tools.commands import command_output
@@ -141,76 +142,6 @@ def _own_budget(workflow: Workflow) -> dict[str, Any]:
         "max_seconds": b.max_seconds,
     }
     return {k: v for k, v in values.items() if v is not None}
-
-
-class _ChildReporter(Reporter):
-    """The parent's display, told about the child's progress within the parent's step.
-
-    The display shows one step at a time, the parent's: the child's steps are notices
-    (``Triage › step 1/2 Collect: started``), its model calls count toward the parent's step,
-    and the totals shown are the parent's with the child's usage so far."""
-
-    def __init__(self, parent: Reporter, child: _Child) -> None:
-        self.parent = parent
-        self.step_id = child.step_id
-        self.title = child.title
-        self.run = child.parent
-        self.rolled_up = child.rolled_up
-
-    def _with_parent(self, child_total: Usage) -> Usage:
-        total = Usage(**vars(self.run.usage))
-        total.add(usage_difference(child_total, self.rolled_up()))
-        return total
-
-    def notice(self, text: str) -> None:
-        """Forwarded with the parent step's title in front."""
-        self.parent.notice(f"{self.title} › {text}")
-
-    def step_started(
-        self, step_id: str, title: str, index: int, total: int, agent: str | None = None
-    ) -> None:
-        """A notice: the child's step within the parent's."""
-        self.parent.notice(f"{self.title} › step {index}/{total} {title}: started")
-
-    def step_finished(self, step_id: str, status: str) -> None:
-        """A notice: the child's step ended."""
-        self.parent.notice(f"{self.title} › step {step_id}: {status}")
-
-    def model_call(self, step_id: str, turn: int, request: Request) -> None:
-        """Forwarded as a call of the parent's step."""
-        self.parent.model_call(f"{self.step_id}/{step_id}", turn, request)
-
-    def text(self, delta: str) -> None:
-        """Forwarded."""
-        self.parent.text(delta)
-
-    def model_reply(self, step_id: str, usage: Usage, run_usage: Usage) -> None:
-        """Forwarded with the parent's totals including the child's usage so far."""
-        self.parent.model_reply(self.step_id, usage, self._with_parent(run_usage))
-
-    def tool_started(self, name: str, arguments: str, call_id: str = "") -> None:
-        """Forwarded."""
-        self.parent.tool_started(name, arguments, call_id)
-
-    def tool_finished(self, name: str, is_error: bool, summary: str, call_id: str = "") -> None:
-        """Forwarded."""
-        self.parent.tool_finished(name, is_error, summary, call_id)
-
-    def model_refused(self, model: str, message: str) -> None:
-        """Forwarded."""
-        self.parent.model_refused(model, message)
-
-    def question_asked(self, step_id: str, text: str) -> None:
-        """Forwarded as a question of the parent's step (``parent/child`` step ids)."""
-        self.parent.question_asked(f"{self.step_id}/{step_id}", text)
-
-    def compacted(self, step_id: str, first: int, last: int, tokens: int) -> None:
-        """Forwarded as the parent step's (the entries are the child's)."""
-        self.parent.compacted(f"{self.step_id}/{step_id}", first, last, tokens)
-
-    def retry(self, attempt: int, delay: float, message: str) -> None:
-        """Forwarded."""
-        self.parent.retry(attempt, delay, message)
 
     # run_started and close stay no-ops: the parent's display lives on after the child.
 
@@ -401,7 +332,13 @@ class SubworkflowRunner:
             servers.notice = parent.reporter.notice  # says which server Ctrl-C stops
         return replace(
             parent,
-            reporter=_ChildReporter(parent.reporter, child),
+            reporter=ChildReporter(
+                parent.reporter,
+                step_id=child.step_id,
+                title=child.title,
+                run=child.parent,
+                rolled_up=child.rolled_up,
+            ),
             timeout=child.timeout,
             resume_note=None,
             # Its files are snapshotted by the parent's call that runs it (docs/spec.md 12).

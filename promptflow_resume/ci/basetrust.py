@@ -25,8 +25,8 @@ from pathlib import Path
 
 from ..base.errors import UntrustedError
 from ..base.truststore import Trust, file_digest
+from ..gitworktree import git
 from ..trust import is_brought
-from ..worktree import git
 from .event import JobEvent
 
 

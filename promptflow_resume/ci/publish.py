@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base.redact import Redactor
-from ..worktree import git
+from ..gitworktree import git
 
 #: The identity of flow's commits in CI.
 IDENTITY = {

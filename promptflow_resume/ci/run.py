@@ -46,7 +46,7 @@ from ..api import Outcome, decide_calls, resume_run
 from ..base.errors import FlowError, InputError, StorageError
 from ..base.redact import Redactor
 from ..front import RunCommand, parse_assignments, run_workflow
-from ..worktree import git
+from ..gitworktree import git
 from .basetrust import base_revision, base_trust, require_base_version
 from .event import JobEvent, PullRequest, fetch_pull, read_event
 from .inputs import CiInputs
@@ -443,8 +443,8 @@ def fetch_run_branch(workspace: Path, path: Path, token: str | None) -> None:
     """Fetch the branch of a worktree run (9) from ``origin`` when this clone lacks it: a job
     on a new runner recreates the worktree from it. Nothing when it cannot: the resume then
     says the branch is gone."""
+    from ..gitworktree import branch_exists, checked_folder, repository_root
     from ..progress import load_progress
-    from ..worktree import branch_exists, checked_folder, repository_root
 
     run, _ = load_progress(path)
     if run.worktree is None or branch_exists(workspace, run.worktree.branch):
@@ -459,14 +459,14 @@ def fetch_run_branch(workspace: Path, path: Path, token: str | None) -> None:
 def _save_worktree(workspace: Path, path: Path) -> list[str]:
     """Commit what a stopped worktree run left uncommitted to its branch (a job's runner is
     gone afterwards) and name the branch to push; nothing for other runs."""
-    from ..progress import load_progress
-    from ..worktree import (
+    from ..gitworktree import (
         branch_exists,
         checked_folder,
         commit_all,
         is_worktree_of,
         repository_root,
     )
+    from ..progress import load_progress
 
     run, _ = load_progress(path)
     tree = run.worktree

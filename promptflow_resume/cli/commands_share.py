@@ -13,8 +13,8 @@ from .app import app, err, out, print_json
 from .options import ProgressArg, SummaryJson
 
 if TYPE_CHECKING:
+    from ..filerestore import RestorePlan
     from ..sharing.restore import FilesChoice, FilesRestored
-    from ..snapshots import RestorePlan
 
 _YES = typer.Option(
     False, "--yes", "-y", help="Restore the files without asking (needed without a terminal)."

@@ -113,27 +113,23 @@ class RunCache:
         return run, run_state(path, run.status, run.reason), edited
 
 
-def make_app(served: Served, guard: Guard) -> GuardedApp:
-    """The application, behind its guard."""
-    from starlette.applications import Starlette
-    from starlette.responses import (
-        FileResponse,
-        JSONResponse,
-        RedirectResponse,
-        Response,
-        StreamingResponse,
-    )
-    from starlette.routing import Route
+class DashboardRoutes:
+    """The dashboard's routes, each a few lines over ``runs``, ``pages``, ``actions`` and
+    ``live``, sharing one ``Dashboard``."""
 
-    board = Dashboard(served, guard, Processes(served.cwd))
+    def __init__(self, board: Dashboard) -> None:
+        self.board = board
+        self.served = board.served
+        self.guard = board.guard
 
-    async def runs_list(request: Request) -> Response:
+    async def runs_list(self, request: Request) -> Response:
+        """``GET /``: the runs list (``?status=&needs=1&q=&sort=``)."""
         q = request.query_params
-        rows = await asyncio.to_thread(served.rows)
-        trust = await asyncio.to_thread(trust_state, served.cwd)
+        rows = await asyncio.to_thread(self.served.rows)
+        trust = await asyncio.to_thread(trust_state, self.served.cwd)
         page = pages.list_page(
             rows,
-            served.roots,
+            self.served.roots,
             status=q.get("status", ""),
             needs=q.get("needs") == "1",
             text=q.get("q", ""),
@@ -142,12 +138,15 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
         )
         return _html(page)
 
-    async def list_events(request: Request) -> Response:
+    async def list_events(self, request: Request) -> Response:
+        """``GET /events/list``: the list's stream, its rows and the number waiting."""
+        from starlette.responses import StreamingResponse
+
         q = request.query_params
         last: list[str] = [""]
 
         def body() -> str:
-            rows = served.rows()
+            rows = self.served.rows()
             kept = pages.select_rows(
                 rows,
                 status=q.get("status", ""),
@@ -169,13 +168,16 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
         stream = watch(stamp, render, request.is_disconnected, every=LIST_POLL_SECONDS)
         return StreamingResponse(stream, media_type="text/event-stream")
 
-    async def run_view(request: Request) -> Response:
+    async def run_view(self, request: Request) -> Response:
+        """``GET /run/KEY``: a run's page, or a sidecar file beside it (as a download)."""
+        from starlette.responses import FileResponse
+
         key = request.path_params["key"]
         try:
-            path = served.progress_file(key)
+            path = self.served.progress_file(key)
         except NotServed:
             try:
-                side = served.sidecar_file(key)
+                side = self.served.sidecar_file(key)
             except NotServed:
                 return _missing(key)
             return FileResponse(
@@ -185,35 +187,39 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
                 headers={"content-security-policy": DOWNLOAD_POLICY},
             )
         try:
-            run, state, edited = await asyncio.to_thread(board.cache.read, path)
+            run, state, edited = await asyncio.to_thread(self.board.cache.read, path)
         except FlowError as problem:
             return _html(pages.message_page("Cannot read the run", str(problem)), 422)
-        note, failed = board.notes.get(request.query_params.get("note", ""), (None, False))
+        note, failed = self.board.notes.get(request.query_params.get("note", ""), (None, False))
         start = request.query_params.get("start", "")
         page = pages.run_page(
             run,
             state,
             key=key,
             path=path,
-            csrf=guard.csrf,
-            process=board.processes.of(path),
+            csrf=self.guard.csrf,
+            process=self.board.processes.of(path),
             note=note,
             error=failed,
             start=int(start) if start.isdigit() else None,
-            family=await asyncio.to_thread(family_of, path),
+            family=await asyncio.to_thread(self.family_of, path),
             edited=edited,
         )
         return _html(page)
 
-    def family_of(path: Path) -> str:
+    def family_of(self, path: Path) -> str:
+        """The family of the run at ``path`` (its parent and children) as a page part."""
         from ..progress.children import children_of_file
 
         children = children_of_file(path)
-        return pages.family_html(served.parent_key(path), children, served.key_or_none)
+        return pages.family_html(self.served.parent_key(path), children, self.served.key_or_none)
 
-    async def run_events(request: Request) -> Response:
+    async def run_events(self, request: Request) -> Response:
+        """``GET /events/run/KEY?from=N``: the run's stream, entries from ``N`` on."""
+        from starlette.responses import StreamingResponse
+
         key = request.path_params["key"]
-        path = served.progress_file(key)
+        path = self.served.progress_file(key)
         try:
             sent = [max(0, int(request.query_params.get("from", "0")))]
         except ValueError:
@@ -222,7 +228,7 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
 
         def render_now() -> list[bytes]:
             try:
-                run, state, edited = board.cache.read(path)
+                run, state, edited = self.board.cache.read(path)
             except FlowError:
                 return []  # mid-write or broken: the next change tells more
             from ..show.html import entries_html, run_header
@@ -248,8 +254,8 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
                 sent[0] = len(ts)
             if ts:
                 last_entry[0] = (len(ts) - 1, ts[-1].content)
-            process = board.processes.of(path)
-            panel = pages.actions_panel(run, state, key, guard.csrf, process, path)
+            process = self.board.processes.of(path)
+            panel = pages.actions_panel(run, state, key, self.guard.csrf, process, path)
             out.append(event("actions", panel))
             return out
 
@@ -257,32 +263,37 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
             return await asyncio.to_thread(render_now)
 
         def stamp() -> object:
-            process = board.processes.of(path)
+            process = self.board.processes.of(path)
             lines = (len(process.lines), process.exit_code) if process is not None else None
             return (run_stamp(path), lines)
 
         stream = watch(stamp, render, request.is_disconnected)
         return StreamingResponse(stream, media_type="text/event-stream")
 
-    async def run_api(request: Request) -> Response:
+    async def run_api(self, request: Request) -> Response:
         """The run's facts as JSON (``runview``): what ``flow show --json`` prints."""
+        from starlette.responses import JSONResponse
+
         key = request.path_params["key"]
-        path = served.progress_file(key)
+        path = self.served.progress_file(key)
         from ..runview import run_facts
 
         try:
-            run, state, _edited = await asyncio.to_thread(board.cache.read, path)
+            run, state, _edited = await asyncio.to_thread(self.board.cache.read, path)
         except FlowError as error:
             return JSONResponse({"error": str(error)}, status_code=422)
         return JSONResponse({"key": key, **run_facts(run, state).to_dict()})
 
-    async def export(request: Request) -> Response:
+    async def export(self, request: Request) -> Response:
+        """``GET /export/KEY``: the run's HTML report, as a download."""
+        from starlette.responses import Response
+
         key = request.path_params["key"]
-        path = served.progress_file(key)
+        path = self.served.progress_file(key)
         from ..show.html import REPORT_POLICY, html_page
 
         try:
-            run, state, edited = await asyncio.to_thread(board.cache.read, path)
+            run, state, edited = await asyncio.to_thread(self.board.cache.read, path)
         except FlowError as error:
             return _html(pages.message_page("Cannot read the run", str(error)), 422)
         page = html_page(run, source=path.name, state=state, progress=path, edited=edited)
@@ -296,9 +307,10 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
             },
         )
 
-    async def review(request: Request) -> Response:
+    async def review(self, request: Request) -> Response:
+        """``GET /review/KEY``: a worktree run's changes."""
         key = request.path_params["key"]
-        path = served.progress_file(key)
+        path = self.served.progress_file(key)
         from ..worktree import review_run
 
         try:
@@ -312,14 +324,14 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
         )
         return _html(pages.review_page(key, result.run_id, result.stat, result.diff, facts))
 
-    async def compare(request: Request) -> Response:
-        """``flow diff`` of the run against a git revision (``rev``) or another served run
+    async def compare(self, request: Request) -> Response:
+        """``flow diff`` of the run against a git revision (``rev``) or another self.served run
         (``with``, its key): read only, so a GET without a CSRF token."""
         key = request.path_params["key"]
         other = request.query_params.get("with", "").strip()
         rev = request.query_params.get("rev", "").strip()
-        path = served.progress_file(key)
-        against = served.progress_file(other) if other else None
+        path = self.served.progress_file(key)
+        against = self.served.progress_file(other) if other else None
         from ..sharing.diff import diff_files, diff_revision
 
         try:
@@ -333,10 +345,13 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
             return _html(pages.message_page("Cannot compare", str(error)), 422)
         return _html(pages.compare_page(key, title, result.to_markdown()))
 
-    async def act(request: Request) -> Response:
+    async def act(self, request: Request) -> Response:
+        """``POST /act/ACTION/KEY``: an action on the run (its form carries the CSRF token)."""
+        from starlette.responses import RedirectResponse
+
         key = request.path_params["key"]
         action = ACTIONS.get(request.path_params["action"])
-        path = served.progress_file(key)
+        path = self.served.progress_file(key)
         if action is None:
             return _missing(request.path_params["action"])
         raw = b""
@@ -345,29 +360,40 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
             if len(raw) > MAX_FORM_BYTES:
                 return _html(pages.message_page("Refused", "The form is too large."), 413)
         form = parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
-        if not guard.csrf_ok((form.get("csrf") or [""])[0]):
+        if not self.guard.csrf_ok((form.get("csrf") or [""])[0]):
             return _html(pages.message_page("Refused", "The form's CSRF token is wrong."), 403)
         try:
-            text, error = await asyncio.to_thread(action, path, form, board.processes), False
+            text, error = await asyncio.to_thread(action, path, form, self.board.processes), False
         except FlowError as problem:
             text, error = str(problem), True
-        ident = board.note(text, error)
+        ident = self.board.note(text, error)
         return RedirectResponse(f"{pages.run_url(key)}?note={ident}", status_code=303)
 
-    async def script(request: Request) -> Response:
+    async def script(self, request: Request) -> Response:
+        """``GET /static/serve.js``: the script."""
+        from starlette.responses import Response
+
         return Response(SCRIPT, media_type="text/javascript; charset=utf-8")
 
-    routes = [
-        Route("/", runs_list),
-        Route("/events/list", list_events),
-        Route("/run/{key:path}", run_view),
-        Route("/events/run/{key:path}", run_events),
-        Route("/api/run/{key:path}", run_api),
-        Route("/export/{key:path}", export),
-        Route("/review/{key:path}", review),
-        Route("/compare/{key:path}", compare),
-        Route("/act/{action}/{key:path}", act, methods=["POST"]),
-        Route("/static/serve.js", script),
+
+def make_app(served: Served, guard: Guard) -> GuardedApp:
+    """The application, behind its guard."""
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    board = Dashboard(served, guard, Processes(served.cwd))
+    routes = DashboardRoutes(board)
+    table = [
+        Route("/", routes.runs_list),
+        Route("/events/list", routes.list_events),
+        Route("/run/{key:path}", routes.run_view),
+        Route("/events/run/{key:path}", routes.run_events),
+        Route("/api/run/{key:path}", routes.run_api),
+        Route("/export/{key:path}", routes.export),
+        Route("/review/{key:path}", routes.review),
+        Route("/compare/{key:path}", routes.compare),
+        Route("/act/{action}/{key:path}", routes.act, methods=["POST"]),
+        Route("/static/serve.js", routes.script),
     ]
 
     async def not_served(request: Request, error: Exception) -> Response:
@@ -375,6 +401,6 @@ def make_app(served: Served, guard: Guard) -> GuardedApp:
         # ends here, as one page.
         return _missing(str(error))
 
-    app = Starlette(routes=routes, exception_handlers={NotServed: not_served})
+    app = Starlette(routes=table, exception_handlers={NotServed: not_served})
     app.state.dashboard = board
     return GuardedApp(app, guard)

@@ -259,7 +259,7 @@ def worktree_panel(run: Run, key: str, csrf: str, path: Path) -> str:
     worktree and branch for this file (as ``flow merge`` and ``flow discard`` require), naming
     the folder and branch a discard removes; otherwise why they are refused."""
     from ..base.errors import FlowError
-    from ..worktree import made_worktree
+    from ..gitworktree import made_worktree
 
     tree = run.worktree
     if tree is None or tree.state == "discarded":

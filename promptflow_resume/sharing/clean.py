@@ -213,7 +213,7 @@ def _worktree_of(item: CleanItem, value: Any) -> None:
     if not isinstance(path, str) or not isinstance(branch, str):
         item.left.append("its worktree record: it names no folder and branch")
         return
-    from ..worktree import branch_exists, made_worktree
+    from ..gitworktree import branch_exists, made_worktree
 
     tree = WorktreeRef(path=path, branch=branch, base=str(value.get("base", "")))
     item.worktree = made_worktree(tree, item.run_id, item.path)
@@ -383,7 +383,7 @@ def _delete(item: CleanItem) -> bool:
             except (FlowError, OSError) as error:
                 item.left.append(f"snapshot ref {item.snapshots_ref}, not removed: {error}")
         if item.worktree is not None:
-            from ..worktree import remove_made
+            from ..gitworktree import remove_made
 
             tree = item.worktree
             try:

@@ -351,7 +351,7 @@ def read_run(path: Path) -> tuple[Run, frozenset[int]]:
 
 def revision_text(path: Path, rev: str) -> str:
     """The text of ``path`` at git revision ``rev`` (a GitError when git cannot give it)."""
-    from ..worktree import git
+    from ..gitworktree import git
 
     if not rev or rev.startswith("-") or any(c.isspace() or not c.isprintable() for c in rev):
         # git would read a revision starting with "-" as an option (`--output=FILE` writes).

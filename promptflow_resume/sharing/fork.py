@@ -147,23 +147,7 @@ def fork(
     step, index = resolve_step(run, at_step, path=source, option="--at")
     require_checkpoint_at(run, index, path=source, option="--at")
     run_id = new_run_id(run.workflow.name or Path(run.workflow.path).name.split(".")[0])
-    output = (
-        output_file(out, "progress.md") if out is not None else default_fork_path(source, run_id)
-    )
-    if not output.name.endswith(".md"):
-        raise InputError(
-            f"the fork must be a Markdown file ending in .md; got {output.name!r}.",
-            path=output,
-            hint="Name it like progress.md (its sidecar folder becomes progress.files/).",
-        )
-    steps = output.parent / f"{stem_of(output)}.steps"
-    for target in (output, sidecar_folder(output), steps):
-        if target.exists() or target.is_symlink():
-            raise InputError(
-                f"{target} already exists.",
-                path=target,
-                hint="Choose another path for the fork with -o.",
-            )
+    output, steps = _fork_paths(source, out, run_id)
     new = forked_run(run, step, run_id=run_id, parent_path=relative_path(source, output.parent))
     new.workflow.path = rebase(run.workflow.path, source.parent, output.parent)
     rebase_chain(new, source.parent, output.parent)
@@ -199,12 +183,7 @@ def fork(
         make_folder(output.parent)
         # Sidecars and children first (the fork's folders are new), so the file never links
         # to a missing one.
-        for entry in new.transcript:
-            if entry.sidecar is not None:
-                data = read_sidecar(source, entry)
-                rel, digest = write_sidecar(output, entry.sidecar.rsplit("/", 1)[-1], data)
-                entry.sidecar, entry.sidecar_sha256, entry.sidecar_bytes = rel, digest, len(data)
-                result.bundled.append(rel)
+        result.bundled += _copy_sidecars(new, source, output)
         _copy_children(new, source, output, kept, result.children)
         ProgressStore.create(output, new).close()
     except BaseException:
@@ -212,11 +191,48 @@ def fork(
             shutil.rmtree(sidecar_folder(output), ignore_errors=True)
             shutil.rmtree(steps, ignore_errors=True)
             if made is not None:
-                from ..worktree import remove_new
+                from ..gitworktree import remove_new
 
                 remove_new(made[0], run_id, output)
         raise
     return result
+
+
+def _fork_paths(source: Path, out: str | Path | None, run_id: str) -> tuple[Path, Path]:
+    """The fork's progress file (``out``, or the default beside ``source``) and its children's
+    folder; InputError when it is not a ``.md`` file or it, its sidecar folder or that folder
+    exists already."""
+    output = (
+        output_file(out, "progress.md") if out is not None else default_fork_path(source, run_id)
+    )
+    if not output.name.endswith(".md"):
+        raise InputError(
+            f"the fork must be a Markdown file ending in .md; got {output.name!r}.",
+            path=output,
+            hint="Name it like progress.md (its sidecar folder becomes progress.files/).",
+        )
+    steps = output.parent / f"{stem_of(output)}.steps"
+    for target in (output, sidecar_folder(output), steps):
+        if target.exists() or target.is_symlink():
+            raise InputError(
+                f"{target} already exists.",
+                path=target,
+                hint="Choose another path for the fork with -o.",
+            )
+    return output, steps
+
+
+def _copy_sidecars(new: Run, source: Path, output: Path) -> list[str]:
+    """Copy the sidecars of the fork's entries beside ``output`` and point the entries at the
+    copies; the copies' relative paths, in entry order."""
+    bundled: list[str] = []
+    for entry in new.transcript:
+        if entry.sidecar is not None:
+            data = read_sidecar(source, entry)
+            rel, digest = write_sidecar(output, entry.sidecar.rsplit("/", 1)[-1], data)
+            entry.sidecar, entry.sidecar_sha256, entry.sidecar_bytes = rel, digest, len(data)
+            bundled.append(rel)
+    return bundled
 
 
 def _rebase_snapshots(new: Run, run: Run, source: Path, output: Path) -> None:

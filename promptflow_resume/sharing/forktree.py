@@ -21,8 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..base.errors import GitError, InputError
-from ..progress.model import Run, WorktreeRef
-from ..worktree import (
+from ..gitworktree import (
     WORKTREES_DIR,
     add_worktree_at,
     branch_exists,
@@ -32,6 +31,7 @@ from ..worktree import (
     relative_to_root,
     repository_root,
 )
+from ..progress.model import Run, WorktreeRef
 
 #: The message of a step's commit in a run's worktree (``worktree.step_committer``).
 _STEP_COMMIT = re.compile(r"flow run \S+: step (\S+)")

@@ -21,15 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from ..base.errors import EXIT_INPUT, FlowError
-from ..progress.model import FileSnapshot, Run
-from ..snapshots import (
+from ..filerestore import (
     FilesChangedError,
     RestorePlan,
     SnapshotMissingError,
-    SnapshotRepo,
     SnapshotsNotMadeHereError,
-    trusted_repo,
 )
+from ..progress.model import FileSnapshot, Run
+from ..snapshots import SnapshotRepo, trusted_repo
 
 #: Files named in an error message before "and N more".
 _LISTED = 10

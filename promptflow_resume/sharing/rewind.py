@@ -6,7 +6,7 @@ Under the run's lock (a live run is refused with ``RunLockedError``):
    ``mv``);
 2. the transcript entries from the step's first entry on are archived, as JSON, into the run's
    sidecar folder as ``archive-attempt-<N>-rewind.json`` — the same mechanism and format that
-   ``flow resume`` uses when it re-runs steps (``reconcile.apply_plan``), where ``N`` is the
+   ``flow resume`` uses when it re-runs steps (``planapply.apply_plan``), where ``N`` is the
    attempt that will continue the run;
 3. that step and every later one become pending, the cursor points at the step, the status
    becomes ``paused``, and a note in the attempt history says what moved where;
@@ -31,7 +31,7 @@ from ..base.durable import replace_file
 from ..base.errors import InputError
 from ..progress import ProgressStore
 from ..progress.location import progress_file
-from ..progress.model import Cursor, EditNote, Run, StepState
+from ..progress.model import Cursor, EditNote, Entry, Run, StepState
 from ..progress.render import entries_phrase
 from ..progress.store import read_bytes
 from .common import (
@@ -120,21 +120,9 @@ def rewind(path: str | Path, to_step: str, files: FilesChoice | None = None) -> 
         backup = backup_path(progress)
         replace_file(backup, read_bytes(progress))
         result.backup = backup
-        attempt_n = len(run.attempts) + 1
         parts = [f"{now_iso()}: flow rewind --to {step if point is None else to_step}"]
         if moved:
-            payload = json.dumps([asdict(e) for e in moved], ensure_ascii=False, indent=1)
-            rel, _ = store.write_sidecar(
-                f"archive-attempt-{attempt_n}-rewind.json", payload.encode("utf-8")
-            )
-            result.archive = rel
-            result.archived_entries = [e.id for e in moved]
-            parts.append(f"entries {id_range(moved)} archived to {rel}")
-            del run.transcript[moved[0].id - 1 :]
-            run.in_flight = [f for f in run.in_flight if f.entry < moved[0].id]
-            run.approvals = [a for a in run.approvals if a.entry < moved[0].id]
-            if run.snapshots is not None:
-                run.snapshots.calls = [s for s in run.snapshots.calls if s.entry < moved[0].id]
+            parts.append(_archive_moved(run, store, moved, result))
         if result.files is not None:
             commit = result.files.snapshot.commit or ""
             parts.append(f"files restored to snapshot {commit[:12]} ({result.files.summary()})")
@@ -169,6 +157,25 @@ def rewind(path: str | Path, to_step: str, files: FilesChoice | None = None) -> 
         return result
     finally:
         store.close()
+
+
+def _archive_moved(run: Run, store: ProgressStore, moved: list[Entry], result: RewindResult) -> str:
+    """Archive the entries ``moved`` to a sidecar (``archive-attempt-<N>-rewind.json``, N the
+    attempt that will continue the run) and drop them, with their calls in flight, approvals
+    and snapshot records, from ``run``; the note saying where they went."""
+    attempt_n = len(run.attempts) + 1
+    payload = json.dumps([asdict(e) for e in moved], ensure_ascii=False, indent=1)
+    rel, _ = store.write_sidecar(
+        f"archive-attempt-{attempt_n}-rewind.json", payload.encode("utf-8")
+    )
+    result.archive = rel
+    result.archived_entries = [e.id for e in moved]
+    del run.transcript[moved[0].id - 1 :]
+    run.in_flight = [f for f in run.in_flight if f.entry < moved[0].id]
+    run.approvals = [a for a in run.approvals if a.entry < moved[0].id]
+    if run.snapshots is not None:
+        run.snapshots.calls = [s for s in run.snapshots.calls if s.entry < moved[0].id]
+    return f"entries {id_range(moved)} archived to {rel}"
 
 
 #: ``--to entry:N``: rewind to just before entry N, a model reply, instead of a step's start.

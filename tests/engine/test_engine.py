@@ -25,7 +25,8 @@ from promptflow_resume.base.errors import (
 )
 from promptflow_resume.progress import ProgressStore, load_progress
 from promptflow_resume.progress.model import Run
-from promptflow_resume.reconcile import PLACEHOLDER_RESULT, Choices
+from promptflow_resume.reconcile import PLACEHOLDER_RESULT
+from promptflow_resume.resumeplan import Choices
 from tests import support
 
 FIXTURES = support.FIXTURES / "engine"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from promptflow_resume.api import RunOptions, run_status
-from promptflow_resume.reconcile import ResumePlan, Stop
+from promptflow_resume.resumeplan import ResumePlan, Stop
 from tests.engine.test_worktree import PROGRESS, RUN, _repo
 from tests.support.flowproc import flow, flow_env
 

@@ -26,7 +26,7 @@ from promptflow_resume.api import (
 )
 from promptflow_resume.base.errors import InputError, WorkflowChangedError, WorkflowError
 from promptflow_resume.progress import load_progress
-from promptflow_resume.reconcile import Choices
+from promptflow_resume.resumeplan import Choices
 from promptflow_resume.workflow import check_workflow, load_workflow
 from tests import support
 from tests.support.flowproc import flow, transcript

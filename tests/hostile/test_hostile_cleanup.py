@@ -244,8 +244,9 @@ def test_no_command_uses_a_worktree_a_file_names_outside_flows_place(
 ) -> None:
     """Resume, review, fork and merge confine the folder before any use: only
     ``.flow/worktrees/<name>`` of the file's repository with branch ``flow/<name>``."""
+    from promptflow_resume.gitworktree import attach_worktree
     from promptflow_resume.sharing import fork
-    from promptflow_resume.worktree import attach_worktree, merge_run, review_run
+    from promptflow_resume.worktree import merge_run, review_run
 
     clone, documents = place
     before, branches = _files(documents), _branches(clone)

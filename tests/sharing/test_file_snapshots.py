@@ -19,10 +19,11 @@ import pytest
 
 from promptflow_resume.api import RunOptions, StartRequest, resume_run, start_run
 from promptflow_resume.base.errors import InputError
+from promptflow_resume.filerestore import FilesChangedError
 from promptflow_resume.progress import load_progress
 from promptflow_resume.sharing import fork, rewind
 from promptflow_resume.sharing.restore import FilesChoice, RestoreNotConfirmedError
-from promptflow_resume.snapshots import FilesChangedError, SnapshotRepo, snapshot_ref
+from promptflow_resume.snapshots import SnapshotRepo, snapshot_ref
 from tests.support.flowproc import flow, flow_env
 
 WORKFLOW = """\
