@@ -63,13 +63,10 @@ def read_as_written(
     writes it and continues the ids; append them, their stored digests, their actual digests
     (hashed from the bytes as they are) and where each starts; return where they stop.
 
-    One loop with one call per entry (``_content``; the digest is hashed here from the bytes,
-    what a shape shares is built once): this reads every entry of a long run, so it is
-    written for speed, about 4 microseconds an entry.
+    This reads every entry of a long run, so it is written for speed, about 4 microseconds an
+    entry: one call per entry (``_content``), the digest hashed from the bytes, and what the
+    entries of one shape share built once (``_Shape``; a run has a few shapes).
     """
-    # What entries of one shape (role, step, tool, error and sidecar fields) share: the step
-    # and tool as strings, the heading after the id, the digest's head line and the tool
-    # line around the id or call id. A run has a few shapes.
     shapes: dict[tuple[bytes | None, ...], _Shape] = {}
     match, find = _WRITTEN_MARKER.match, data.find
     expected = len(transcript) + 1
@@ -193,7 +190,9 @@ def _content(
 
 
 class _Shape(NamedTuple):
-    """What ``read_as_written`` builds once for the entries of one shape."""
+    """What ``read_as_written`` builds once for the entries of one shape (role, step, tool,
+    error and sidecar fields): the step and tool as strings, the heading after the id, the
+    digest's head line and the tool line around the id or call id."""
 
     step: str | None
     tool: str | None
