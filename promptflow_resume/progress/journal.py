@@ -38,6 +38,13 @@ READABLE_VERSIONS = (1, 2)
 #: The progress format of events whose header does not name one (written before it did).
 UNNAMED_FORMAT = 3
 
+
+def journal_path(progress: str | Path) -> Path:
+    """``<progress>.journal``."""
+    p = Path(progress)
+    return p.with_name(p.name + ".journal")
+
+
 Path_ = list[str | int]
 
 

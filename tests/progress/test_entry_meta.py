@@ -12,8 +12,9 @@ import pytest
 from promptflow_resume.base.errors import ProgressFormatError
 from promptflow_resume.progress import FORMAT_VERSION, load_progress, parse, render
 from promptflow_resume.progress.examples import example_run
+from promptflow_resume.progress.journal import journal_path
 from promptflow_resume.progress.model import Entry, EntryMeta, Run, TraceRef
-from promptflow_resume.progress.store import ProgressStore, journal_path
+from promptflow_resume.progress.store import ProgressStore
 from tests import support
 
 REPLY = EntryMeta(
