@@ -61,12 +61,12 @@ from .handoffs import is_chained, latest_system, part_model, part_system, pinned
 from .hooks import RunHooks, RunHookSet
 from .progress import ProgressStore
 from .progress.diskio import read_text
+from .progress.entry import EntryMeta
 from .progress.model import (
     AgentChild,
     Approval,
     Attempt,
     Entry,
-    EntryMeta,
     ErrorInfo,
     InFlight,
     RefusedModel,

@@ -57,7 +57,8 @@ from .base.errors import (
     InputError,
 )
 from .base.runids import valid_run_id
-from .progress.model import LISTED_FILES, FileSnapshot, Run, Snapshots
+from .progress.filesnapshots import LISTED_FILES, FileSnapshot, Snapshots
+from .progress.model import Run
 from .progress.sidecar import stem_of
 
 #: The prefix of every ref a run's snapshots are kept under.

@@ -21,7 +21,8 @@ from sys import intern
 from typing import NamedTuple
 
 from .digest import ENTRY_DIGEST_HEX, head_parts
-from .model import ROLES, WRITTEN_META, Entry, Role, defer_meta
+from .entry import ROLES, WRITTEN_META, Role, defer_meta
+from .model import Entry
 from .rawtext import EMPTY_MESSAGE
 from .render import (
     EMPTY_RESULT,

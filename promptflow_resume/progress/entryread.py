@@ -16,7 +16,8 @@ from urllib.parse import unquote
 
 from ..base.errors import DigestError, ProgressFormatError
 from .aswritten import read_as_written
-from .model import FIELD_NAME, META_KEYS, ROLES, Entry, LoadReport, meta_from_fields
+from .entry import FIELD_NAME, META_KEYS, ROLES, meta_from_fields
+from .model import Entry, LoadReport
 from .rawtext import EMPTY_MESSAGE, OWN_FENCE_INFOS
 from .render import (
     EMPTY_RESULT,

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 
+from .entry import EntryMeta
 from .model import (
     Attempt,
     Cursor,
     Entry,
-    EntryMeta,
     ErrorInfo,
     InFlight,
     Redactions,

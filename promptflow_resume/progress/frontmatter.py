@@ -20,6 +20,8 @@ from typing import Any, cast
 from ..base.errors import ProgressSchemaError
 from ..base.yamlio import OneLine, OneLineList
 from .digest import transcript_digest
+from .filesnapshots import FileSnapshot, Snapshots
+from .hookledger import HookEvent, HookLedger, HookRun
 from .model import (
     FORMAT_VERSION,
     AgentChild,
@@ -28,12 +30,8 @@ from .model import (
     Attempt,
     Cursor,
     ErrorInfo,
-    FileSnapshot,
     HandoffChain,
     HandoffPart,
-    HookEvent,
-    HookLedger,
-    HookRun,
     InFlight,
     Kept,
     Redactions,
@@ -42,7 +40,6 @@ from .model import (
     RunConfig,
     RunStatus,
     Seal,
-    Snapshots,
     StepState,
     StepStatus,
     TraceRef,

@@ -18,9 +18,10 @@ from urllib.parse import unquote
 from ..base.errors import DigestError
 from . import journal
 from .digest import Chain, entry_digest
+from .entry import EntryMeta, meta_from_fields
 from .frontmatter import front_matter, read_front_matter
 from .migrations import upgrade_front_matter
-from .model import FORMAT_VERSION, Entry, EntryMeta, LoadReport, Run, meta_from_fields
+from .model import FORMAT_VERSION, Entry, LoadReport, Run
 from .render import marker_value
 
 

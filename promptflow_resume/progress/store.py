@@ -48,6 +48,7 @@ from ..flowfolder import make_folder
 from . import journal
 from .digest import Chain, entry_digest
 from .diskio import MAX_FILE_BYTES, MAX_JOURNAL_BYTES, storage_error, write_checkpoint
+from .entry import meta_key
 from .frontmatter import front_matter, written_front_matter
 from .journal import journal_path
 from .journalreplay import entry_to_dict
@@ -55,7 +56,7 @@ from .loading import Loaded, load
 from .location import progress_file
 from .locking import clean_leftovers, take_lock
 from .mirror import MirrorOp, OpKind, mirror_for
-from .model import Entry, LoadReport, Run, meta_key
+from .model import Entry, LoadReport, Run
 from .owner import (
     REQUEST_NOTE_DELAY,
     RequestNotes,

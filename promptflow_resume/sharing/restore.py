@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..base.errors import EXIT_INPUT, FlowError
-from ..progress.model import FileSnapshot, Run
+from ..progress.filesnapshots import FileSnapshot
+from ..progress.model import Run
 from ..snapshots import (
     FilesChangedError,
     RestorePlan,

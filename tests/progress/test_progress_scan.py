@@ -28,8 +28,9 @@ from hypothesis import strategies as st
 from promptflow_resume.base.errors import FlowError, ProgressFormatError
 from promptflow_resume.progress import load_progress, render
 from promptflow_resume.progress.digest import Chain, entry_digest, transcript_digest
+from promptflow_resume.progress.entry import ROLES
 from promptflow_resume.progress.examples import example_run, synthetic_run
-from promptflow_resume.progress.model import ROLES, Entry, Run
+from promptflow_resume.progress.model import Entry, Run
 from promptflow_resume.progress.parse import parse_bytes, parse_document
 from promptflow_resume.progress.render import marker_value
 
