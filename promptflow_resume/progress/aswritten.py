@@ -139,16 +139,15 @@ def _content(
     """Set the content of ``entry``, whose heading ends at ``at``, from the bytes after it;
     return those bytes (what its digest hashes) and where the next entry starts, or None where
     it is not exactly as render writes it (``UnicodeDecodeError`` where it is not UTF-8)."""
-    find, startswith = data.find, data.startswith
     role = entry.role
     if role in TOOL_ROLES:
         # The line above the fence, or the tool's whole one-line form.
-        line_end = find(b"\n", at)
+        line_end = data.find(b"\n", at)
         if line_end < 0 or call_b is None or len(call_b) > 80:
             return None  # a call id render shortens: the line reader decides
         line = data[at:line_end]
         call_span = known.line_before + b"`" + call_b + b"`"
-        if startswith(_BLANK_THEN_MARK, line_end):
+        if data.startswith(_BLANK_THEN_MARK, line_end):
             if role == "tool_result":
                 if line != call_span + known.line_after + _EMPTY_RESULT:
                     return None
@@ -163,7 +162,7 @@ def _content(
                 if not inline_arguments_ok(entry.content):
                     return None
             return entry.content.encode(), line_end + 2
-        if line != call_span + known.line_after or not startswith(b"\n\n", line_end):
+        if line != call_span + known.line_after or not data.startswith(b"\n\n", line_end):
             return None
         at = line_end + 2
     fence = _WRITTEN_FENCE.match(data, at)
@@ -171,15 +170,15 @@ def _content(
         # The first line from here that starts with the fence's backticks must close it:
         # exactly those backticks, a blank line, the next marker.
         ticks = fence.group(1)
-        close = find(b"\n" + ticks, fence.end() - 1)
+        close = data.find(b"\n" + ticks, fence.end() - 1)
         end = close + 1 + len(ticks)
-        if close < 0 or not startswith(_BLANK_THEN_MARK, end):
+        if close < 0 or not data.startswith(_BLANK_THEN_MARK, end):
             return None
         raw = data[fence.end() : close]
         entry.content = raw.decode()
         return raw, end + 2
     # A message's Markdown, up to the next marker.
-    end = find(_NEXT_MARK, at)
+    end = data.find(_NEXT_MARK, at)
     if role in TOOL_ROLES or end < 0 or data[at : at + 1] in (b"`", b"<"):
         return None
     text = data[at:end].decode()
