@@ -37,6 +37,8 @@ def _locate(data: bytes, entry_id: int) -> int | None:
 
 @dataclass
 class Loaded:
+    """A run as ``load`` read it, with what the store's first fold reuses of the file."""
+
     run: Run
     report: LoadReport
     #: The chain over the stored digests of the whole transcript (file and journal).
@@ -52,7 +54,7 @@ class Loaded:
 
 
 def load(path: Path, *, verify_sidecars: bool = True, live: bool = False) -> Loaded:
-    """Load + replay a progress file.
+    """Load + replay a progress file (``verify_sidecars``: check each sidecar's bytes too).
 
     The journal is read before the file. A fold writes the file before it drops the journal,
     so whatever a live writer does in between, the file read second is the one the journal
