@@ -60,12 +60,13 @@ from .events import Reporter
 from .handoffs import is_chained, latest_system, part_model, part_system, pinned_model
 from .hooks import RunHooks, RunHookSet
 from .progress import ProgressStore
+from .progress.diskio import read_text
+from .progress.entry import EntryMeta
 from .progress.model import (
     AgentChild,
     Approval,
     Attempt,
     Entry,
-    EntryMeta,
     ErrorInfo,
     InFlight,
     RefusedModel,
@@ -76,7 +77,6 @@ from .progress.model import (
 from .progress.render import entries_phrase
 from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unsealed_calls
 from .progress.sidecar import sidecar_extension
-from .progress.store import read_text
 from .providers import OFFLINE_PROVIDERS
 from .providers.base import Provider, Reply, ReplyUsage, Request
 from .providers.fallback import ModelChoices

@@ -39,7 +39,8 @@ from typing import Any
 from .base import faults
 from .base.redact import Redactor
 from .base.truststore import Verdict
-from .progress.model import Entry, HookEvent, HookRun, Run
+from .progress.hookledger import HookEvent, HookRun
+from .progress.model import Entry, Run
 from .progress.seal import Key
 from .runoptions import RunOptions
 from .workflow.hooks import (

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .progress.model import FileSnapshot, Run, Snapshots
+from .progress.filesnapshots import FileSnapshot, Snapshots
+from .progress.model import Run
 from .snapshots import SnapshotRepo, relative_root
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .progress.model import LISTED_FILES, FileSnapshot
+from .progress.filesnapshots import LISTED_FILES, FileSnapshot
 
 
 @dataclass

@@ -62,7 +62,7 @@ from .filerestore import (
     clear_way,
     remove_run_file,
 )
-from .progress.model import Snapshots
+from .progress.filesnapshots import Snapshots
 from .progress.sidecar import stem_of
 from .snapshotchanges import Changes, parse_diff
 

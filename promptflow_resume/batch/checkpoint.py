@@ -22,8 +22,8 @@ from ..base import faults, yamlio
 from ..base.durable import replace_file
 from ..base.errors import FileNotFoundFlowError, ProgressFormatError, SpecialFileError
 from ..base.safeopen import read_regular
+from ..progress.diskio import read_text
 from ..progress.schema import validate_front_matter
-from ..progress.store import read_text
 
 #: The batch format version written into ``flow_batch``.
 BATCH_FORMAT = 1

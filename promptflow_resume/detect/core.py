@@ -26,7 +26,7 @@ from typing import Any
 from ..base.errors import FileNotFoundFlowError, InputError
 from ..progress.model import RESUMABLE_STATUSES, RUN_STATUSES
 from ..workflow.model import Workflow
-from .index import Budget, Gathered, gather, light_row, sources_for
+from .index import Gathered, gather, light_row
 from .keywords import keywords_for
 from .origin import written_here
 from .score import (
@@ -37,6 +37,7 @@ from .score import (
     parse_time,
     recency_factor,
 )
+from .sources import Budget, sources_for
 from .summary import INVALID, Reader, RunSummary, canonical_json, iso_utc, owner_alive
 
 #: The check's time limit when ``flow run`` looks for similar runs (seconds).

@@ -20,7 +20,7 @@ from ..base.durable import replace_file
 from ..base.errors import StorageError
 from ..base.redact import Redactor
 from ..base.textnorm import without_surrogates
-from ..progress.store import load_progress
+from ..progress.loading import load_progress
 from .otlpjson import request_json
 from .sdk import flow_version, resource_attributes
 from .spans import SpanRecord, capture_content, run_spans

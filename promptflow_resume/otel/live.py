@@ -116,7 +116,7 @@ class OtelReporter(Reporter):
         if self._progress is None or self._sender is None:
             return
         from ..base.errors import FlowError
-        from ..progress.store import load_progress
+        from ..progress.loading import load_progress
         from .spans import ns_of
 
         attempt = next((a for a in run.attempts if a.n == self._attempt), None)

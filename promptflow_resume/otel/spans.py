@@ -468,7 +468,7 @@ def _child_links(ctx: _Context, call: Entry, kind: str | None) -> list[SpanLink]
 def _trace_of_file(path: Path) -> str | None:
     """The trace id of the run in a child's progress file (None when it cannot be read)."""
     from ..base.errors import FlowError
-    from ..progress.store import load_progress
+    from ..progress.loading import load_progress
 
     try:
         child, _ = load_progress(path)

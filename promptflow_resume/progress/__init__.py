@@ -43,14 +43,14 @@ _EXPORTS: dict[str, str] = {
     "progress_file": "location",
     "SCHEMA_NAMES": "schema",
     "schema_text": "schema",
-    "MAX_FILE_BYTES": "store",
-    "MAX_JOURNAL_BYTES": "store",
+    "MAX_FILE_BYTES": "diskio",
+    "MAX_JOURNAL_BYTES": "diskio",
     "ProgressStore": "store",
-    "journal_path": "store",
-    "load_progress": "store",
-    "lock_path": "store",
+    "journal_path": "journal",
+    "load_progress": "loading",
+    "lock_path": "locking",
     "owner_path": "owner",
-    "validate_file": "store",
+    "validate_file": "loading",
     "FileCheck": "validate",
     "Validation": "validate",
     "validate_files": "validate",
@@ -60,23 +60,19 @@ _EXPORTS: dict[str, str] = {
 if TYPE_CHECKING:
     from .children import ChildNode
     from .digest import entry_digest, transcript_digest
+    from .diskio import MAX_FILE_BYTES, MAX_JOURNAL_BYTES
     from .frontmatter import from_front_matter, to_front_matter
+    from .journal import journal_path
+    from .loading import load_progress, validate_file
     from .location import progress_file
+    from .locking import lock_path
     from .model import FORMAT_VERSION, Entry, LoadReport, Run
     from .owner import owner_path
     from .parse import MIGRATIONS, Migration, parse
     from .render import render
     from .schema import SCHEMA_NAMES, schema_text
     from .sidecar import SIDECAR_THRESHOLD, is_binary, needs_sidecar
-    from .store import (
-        MAX_FILE_BYTES,
-        MAX_JOURNAL_BYTES,
-        ProgressStore,
-        journal_path,
-        load_progress,
-        lock_path,
-        validate_file,
-    )
+    from .store import ProgressStore
     from .validate import FileCheck, Validation, validate_files
     from .versions import version_text
 

@@ -21,9 +21,9 @@ from typing import Any
 from ..base.errors import FlowError
 from ..base.safeopen import linked_file
 from .links import child_cycle_error
+from .loading import load_progress
 from .model import Run, Usage
 from .state import run_state
-from .store import load_progress
 
 #: The largest depth of workflows running workflows (a guard; cycles are refused at load).
 MAX_DEPTH = 16

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 
+from .entry import EntryMeta
 from .model import (
     Attempt,
     Cursor,
     Entry,
-    EntryMeta,
     ErrorInfo,
     InFlight,
     Redactions,
@@ -93,49 +93,53 @@ def example_run() -> Run:
         ),
         redactions=Redactions(count=1, where=["tool_result in step inspect"]),
         keywords=["changes", "notes", "release", "summarize"],
-        transcript=[
-            Entry(1, "system", "You write release notes for the team.\nKeep them short."),
-            Entry(2, "user", "List the commits since v1.4.0.", step="inspect"),
-            Entry(
-                3,
-                "tool_call",
-                '{"args": ["--oneline", "-n", "20"]}',
-                step="inspect",
-                call_id="call_1aB",
-                tool="git_log",
-            ),
-            Entry(
-                4,
-                "tool_result",
-                "exit code: 0\n--- stdout ---\n4f1c2d0 Fix the ``` fence parser\n"
-                "9ab77e1 Add a --since option\n[REDACTED:GITHUB_TOKEN]\n",
-                step="inspect",
-                call_id="call_1aB",
-                tool="git_log",
-            ),
-            Entry(
-                5,
-                "tool_result",
-                "exit code: 0\n--- stdout ---\nTAR header (preview)",
-                step="inspect",
-                call_id="call_2cD",
-                tool="make_archive",
-                sidecar="progress.files/call_2cD-make_archive.bin",
-                sidecar_sha256="sha256:" + "0" * 64,
-                sidecar_bytes=204800,
-            ),
-            Entry(
-                6,
-                "assistant",
-                "## Changes since v1.4.0\n\n- Fixed the fence parser.\n- Added `--since`.",
-                step="inspect",
-            ),
-            Entry(
-                7, "user", "Write the report for the team.\r\nCount the tests first.", step="report"
-            ),
-            Entry(8, "tool_call", "{}", step="report", call_id="call_7Qx", tool="count_tests"),
-        ],
+        transcript=_example_transcript(),
     )
+
+
+def _example_transcript() -> list[Entry]:
+    """The transcript of ``example_run``: a system prompt, two steps' prompts, tool calls and
+    results (one redacted, one kept in a sidecar, one still in flight) and a reply."""
+    return [
+        Entry(1, "system", "You write release notes for the team.\nKeep them short."),
+        Entry(2, "user", "List the commits since v1.4.0.", step="inspect"),
+        Entry(
+            3,
+            "tool_call",
+            '{"args": ["--oneline", "-n", "20"]}',
+            step="inspect",
+            call_id="call_1aB",
+            tool="git_log",
+        ),
+        Entry(
+            4,
+            "tool_result",
+            "exit code: 0\n--- stdout ---\n4f1c2d0 Fix the ``` fence parser\n"
+            "9ab77e1 Add a --since option\n[REDACTED:GITHUB_TOKEN]\n",
+            step="inspect",
+            call_id="call_1aB",
+            tool="git_log",
+        ),
+        Entry(
+            5,
+            "tool_result",
+            "exit code: 0\n--- stdout ---\nTAR header (preview)",
+            step="inspect",
+            call_id="call_2cD",
+            tool="make_archive",
+            sidecar="progress.files/call_2cD-make_archive.bin",
+            sidecar_sha256="sha256:" + "0" * 64,
+            sidecar_bytes=204800,
+        ),
+        Entry(
+            6,
+            "assistant",
+            "## Changes since v1.4.0\n\n- Fixed the fence parser.\n- Added `--since`.",
+            step="inspect",
+        ),
+        Entry(7, "user", "Write the report for the team.\r\nCount the tests first.", step="report"),
+        Entry(8, "tool_call", "{}", step="report", call_id="call_7Qx", tool="count_tests"),
+    ]
 
 
 def _synthetic_meta(entry: Entry) -> EntryMeta:

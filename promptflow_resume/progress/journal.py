@@ -38,6 +38,13 @@ READABLE_VERSIONS = (1, 2)
 #: The progress format of events whose header does not name one (written before it did).
 UNNAMED_FORMAT = 3
 
+
+def journal_path(progress: str | Path) -> Path:
+    """``<progress>.journal``."""
+    p = Path(progress)
+    return p.with_name(p.name + ".journal")
+
+
 Path_ = list[str | int]
 
 
@@ -303,22 +310,7 @@ def parse_events(
     lines = lines[:-1]
     if not lines:
         return []
-    try:
-        header = json.loads(lines[0])
-    except ValueError:
-        header = None
-    if not isinstance(header, dict) or header.get("flow_journal") not in READABLE_VERSIONS:
-        raise journal_error(path, 1, "this is not a flow journal of a known version.", live=live)
-    written_in = header.get("flow_progress", UNNAMED_FORMAT)
-    if isinstance(written_in, bool) or not isinstance(written_in, int):
-        raise journal_error(path, 1, "this is not a flow journal of a known version.", live=live)
-    if header.get("run_id") != run_id:
-        raise journal_error(
-            path,
-            1,
-            f"this journal belongs to run {header.get('run_id')!r}, not to {run_id!r}.",
-            live=live,
-        )
+    written_in = _header_format(lines[0], path, run_id, live=live)
     events: list[Event] = []
     for number, raw_line in enumerate(lines[1:], start=2):
         try:
@@ -354,6 +346,28 @@ def parse_events(
             )
         events.append(event)
     return events
+
+
+def _header_format(line: str, path: Path, run_id: str, *, live: bool) -> int:
+    """The progress format the events are written in, from the journal's header ``line``; an
+    error for a header of no known version, or of another run."""
+    try:
+        header = json.loads(line)
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("flow_journal") not in READABLE_VERSIONS:
+        raise journal_error(path, 1, "this is not a flow journal of a known version.", live=live)
+    written_in = header.get("flow_progress", UNNAMED_FORMAT)
+    if isinstance(written_in, bool) or not isinstance(written_in, int):
+        raise journal_error(path, 1, "this is not a flow journal of a known version.", live=live)
+    if header.get("run_id") != run_id:
+        raise journal_error(
+            path,
+            1,
+            f"this journal belongs to run {header.get('run_id')!r}, not to {run_id!r}.",
+            live=live,
+        )
+    return written_in
 
 
 def _event(data: Any, number: int) -> Event:

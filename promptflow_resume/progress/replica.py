@@ -34,10 +34,12 @@ from ..base.errors import SpecialFileError
 from ..base.runlock import RunLock
 from ..base.safeopen import open_append, read_regular
 from ..flowfolder import make_folder
+from .diskio import MAX_FILE_BYTES, MAX_JOURNAL_BYTES
+from .journal import journal_path
+from .locking import clean_leftovers, take_lock
 from .mirror import MirrorError, MirrorOp
 from .owner import owner_path, read_owner, write_owner
 from .sidecar import put_sidecar
-from .store import MAX_FILE_BYTES, MAX_JOURNAL_BYTES, clean_leftovers, journal_path, take_lock
 
 #: The progress file of a row's folder.
 PROGRESS_NAME = "progress.md"

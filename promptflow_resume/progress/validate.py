@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from ..base.errors import EXIT_OK, FlowError, ProgressSchemaError
+from .diskio import read_text
+from .loading import load_progress
 from .model import LoadReport, Run
 from .parse import check_strict
-from .store import load_progress, read_text
 
 
 @dataclass(frozen=True)

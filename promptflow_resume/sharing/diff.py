@@ -12,7 +12,7 @@ one version as stable lines, so that git's own line diff of two of them reads th
     print(change.to_markdown())
     change = diff_revision(Path("progress.md"), "HEAD~1")   # against a git revision
 
-Both versions are read as written (``progress.store.read_text`` and ``parse``): a journal
+Both versions are read as written (``progress.diskio.read_text`` and ``parse``): a journal
 not yet folded into a file, or a sidecar file, is not part of what is compared.
 """
 
@@ -342,8 +342,8 @@ def diff_runs(
 def read_run(path: Path) -> tuple[Run, frozenset[int]]:
     """A progress file's run as written (no journal, no sidecar check) and the ids of the
     entries it reports edited by hand; FlowError if broken."""
+    from ..progress.diskio import read_text
     from ..progress.parse import parse
-    from ..progress.store import read_text
 
     run, report = parse(read_text(path), path=path)
     return run, frozenset(report.edited_entries)

@@ -14,12 +14,12 @@ from pathlib import Path
 from ..base.errors import SidecarError
 from ..base.safeopen import read_regular
 from ..progress.digest import Chain, entry_digest
+from ..progress.diskio import MAX_FILE_BYTES, read_text
 from ..progress.frontmatter import written_front_matter
 from ..progress.model import Entry, LoadReport, Run
 from ..progress.parse import parse_document
 from ..progress.render import render_document
 from ..progress.sidecar import folder_name, read_checked
-from ..progress.store import MAX_FILE_BYTES, read_text
 
 
 def edited_digests(path: Path, report: LoadReport) -> dict[int, str]:

@@ -27,7 +27,8 @@ from ..filerestore import (
     SnapshotMissingError,
     SnapshotsNotMadeHereError,
 )
-from ..progress.model import FileSnapshot, Run
+from ..progress.filesnapshots import FileSnapshot
+from ..progress.model import Run
 from ..snapshots import SnapshotRepo, trusted_repo
 
 #: Files named in an error message before "and N more".

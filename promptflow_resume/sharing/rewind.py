@@ -30,10 +30,10 @@ from ..base.clock import now_iso
 from ..base.durable import replace_file
 from ..base.errors import InputError
 from ..progress import ProgressStore
+from ..progress.diskio import read_bytes
 from ..progress.location import progress_file
 from ..progress.model import Cursor, EditNote, Entry, Run, StepState
 from ..progress.render import entries_phrase
-from ..progress.store import read_bytes
 from .common import (
     first_entry_of,
     id_range,

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 from ..base.durable import replace_file
 from ..base.textnorm import without_surrogates
 from ..progress import load_progress
+from ..progress.diskio import storage_error
 from ..progress.model import Run
 from ..progress.state import RunState, run_state
-from ..progress.store import storage_error
 
 if TYPE_CHECKING:
     from rich.console import RenderableType

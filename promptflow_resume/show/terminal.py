@@ -16,7 +16,8 @@ from rich.text import Text
 
 from ..base.printing import visible
 from ..handoffs import chain_line, chain_view
-from ..progress.model import Entry, FileSnapshot, Run, attempt_models_text
+from ..progress.filesnapshots import FileSnapshot
+from ..progress.model import Entry, Run, attempt_models_text
 from ..progress.render import ROLE_LABELS, one_line
 from ..progress.state import RunState
 from .excerpt import excerpt, left_out_note

@@ -17,7 +17,8 @@ import pytest
 from promptflow_resume.base import yamlio
 from promptflow_resume.base.errors import FileNotFoundFlowError, InputError
 from promptflow_resume.detect import list_runs, owner_alive
-from promptflow_resume.detect.index import INDEX_NAME, SCHEMA_VERSION
+from promptflow_resume.detect.index import SCHEMA_VERSION
+from promptflow_resume.detect.sources import INDEX_NAME
 from promptflow_resume.detect.summary import (
     MAX_FRONT_MATTER,
     read_front_matter,

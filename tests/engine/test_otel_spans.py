@@ -8,16 +8,9 @@ from __future__ import annotations
 from promptflow_resume.base.traceids import span_id, trace_id_for
 from promptflow_resume.otel.otlpjson import request_json
 from promptflow_resume.otel.spans import run_spans
+from promptflow_resume.progress.entry import EntryMeta
 from promptflow_resume.progress.examples import example_run
-from promptflow_resume.progress.model import (
-    Attempt,
-    Entry,
-    EntryMeta,
-    Run,
-    StepState,
-    TraceRef,
-    Usage,
-)
+from promptflow_resume.progress.model import Attempt, Entry, Run, StepState, TraceRef, Usage
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 

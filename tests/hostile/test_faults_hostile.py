@@ -25,7 +25,8 @@ import pytest
 
 from promptflow_resume.base.errors import EXIT_PROVIDER
 from promptflow_resume.progress import FORMAT_VERSION, journal_path, load_progress, render
-from promptflow_resume.progress.model import Entry, EntryMeta, InFlight, Run
+from promptflow_resume.progress.entry import EntryMeta
+from promptflow_resume.progress.model import Entry, InFlight, Run
 from tests.support.faults import (
     HOSTILE,
     assert_clean_error,

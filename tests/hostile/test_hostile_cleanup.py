@@ -17,7 +17,8 @@ import pytest
 
 from promptflow_resume.base.errors import GitError
 from promptflow_resume.progress import render
-from promptflow_resume.progress.model import Snapshots, WorktreeRef
+from promptflow_resume.progress.filesnapshots import Snapshots
+from promptflow_resume.progress.model import WorktreeRef
 from promptflow_resume.sharing import clean_runs
 from promptflow_resume.worktree import discard_run
 from tests.support import xss

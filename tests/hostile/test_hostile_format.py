@@ -24,9 +24,9 @@ from promptflow_resume.base.schemacheck import compile_schema
 from promptflow_resume.progress import journal_path, load_progress, render
 from promptflow_resume.progress.frontmatter import to_front_matter
 from promptflow_resume.progress.journal import diff, event_line, header_line
+from promptflow_resume.progress.journalreplay import entry_to_dict
 from promptflow_resume.progress.model import Entry, Run
 from promptflow_resume.progress.schema import load_schema, validate_front_matter, validator_class
-from promptflow_resume.progress.store import entry_to_dict
 from tests.support.faults import (
     HOSTILE,
     assert_clean_error,

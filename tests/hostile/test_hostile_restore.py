@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from promptflow_resume.api import RunOptions, StartRequest, start_run
 from promptflow_resume.base.errors import FlowError
 from promptflow_resume.progress import ProgressStore, load_progress
-from promptflow_resume.progress.model import FileSnapshot, Snapshots
+from promptflow_resume.progress.filesnapshots import FileSnapshot, Snapshots
 from promptflow_resume.sharing import fork, rewind
 from promptflow_resume.sharing.restore import FilesChoice
 from promptflow_resume.snapshots import SnapshotRepo

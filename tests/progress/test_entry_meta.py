@@ -11,9 +11,11 @@ import pytest
 
 from promptflow_resume.base.errors import ProgressFormatError
 from promptflow_resume.progress import FORMAT_VERSION, load_progress, parse, render
+from promptflow_resume.progress.entry import EntryMeta
 from promptflow_resume.progress.examples import example_run
-from promptflow_resume.progress.model import Entry, EntryMeta, Run, TraceRef
-from promptflow_resume.progress.store import ProgressStore, journal_path
+from promptflow_resume.progress.journal import journal_path
+from promptflow_resume.progress.model import Entry, Run, TraceRef
+from promptflow_resume.progress.store import ProgressStore
 from tests import support
 
 REPLY = EntryMeta(
@@ -117,8 +119,8 @@ def test_metadata_read_when_first_asked_for_is_the_same_everywhere() -> None:
     import pickle
 
     from promptflow_resume.progress.digest import entry_digest
+    from promptflow_resume.progress.entry import meta_key
     from promptflow_resume.progress.examples import synthetic_run
-    from promptflow_resume.progress.model import meta_key
     from promptflow_resume.progress.parse import parse_bytes
 
     run = synthetic_run(9)

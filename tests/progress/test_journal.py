@@ -24,6 +24,7 @@ from promptflow_resume.progress import (
 from promptflow_resume.progress import journal as journal_format
 from promptflow_resume.progress import store as store_module
 from promptflow_resume.progress.examples import example_run
+from promptflow_resume.progress.journalreplay import entry_to_dict
 from promptflow_resume.progress.model import Run
 from tests import support
 from tests.support.flowproc import REPO, flow, flow_env
@@ -115,9 +116,7 @@ def test_a_version_1_journal_left_by_an_older_flow_is_replayed(tmp_path: Path) -
     entry = _add(run, "written by an older flow")
     run.status = "interrupted"
     header = json.dumps({"flow_journal": 1, "run_id": run.run_id})
-    event = json.dumps(
-        {"seq": 1, "fm": to_front_matter(run), "entries": [store_module.entry_to_dict(entry)]}
-    )
+    event = json.dumps({"seq": 1, "fm": to_front_matter(run), "entries": [entry_to_dict(entry)]})
     journal_path(path).write_text(f"{header}\n{event}\n", encoding="utf-8")
     loaded, report = load_progress(path)
     assert loaded == run and report.replayed_events == 1

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from promptflow_resume.progress import FORMAT_VERSION, load_progress, parse, render
-from promptflow_resume.progress.store import ProgressStore, journal_path
+from promptflow_resume.progress.journal import journal_path
+from promptflow_resume.progress.store import ProgressStore
 from tests import support
 
 V1 = support.FIXTURES / "progress" / "valid"

@@ -11,16 +11,15 @@ from markdown_it import MarkdownIt
 
 from promptflow_resume.progress import parse, render
 from promptflow_resume.progress.digest import entry_digest
+from promptflow_resume.progress.entry import ROLES, EntryMeta
 from promptflow_resume.progress.examples import example_run, synthetic_run
 from promptflow_resume.progress.model import (
-    ROLES,
     RUN_STATUSES,
     STEP_STATUSES,
     WORKTREE_STATES,
     Attempt,
     Cursor,
     Entry,
-    EntryMeta,
     ErrorInfo,
     InFlight,
     Redactions,

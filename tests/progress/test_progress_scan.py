@@ -2,10 +2,10 @@
 definition.
 
 ``parse`` reads each entry written exactly as ``render`` writes it straight from the bytes
-(``_read_as_written``), and everything else (hand edits, encoded values, escaped fences,
-damage) line by line (``_entry``); ``parse_bytes`` reads a file flow wrote from its bytes
-without decoding it whole. These tests parse the same text every way, on files flow writes and on
-files edited at random, and require the same run, report, digests or error.
+(``aswritten.read_as_written``), and everything else (hand edits, encoded values, escaped
+fences, damage) line by line (``entryread.read_entry``); ``parse_bytes`` reads a file flow wrote
+from its bytes without decoding it whole. These tests parse the same text every way, on files
+flow writes and on files edited at random, and require the same run, report, digests or error.
 """
 
 from __future__ import annotations
@@ -28,15 +28,17 @@ from hypothesis import strategies as st
 from promptflow_resume.base.errors import FlowError, ProgressFormatError
 from promptflow_resume.progress import load_progress, render
 from promptflow_resume.progress.digest import Chain, entry_digest, transcript_digest
+from promptflow_resume.progress.entry import ROLES
 from promptflow_resume.progress.examples import example_run, synthetic_run
-from promptflow_resume.progress.model import ROLES, Entry, Run
+from promptflow_resume.progress.model import Entry, Run
 from promptflow_resume.progress.parse import parse_bytes, parse_document
 from promptflow_resume.progress.render import marker_value
 
-# The package exports a function named ``parse`` that hides the module of the same name.
-parse_module = importlib.import_module("promptflow_resume.progress.parse")
+# The quick reader (entries as render writes them) and the line-by-line one.
+aswritten = importlib.import_module("promptflow_resume.progress.aswritten")
+entryread = importlib.import_module("promptflow_resume.progress.entryread")
 
-# Values as real runs have them (plain), and values the quick reader leaves to _entry:
+# Values as real runs have them (plain), and values the quick reader leaves to read_entry:
 # encoded characters, spaces, "--", backticks, more than 80 characters, non-ASCII.
 STEPS = ["inspect", "report", "fix-1", "a.b:c", "é", "two words", "a--b", "x" * 81, "50%"]
 CALLS = ["call_1", "toolu_01AbC", "c-2", "a`b", "call 3", "ç", "y" * 81]
@@ -85,13 +87,13 @@ SNIPPETS = [
 
 @contextmanager
 def line_by_line() -> Iterator[None]:
-    """Parse with the quick reader switched off: every entry goes through ``_entry``."""
-    saved = parse_module._WRITTEN_MARKER
-    parse_module._WRITTEN_MARKER = re.compile(rb"(?!)")
+    """Parse with the quick reader switched off: every entry goes through ``read_entry``."""
+    saved = aswritten._WRITTEN_MARKER
+    aswritten._WRITTEN_MARKER = re.compile(rb"(?!)")
     try:
         yield
     finally:
-        parse_module._WRITTEN_MARKER = saved
+        aswritten._WRITTEN_MARKER = saved
 
 
 def outcome(text: str) -> tuple[Any, ...]:
@@ -155,13 +157,13 @@ def test_a_file_flow_writes_is_read_without_the_line_by_line_reader(
     run = synthetic_run(60)
     text = render(run)
     slow_reads: list[int] = []
-    real_entry = parse_module._entry
+    real_entry = entryread.read_entry
 
     def counting(*args: Any) -> Any:
         slow_reads.append(args[1])
         return real_entry(*args)
 
-    monkeypatch.setattr(parse_module, "_entry", counting)
+    monkeypatch.setattr(entryread, "read_entry", counting)
     parsed = parse_document(text, path="run/progress.md")
     assert parsed.run.transcript == run.transcript
     assert slow_reads == []
@@ -326,7 +328,7 @@ def test_a_file_flow_writes_is_never_decoded_whole(monkeypatch: pytest.MonkeyPat
     expected = parse_document(data, path="run/progress.md")
     decoded: list[int] = []
     str_reads: list[int] = []
-    real_entry = parse_module._entry
+    real_entry = entryread.read_entry
 
     def counting(sc: Any, pos: int, *rest: Any) -> Any:
         str_reads.append(pos)
@@ -336,7 +338,7 @@ def test_a_file_flow_writes_is_never_decoded_whole(monkeypatch: pytest.MonkeyPat
         decoded.append(len(raw))
         return raw.decode("utf-8")
 
-    monkeypatch.setattr(parse_module, "_entry", counting)
+    monkeypatch.setattr(entryread, "read_entry", counting)
     parsed = parse_bytes(data.encode("utf-8"), path="run/progress.md", decode=decode)
     assert parsed.run == expected.run
     assert parsed.actual_digests == expected.actual_digests

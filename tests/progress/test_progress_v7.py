@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from promptflow_resume.base.errors import ProgressSchemaError
 from promptflow_resume.progress import FORMAT_VERSION, load_progress, parse, render
 from promptflow_resume.progress.examples import example_run
+from promptflow_resume.progress.filesnapshots import FileSnapshot, Snapshots
 from promptflow_resume.progress.migrations import MIGRATIONS, v6_to_v7
-from promptflow_resume.progress.model import FileSnapshot, Run, Snapshots
+from promptflow_resume.progress.model import Run
 from tests import support
 
 _PATH = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=40)
