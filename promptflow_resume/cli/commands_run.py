@@ -31,6 +31,7 @@ from .runflags import (
     McpFlags,
     OutputFlags,
     SharedFlags,
+    given_options,
     spread_flag_groups,
 )
 from .statusview import print_status
@@ -256,6 +257,7 @@ def _confirm_change(plan: ResumePlan) -> Choices | None:
 @app.command("resume")
 @spread_flag_groups
 def resume_command(
+    ctx: typer.Context,
     progress: ProgressArg,
     agents: AgentsDirOpt = [],  # noqa: B006 - typer copies list defaults
     set_: SetOpt = [],  # noqa: B006 - typer copies list defaults
@@ -281,25 +283,24 @@ def resume_command(
     sleeps until then; before it, resume sends nothing and exits 16.
     """
     from ..api import ResumeRequest, RunOptions, resume_run, run_status
-    from ..front import Target, given_prices, parse_assignments, read_selection, resume_target
+    from ..front import Target, parse_assignments, read_selection, resume_target
 
     request = ResumeRequest(choices=choice.choices(), workflow_path=workflow, decide=choice.decide)
     as_json = output.as_json
-    if resume_target(progress, request) is Target.BATCH:
+    flags = SharedFlags(connection, attempt, mcp, output, agents, record)
+    if resume_target(progress, request, given_options(ctx)) is Target.BATCH:
         from .commands_batch import batch_status_command, resume_batch_command
 
         if plan_only:
             return batch_status_command(progress, as_json)
+        # No row asks anything: the rows run in worker processes, with no terminal.
+        options = flags.options(False, None, None, read_selection(attempt.selection))
         return resume_batch_command(
             progress,
+            options,
             workflow=workflow,
-            provider=connection.provider,
-            model=connection.model,
-            base_url=connection.base_url,
-            max_cost=attempt.max_cost,
-            prices=given_prices(attempt.price, attempt.prices),
-            rerun_changed=choice.rerun_changed,
-            keep_completed=choice.keep_completed,
+            choices=request.choices,
+            otel=output.otel,
             as_json=as_json,
             events=output.events,
         )
@@ -318,7 +319,6 @@ def resume_command(
         set_values=parse_assignments(set_, "--set"),
         confirm_change=_confirm_change if interactive else None,
     )
-    flags = SharedFlags(connection, attempt, mcp, output, agents, record)
     options = flags.options(interactive, reporter, stream, read_selection(attempt.selection))
     try:
         outcome = resume_run(progress, options, request)

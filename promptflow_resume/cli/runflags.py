@@ -277,11 +277,12 @@ class SharedFlags:
     def options(
         self,
         interactive: bool,
-        reporter: Reporter,
+        reporter: Reporter | None,
         stream: Reporter | None,
         selection: str | None = None,
     ) -> RunOptions:
-        """The run's options: budgets, permissions, tools and where to report."""
+        """The run's options: budgets, permissions, tools and where to report (``reporter``
+        None: nowhere, as for a batch's rows, which have their own)."""
         from ..api import Limits, RunOptions
         from ..base.truststore import TRUST_FLAG, Trust
         from ..front import given_prices, mcp_input_values
@@ -316,13 +317,25 @@ class SharedFlags:
             mcp_config=self.mcp.mcp_config,
             mcp_ask=_ask_mcp_input if interactive else None,
             mcp_inputs=mcp_input_values(self.mcp.mcp_input),
-            reporter=_watchers(reporter, stream, self.output.otel),
+            reporter=None if reporter is None else _watchers(reporter, stream, self.output.otel),
             agent_dirs=tuple(self.agents),
             approve=tuple(a.approve),
             approval=not a.no_approve,
             consent_stop=on_consent(a.on_consent),
             trust=Trust.entire(Path.cwd(), TRUST_FLAG) if a.trust_workspace else None,
         )
+
+
+def given_options(ctx: typer.Context) -> list[str]:
+    """The options given on the command line (or by their environment variable), as
+    ``--help`` names them: what a command must use or refuse, whatever their value."""
+    given = []
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name) if param.name else None
+        named = bool(param.opts) and param.opts[0].startswith("-")
+        if named and source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+            given.append(param.opts[0])
+    return given
 
 
 def on_consent(value: str) -> bool:
@@ -334,7 +347,7 @@ def on_consent(value: str) -> bool:
     return value == "stop"
 
 
-def permissions(attempt: AttemptFlags, interactive: bool, reporter: Reporter) -> Permissions:
+def permissions(attempt: AttemptFlags, interactive: bool, reporter: Reporter | None) -> Permissions:
     """What the flags allow, and a question on the terminal (when there is one) for the rest."""
     from ..api import Permissions
     from ..tools.consent import terminal_asker
@@ -344,7 +357,8 @@ def permissions(attempt: AttemptFlags, interactive: bool, reporter: Reporter) ->
         asker = terminal_asker(read=input)
 
         def ask(question: str) -> Any:
-            reporter.close()  # the live status line would draw over the question
+            if reporter is not None:
+                reporter.close()  # the live status line would draw over the question
             return asker(question)
 
     return Permissions(
