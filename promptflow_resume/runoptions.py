@@ -232,8 +232,11 @@ class RunOptions:
             record[each.name] = value
         record["limits"] = asdict(self.limits)
         p = self.permissions
-        record["permissions"] = {"commands": list(p.commands), "hosts": list(p.hosts)}
-        record["permissions"]["accept"] = p.accept
+        record["permissions"] = {
+            "commands": list(p.commands),
+            "hosts": list(p.hosts),
+            "accept": p.accept,
+        }
         record["mcp_inputs"] = dict(self.mcp_inputs)
         return record
 

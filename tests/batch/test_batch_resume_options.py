@@ -30,7 +30,7 @@ APPLIED = {
     "--trust-workspace", "--no-snapshots", "--allow-commands", "--allow-fetch",
     "--accept-permissions", "--approve", "--no-approve", "--on-consent", "--yes",
     "--mcp-config", "--mcp-input", "--events", "--otel", "--json", "--plan",
-    "--rerun-changed", "--keep-completed", "--help",
+    "--rerun-changed", "--keep-completed",
 }  # fmt: skip
 #: Refused on a batch since before: they choose for one run's state.
 ONE_RUN_CHOICES = {"--decide", "--retry-step", "--skip-step"}
