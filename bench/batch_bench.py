@@ -34,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from promptflow_resume.api import RunOptions
 from promptflow_resume.batch import start_batch
 from promptflow_resume.batch.worker import RowTask, run_row
 from tests.support.batch_server import RowServer, write_case
@@ -57,7 +58,7 @@ def _in_process(folder: Path, server: RowServer, rows: int) -> float:
                 workflow=workflow,
                 inputs={"topic": f"topic {i}", "count": 1},
                 workspace=str(folder),
-                base_url=server.url,
+                options={"base_url": server.url},
             )
         )
         assert result.status == "completed", result
@@ -72,10 +73,10 @@ def _batch(
     outcome = start_batch(
         "triage.prompt.md",
         "rows.jsonl",
+        RunOptions(base_url=server.url),
         out="out",
         workers=workers,
         engine=engine,
-        base_url=server.url,
         files=files,
     )
     seconds = time.perf_counter() - began

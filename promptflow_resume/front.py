@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -238,10 +238,26 @@ class Target(enum.Enum):
     BATCH = "batch"
 
 
-def resume_target(path: Path, request: ResumeRequest = ResumeRequest()) -> Target:
+#: What ``flow resume DIR/batch.md`` refuses when given, and why: each is about one run.
+#: Every other option of ``flow resume`` applies to the batch's rows (docs/spec.md 8.2).
+ONE_RUN_OPTIONS = {
+    "--set": "changes one run's inputs (a batch's rows take theirs from its data file)",
+    "--rerun-unsafe": "runs again a call one run left in flight",
+    "--trust-calls": "runs the calls of one run that flow did not record",
+    "--deny-calls": "refuses the calls of one run that flow did not record",
+    "--wait": "waits for one run's quota window",
+    "--verbose": "shows one run's steps and tools (a batch shows its rows; --events writes "
+    "every row's events)",
+}
+
+
+def resume_target(
+    path: Path, request: ResumeRequest = ResumeRequest(), given: Sequence[str] = ()
+) -> Target:
     """Whether ``path`` is a batch or one run; a batch refuses what chooses for one run
-    (``--decide``, ``--retry-step``, ``--skip-step``). Choices that exclude each other are
-    refused first, whichever it is."""
+    (``--decide``, ``--retry-step``, ``--skip-step``) and the options of ``given`` (the
+    options the command line gave) that are about one run (``ONE_RUN_OPTIONS``). Choices that
+    exclude each other are refused first, whichever it is."""
     from .batch.checkpoint import is_batch_file
 
     choices = request.choices
@@ -255,6 +271,14 @@ def resume_target(path: Path, request: ResumeRequest = ResumeRequest()) -> Targe
         raise InputError(
             f"{path} is a batch; --decide, --retry-step and --skip-step apply to one run.",
             hint="Resume the row's own progress.md (its path is in the batch file) with them.",
+        )
+    refused = [f"{name} {ONE_RUN_OPTIONS[name]}" for name in given if name in ONE_RUN_OPTIONS]
+    if refused:
+        them = "it" if len(refused) == 1 else "them"
+        raise InputError(
+            f"{path} is a batch: {'; '.join(refused)}.",
+            hint=f"Leave {them} out, or resume a row's own progress.md (its path is in the "
+            f"batch file) with {them}.",
         )
     return Target.BATCH
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -214,3 +214,50 @@ class RunOptions:
     def root(self) -> Path:
         """The workspace folder (the working directory when none is given)."""
         return Path(self.workspace) if self.workspace is not None else Path.cwd()
+
+    def to_record(self) -> dict[str, Any]:
+        """These options as plain data, as a batch row carries them to its worker process or
+        Ray task (``RowTask.options``); paths as given. What only this process can hold is
+        left out: the reporter, the questions (``mcp_ask``, ``permissions.ask``), the shared
+        budget, the trust and the workspace, which the row's side supplies."""
+        record: dict[str, Any] = {}
+        for each in fields(self):
+            if each.name in _NOT_RECORDED:
+                continue
+            value = getattr(self, each.name)
+            if isinstance(value, tuple):
+                value = [str(v) for v in value]
+            elif isinstance(value, Path):
+                value = str(value)
+            record[each.name] = value
+        record["limits"] = asdict(self.limits)
+        p = self.permissions
+        record["permissions"] = {
+            "commands": list(p.commands),
+            "hosts": list(p.hosts),
+            "accept": p.accept,
+        }
+        record["mcp_inputs"] = dict(self.mcp_inputs)
+        return record
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], **others: Any) -> RunOptions:
+        """The options ``to_record`` wrote, with ``others`` (the fields it leaves out)."""
+        values = dict(record)
+        values["limits"] = Limits(**values.get("limits", {}))
+        given = values.get("permissions", {})
+        values["permissions"] = Permissions(
+            commands=tuple(given.get("commands", ())),
+            hosts=tuple(given.get("hosts", ())),
+            accept=bool(given.get("accept", False)),
+        )
+        for name in ("skill_dirs", "hook_files", "approve"):
+            values[name] = tuple(values.get(name, ()))
+        values["agent_dirs"] = tuple(Path(p) for p in values.get("agent_dirs", ()))
+        return cls(**values, **others)
+
+
+#: The fields ``RunOptions.to_record`` leaves out: they hold this process's objects.
+_NOT_RECORDED = frozenset(
+    {"reporter", "mcp_ask", "shared_budget", "trust", "workspace", "permissions", "limits"}
+)

@@ -10,8 +10,9 @@ rows) and ``rows/<n>/progress.md`` (each row's own run, an ordinary progress fil
     outcome = resume_batch("out/batch.md")       # only the rows that did not complete
 
 Modules: ``data`` (reading and checking rows), ``checkpoint`` (the batch file), ``worker``
-(one row through the library API), ``local`` and ``ray_engine`` (where rows run), ``runner``
-(the batch loop and this API).
+(one row through the library API), ``rowoptions`` (the ``RunOptions`` every row runs with),
+``local`` and ``ray_engine`` (where rows run), ``rowloop`` (the batch loop), ``runner``
+(this API).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ _EXPORTS = {
     "RowState": "checkpoint",
     "is_batch_file": "checkpoint",
     "load_batch": "checkpoint",
-    "BatchOutcome": "runner",
+    "BatchOutcome": "rowloop",
     "BatchReporter": "reporting",
     "BatchStatus": "runner",
     "batch_status": "runner",
@@ -39,8 +40,8 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from .checkpoint import BATCH_FILE, Batch, RowState, is_batch_file, load_batch
     from .reporting import BatchReporter
+    from .rowloop import BatchOutcome
     from .runner import (
-        BatchOutcome,
         BatchStatus,
         batch_status,
         resume_batch,

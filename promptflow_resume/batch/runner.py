@@ -14,118 +14,43 @@ take a call, that row stops ``budget_exhausted``, no new row starts, and the bat
 ``budget_exhausted``.
 Ctrl-C (or SIGTERM) stops every worker; each running row checkpoints ``interrupted``, the
 batch file is written, and ``KeyboardInterrupt`` propagates (exit 130). The batch file is
-rewritten atomically as rows change, at most every ``WRITE_INTERVAL`` seconds, and at the end.
+rewritten atomically as rows change (``rowloop``), and at the end. Every row runs with the
+``RunOptions`` given (``rowoptions``), as a single run would.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from ..base import faults
 from ..base.clock import now_iso
-from ..base.costledger import CostLedger
 from ..base.errors import (
     FileNotFoundFlowError,
     FlowError,
     InputError,
     RunLockedError,
 )
-from ..base.paths import display_path, relative_path
+from ..base.paths import relative_path
 from ..base.runids import new_run_id
 from ..flowfolder import make_folder
+from ..runoptions import RunOptions
 from ..workflow import load_workflow
 from ..workflow.model import Workflow
-from .checkpoint import (
-    BATCH_FILE,
-    BUDGET_FILE,
-    DONE,
-    Batch,
-    RowState,
-    load_batch,
-    save_batch,
-)
+from .checkpoint import BATCH_FILE, DONE, Batch, RowState, load_batch, save_batch
 from .data import check_rows, data_digest, load_rows
-from .events import Done, EngineEvent, Lost, Started, UsageSeen
-from .reporting import BatchReporter, batch_exit_code
-from .shipping import Shipping, carried_trust, files_mode, named_env, prepare
-from .worker import RowResult, RowTask, ledger_owner
+from .reporting import BatchReporter
+from .rowloop import BatchInterrupted, BatchOutcome, Engine, run_rows
+from .rowoptions import check_row_options, row_template
+from .shipping import Shipping, files_mode, named_env, prepare
 
 if TYPE_CHECKING:
     from ..eventstream import EventStream
 
-#: Seconds between rewrites of the batch file while rows run. Every row's own progress file is
-#: the truth about the row (read again on resume), so the batch file can lag a moment behind;
-#: rewriting it (some 30 ms at 200 rows) on every event would cost more than a row itself.
-WRITE_INTERVAL = 0.5
-#: How many times a row is taken up after its worker died before it counts as failed.
-MAX_ROW_ATTEMPTS = 3
 #: Default batch folder (relative to the working directory): ``.flow/batches/<batch-id>/``.
 BATCHES_DIR = Path(".flow") / "batches"
 ENGINES = ("local", "ray")
-
-
-class Engine(Protocol):
-    """Where rows run: ``local`` worker processes or Ray tasks."""
-
-    name: str
-
-    def free_slots(self) -> int:
-        """How many more rows can be submitted now."""
-
-    def submit(self, task: RowTask) -> None:
-        """Start ``task`` on a free worker."""
-
-    def poll(self, timeout: float) -> Any:
-        """Events about submitted rows, waiting at most ``timeout`` seconds."""
-
-    def busy(self) -> int:
-        """Rows submitted and not yet reported."""
-
-    def stop(self) -> None:
-        """Ask every running row to checkpoint and stop; take no new rows."""
-
-    def close(self) -> None:
-        """Release the workers."""
-
-
-class BatchInterrupted(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM stopped a batch; every row is checkpointed and so is ``path``."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(str(path))
-        self.path = path
-
-
-@dataclass
-class BatchOutcome:
-    """How a ``start_batch`` / ``resume_batch`` call ended."""
-
-    batch: Batch
-    path: Path
-    exit_code: int
-    #: Rows run (started or resumed) by this call.
-    ran: list[int] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``flow batch --json`` document; ``path`` as messages show it (relative to the
-        working directory when below it)."""
-        return {
-            "path": display_path(self.path),
-            "batch_id": self.batch.batch_id,
-            "status": self.batch.status,
-            "reason": self.batch.reason,
-            "totals": self.batch.totals(),
-            "ran": self.ran,
-            "exit_code": self.exit_code,
-        }
-
-    def unfinished_rows(self) -> list[RowState]:
-        """Rows that were started and did not complete: failed, stopped or still running."""
-        return [row for row in self.batch.rows if row.status not in ("completed", "pending")]
 
 
 def _lock(path: Path) -> Any:
@@ -171,31 +96,25 @@ def make_engine(
 def start_batch(
     workflow_path: str | Path,
     data_path: str | Path,
+    options: RunOptions | None = None,
     *,
     out: str | Path | None = None,
     workers: int = 2,
     engine: str = "local",
     address: str | None = None,
-    provider: str | None = None,
-    model: str | None = None,
-    base_url: str | None = None,
     recording: str | Path | None = None,
-    max_cost: float | None = None,
-    prices: dict[str, dict[str, float]] | None = None,
     reporter: BatchReporter | None = None,
     events: EventStream | None = None,
     files: str | None = None,
     ray_env: Sequence[str] = (),
 ) -> BatchOutcome:
     """Check every row, write ``DIR/batch.md``, and run the rows until all have stopped.
-    With Ray, ``files`` says how rows reach their files (``shared`` or ``shipped``; default
-    ``files_mode``) and ``ray_env`` names the variables the tasks get (docs/spec.md 8.6)."""
-    if workers < 1:
-        raise InputError(f"--workers {workers}: a batch needs at least 1 worker.")
-    if engine not in ENGINES:
-        raise InputError(
-            f"--engine {engine!r} is not an engine flow knows.", hint="Choose local or ray."
-        )
+    Every row runs with ``options`` (``row_template``), whose ``limits.max_cost`` is one
+    budget over the batch. With Ray, ``files`` says how rows reach their files (``shared`` or
+    ``shipped``; default ``files_mode``) and ``ray_env`` names the variables the tasks get
+    (docs/spec.md 8.6)."""
+    options = options or RunOptions()
+    _check_engine(workers, engine)
     wf = load_workflow(workflow_path)
     data = Path(data_path)
     rows = load_rows(data)
@@ -205,6 +124,7 @@ def start_batch(
     mode = files_mode(engine, files, address)
     if ray_env and engine != "ray":
         raise InputError("--ray-env is for the ray engine: local workers share this environment.")
+    check_row_options(options, engine, mode)
     batch_id = new_run_id(f"batch {wf.name}")
     folder = Path(out) if out is not None else Path.cwd() / BATCHES_DIR / batch_id
     path = folder / BATCH_FILE
@@ -218,8 +138,41 @@ def start_batch(
     shipping = prepare(wf, folder, recording) if mode == "shipped" else None
     make_folder(folder)
     lock = _lock(path)
+    batch = _new_batch(batch_id, wf, data, folder, options, engine, workers, mode, ray_env)
+    batch.rows = [RowState(row=r.number) for r in rows]
+    engine_obj = _engine_saving(path, batch, lock, engine, workers, address, shipping, env)
+    inputs = {r.number: values for r, values in zip(rows, typed, strict=True)}
+    template = row_template(
+        wf,
+        options,
+        batch,
+        events=events is not None,
+        shipped=shipping is not None,
+        recording=recording,
+        traceparent=batch_traceparent(batch.batch_id),
+    )
+    try:
+        watching = _watching(reporter, events, path)
+        return run_rows(path, batch, template, inputs, engine_obj, watching, lock=lock)
+    finally:
+        send_batch_span(batch)
+
+
+def _new_batch(
+    batch_id: str,
+    wf: Workflow,
+    data: Path,
+    folder: Path,
+    options: RunOptions,
+    engine: str,
+    workers: int,
+    mode: str | None,
+    ray_env: Sequence[str],
+) -> Batch:
+    """The record of a batch starting now (its rows not yet listed): what runs, over which
+    data, where, and the options of its own (connection, budget, prices)."""
     created = now_iso()
-    batch = Batch(
+    return Batch(
         batch_id=batch_id,
         status="running",
         workflow_path=relative_path(wf.path, folder),
@@ -230,18 +183,39 @@ def start_batch(
         updated=created,
         engine=engine,
         workers=workers,
-        provider=provider,
-        model=model,
-        base_url=base_url,
-        max_cost_usd=max_cost,
-        prices=dict(prices or {}),
+        provider=options.provider,
+        model=options.model,
+        base_url=options.base_url,
+        max_cost_usd=options.limits.max_cost,
+        prices=dict(options.limits.prices),
         files=mode,
         ray_env=list(ray_env),
-        rows=[RowState(row=r.number) for r in rows],
     )
+
+
+def _check_engine(workers: int, engine: str) -> None:
+    if workers < 1:
+        raise InputError(f"--workers {workers}: a batch needs at least 1 worker.")
+    if engine not in ENGINES:
+        raise InputError(
+            f"--engine {engine!r} is not an engine flow knows.", hint="Choose local or ray."
+        )
+
+
+def _engine_saving(
+    path: Path,
+    batch: Batch,
+    lock: Any,
+    engine: str,
+    workers: int,
+    address: str | None,
+    shipping: Shipping | None,
+    env: dict[str, str],
+) -> Engine:
+    """The new batch's engine, then its file written; on a failure of either, nothing is
+    held. The engine first: a missing Ray must not leave a batch file behind."""
     try:
-        # The engine first: a missing Ray must not leave a batch file behind.
-        engine_obj = make_engine(engine, workers, folder, address, shipping, env)
+        engine_obj = make_engine(engine, workers, path.parent, address, shipping, env)
     except BaseException:
         lock.release()
         raise
@@ -251,27 +225,7 @@ def start_batch(
         engine_obj.close()
         lock.release()
         raise
-    inputs = {r.number: values for r, values in zip(rows, typed, strict=True)}
-    template = RowTask(
-        row=0,
-        progress="",
-        workflow=str(wf.path.resolve()),
-        workspace=str(Path.cwd()),
-        provider=provider,
-        model=model,
-        base_url=base_url,
-        recording=str(Path(recording).resolve()) if recording is not None else None,
-        events=events is not None,
-        prices=batch.prices,
-        traceparent=batch_traceparent(batch.batch_id),
-        trust=carried_trust(Path.cwd()) if shipping is not None else None,
-    )
-    try:
-        return _execute(
-            path, batch, template, inputs, engine_obj, _watching(reporter, events, path), lock=lock
-        )
-    finally:
-        send_batch_span(batch)
+    return engine_obj
 
 
 def _workflow_of(batch: Batch, folder: Path, override: str | Path | None) -> Workflow:
@@ -350,25 +304,24 @@ def _reconcile(batch: Batch, folder: Path) -> None:
 
 def resume_batch(
     batch_path: str | Path,
+    options: RunOptions | None = None,
     *,
+    rerun_changed: bool = False,
+    keep_completed: bool = False,
+    workflow_path: str | Path | None = None,
     workers: int | None = None,
     engine: str | None = None,
     address: str | None = None,
-    workflow_path: str | Path | None = None,
-    provider: str | None = None,
-    model: str | None = None,
-    base_url: str | None = None,
-    max_cost: float | None = None,
-    prices: dict[str, dict[str, float]] | None = None,
-    rerun_changed: bool = False,
-    keep_completed: bool = False,
     reporter: BatchReporter | None = None,
     events: EventStream | None = None,
     files: str | None = None,
     ray_env: Sequence[str] | None = None,
 ) -> BatchOutcome:
     """Run every row of a batch that is not completed; completed rows are never re-run.
-    ``files`` and ``ray_env`` replace what the batch recorded (docs/spec.md 8.6)."""
+    Every row runs with ``options`` (``row_template``): its connection, ``max_cost`` and prices
+    replace the batch's; ``files`` and ``ray_env`` replace what the batch recorded
+    (docs/spec.md 8.6)."""
+    options = options or RunOptions()
     path = Path(batch_path)
     load_batch(path)  # a file that is not a batch is refused before anything is locked
     lock = _lock(path)
@@ -381,60 +334,60 @@ def resume_batch(
         from ..providers.endpoints import check_recorded
 
         check_recorded(
-            provider or batch.provider or wf.provider or "openai",
+            options.provider or batch.provider or wf.provider or "openai",
             batch.base_url,
-            given=base_url,
+            given=options.base_url,
             source=path,
         )
         _reconcile(batch, folder)
         inputs = _pending_inputs(batch, folder, wf)
         shipping = _resume_shipping(batch, wf, folder, files, ray_env, address)
+        check_row_options(options, engine or batch.engine, batch.files)
         engine_obj = _resume_setup(
             batch, workers, engine, address, folder, shipping, named_env(batch.ray_env)
         )
     except BaseException:
         lock.release()
         raise
-    if max_cost is not None:
-        batch.max_cost_usd = max_cost
-    if prices:
-        from ..runoptions import Limits
-
-        batch.prices = Limits(prices=prices).apply_prices(batch.prices)
-    for key, value in (("provider", provider), ("model", model), ("base_url", base_url)):
-        if value is not None:
-            setattr(batch, key, value)
-    batch.status, batch.reason = "running", None
-    template = RowTask(
-        row=0,
-        progress="",
-        workflow=str(wf.path.resolve()),
-        workspace=str(Path.cwd()),
-        provider=provider,
-        model=model,
-        base_url=base_url,
-        rerun_changed=rerun_changed,
-        keep_completed=keep_completed,
+    _take_given(batch, options)
+    template = row_template(
+        wf,
+        options,
+        batch,
         events=events is not None,
-        prices=batch.prices,
+        shipped=shipping is not None,
         traceparent=batch_traceparent(batch.batch_id),
-        trust=carried_trust(Path.cwd()) if shipping is not None else None,
     )
+    template.rerun_changed, template.keep_completed = rerun_changed, keep_completed
     # A row not yet started runs with the batch's settings (a started one keeps its own).
     start_settings = {"provider": batch.provider, "model": batch.model, "base_url": batch.base_url}
     try:
-        return _execute(
+        watching = _watching(reporter, events, path)
+        return run_rows(
             path,
             batch,
             template,
             inputs,
             engine_obj,
-            _watching(reporter, events, path),
+            watching,
             start_settings=start_settings,
             lock=lock,
         )
     finally:
         send_batch_span(batch)
+
+
+def _take_given(batch: Batch, options: RunOptions) -> None:
+    """What ``options`` give of the batch's own settings replaces what it recorded: the cost
+    budget, prices (model by model) and the connection."""
+    if options.limits.max_cost is not None:
+        batch.max_cost_usd = options.limits.max_cost
+    if options.limits.prices:
+        batch.prices = options.limits.apply_prices(batch.prices)
+    for key in ("provider", "model", "base_url"):
+        if (value := getattr(options, key)) is not None:
+            setattr(batch, key, value)
+    batch.status, batch.reason = "running", None
 
 
 def batch_traceparent(batch_id: str) -> str | None:
@@ -533,168 +486,6 @@ def _watching(
     from .stream import BatchStream
 
     return BatchStream(reporter or BatchReporter(), events, path.parent)
-
-
-def _task_for(
-    row: RowState,
-    folder: Path,
-    template: RowTask,
-    inputs: dict[int, dict[str, Any]],
-    start_settings: dict[str, Any],
-) -> RowTask:
-    progress = (folder / row.progress).resolve()
-    fields = dict(template.__dict__)
-    fields.update(row=row.row, progress=str(progress), inputs=inputs.get(row.row, {}))
-    if not progress.exists():
-        fields.update({k: v for k, v in start_settings.items() if v is not None})
-    return RowTask(**fields)
-
-
-def _apply(row: RowState, result: RowResult) -> None:
-    row.status = result.status
-    row.worker = None
-    row.turns = result.turns
-    row.input_tokens, row.output_tokens = result.input_tokens, result.output_tokens
-    row.cost_usd = result.cost_usd
-    row.error = result.error
-
-
-def _open_ledger(batch: Batch, folder: Path, template: RowTask) -> CostLedger | None:
-    """The batch's shared cost budget, written afresh from the rows' recorded costs, or None
-    without a ``--max-cost``; the rows' tasks are pointed at it (docs/spec.md 8.3)."""
-    if batch.max_cost_usd is None:
-        template.budget = None
-        return None
-    path = (folder / BUDGET_FILE).resolve()
-    ledger = CostLedger(path, owner="batch")
-    ledger.reset(float(batch.max_cost_usd), sum(r.cost_usd for r in batch.rows))
-    template.budget = str(path)
-    return ledger
-
-
-def _execute(
-    path: Path,
-    batch: Batch,
-    template: RowTask,
-    inputs: dict[int, dict[str, Any]],
-    engine: Engine,
-    reporter: BatchReporter | None,
-    *,
-    start_settings: dict[str, Any] | None = None,
-    lock: Any = None,
-) -> BatchOutcome:
-    """The batch loop: keep the engine's workers busy until every row has stopped."""
-    reporter = reporter or BatchReporter()
-    folder = path.parent
-    queue = [r for r in batch.rows if r.status not in DONE]
-    by_row = {r.row: r for r in batch.rows}
-    live: dict[int, tuple[int, int, float]] = {}
-    ran: list[int] = []
-    budget_hit = False
-    interrupted = False
-
-    ledger = _open_ledger(batch, folder, template)
-
-    def spent() -> float:
-        return batch.usage_now(live)[1]
-
-    def budget_used() -> bool:
-        if ledger is not None:
-            return ledger.read().exhausted()
-        # "not below" rather than "at or above": a NaN (a hostile row file) stops.
-        return batch.max_cost_usd is not None and not spent() < batch.max_cost_usd
-
-    last_write = [0.0]
-    dirty = [False]
-
-    def write(*, now: bool = True) -> None:
-        dirty[0] = True
-        if not now and time.monotonic() - last_write[0] < WRITE_INTERVAL:
-            return
-        batch.updated = now_iso()
-        save_batch(path, batch)
-        last_write[0], dirty[0] = time.monotonic(), False
-
-    def handle(event: EngineEvent) -> None:
-        if isinstance(event, Started):
-            row = by_row[event.row]
-            row.status, row.worker = "running", event.worker
-            write(now=False)
-        elif isinstance(event, UsageSeen):
-            live[event.row] = (event.input_tokens, event.output_tokens, event.cost_usd)
-        elif isinstance(event, Done):
-            row = by_row[event.result.row]
-            live.pop(row.row, None)
-            _apply(row, event.result)
-            write(now=False)
-            faults.point("batch.after_row")
-            reporter.row_finished(batch, row)
-        elif isinstance(event, Lost):
-            row = by_row[event.row]
-            live.pop(row.row, None)
-            row.worker = None
-            if ledger is not None:
-                ledger.release_owner(ledger_owner(row.row))
-            if row.attempts < MAX_ROW_ATTEMPTS and not interrupted:
-                row.status = "pending"
-                queue.insert(0, row)
-            else:
-                row.status, row.error = "failed", f"{event.reason} ({row.attempts} attempts)"
-                reporter.row_finished(batch, row)
-            write()
-        reporter.update(batch, live)
-
-    settings = start_settings or {}
-    reporter.begin(batch)
-    write()
-    try:
-        try:
-            while queue or engine.busy():
-                if not budget_hit and budget_used():
-                    budget_hit = True
-                while queue and engine.free_slots() > 0 and not budget_hit:
-                    row = queue.pop(0)
-                    row.attempts += 1
-                    row.status, row.error = "running", None
-                    ran.append(row.row)
-                    engine.submit(_task_for(row, folder, template, inputs, settings))
-                if budget_hit and not engine.busy():
-                    break
-                for event in engine.poll(0.2):
-                    handle(event)
-                if dirty[0]:
-                    write(now=False)
-        except KeyboardInterrupt:
-            interrupted = True
-            engine.stop()
-            # Every running row checkpoints and reports; a second Ctrl-C leaves the rest to
-            # `flow resume`, which reads each row's own file.
-            while engine.busy():
-                for event in engine.poll(0.2):
-                    handle(event)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        engine.close()
-        for row in batch.rows:
-            if row.status == "running":  # never reported: its own file says where it is
-                row.status, row.worker = "interrupted", None
-        if interrupted:
-            batch.status, batch.reason = "interrupted", "stopped by a signal (Ctrl-C or SIGTERM)"
-        elif budget_hit and any(r.status in ("pending", "budget_exhausted") for r in batch.rows):
-            batch.status = "budget_exhausted"
-            batch.reason = f"the batch's cost reached its limit of ${batch.max_cost_usd}"
-        elif all(r.status in DONE for r in batch.rows):
-            batch.status, batch.reason = "completed", None
-        else:
-            batch.status, batch.reason = "failed", "some rows did not complete"
-        write()
-        if lock is not None:
-            lock.release()
-        reporter.end(batch)
-    if interrupted:
-        raise BatchInterrupted(path)
-    return BatchOutcome(batch=batch, path=path, exit_code=batch_exit_code(batch.status), ran=ran)
 
 
 @dataclass

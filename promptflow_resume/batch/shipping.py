@@ -40,7 +40,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base.confine import is_within, no_link_on_the_way
 from ..base.errors import InputError, SpecialFileError
@@ -51,6 +51,9 @@ from ..workflow.model import Workflow
 from ..workflow.toolnames import ASK_EXCLUDED
 from .relay import Channel
 from .worker import RowResult, RowTask, UsageReporter, run_row
+
+if TYPE_CHECKING:
+    from ..runoptions import RunOptions
 
 #: The most bytes of files a bundle carries: it is held in Ray's object store, and every row's
 #: attempt writes it out on its node.
@@ -244,14 +247,15 @@ def make_bundle(
     return Bundle(tuple(files))
 
 
-def carried_trust(workspace: Path) -> dict[str, Any]:
+def carried_trust(workspace: Path, options: RunOptions | None = None) -> dict[str, Any]:
     """What this machine trusts of ``workspace``'s brought files (``flow trust``, or
-    ``FLOW_TRUST_WORKSPACE`` turned into the digests of the files as they are now), as a
-    shipped row's task carries it (``RowTask.trust``): the node judges its copy by it."""
-    from ..runoptions import RunOptions
+    ``--trust-workspace`` / ``FLOW_TRUST_WORKSPACE`` turned into the digests of the files as
+    they are now), as a row's task carries it (``RowTask.trust``): a shipped row's node judges
+    its copy by it."""
+    from ..runoptions import RunOptions as Options
     from ..trust import portable
 
-    return portable(RunOptions().trust_in(workspace)).to_record()
+    return portable((options or Options()).trust_in(workspace)).to_record()
 
 
 def on_node(path: str, root: Path) -> Path:

@@ -41,7 +41,8 @@ _ORPHAN_CHECK = 0.5
 
 @dataclass
 class RowTask:
-    """What a worker needs to run one row (plain data: it crosses process boundaries)."""
+    """What a worker needs to run one row (plain data: it crosses process boundaries): the
+    row's files, and the ``RunOptions`` record every row of the batch runs with."""
 
     row: int
     #: Absolute path of the row's progress file.
@@ -51,9 +52,9 @@ class RowTask:
     #: Typed input values (used only when the row starts).
     inputs: dict[str, Any] = field(default_factory=dict)
     workspace: str = "."
-    provider: str | None = None
-    model: str | None = None
-    base_url: str | None = None
+    #: The row's run options as ``RunOptions.to_record`` writes them: the connection, the
+    #: prices and whatever ``flow resume DIR/batch.md`` was given for the rows (spec 8.2).
+    options: dict[str, Any] = field(default_factory=dict)
     recording: str | None = None
     rerun_changed: bool = False
     keep_completed: bool = False
@@ -62,40 +63,34 @@ class RowTask:
     #: Absolute path of the batch's budget ledger (``DIR/budget.json``) when the batch has a
     #: ``--max-cost``: every model call of the row holds a reservation on it.
     budget: str | None = None
-    #: ``--price``/``--prices`` given to the batch (model -> USD per million tokens).
-    prices: dict[str, dict[str, float]] = field(default_factory=dict)
     #: With tracing on (docs/spec.md 13): the batch's W3C trace context, which the row's run
     #: records as ``trace.parent`` and its first ``invoke_agent`` span links to.
     traceparent: str | None = None
-    #: A row shipped to a Ray node (docs/spec.md 8.6): what the driver's trust allows of the
-    #: workspace's brought files (``Trust.to_record``), judged against the node's copy of the
-    #: workspace; None: this machine's own trust, as for a run of its own.
+    #: What the driver's trust allows of the workspace's brought files (``Trust.to_record``):
+    #: a row shipped to a Ray node (docs/spec.md 8.6) is judged by it against the node's copy;
+    #: ``--trust-workspace`` gives it to every row. None: this machine's own trust.
     trust: dict[str, Any] | None = None
 
-    def options(
+    def run_options(
         self, reporter: Reporter | None = None, ledger: SharedBudget | None = None
     ) -> RunOptions:
-        """The row's run options: the batch's connection, in the batch's workspace; ``ledger``
+        """The row's run options: the batch's record, in the batch's workspace; ``ledger``
         holds the batch's budget for a row that cannot reach its file (a shipped row)."""
         from ..base.costledger import CostLedger
         from ..base.truststore import Trust
-        from ..runoptions import Limits, RunOptions
+        from ..runoptions import RunOptions
 
         if ledger is None and self.budget:
             ledger = CostLedger(self.budget, owner=ledger_owner(self.row))
         trust = None if self.trust is None else Trust.from_record(Path(self.workspace), self.trust)
-        return RunOptions(
-            provider=self.provider,
-            model=self.model,
-            base_url=self.base_url,
-            workspace=self.workspace,
-            reporter=reporter,
-            limits=Limits(prices=dict(self.prices)),
-            shared_budget=ledger,
+        record = {
+            **self.options,
             # Rows run side by side in one working tree: a snapshot after a row's call would
             # count the other rows' changes as its own (docs/spec.md 12.1).
-            snapshots=False,
-            trust=trust,
+            "snapshots": False,
+        }
+        return RunOptions.from_record(
+            record, workspace=self.workspace, reporter=reporter, shared_budget=ledger, trust=trust
         )
 
 
@@ -183,7 +178,7 @@ def _run_row(task: RowTask, reporter: Reporter | None, ledger: SharedBudget | No
     from ..api import Choices, ResolvedInputs, ResumeRequest, StartRequest, resume_run, start_run
 
     progress = Path(task.progress)
-    options = task.options(reporter, ledger)
+    options = task.run_options(reporter, ledger)
     try:
         if progress.exists():
             choices = Choices(rerun_changed=task.rerun_changed, keep_completed=task.keep_completed)

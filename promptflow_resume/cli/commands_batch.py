@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -26,6 +26,7 @@ from .options import (
 )
 
 if TYPE_CHECKING:
+    from ..api import Choices, RunOptions
     from ..batch import BatchOutcome
 
 
@@ -135,55 +136,78 @@ def _interrupted(path: Path) -> int:
     return EXIT_INTERRUPTED
 
 
-@app.command("batch")
-def batch_command(
-    workflow: WorkflowArg,
-    data: Path = typer.Option(
-        ...,
+DataOpt = Annotated[
+    Path,
+    typer.Option(
         "--data",
         metavar="FILE",
         help="The rows: a JSONL, CSV or YAML file; each row's keys are input names.",
     ),
-    workers: int = typer.Option(2, "--workers", "-w", metavar="N", help="Rows run at once."),
-    engine: str = typer.Option(
-        "local", "--engine", metavar="ENGINE", help="Where rows run: local (processes) or ray."
-    ),
-    address: str | None = typer.Option(
-        None,
+]
+WorkersOpt = Annotated[int, typer.Option("--workers", "-w", metavar="N", help="Rows run at once.")]
+EngineOpt = Annotated[
+    str,
+    typer.Option("--engine", metavar="ENGINE", help="Where rows run: local (processes) or ray."),
+]
+AddressOpt = Annotated[
+    str | None,
+    typer.Option(
         "--address",
         metavar="ADDR",
         help="With --engine ray: the cluster to join (default RAY_ADDRESS, else a local Ray).",
     ),
-    files: str | None = typer.Option(
-        None,
+]
+FilesOpt = Annotated[
+    str | None,
+    typer.Option(
         "--files",
         metavar="MODE",
         help="With --engine ray: shipped (rows' files travel through Ray; no shared "
         "filesystem) or shared (every node mounts them at the same path). Default: shipped "
         "with --address or RAY_ADDRESS, shared for a Ray of this machine.",
     ),
-    ray_env: list[str] = typer.Option(
-        [],
+]
+RayEnvOpt = Annotated[
+    list[str],
+    typer.Option(
         "--ray-env",
         metavar="NAME",
         help="With --engine ray: send this variable (e.g. OPENAI_API_KEY) to the tasks through "
         "Ray's runtime_env; FLOW_SEAL_KEY sends this machine's sealing key. Repeatable.",
     ),
-    out_dir: Path | None = typer.Option(
-        None,
+]
+OutDirOpt = Annotated[
+    Path | None,
+    typer.Option(
         "--out",
         metavar="DIR",
         help="The batch folder: batch.md and rows/ (default .flow/batches/<batch-id>/).",
     ),
-    provider: ProviderOpt = None,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    recording: Path | None = typer.Option(
-        None,
+]
+RecordingOpt = Annotated[
+    Path | None,
+    typer.Option(
         "--recording",
         metavar="FILE",
         help="With --provider replay or scripted: the recording or script every row uses.",
     ),
+]
+
+
+@app.command("batch")
+def batch_command(
+    workflow: WorkflowArg,
+    data: DataOpt = ...,  # type: ignore[assignment]
+    workers: WorkersOpt = 2,
+    engine: EngineOpt = "local",
+    address: AddressOpt = None,
+    files: FilesOpt = None,
+    ray_env: RayEnvOpt = [],  # noqa: B006 - typer copies list defaults
+    out_dir: OutDirOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    recording: RecordingOpt = None,
     max_cost: MaxCostOpt = None,
     events: EventsOpt = None,
     otel: OtelOpt = False,
@@ -200,6 +224,7 @@ def batch_command(
     row completed, 1 some row did not, 9 bad rows, 130 interrupted (resume with
     `flow resume DIR/batch.md`).
     """
+    from ..api import Limits, RunOptions
     from ..batch import start_batch
     from ..batch.runner import BatchInterrupted
     from ..front import given_prices, trace_batch
@@ -207,20 +232,17 @@ def batch_command(
     trace_batch(otel)
     live = sys.stderr.isatty() and not as_json
     stream = event_stream(events)
+    limits = Limits(max_cost=max_cost, prices=given_prices(price, prices))
     try:
         outcome = start_batch(
             workflow,
             data,
+            RunOptions(provider=provider, model=model, base_url=base_url, limits=limits),
             out=out_dir,
             workers=workers,
             engine=engine,
             address=address,
-            provider=provider,
-            model=model,
-            base_url=base_url,
             recording=recording,
-            max_cost=max_cost,
-            prices=given_prices(price, prices),
             reporter=_reporter(live),
             events=stream,
             files=files,
@@ -236,35 +258,30 @@ def batch_command(
 
 def resume_batch_command(
     path: Path,
+    options: RunOptions,
     *,
     workflow: Path | None,
-    provider: str | None,
-    model: str | None,
-    base_url: str | None,
-    max_cost: float | None,
-    prices: dict[str, dict[str, float]],
-    rerun_changed: bool,
-    keep_completed: bool,
+    choices: Choices,
+    otel: bool,
     as_json: bool,
     events: str | None = None,
 ) -> int:
-    """``flow resume DIR/batch.md``: run every row that did not complete."""
+    """``flow resume DIR/batch.md``: run every row that did not complete, each with
+    ``options`` (what ``flow resume`` was given for one run, applied to every row)."""
     from ..batch import resume_batch
     from ..batch.runner import BatchInterrupted
+    from ..front import trace_batch
 
+    trace_batch(otel)
     live = sys.stderr.isatty() and not as_json
     stream = event_stream(events)
     try:
         outcome = resume_batch(
             path,
+            options,
+            rerun_changed=choices.rerun_changed,
+            keep_completed=choices.keep_completed,
             workflow_path=workflow,
-            provider=provider,
-            model=model,
-            base_url=base_url,
-            max_cost=max_cost,
-            prices=prices,
-            rerun_changed=rerun_changed,
-            keep_completed=keep_completed,
             reporter=_reporter(live),
             events=stream,
         )

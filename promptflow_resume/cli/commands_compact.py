@@ -29,7 +29,7 @@ def compact_command(
     verbatim. Exit 0 when compacted or when nothing is left to compact; a live run is refused
     (exit 6)."""
     from ..api import RunOptions, compact_run
-    from .commands_run import ConsoleReporter
+    from .runconsole import ConsoleReporter
 
     reporter = ConsoleReporter(live=sys.stderr.isatty() and not as_json)
     options = RunOptions(

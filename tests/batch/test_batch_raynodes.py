@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from promptflow_resume.api import RunOptions
 from promptflow_resume.batch import load_batch, start_batch
 from promptflow_resume.batch.worker import RowTask, run_row
 from promptflow_resume.progress import load_progress
@@ -111,7 +112,7 @@ def _reference(folder: Path, server: RowServer, topic: str, row: int) -> Path:
         workflow=str(folder / "triage.prompt.md"),
         inputs={"topic": topic},
         workspace=str(folder),
-        base_url=server.url,
+        options={"base_url": server.url},
     )
     assert run_row(task).status == "completed"
     return progress
@@ -132,11 +133,11 @@ def test_fifty_rows_on_a_node_that_cannot_see_the_batch_folder(
         outcome = start_batch(
             "triage.prompt.md",
             "rows.jsonl",
+            RunOptions(base_url=server.url),
             out="out",
             workers=3,
             engine="ray",
             address=cluster.address,
-            base_url=server.url,
             ray_env=["OPENAI_API_KEY"],
         )
         effects = dict(server.effects)
@@ -184,10 +185,10 @@ def test_a_row_on_a_node_runs_only_the_hooks_the_driver_trusts(
             outcome = start_batch(
                 "triage.prompt.md",
                 "rows.jsonl",
+                RunOptions(base_url=server.url),
                 out=out,
                 engine="ray",
                 address=cluster.address,
-                base_url=server.url,
                 ray_env=["OPENAI_API_KEY"],
             )
             assert outcome.batch.status == "completed", outcome.batch.totals()

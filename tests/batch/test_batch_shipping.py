@@ -84,7 +84,7 @@ def _task(folder: Path, server: RowServer, **extra: object) -> RowTask:
         "workflow": str(folder / "triage.prompt.md"),
         "inputs": {"topic": "apples"},
         "workspace": str(folder),
-        "base_url": server.url,
+        "options": {"base_url": server.url},
         **extra,
     }
     return RowTask(**fields)  # type: ignore[arg-type]

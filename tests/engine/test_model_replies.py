@@ -220,7 +220,7 @@ def test_a_missing_file_is_not_answered_with_a_tool_the_model_lacks(workdir: Pat
 
 
 def test_a_model_without_a_price_shows_tokens_only(workdir: Path) -> None:
-    from promptflow_resume.cli.commands_run import ConsoleReporter
+    from promptflow_resume.cli.runconsole import ConsoleReporter
     from promptflow_resume.progress.model import Usage
 
     _, path, _ = run_script(workdir, ["The note.", "Used."])
@@ -236,7 +236,7 @@ def test_a_model_without_a_price_shows_tokens_only(workdir: Path) -> None:
 
 
 def test_the_live_line_counts_tokens_and_their_rate_as_a_reply_streams() -> None:
-    from promptflow_resume.cli.commands_run import ConsoleReporter
+    from promptflow_resume.cli.runconsole import ConsoleReporter
     from promptflow_resume.providers.base import Request
 
     reporter = ConsoleReporter(live=True)
