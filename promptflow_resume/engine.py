@@ -18,13 +18,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import time
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import FrameType
 from typing import Any, NoReturn, Protocol
 
 from .base import collector, faults
@@ -43,7 +40,6 @@ from .base.errors import (
     ToolServerError,
 )
 from .base.redact import Redactor
-from .base.stops import routed_to
 from .base.traceids import span_id, traceparent, tracing_on
 from .base.truststore import Verdict
 from .chat import ToolSpec
@@ -81,11 +77,13 @@ from .providers import OFFLINE_PROVIDERS
 from .providers.base import Provider, Reply, ReplyUsage, Request
 from .providers.fallback import ModelChoices
 from .providers.givenprices import from_record
+from .runends import RunEnds, timeout_reason
+from .runsignals import Interrupted, force_exit, raise_interrupted
 from .snapshots import RunSnapshots, SnapshotRepo
 from .tools import TOOLS, offered_tool_names
 from .tools.approval import CONSENT_WHY, ApprovalPolicy, consent_hold, decider, granted
 from .tools.base import Tool, ToolContext, ToolResult
-from .tools.commands import CommandTool, command_output, stop_running_commands
+from .tools.commands import CommandTool, command_output
 from .tools.consent import Asker, Consent
 from .tools.subagent import OfferedAgent, SubagentTool, offer_changes, wants_subagents
 from .workflow import context_prompt, step_command_args, step_prompt, step_workflow_inputs
@@ -158,15 +156,6 @@ def _preview(arguments: str, limit: int = 200) -> str:
     """The start of a call's arguments on one line, for the person who decides about it."""
     flat = " ".join(arguments.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-class Interrupted(BaseException):
-    """Raised in the main thread by SIGINT, SIGTERM or SIGHUP (a BaseException, so that
-    ``except Exception`` in tool code cannot swallow it)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
 
 
 #: The tool name of a workflow step's call and result entries (docs/spec.md 4.10).
@@ -251,17 +240,6 @@ class ChildRunner(Protocol):
     def run_agent(self, call: AgentCall) -> ChildResult:
         """Start a subagent call's child, or resume it when its file exists; until it stops."""
         ...
-
-
-class _RunEnds(Exception):
-    """Internal: end the run with a status and reason (budget, timeout, review, input), and
-    for ``suspended`` the moment the provider's window opens."""
-
-    def __init__(self, status: str, reason: str, until: str | None = None) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-        self.until = until
 
 
 @dataclass
@@ -425,7 +403,7 @@ class Engine:
         self.reporter.run_started(run.usage)
         escaping: BaseException | None = None
         try:
-            with _signals_raise_interrupted(), collector.during_run():
+            with raise_interrupted(), collector.during_run():
                 self._notice_editor_only()
                 mark_written_here(run, self._key)
                 self._forget_settled_seals()
@@ -443,7 +421,7 @@ class Engine:
                 run.cursor.step = None
                 run.cursor.index = run.cursor.total
                 self._set_status("completed", None)
-        except _RunEnds as ends:
+        except RunEnds as ends:
             self._set_status(ends.status, ends.reason, until=ends.until)
             if ends.until is not None:
                 self.reporter.suspended(ends.until, ends.reason)
@@ -469,7 +447,7 @@ class Engine:
             self._end_attempt()
             # The fold must happen even when a second signal arrives: one exits at once
             # (the journal holds every event), also while the sessionEnd hooks run.
-            with _signals_force_exit():
+            with force_exit():
                 self._hooks.end(self.run.status)
                 self._fold()
             self.reporter.run_stopped(run, escaping)
@@ -599,11 +577,11 @@ class Engine:
                 ]
             )
             self.reporter.question_asked(step.id, question.rstrip())
-            raise _RunEnds("awaiting_input", awaiting_reason(step.id))
+            raise RunEnds("awaiting_input", awaiting_reason(step.id))
         entry = mine[0]
         answer = human_answer(entry.content)
         if answer is None:
-            raise _RunEnds("awaiting_input", awaiting_reason(step.id))
+            raise RunEnds("awaiting_input", awaiting_reason(step.id))
         self._complete_step(step, state, entry)
 
     def _workflow_step(self, step: Step, state: StepState, mine: list[Entry]) -> None:
@@ -895,7 +873,7 @@ class Engine:
             again = f"Your reply {why}. Answer again, complete{shorter}."
             self._append([self._entry("user", again, step.id)])
             return True
-        raise _RunEnds(
+        raise RunEnds(
             "failed",
             f"{said} (incomplete_reply: {policy.value}); edit or remove that reply in the "
             "progress file (removed, the model is asked again), or raise max_tokens, then "
@@ -1067,7 +1045,7 @@ class Engine:
             # DeadlineError: retry.call_with_retry refused a wait that would pass the limit.
             deadline_hit = self._deadline is not None and time.monotonic() >= self._deadline
             if deadline_hit or isinstance(error, DeadlineError):
-                raise _RunEnds("timeout", self._timeout_reason()) from None
+                raise RunEnds("timeout", timeout_reason()) from None
             raise
         if self._models.has_fallbacks:
             self._attempt.model = self._models.current
@@ -1092,7 +1070,7 @@ class Engine:
         self._attempt.until = until
         note = self._redacted(f"suspended until {until}: {error.message}", "attempt notes")
         self._attempt.notes.append(note)
-        raise _RunEnds("suspended", f"until {until}: {_short(error)}", until) from None
+        raise RunEnds("suspended", f"until {until}: {_short(error)}", until) from None
 
     @property
     def _model(self) -> str | None:
@@ -1197,7 +1175,7 @@ class Engine:
             self._save()
             self.reporter.approval_needed(pending)
             ids = ", ".join(a.call_id for a in pending)
-            raise _RunEnds(
+            raise RunEnds(
                 "awaiting_approval",
                 f"{len(pending)} tool call(s) of step {step.id!r} wait for a person's "
                 f"approval: {ids}",
@@ -1458,7 +1436,7 @@ class Engine:
                 at=child.last_error.at,
                 step=step.id,
             )
-        raise _RunEnds(child.status, f"in {where}: {child.reason or child.status}", child.until)
+        raise RunEnds(child.status, f"in {where}: {child.reason or child.status}", child.until)
 
     def _link_subagent(self, step: Step, call: Entry, agent: OfferedAgent) -> None:
         """Record where the call's child run goes (saved with its start record), so a
@@ -1653,12 +1631,9 @@ class Engine:
         limits = [s for s in (self.options.timeout, self.run.config.budget.get("max_seconds")) if s]
         return time.monotonic() + float(min(limits)) if limits else None
 
-    def _timeout_reason(self) -> str:
-        return "the time limit was reached; resume to continue (with a larger --timeout if needed)"
-
     def _check_deadline(self) -> None:
         if self._deadline is not None and time.monotonic() >= self._deadline:
-            raise _RunEnds("timeout", self._timeout_reason())
+            raise RunEnds("timeout", timeout_reason())
 
     def _check_budget(self, step: Step) -> None:
         """Stop before a model call that the budget does not allow."""
@@ -1671,7 +1646,7 @@ class Engine:
         ):
             limit = budget.get(key)
             if limit is not None and not used < int(limit):
-                raise _RunEnds(
+                raise RunEnds(
                     "budget_exhausted",
                     f"{unit[:-1]} budget used: {used} of {limit} {unit}; "
                     f"resume with a larger {option} to continue",
@@ -1682,7 +1657,7 @@ class Engine:
             # Written so that NaN stops the run: every comparison with NaN is false, and a
             # budget a NaN could switch off would be no budget (docs/spec.md 10.5).
             if not usage.cost_usd + estimate <= float(max_cost):
-                raise _RunEnds(
+                raise RunEnds(
                     "budget_exhausted",
                     f"cost budget: ${usage.cost_usd:.4f} spent of ${float(max_cost):.2f}, and the "
                     f"next call may cost ${estimate:.4f}; "
@@ -1702,7 +1677,7 @@ class Engine:
         estimate = estimate_request_cost(self._model, request, self._prices)
         if estimate is None:
             model = self._model or "(the provider's default)"
-            raise _RunEnds(
+            raise RunEnds(
                 "budget_exhausted",
                 f"{budget} cannot be kept: model `{model}` has no price (flow's table lacks "
                 f"it and none was given); give it with --price {model}=IN/OUT (USD per million "
@@ -1720,7 +1695,7 @@ class Engine:
         held = ledger.reserve(estimate)
         if held is None:
             state = ledger.read()
-            raise _RunEnds(
+            raise RunEnds(
                 "budget_exhausted",
                 f"the batch's cost budget: ${state.spent_usd:.4f} spent of "
                 f"${state.limit_usd:.2f} by all rows, ${state.held:.4f} held by calls in "
@@ -1904,31 +1879,3 @@ def _speed(reply: Reply) -> tuple[int | None, float | None]:
 def _ms_since(began: float) -> int:
     """Milliseconds since ``began`` (``time.monotonic``)."""
     return max(0, round((time.monotonic() - began) * 1000))
-
-
-def _exit_now(signum: int, frame: FrameType | None) -> None:
-    """Stop running commands and exit 130 at once (every write is atomic or journaled)."""
-    stop_running_commands()
-    os._exit(130)
-
-
-def _signals_raise_interrupted() -> AbstractContextManager[None]:
-    """Turn the first SIGINT/SIGTERM/SIGHUP into ``Interrupted``; a second one exits at once.
-
-    The second signal can exit hard because every write is atomic or journaled: the file on
-    disk is always the previous or the next checkpoint.
-    """
-    received: list[int] = []
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if received:
-            _exit_now(signum, frame)
-        received.append(signum)
-        raise Interrupted(signum)
-
-    return routed_to(handler)
-
-
-def _signals_force_exit() -> AbstractContextManager[None]:
-    """While the final checkpoint is written, any signal exits at once (the write is atomic)."""
-    return routed_to(_exit_now)
