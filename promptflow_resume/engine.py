@@ -16,22 +16,21 @@ change.
 
 from __future__ import annotations
 
+__all__ = ["DEFAULT_MAX_SUSPENSIONS", "Engine", "EngineOptions", "keep_times", "tool_kind"]
+
 import json
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, NoReturn, Protocol
+from dataclasses import replace
+from typing import Any, NoReturn
 
 from .base import collector, faults
 from .base.clock import iso_at, now_iso, now_iso_ms
-from .base.clock import sleep as clock_sleep
-from .base.costledger import Reservation, SharedBudget
+from .base.costledger import Reservation
 from .base.errors import (
     ContextLengthError,
     DeadlineError,
-    FlowError,
     GitError,
     ModelUnavailableError,
     NeedsReviewError,
@@ -39,9 +38,7 @@ from .base.errors import (
     QuotaWindowError,
     ToolServerError,
 )
-from .base.redact import Redactor
 from .base.traceids import span_id, traceparent, tracing_on
-from .base.truststore import Verdict
 from .chat import ToolSpec
 from .compaction import CompactionTally
 from .conversation import (
@@ -52,9 +49,17 @@ from .conversation import (
     step_entries,
     unanswered_calls,
 )
-from .events import Reporter
+from .engineoptions import (
+    DEFAULT_MAX_SUSPENSIONS,
+    WORKFLOW_TOOL,
+    AgentCall,
+    ChildCall,
+    ChildRunner,
+    EngineOptions,
+)
 from .handoffs import is_chained, latest_system, part_model, part_system, pinned_model
-from .hooks import RunHooks, RunHookSet
+from .hooks import RunHooks
+from .humananswers import ANSWER_MARK, ANSWER_PLACEHOLDER, awaiting_reason, human_answer
 from .progress import ProgressStore
 from .progress.model import (
     AgentChild,
@@ -72,7 +77,6 @@ from .progress.model import (
 from .progress.render import entries_phrase
 from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unsealed_calls
 from .progress.sidecar import sidecar_extension
-from .progress.store import read_text
 from .providers import OFFLINE_PROVIDERS
 from .providers.base import Provider, Reply, ReplyUsage, Request
 from .providers.fallback import ModelChoices
@@ -81,14 +85,13 @@ from .runends import RunEnds, timeout_reason
 from .runsignals import Interrupted, force_exit, raise_interrupted
 from .snapshots import RunSnapshots, SnapshotRepo
 from .tools import TOOLS, offered_tool_names
-from .tools.approval import CONSENT_WHY, ApprovalPolicy, consent_hold, decider, granted
+from .tools.approval import CONSENT_WHY, consent_hold, decider, granted
 from .tools.base import Tool, ToolContext, ToolResult
 from .tools.commands import CommandTool, command_output
-from .tools.consent import Asker, Consent
+from .tools.consent import Consent
 from .tools.subagent import OfferedAgent, SubagentTool, offer_changes, wants_subagents
 from .workflow import context_prompt, step_command_args, step_prompt, step_workflow_inputs
 from .workflow.model import IncompleteReply, Step, Workflow
-from .workflow.skillfile import Skill
 from .workflow.skills import LOAD_TOOL, skills_block
 from .workflow.toolnames import SUBAGENT_TOOL, editor_only_line, is_editor_only
 
@@ -98,53 +101,14 @@ _UNKNOWN_TOOL = (
 )
 
 
-#: A human step's entry is its question, this mark, and the answer a person writes in place of
-#: the placeholder.
-ANSWER_MARK = "\n\nAnswer: "
-ANSWER_PLACEHOLDER = "WRITE YOUR ANSWER HERE, then run flow resume"
-
-
 #: How much of a provider's refusal of a model the attempt records.
 _REFUSAL_CHARS = 500
-#: How many quota-window suspensions a run may use unless ``--max-suspensions`` says
-#: (docs/spec.md 4.18): enough for a daily window or two, few enough that a run stuck on an
-#: exhausted quota stops asking.
-DEFAULT_MAX_SUSPENSIONS = 3
 
 
 def _short(error: Exception) -> str:
     """The first line of an error's message, cut to fit a one-line ``reason``."""
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
     return text if len(text) <= 200 else text[:199].rstrip() + "…"
-
-
-def awaiting_reason(step_id: str) -> str:
-    """The status reason of a run waiting for a person's answer."""
-    return f"step {step_id!r} waits for a person's answer, to be written in the progress file"
-
-
-def human_answer(content: str) -> str | None:
-    """The answer written into a human step's entry, or None while there is none."""
-    if ANSWER_PLACEHOLDER in content:
-        return None
-    _, mark, answer = content.rpartition(ANSWER_MARK.strip())
-    text = answer if mark else content
-    return text.strip() or None
-
-
-def answer_line(progress_path: Path) -> int | None:
-    """The 1-based line of the answer placeholder in a progress file's body, where a person
-    writes the answer a human step waits for; None when there is none (or no readable file)."""
-    try:
-        lines = read_text(progress_path).splitlines()
-    except FlowError:
-        return None
-    # Skip the front matter: the answer goes into the transcript entry in the body.
-    closing = next((i for i, line in enumerate(lines[1:], start=1) if line == "---"), 0)
-    for number, line in enumerate(lines[closing + 1 :], start=closing + 2):
-        if ANSWER_PLACEHOLDER in line:
-            return number
-    return None
 
 
 def _by(held: Approval) -> str:
@@ -156,142 +120,6 @@ def _preview(arguments: str, limit: int = 200) -> str:
     """The start of a call's arguments on one line, for the person who decides about it."""
     flat = " ".join(arguments.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-#: The tool name of a workflow step's call and result entries (docs/spec.md 4.10).
-WORKFLOW_TOOL = "workflow"
-
-
-@dataclass
-class ChildCall:
-    """What a workflow step asks of the sub-workflow runner: run or resume its child."""
-
-    #: The parent's progress file and run, and the step that runs the child.
-    parent_path: Path
-    parent: Run
-    step: Step
-    #: The child's progress file, relative to the parent's folder (``steps.<id>.child``).
-    child: str
-    #: The child's input values, as recorded in the step's call entry.
-    inputs: dict[str, Any]
-    #: What is left of the parent's budget for this step (turns, tokens, cost), as limits.
-    budget: dict[str, Any]
-    #: Seconds left of this attempt's time limit, or None.
-    timeout: float | None
-    provider: Provider
-    options: EngineOptions
-
-
-@dataclass
-class AgentCall:
-    """What a subagent call asks of the runner: run or resume the called agent's child run."""
-
-    parent_path: Path
-    parent: Run
-    step: Step
-    #: The tool call's id: with the step, it fixes where the child's file goes.
-    call_id: str
-    #: The agent's name and its file, as this machine's agent folders offer it (never a path
-    #: from the progress file).
-    agent: str
-    agent_path: Path
-    #: The child's progress file, relative to the parent's folder (``steps.<id>.agents``).
-    child: str
-    task: str
-    #: What is left of the parent's budget for this call (turns, tokens, cost), as limits.
-    budget: dict[str, Any]
-    #: Seconds left of this attempt's time limit, or None.
-    timeout: float | None
-    provider: Provider
-    options: EngineOptions
-
-
-@dataclass
-class ChildResult:
-    """How a child run ended: the run itself and, once completed, its final output."""
-
-    run: Run
-    output: str | None
-
-
-class ChildRunner(Protocol):
-    """Runs sub-workflows for workflow steps (``subworkflows.SubworkflowRunner``)."""
-
-    def location(self, parent_path: Path, step_id: str) -> str:
-        """Where a step's child progress file goes, relative to the parent's folder."""
-        ...
-
-    def set_aside(self, parent_path: Path, child: str) -> None:
-        """Move an earlier child run of a step that starts again out of the way."""
-        ...
-
-    def run(self, call: ChildCall) -> ChildResult:
-        """Start the child, or resume it when its progress file exists; until it stops."""
-        ...
-
-    def agent_location(self, parent_path: Path, step_id: str, call_id: str) -> str:
-        """Where a subagent call's child progress file goes, relative to the parent's folder."""
-        ...
-
-    def agent_tool(self, workflow: Workflow, workspace: Path) -> Tool | None:
-        """The subagent tool for a run of ``workflow`` (None: no agent may be called)."""
-        ...
-
-    def run_agent(self, call: AgentCall) -> ChildResult:
-        """Start a subagent call's child, or resume it when its file exists; until it stops."""
-        ...
-
-
-@dataclass
-class EngineOptions:
-    """How a run executes: where tools work, time limits, the display, redaction."""
-
-    workspace: Path
-    reporter: Reporter = field(default_factory=Reporter)
-    redactor: Redactor = field(default_factory=Redactor.from_environment)
-    #: Wall-clock limit of this attempt in seconds (``--timeout``), on top of the budget's.
-    timeout: float | None = None
-    #: Editor variables (``${workspaceFolder}``, ``${file}``, …) for prompt text.
-    editor: Mapping[str, str] = field(default_factory=dict)
-    #: Notice given to the model before its next call (set when a run is resumed).
-    resume_note: str | None = None
-    #: Sleep used between provider retries (tests pass a recorder).
-    sleep: Callable[[float], None] = clock_sleep
-    #: Who allows model-chosen commands and fetches (None: nobody, they are refused).
-    consent: Consent | None = None
-    #: The workspace's custom instructions, added to the run's first (system) entry.
-    instructions: str = ""
-    #: The skills the model may load (``load_skill``), listed in the run's first entry.
-    skills: tuple[Skill, ...] = ()
-    #: Tools offered besides the workflow's own in steps without a ``tools`` list (MCP).
-    extra_tools: tuple[str, ...] = ()
-    #: A handoff chain's parts: per step id, the MCP tools its agent names (spec 4.13).
-    part_tools: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    #: Called with a step's id when the step completes (a run in a worktree commits there).
-    on_step_completed: Callable[[str], None] | None = None
-    #: Runs the sub-workflows of workflow steps (None: a workflow step cannot run here).
-    children: ChildRunner | None = None
-    #: The hooks files this attempt runs (``hooks.py``).
-    hooks: RunHookSet = field(default_factory=RunHookSet)
-    #: What the workspace brings that its trust left out (relative path, verdict): hooks
-    #: files, MCP configurations, agents; said once as the attempt begins (spec 10.9).
-    untrusted: tuple[tuple[str, Verdict], ...] = ()
-    #: Which tool calls wait for a person's yes (``approve:``, ``--approve``; spec 4.17).
-    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
-    #: Asks a person about one held call on a terminal (None: the run stops
-    #: ``awaiting_approval`` instead).
-    approval_ask: Asker | None = None
-    #: ``--on-consent stop``: without a terminal, a command or fetch that needs consent is
-    #: held for ``flow approve`` instead of refused (spec 4.17).
-    consent_stop: bool = False
-    #: How many quota-window suspensions the run may use in all (``--max-suspensions``).
-    max_suspensions: int = DEFAULT_MAX_SUSPENSIONS
-    #: A cost budget shared with runs in other processes (a batch's ``--max-cost``): every
-    #: model call holds a reservation on it (docs/spec.md 8.3).
-    shared_budget: SharedBudget | None = None
-    #: Snapshot the working tree after each call that can change files, in a git repository
-    #: (``--no-snapshots``: False; a sub-workflow's run: False, its parent's call has one).
-    snapshots: bool = True
 
 
 class Engine:

@@ -44,8 +44,10 @@ from .base.errors import (
 from .base.paths import rebase, relative_path
 from .base.safeopen import linked_file
 from .base.truststore import Trust
-from .engine import AgentCall, ChildCall, ChildResult, Engine, EngineOptions, answer_line
+from .engine import Engine
+from .engineoptions import AgentCall, ChildCall, ChildResult, EngineOptions
 from .events import Reporter
+from .humananswers import answer_line
 from .progress import ProgressStore
 from .progress.children import (
     MAX_DEPTH,
