@@ -16,22 +16,21 @@ change.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_MAX_SUSPENSIONS", "Engine", "EngineOptions", "keep_times", "tool_kind"]
+__all__ = ["DEFAULT_MAX_SUSPENSIONS", "Engine", "EngineOptions", "tool_kind"]
 
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, NoReturn
 
 from .base import collector, faults
-from .base.clock import iso_at, now_iso, now_iso_ms
+from .base.clock import iso_at, now_iso
 from .base.costledger import Reservation
 from .base.errors import (
     ContextLengthError,
     DeadlineError,
-    GitError,
     ModelUnavailableError,
     NeedsReviewError,
     ProviderError,
@@ -40,6 +39,7 @@ from .base.errors import (
 )
 from .base.traceids import span_id, traceparent, tracing_on
 from .chat import ToolSpec
+from .checkpoints import Checkpoints, FileSnapshots, begin_attempt, end_attempt, keep_times
 from .compaction import CompactionTally
 from .conversation import (
     MessageLog,
@@ -64,7 +64,6 @@ from .progress import ProgressStore
 from .progress.model import (
     AgentChild,
     Approval,
-    Attempt,
     Entry,
     EntryMeta,
     ErrorInfo,
@@ -74,7 +73,6 @@ from .progress.model import (
     StepState,
     Usage,
 )
-from .progress.render import entries_phrase
 from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unsealed_calls
 from .progress.sidecar import sidecar_extension
 from .providers import OFFLINE_PROVIDERS
@@ -83,7 +81,6 @@ from .providers.fallback import ModelChoices
 from .providers.givenprices import from_record
 from .runends import RunEnds, timeout_reason
 from .runsignals import Interrupted, force_exit, raise_interrupted
-from .snapshots import RunSnapshots, SnapshotRepo
 from .tools import TOOLS, offered_tool_names
 from .tools.approval import CONSENT_WHY, consent_hold, decider, granted
 from .tools.base import Tool, ToolContext, ToolResult
@@ -149,15 +146,12 @@ class Engine:
         self._deadline = self._compute_deadline()
         #: Transient errors retried for the model call under way (its reply's ``retries``).
         self._retries = 0
-        self._attempt = self._begin_attempt()
+        self._points = Checkpoints(run, store, options.redactor, self.reporter)
+        self._attempt = begin_attempt(run)
         #: The run's models in the order tried; every attempt starts from the first, so a
         #: model that has become available is used again (docs/spec.md 5.3).
         self._models = ModelChoices(run.config.model_order())
         self._add_subagent_tool()
-        #: Entries appended but not yet saved (a model reply waits for its first tool start).
-        self._unsaved: list[Entry] = []
-        #: Reporter calls waiting for the save that makes their fact durable.
-        self._untold: list[Callable[[], None]] = []
         self._log = MessageLog()
         #: The last turn's view generation, message count and reported usage: the base of
         #: the next request's size estimate (see ``_request_tokens``).
@@ -170,7 +164,7 @@ class Engine:
         self._hooks = RunHooks(
             options.hooks.commands,
             run,
-            self._save,
+            self._points.save,
             options.workspace,
             options.redactor,
             notice=self.reporter.notice,
@@ -181,8 +175,8 @@ class Engine:
         )
         #: Prices given with ``--price``/``--prices``, as the run recorded them (5.4).
         self._prices = from_record(run.config.prices)
-        #: The run's file snapshots (None: off, or not in a git repository; docs/spec.md 12).
-        self._snaps: RunSnapshots | None = None
+        #: The run's file snapshots (docs/spec.md 12).
+        self._snapshots = FileSnapshots(self._points, self._attempt, options.workspace)
         #: Set when a tool call's tool really ran (its result may have changed files).
         self._tool_ran = False
         #: The replies this attempt received (entry ids): only those are judged whole or not.
@@ -236,9 +230,10 @@ class Engine:
                 mark_written_here(run, self._key)
                 self._forget_settled_seals()
                 self._forget_settled_approvals()
-                self._set_status("running", None)
+                self._points.set_status("running", None)
                 self.reporter.run_opened(run, self.store.path, self.options.redactor)
-                self._begin_snapshots()
+                if self.options.snapshots:
+                    self._snapshots.begin()
                 self._ensure_context()
                 self._hooks.begin(initial_prompt=None)
                 for step in self.workflow.steps:
@@ -248,36 +243,38 @@ class Engine:
                     self._run_step(step, state)
                 run.cursor.step = None
                 run.cursor.index = run.cursor.total
-                self._set_status("completed", None)
+                self._points.set_status("completed", None)
         except RunEnds as ends:
-            self._set_status(ends.status, ends.reason, until=ends.until)
+            self._points.set_status(ends.status, ends.reason, until=ends.until)
             if ends.until is not None:
                 self.reporter.suspended(ends.until, ends.reason)
         except Interrupted as intr:
-            self._set_status("interrupted", f"stopped by {intr}")
+            self._points.set_status("interrupted", f"stopped by {intr}")
         except ProviderError as error:
-            self._record_error(error, type(error).__name__)
-            self._set_status("failed", error.reason)
+            self._points.record_error(error, type(error).__name__)
+            self._points.set_status("failed", error.reason)
             self._hooks.error(error, "model_call")
         except NeedsReviewError as error:
-            self._record_error(error, type(error).__name__)
-            self._set_status("needs_review", error.message)
+            self._points.record_error(error, type(error).__name__)
+            self._points.set_status("needs_review", error.message)
         except Exception as error:
             # A user error met mid-run (a bad input value for a command step, ...) or a bug:
             # the run is checkpointed as failed, resumable once fixed, and the error goes on
             # to the caller, which reports it.
-            self._record_error(error, type(error).__name__)
-            self._set_status("failed", str(error).splitlines()[0][:200] if str(error) else None)
+            self._points.record_error(error, type(error).__name__)
+            self._points.set_status(
+                "failed", str(error).splitlines()[0][:200] if str(error) else None
+            )
             self._hooks.error(error, "system")
             escaping = error
             raise
         finally:
-            self._end_attempt()
+            end_attempt(self.run, self._attempt)
             # The fold must happen even when a second signal arrives: one exits at once
             # (the journal holds every event), also while the sessionEnd hooks run.
             with force_exit():
                 self._hooks.end(self.run.status)
-                self._fold()
+                self._points.fold()
             self.reporter.run_stopped(run, escaping)
             self.reporter.close()
         return run
@@ -328,7 +325,7 @@ class Engine:
             state.status = "running"
             state.attempts += 1
             state.started = state.started or now_iso()
-            self._save()
+            self._points.save()
         self.reporter.step_started(
             step.id, step.title, step.index, len(self.workflow.steps), agent=step.agent
         )
@@ -344,7 +341,7 @@ class Engine:
             opening = keep_times(self._opening_entries(step), run.dropped_prompt)
             run.dropped_prompt = []
             self._hooks.expect_prompt(opening, run.next_entry_id())
-            self._append(opening)
+            self._points.append(opening)
             self._hooks.settle()
 
         if step.kind == "command":
@@ -397,9 +394,9 @@ class Engine:
                 step_outputs=self._step_outputs(),
                 editor=self.options.editor,
             )
-            self._append(
+            self._points.append(
                 [
-                    self._entry(
+                    self._points.entry(
                         "user", f"{question.rstrip()}{ANSWER_MARK}{ANSWER_PLACEHOLDER}", step.id
                     )
                 ]
@@ -449,8 +446,10 @@ class Engine:
                 ensure_ascii=False,
                 default=str,
             )
-            call = self._entry("tool_call", arguments, step.id, call_id=call_id, tool=WORKFLOW_TOOL)
-            self._append([call])
+            call = self._points.entry(
+                "tool_call", arguments, step.id, call_id=call_id, tool=WORKFLOW_TOOL
+            )
+            self._points.append([call])
         result = next(
             (
                 e
@@ -505,7 +504,7 @@ class Engine:
             self._child_stopped(
                 child, step, f"the sub-workflow of step {step.id!r} ({state.child})"
             )
-        entry = self._entry(
+        entry = self._points.entry(
             "tool_result",
             outcome.output,
             step.id,
@@ -513,9 +512,9 @@ class Engine:
             tool=WORKFLOW_TOOL,
             meta=EntryMeta(ms=_ms_since(began), kind="workflow"),
         )
-        self._snapshot_due(call)
-        self._append([entry])
-        self._snapshot()
+        self._snapshots.due(call)
+        self._points.append([entry])
+        self._snapshots.take()
         return entry
 
     def _roll_up(self, state: StepState, child: Usage) -> None:
@@ -561,7 +560,7 @@ class Engine:
             )
             arguments = json.dumps(values, sort_keys=True, ensure_ascii=False)
             return [
-                self._entry(
+                self._points.entry(
                     "tool_call",
                     arguments,
                     step.id,
@@ -577,7 +576,7 @@ class Engine:
             step_outputs=outputs,
             editor=self.options.editor,
         )
-        opening = [self._entry("user", text, step.id)]
+        opening = [self._points.entry("user", text, step.id)]
         if step.system is not None:
             # A handoff chain's part: its agent's instructions are the system text from here
             # on, recorded with its prompt in one write (``handoffs.latest_system``).
@@ -588,7 +587,7 @@ class Engine:
                 editor=self.options.editor,
                 instructions=self.options.instructions,
             )
-            opening.insert(0, self._entry("system", system, step.id))
+            opening.insert(0, self._points.entry("system", system, step.id))
         return opening
 
     def _complete_step(self, step: Step, state: StepState, output: Entry | None) -> None:
@@ -603,9 +602,9 @@ class Engine:
             self.options.on_step_completed(step.id)
         faults.point("engine.step_completed")
         if following is not None:
-            self._fold()
+            self._points.fold()
         else:
-            self._save()  # the last step: the run's own end folds right after
+            self._points.save()  # the last step: the run's own end folds right after
         # Told once the step's end is durable: a watcher never sees an end a crash undoes.
         self.reporter.step_finished(step.id, "completed")
 
@@ -615,7 +614,7 @@ class Engine:
         run = self.run
         self._check_budget(step)
         if self.options.resume_note:
-            self._append([self._entry("note", self.options.resume_note, step.id)])
+            self._points.append([self._points.entry("note", self.options.resume_note, step.id)])
             self.options.resume_note = None
         request = self._fit_context(step, state, self._turn_request(step))
         self.reporter.model_call(step.id, state.turns + 1, request)
@@ -662,21 +661,23 @@ class Engine:
             ttft=ttft,
             tps=tps,
         )
-        entries = [self._entry("assistant", reply.content, step.id, meta=meta)]
+        entries = [self._points.entry("assistant", reply.content, step.id, meta=meta)]
         for index, call in enumerate(reply.tool_calls):
             call_id = call.id or f"call-{run.next_entry_id() + index}"
             entries.append(
-                self._entry("tool_call", call.arguments, step.id, call_id=call_id, tool=call.name)
+                self._points.entry(
+                    "tool_call", call.arguments, step.id, call_id=call_id, tool=call.name
+                )
             )
         # A reply with tool calls is saved together with the first call's start record: one
         # durable write instead of two, and still before the tool has any effect.
         self._hooks.replied()
-        self._append(entries, durable=not reply.tool_calls)
+        self._points.append(entries, durable=not reply.tool_calls)
         self._fresh.add(entries[0].id)
         if reply.tool_calls:
             seal_calls(run, self._key, entries)
         # A reply with tool calls is durable with its first call's start: told then.
-        self._when_saved(lambda: self.reporter.model_reply(step.id, usage, run.usage))
+        self._points.when_saved(lambda: self.reporter.model_reply(step.id, usage, run.usage))
 
     def _ask_again(self, step: Step, answer: Entry) -> bool:
         """Judge a final reply this attempt received: one that is empty or cut off at the
@@ -699,7 +700,7 @@ class Engine:
             self.reporter.notice(f"{said}; asking once more (incomplete_reply: retry).")
             shorter = " and shorter, so that it fits" if "cut off" in why else ""
             again = f"Your reply {why}. Answer again, complete{shorter}."
-            self._append([self._entry("user", again, step.id)])
+            self._points.append([self._points.entry("user", again, step.id)])
             return True
         raise RunEnds(
             "failed",
@@ -814,7 +815,7 @@ class Engine:
             model=self._model,
             params=self.run.config.params,
             step=step.id,
-            redact=lambda text: self._redacted(text, "compaction"),
+            redact=lambda text: self._points.redacted(text, "compaction"),
             announce=announce,
         )
         if done is None:
@@ -828,7 +829,7 @@ class Engine:
             tokens=(done.usage.input_tokens, done.usage.output_tokens, done.usage.cached_tokens),
             cost=round(done.usage.cost_usd, 6),
         )
-        self._append([done.entry])
+        self._points.append([done.entry])
         first, last = done.plan.covers
         self.reporter.compacted(step.id, first, last, done.plan.tokens)
         faults.point("compaction.recorded")
@@ -844,7 +845,7 @@ class Engine:
 
         def on_retry(event: RetryEvent) -> None:
             # Provider messages can quote the key that was refused: redact before recording.
-            note = self._redacted(
+            note = self._points.redacted(
                 f"retry {event.attempt} after {event.delay:.1f}s: {event.error.message}",
                 "attempt notes",
             )
@@ -896,7 +897,7 @@ class Engine:
                 "--max-suspensions, or raise the provider's limits.",
             ) from error
         self._attempt.until = until
-        note = self._redacted(f"suspended until {until}: {error.message}", "attempt notes")
+        note = self._points.redacted(f"suspended until {until}: {error.message}", "attempt notes")
         self._attempt.notes.append(note)
         raise RunEnds("suspended", f"until {until}: {_short(error)}", until) from None
 
@@ -908,13 +909,13 @@ class Engine:
     def _model_refused(self, model: str, error: ModelUnavailableError) -> None:
         """Record a refused model in the attempt (the provider's words, redacted) and say
         which model the request goes to next; nothing was spent on the refused request."""
-        message = self._redacted(error.message, "attempt refused models")
+        message = self._points.redacted(error.message, "attempt refused models")
         if len(message) > _REFUSAL_CHARS:
             # An error page in place of an API error must not swell the front matter.
             message = message[:_REFUSAL_CHARS].rstrip() + " …"
         self._attempt.refused.append(RefusedModel(model=model, message=message))
         # The refusal is saved now: a crash before the next reply still shows it.
-        self._save()
+        self._points.save()
         faults.point("engine.model_refused")
         models = self._models.models
         following = models.index(model) + 1 if model in models else len(models)
@@ -1000,7 +1001,7 @@ class Engine:
                     held.reason = "denied on the terminal"
             pending = []
         if pending:
-            self._save()
+            self._points.save()
             self.reporter.approval_needed(pending)
             ids = ", ".join(a.call_id for a in pending)
             raise RunEnds(
@@ -1105,11 +1106,11 @@ class Engine:
         snapshot = self._tool_ran and not getattr(tool, "read_only", False)
         self._tool_ran = False
         if snapshot:
-            self._snapshot_due(call)
-        self._append([entry])
+            self._snapshots.due(call)
+        self._points.append([entry])
         faults.point("engine.tool_result_recorded")
         if snapshot:
-            self._snapshot()
+            self._snapshots.take()
         first_line = entry.content.strip().splitlines()[0] if entry.content.strip() else ""
         # Whole (within reason): the display fits it to its width at a word boundary.
         self.reporter.tool_finished(name, entry.is_error, first_line[:1000], call.call_id or "")
@@ -1183,7 +1184,7 @@ class Engine:
             # The start record is sealed with the call: resume decides by it.
             seal_calls(run, self._key, [call])
         faults.point("engine.before_tool_start_record")
-        self._save()  # the intent is durable before the tool runs
+        self._points.save()  # the intent is durable before the tool runs
         faults.point("engine.tool_start_recorded")
         self.reporter.tool_started(name, call.content, call.call_id or "")
         if agent is None:
@@ -1199,59 +1200,6 @@ class Engine:
         if hooked.notes:
             result = replace(result, content=hooked.result_text(result.content))
         return result
-
-    def _begin_snapshots(self) -> None:
-        """In a git repository: the run's base snapshot, and those a crash left due (taken
-        now, marked late); outside one, say once that files are not snapshotted."""
-        if not self.options.snapshots:
-            return
-        repo = SnapshotRepo.find(self.options.workspace, self.run.run_id, self.store.path)
-        if repo is None:
-            if self.run.snapshots is None and len(self.run.attempts) <= 1:
-                self.reporter.notice(
-                    "the workspace is not in a git repository: the files the run changes are "
-                    "not snapshotted (rewind and fork move the conversation only)."
-                )
-            return
-        try:
-            snaps = RunSnapshots(repo, self.run, self.store.path)
-            late = snaps.begin()
-        except GitError as error:
-            self.reporter.notice(f"file snapshots are off for this attempt: {error.message}")
-            return
-        self._snaps = snaps
-        if snaps.elsewhere:
-            note = (
-                "the run's earlier file snapshots are not in this repository (another clone, "
-                "or flow clean): snapshots start again here; rewind and fork to an earlier "
-                "point move the conversation only (--no-files)"
-            )
-            self.reporter.notice(note)
-            self._attempt.notes.append(note)
-        if late:
-            self._attempt.notes.append(
-                f"snapshot of {entries_phrase(late)} taken late (the run stopped between the "
-                "call and its snapshot)"
-            )
-        self._save()
-
-    def _snapshot_due(self, call: Entry) -> None:
-        """Mark the snapshot of the result about to be appended as due (same event)."""
-        if self._snaps is not None:
-            self._snaps.due(self.run.next_entry_id(), call.call_id)
-
-    def _snapshot(self) -> None:
-        """Take the due snapshot and record it (one more durable event)."""
-        if self._snaps is None:
-            return
-        faults.point("engine.before_snapshot")
-        try:
-            self._snaps.settle()
-        except GitError as error:
-            self.reporter.notice(f"file snapshots are off for this attempt: {error.message}")
-            self._snaps = None
-            return
-        self._save()
 
     def _child_stopped(self, child: Run, step: Step, where: str) -> NoReturn:
         """A child run (a sub-workflow's or a subagent's) stopped before it completed: its
@@ -1418,13 +1366,13 @@ class Engine:
         if result.data is not None:
             raw, count = self.options.redactor.redact_bytes(result.data)
             if count:
-                self._count_redactions(count, f"sidecar in step {step.id}")
+                self._points.count_redactions(count, f"sidecar in step {step.id}")
             hint = f"{call.call_id}-{call.tool}{sidecar_extension(result.media_type)}"
             rel, digest = self.store.write_sidecar(hint, raw)
             sidecar = (rel, digest, len(raw))
             if result.cut:
                 content = content.rstrip("\n") + "\n" + self._whole_result_note(rel, len(raw))
-        entry = self._entry(
+        entry = self._points.entry(
             "tool_result",
             content,
             step.id,
@@ -1543,60 +1491,7 @@ class Engine:
             if extra:
                 text = f"{text.rstrip()}\n\n{extra}" if text.strip() else extra
         if text.strip():
-            self._append([self._entry("system", text, None)])
-
-    def _entry(self, role: str, content: str, step: str | None, **extra: Any) -> Entry:
-        text, count = self.options.redactor.redact(content)
-        entry = Entry(id=0, role=role, content=text, step=step, **extra)  # type: ignore[arg-type]
-        if count:
-            self._count_redactions(count, f"{role} in step {step}" if step else role)
-        return entry
-
-    def _count_redactions(self, count: int, where: str) -> None:
-        self.run.redactions.count += count
-        if where not in self.run.redactions.where:
-            self.run.redactions.where.append(where)
-
-    def _append(self, entries: list[Entry], *, durable: bool = True) -> None:
-        """Give entries their ids and add them to the transcript; save unless ``durable`` is
-        False, in which case the next save (due before any effect) carries them."""
-        at = now_iso_ms()
-        for entry in entries:
-            entry.id = self.run.next_entry_id()
-            # When it was recorded (docs/spec.md 2.3): what its span's times come from.
-            if entry.meta is None or entry.meta.at is None:
-                entry.meta = replace(entry.meta or EntryMeta(), at=at)
-            self.run.transcript.append(entry)
-        self._unsaved.extend(entries)
-        if durable:
-            self._save()
-
-    def _save(self) -> None:
-        """One durable event: the entries not yet saved and the checkpoint state as it is now."""
-        self.run.updated = now_iso()
-        entries, self._unsaved = self._unsaved, []
-        self.store.save(self.run, entries)
-        self._tell_saved()
-
-    def _when_saved(self, tell: Callable[[], None]) -> None:
-        """Tell the reporter now if nothing waits to be saved, else right after the save
-        that makes it durable (``--events`` reports durable facts only, spec 4.16)."""
-        if self._unsaved:
-            self._untold.append(tell)
-        else:
-            tell()
-
-    def _tell_saved(self) -> None:
-        told, self._untold = self._untold, []
-        for tell in told:
-            tell()
-
-    def _fold(self) -> None:
-        """Fold the journal into progress.md (step boundaries and exit)."""
-        self.run.updated = now_iso()
-        self.store.checkpoint(self.run)
-        self._unsaved.clear()
-        self._tell_saved()
+            self._points.append([self._points.entry("system", text, None)])
 
     def _step_outputs(self) -> dict[str, str]:
         """``${step:id}`` values: a step's final answer, or for a command step its stdout."""
@@ -1614,69 +1509,6 @@ class Engine:
                 )
                 outputs[step_id] = command_output(entry.content) if is_command else entry.content
         return outputs
-
-    def _set_status(self, status: str, reason: str | None, *, until: str | None = None) -> None:
-        self.run.status = status  # type: ignore[assignment]
-        self.run.reason = reason
-        self.run.until = until
-        if status == "completed":
-            self.run.last_error = None
-        self._save()
-
-    def _record_error(self, error: Exception, kind: str) -> None:
-        message = self._redacted(str(error), "last error")
-        self.run.last_error = ErrorInfo(
-            type=kind, message=message, at=now_iso(), step=self.run.cursor.step
-        )
-
-    def _redacted(self, text: str, where: str) -> str:
-        """``text`` with secrets replaced, counted in the run's redactions under ``where``."""
-        clean, count = self.options.redactor.redact(text)
-        if count:
-            self._count_redactions(count, where)
-        return clean
-
-    def _begin_attempt(self) -> Attempt:
-        _close_abandoned(self.run)
-        return self.run.add_attempt(now_iso(), first_entry=self.run.next_entry_id())
-
-    def _end_attempt(self) -> None:
-        self._attempt.ended = now_iso()
-        self._attempt.status = self.run.status
-        self._attempt.reason = self.run.reason
-
-
-def _close_abandoned(run: Run) -> None:
-    """End the attempts a killed process left open (no end, no status): this process holds
-    the run's lock, so none of them is still going. Each ends ``interrupted`` at the last
-    moment it recorded (its last entry's time, else its start)."""
-    for index, attempt in enumerate(run.attempts):
-        if attempt.ended is not None:
-            continue
-        first = attempt.first_entry
-        following = run.attempts[index + 1 :]
-        last = following[0].first_entry if following and following[0].first_entry else None
-        times = [
-            e.meta.at
-            for e in run.transcript
-            if e.meta is not None
-            and e.meta.at
-            and (first is None or e.id >= first)
-            and (last is None or e.id < last)
-        ]
-        attempt.ended = max(times)[:19] + "Z" if times else attempt.started
-        attempt.status = "interrupted"
-        attempt.reason = "its process ended without a checkpoint (killed, or the machine stopped)"
-
-
-def keep_times(opening: list[Entry], dropped: list[Entry]) -> list[Entry]:
-    """``opening`` with the recorded times of the ``dropped`` prompt entries they repeat
-    exactly (a resume writes a step's prompt anew; the file's lines stay as they were)."""
-    for new, old in zip(opening, dropped, strict=False):
-        if (new.role, new.step, new.content) != (old.role, old.step, old.content):
-            break
-        new.meta = old.meta
-    return opening
 
 
 def tool_kind(tool: Tool | None) -> tuple[str | None, str | None]:
