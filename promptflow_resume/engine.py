@@ -27,7 +27,6 @@ from typing import Any, NoReturn
 
 from .base import collector, faults
 from .base.clock import iso_at, now_iso
-from .base.costledger import Reservation
 from .base.errors import (
     ContextLengthError,
     DeadlineError,
@@ -38,6 +37,7 @@ from .base.errors import (
     ToolServerError,
 )
 from .base.traceids import span_id, traceparent, tracing_on
+from .budgets import Budgets
 from .chat import ToolSpec
 from .checkpoints import Checkpoints, FileSnapshots, begin_attempt, end_attempt, keep_times
 from .compaction import CompactionTally
@@ -143,7 +143,6 @@ class Engine:
         self.reporter = options.reporter
         #: This machine's key: it seals the run and each tool call recorded from a reply.
         self._key = Key.ensure()
-        self._deadline = self._compute_deadline()
         #: Transient errors retried for the model call under way (its reply's ``retries``).
         self._retries = 0
         self._points = Checkpoints(run, store, options.redactor, self.reporter)
@@ -175,6 +174,7 @@ class Engine:
         )
         #: Prices given with ``--price``/``--prices``, as the run recorded them (5.4).
         self._prices = from_record(run.config.prices)
+        self._budgets = Budgets(run, options, self._attempt, self._log, self._models, self._prices)
         #: The run's file snapshots (docs/spec.md 12).
         self._snapshots = FileSnapshots(self._points, self._attempt, options.workspace)
         #: Set when a tool call's tool really ran (its result may have changed files).
@@ -428,7 +428,7 @@ class Engine:
         call = next((e for e in mine if e.role == "tool_call" and e.call_id == call_id), None)
         if call is None:
             # A budget already used up stops the run before the child exists.
-            self._check_budget(step)
+            self._budgets.check()
             values = step_workflow_inputs(
                 self.workflow,
                 step,
@@ -479,10 +479,10 @@ class Engine:
                 step_outputs=self._step_outputs(),
                 editor=self.options.editor,
             )
-        self._check_deadline()
+        self._budgets.check_deadline()
         began = time.monotonic()
         faults.point("engine.child_started")
-        left = self._deadline - time.monotonic() if self._deadline is not None else None
+        left = self._budgets.seconds_left()
         self.reporter.notice(f"step {step.id}: runs the workflow {step.workflow} ({state.child})")
         outcome = runner.run(
             ChildCall(
@@ -491,14 +491,14 @@ class Engine:
                 step=step,
                 child=state.child,
                 inputs=inputs,
-                budget=self._budget_left(state.usage),
+                budget=self._budgets.left_for_child(state.usage),
                 timeout=left,
                 provider=self.provider,
                 options=self.options,
             )
         )
         faults.point("engine.child_returned")
-        self._roll_up(state, outcome.run.usage)
+        self._budgets.roll_up(state, outcome.run.usage)
         child = outcome.run
         if child.status != "completed" or outcome.output is None:
             self._child_stopped(
@@ -516,36 +516,6 @@ class Engine:
         self._points.append([entry])
         self._snapshots.take()
         return entry
-
-    def _roll_up(self, state: StepState, child: Usage) -> None:
-        """The step's usage becomes the child's; the run's grows by what is new since."""
-        delta = Usage(
-            input_tokens=child.input_tokens - state.usage.input_tokens,
-            output_tokens=child.output_tokens - state.usage.output_tokens,
-            cached_tokens=child.cached_tokens - state.usage.cached_tokens,
-            cost_usd=round(child.cost_usd - state.usage.cost_usd, 6),
-            turns=child.turns - state.usage.turns,
-        )
-        for total in (self.run.usage, self._attempt.usage):
-            total.add(delta)
-        state.usage = Usage(**vars(child))
-        state.turns = child.turns
-
-    def _budget_left(self, own: Usage) -> dict[str, Any]:
-        """The parent's limits less what the rest of the run used (all but ``own``, what the
-        child has used and the run counts already): the child's ceiling."""
-        budget = self.run.config.budget
-        usage = self.run.usage
-        left: dict[str, Any] = {}
-        if budget.get("max_turns") is not None:
-            left["max_turns"] = int(budget["max_turns"]) - (usage.turns - own.turns)
-        if budget.get("max_tokens") is not None:
-            used = usage.total_tokens - own.total_tokens
-            left["max_tokens"] = int(budget["max_tokens"]) - used
-        if budget.get("max_cost_usd") is not None:
-            used_cost = usage.cost_usd - own.cost_usd
-            left["max_cost_usd"] = round(float(budget["max_cost_usd"]) - used_cost, 6)
-        return {k: max(v, 0) for k, v in left.items()}
 
     def _opening_entries(self, step: Step) -> list[Entry]:
         """The entries that start a step: its prompt, or for a command step the call itself."""
@@ -612,13 +582,13 @@ class Engine:
 
     def _model_turn(self, step: Step, state: StepState) -> None:
         run = self.run
-        self._check_budget(step)
+        self._budgets.check()
         if self.options.resume_note:
             self._points.append([self._points.entry("note", self.options.resume_note, step.id)])
             self.options.resume_note = None
         request = self._fit_context(step, state, self._turn_request(step))
         self.reporter.model_call(step.id, state.turns + 1, request)
-        held = self._reserve_shared()
+        held = self._budgets.reserve_shared()
         cost = 0.0
         # A compaction made on the way (a summary call) adds its cost to the run's usage.
         before = run.usage.cost_usd
@@ -861,7 +831,7 @@ class Engine:
                 on_text=self.reporter.text,
                 on_retry=on_retry,
                 sleep=self.options.sleep,
-                deadline=self._deadline,
+                deadline=self._budgets.deadline,
             )
 
         try:
@@ -872,7 +842,9 @@ class Engine:
             self._suspend(error)
         except ProviderError as error:
             # DeadlineError: retry.call_with_retry refused a wait that would pass the limit.
-            deadline_hit = self._deadline is not None and time.monotonic() >= self._deadline
+            deadline_hit = (
+                self._budgets.deadline is not None and time.monotonic() >= self._budgets.deadline
+            )
             if deadline_hit or isinstance(error, DeadlineError):
                 raise RunEnds("timeout", timeout_reason()) from None
             raise
@@ -1085,7 +1057,7 @@ class Engine:
         elif denied is not None:
             result = denied
         else:
-            self._check_deadline()
+            self._budgets.check_deadline()
             try:
                 if command_args is not None:
                     arguments = command_args
@@ -1236,9 +1208,9 @@ class Engine:
         link = state.agents[call.call_id or ""]
         if runner is None:  # the tool is offered only with a runner; a guard for callers
             return ToolResult("error: subagents cannot run here.", is_error=True)
-        self._check_deadline()
+        self._budgets.check_deadline()
         faults.point("engine.subagent_started")
-        left = self._deadline - time.monotonic() if self._deadline is not None else None
+        left = self._budgets.seconds_left()
         self.reporter.notice(f"step {step.id}: runs the agent {agent.name} ({link.child})")
         outcome = runner.run_agent(
             AgentCall(
@@ -1250,34 +1222,20 @@ class Engine:
                 agent_path=agent.path,
                 child=link.child,
                 task=task,
-                budget=self._budget_left(link.usage),
+                budget=self._budgets.left_for_child(link.usage),
                 timeout=left,
                 provider=self.provider,
                 options=self.options,
             )
         )
         faults.point("engine.subagent_returned")
-        self._roll_up_subagent(state, link, outcome.run.usage)
+        self._budgets.roll_up_subagent(state, link, outcome.run.usage)
         child = outcome.run
         if child.status != "completed" or outcome.output is None:
             self._child_stopped(
                 child, step, f"the subagent {agent.name} called in step {step.id!r} ({link.child})"
             )
         return ToolResult(outcome.output)
-
-    def _roll_up_subagent(self, state: StepState, link: AgentChild, child: Usage) -> None:
-        """Add what the child used since the last roll-up to the step, the run and the
-        attempt; the link remembers it, so a child resumed later is counted once."""
-        delta = Usage(
-            input_tokens=child.input_tokens - link.usage.input_tokens,
-            output_tokens=child.output_tokens - link.usage.output_tokens,
-            cached_tokens=child.cached_tokens - link.usage.cached_tokens,
-            cost_usd=round(child.cost_usd - link.usage.cost_usd, 6),
-            turns=child.turns - link.usage.turns,
-        )
-        for total in (self.run.usage, state.usage, self._attempt.usage):
-            total.add(delta)
-        link.usage = Usage(**vars(child))
 
     def _command_step_arguments(self, step: Step, call: Entry) -> dict[str, Any]:
         """What a command step's recorded call runs with: always the workflow's ``run:`` line.
@@ -1402,83 +1360,6 @@ class Engine:
         )
 
     # --- budgets and time -----------------------------------------------------------------
-
-    def _compute_deadline(self) -> float | None:
-        limits = [s for s in (self.options.timeout, self.run.config.budget.get("max_seconds")) if s]
-        return time.monotonic() + float(min(limits)) if limits else None
-
-    def _check_deadline(self) -> None:
-        if self._deadline is not None and time.monotonic() >= self._deadline:
-            raise RunEnds("timeout", timeout_reason())
-
-    def _check_budget(self, step: Step) -> None:
-        """Stop before a model call that the budget does not allow."""
-        self._check_deadline()
-        budget = self.run.config.budget
-        usage = self.run.usage
-        for key, used, unit, option in (
-            ("max_turns", usage.turns, "turns", "--max-turns"),
-            ("max_tokens", usage.total_tokens, "tokens", "--max-tokens"),
-        ):
-            limit = budget.get(key)
-            if limit is not None and not used < int(limit):
-                raise RunEnds(
-                    "budget_exhausted",
-                    f"{unit[:-1]} budget used: {used} of {limit} {unit}; "
-                    f"resume with a larger {option} to continue",
-                )
-        max_cost = budget.get("max_cost_usd")
-        if max_cost is not None:
-            estimate = self._next_call_estimate("the cost budget (--max-cost)")
-            # Written so that NaN stops the run: every comparison with NaN is false, and a
-            # budget a NaN could switch off would be no budget (docs/spec.md 10.5).
-            if not usage.cost_usd + estimate <= float(max_cost):
-                raise RunEnds(
-                    "budget_exhausted",
-                    f"cost budget: ${usage.cost_usd:.4f} spent of ${float(max_cost):.2f}, and the "
-                    f"next call may cost ${estimate:.4f}; "
-                    "resume with a larger --max-cost to continue",
-                )
-
-    def _next_call_estimate(self, budget: str) -> float:
-        """A conservative USD estimate of the next model call (section 5.4); a model without
-        a price stops the run, as a cost budget cannot be kept on it (``budget`` names it)."""
-        from .providers.pricing import estimate_request_cost
-
-        request = Request(
-            messages=self._log.messages(self.run.transcript),
-            model=self._model,
-            params=dict(self.run.config.params),
-        )
-        estimate = estimate_request_cost(self._model, request, self._prices)
-        if estimate is None:
-            model = self._model or "(the provider's default)"
-            raise RunEnds(
-                "budget_exhausted",
-                f"{budget} cannot be kept: model `{model}` has no price (flow's table lacks "
-                f"it and none was given); give it with --price {model}=IN/OUT (USD per million "
-                f"tokens; --price {model}=0/0 for a local model) or --prices FILE, and resume",
-            )
-        return estimate
-
-    def _reserve_shared(self) -> Reservation | None:
-        """Hold the next call's estimate on the shared budget, or stop the run when the
-        budget cannot take it (docs/spec.md 8.3)."""
-        ledger = self.options.shared_budget
-        if ledger is None:
-            return None
-        estimate = self._next_call_estimate("the batch's cost budget (--max-cost)")
-        held = ledger.reserve(estimate)
-        if held is None:
-            state = ledger.read()
-            raise RunEnds(
-                "budget_exhausted",
-                f"the batch's cost budget: ${state.spent_usd:.4f} spent of "
-                f"${state.limit_usd:.2f} by all rows, ${state.held:.4f} held by calls in "
-                f"flight, and the next call may cost ${estimate:.4f}; resume the batch with "
-                "a larger --max-cost to continue",
-            )
-        return held
 
     # --- bookkeeping ----------------------------------------------------------------------
 
