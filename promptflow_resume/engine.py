@@ -58,12 +58,12 @@ from .engineoptions import (
     EngineOptions,
 )
 from .handoffs import is_chained, latest_system, part_model, part_system, pinned_model
+from .heldcalls import HeldCalls
 from .hooks import RunHooks
 from .humananswers import ANSWER_MARK, ANSWER_PLACEHOLDER, awaiting_reason, human_answer
 from .progress import ProgressStore
 from .progress.model import (
     AgentChild,
-    Approval,
     Entry,
     EntryMeta,
     ErrorInfo,
@@ -82,7 +82,6 @@ from .providers.givenprices import from_record
 from .runends import RunEnds, timeout_reason
 from .runsignals import Interrupted, force_exit, raise_interrupted
 from .tools import TOOLS, offered_tool_names
-from .tools.approval import CONSENT_WHY, consent_hold, decider, granted
 from .tools.base import Tool, ToolContext, ToolResult
 from .tools.commands import CommandTool, command_output
 from .tools.consent import Consent
@@ -106,17 +105,6 @@ def _short(error: Exception) -> str:
     """The first line of an error's message, cut to fit a one-line ``reason``."""
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
     return text if len(text) <= 200 else text[:199].rstrip() + "…"
-
-
-def _by(held: Approval) -> str:
-    """``by NAME on HOST`` of a decision."""
-    return f"by {held.by or 'someone'}" + (f" on {held.host}" if held.host else "")
-
-
-def _preview(arguments: str, limit: int = 200) -> str:
-    """The start of a call's arguments on one line, for the person who decides about it."""
-    flat = " ".join(arguments.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 class Engine:
@@ -174,6 +162,7 @@ class Engine:
         )
         #: Prices given with ``--price``/``--prices``, as the run recorded them (5.4).
         self._prices = from_record(run.config.prices)
+        self._holds = HeldCalls(run, options, self.tools, self._attempt, self._points)
         self._budgets = Budgets(run, options, self._attempt, self._log, self._models, self._prices)
         #: The run's file snapshots (docs/spec.md 12).
         self._snapshots = FileSnapshots(self._points, self._attempt, options.workspace)
@@ -229,7 +218,7 @@ class Engine:
                 self._notice_editor_only()
                 mark_written_here(run, self._key)
                 self._forget_settled_seals()
-                self._forget_settled_approvals()
+                self._holds.forget_settled()
                 self._points.set_status("running", None)
                 self.reporter.run_opened(run, self.store.path, self.options.redactor)
                 if self.options.snapshots:
@@ -286,18 +275,6 @@ class Engine:
         if seal is not None and seal.calls:
             waiting = {c.call_id for c in unanswered_calls(self.run.transcript)}
             seal.calls = {k: v for k, v in seal.calls.items() if k in waiting}
-
-    def _forget_settled_approvals(self) -> None:
-        """Drop the approval records of calls no longer waiting (answered by hand, settled by
-        reconcile, archived by a rewind): nothing is left to decide about them."""
-        waiting = {(c.call_id, c.id) for c in unanswered_calls(self.run.transcript)}
-        for held in list(self.run.approvals):
-            if (held.call_id, held.entry) not in waiting:
-                self.run.approvals.remove(held)
-                self._attempt.notes.append(
-                    f"call {held.call_id} ({held.tool}): no longer waits; its approval "
-                    f"record ({held.decision}) was dropped"
-                )
 
     def _notice_editor_only(self) -> None:
         """The Copilot tools that exist only in the editor, once per resumed attempt (a new
@@ -928,97 +905,9 @@ class Engine:
         every held one is decided: the results stay in the order the model asked for them."""
         calls = unanswered_calls(self.run.transcript)
         if step.kind != "command":
-            self._hold_for_approval(step, calls)
+            self._holds.hold(step, calls)
         for call in calls:
             self._run_tool(step, call)
-
-    def _hold_for_approval(self, step: Step, calls: list[Entry]) -> None:
-        """Record a pending approval for each call the policy holds; ask on a terminal, else
-        stop ``awaiting_approval`` while any is undecided (docs/spec.md 4.17)."""
-        policy = self.options.approval
-        consent = self.options.consent
-        stop = self.options.consent_stop and (consent is None or consent.ask is None)
-        if not policy and not stop:
-            return
-        for call in calls:
-            tool = self.tools.get(call.tool or "")
-            server = (getattr(tool, "server_ref", None) or {}).get("name")
-            why = policy.why(call.tool or "", server=server)
-            if why is None and stop:
-                why = consent_hold(call.tool or "", call.content, consent)
-            if why is None or self._approval(call) is not None:
-                continue
-            self.run.approvals.append(
-                Approval(
-                    call_id=call.call_id or "",
-                    tool=call.tool or "",
-                    step=step.id,
-                    entry=call.id,
-                    preview=_preview(call.content),
-                    why=why,
-                )
-            )
-        pending = [a for a in self.run.approvals if a.decision == "pending"]
-        ask = self.options.approval_ask
-        if pending and ask is not None:
-            who, host = decider()
-            for held in pending:
-                answer = ask(
-                    f"Run {held.tool} ({held.why}) with {held.preview}? "
-                    "[y]es / [n]o (the model is told it was denied) "
-                )
-                held.decision = "denied" if answer == "no" else "approved"
-                held.by, held.at, held.host = who, now_iso(), host
-                if held.decision == "denied":
-                    held.reason = "denied on the terminal"
-            pending = []
-        if pending:
-            self._points.save()
-            self.reporter.approval_needed(pending)
-            ids = ", ".join(a.call_id for a in pending)
-            raise RunEnds(
-                "awaiting_approval",
-                f"{len(pending)} tool call(s) of step {step.id!r} wait for a person's "
-                f"approval: {ids}",
-            )
-
-    def _approval(self, call: Entry) -> Approval | None:
-        """The approval record of a recorded call, if it has one."""
-        return next(
-            (a for a in self.run.approvals if a.call_id == call.call_id and a.entry == call.id),
-            None,
-        )
-
-    def _decided(self, call: Entry) -> ToolResult | None:
-        """A denied call's result (the person's reason); None when it may run."""
-        held = self._approval(call)
-        if held is None or held.decision != "denied":
-            return None
-        reason = f": {held.reason}" if held.reason else "."
-        return ToolResult(f"error: a person denied this call ({_by(held)}){reason}", is_error=True)
-
-    def _consent_for(self, call: Entry) -> Consent | None:
-        """The consent a call runs under: for an approved call held for consent, that call's
-        command or host is granted too."""
-        held = self._approval(call)
-        consent = self.options.consent
-        if held is None or held.decision != "approved" or not held.why.startswith(CONSENT_WHY):
-            return consent
-        return granted(consent, call.tool or "", call.content)
-
-    def _forget_approval(self, call: Entry) -> None:
-        """A decided call's result is recorded: its record leaves ``approvals:`` (kept until
-        now, so a call re-run after a crash is not asked about again) and the decision stays
-        in the attempt's history."""
-        held = self._approval(call)
-        if held is None:
-            return
-        self.run.approvals.remove(held)
-        at = f" at {held.at}" if held.at else ""
-        reason = f": {held.reason}" if held.reason else ""
-        self._attempt.notes.append(
-            f"call {held.call_id} ({held.tool}) {held.decision} {_by(held)}{at}{reason}"
-        )
 
     def _run_tool(self, step: Step, call: Entry) -> None:
         run = self.run
@@ -1049,7 +938,7 @@ class Engine:
                 "on this machine as it reads now, so it was not run.",
                 hint="Check it, then resume with --trust-calls or --deny-calls.",
             )
-        denied = self._decided(call) if step.kind != "command" else None
+        denied = self._holds.decided(call) if step.kind != "command" else None
         began = time.monotonic()
         if tool is None:
             names = ", ".join(sorted(self._offered(step))) or "none"
@@ -1074,7 +963,7 @@ class Engine:
         entry.meta = EntryMeta(ms=_ms_since(began), kind=kind, server=server)
         settle_call(run, call.call_id)
         self._hooks.tool_done(call, run.next_entry_id())
-        self._forget_approval(call)
+        self._holds.forget(call)
         snapshot = self._tool_ran and not getattr(tool, "read_only", False)
         self._tool_ran = False
         if snapshot:
@@ -1160,7 +1049,7 @@ class Engine:
         faults.point("engine.tool_start_recorded")
         self.reporter.tool_started(name, call.content, call.call_id or "")
         if agent is None:
-            result = self._invoke(tool, arguments, self._consent_for(call), call)
+            result = self._invoke(tool, arguments, self._holds.consent_for(call), call)
         else:
             result = self._run_subagent(step, call, agent, str(arguments["task"]))
         faults.point("engine.tool_ran")
