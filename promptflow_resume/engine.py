@@ -26,21 +26,16 @@ from dataclasses import replace
 from typing import Any, NoReturn
 
 from .base import collector, faults
-from .base.clock import iso_at, now_iso
+from .base.clock import ms_since, now_iso
 from .base.errors import (
-    ContextLengthError,
-    DeadlineError,
-    ModelUnavailableError,
     NeedsReviewError,
     ProviderError,
-    QuotaWindowError,
     ToolServerError,
 )
 from .base.traceids import span_id, traceparent, tracing_on
 from .budgets import Budgets
 from .chat import ToolSpec
 from .checkpoints import Checkpoints, FileSnapshots, begin_attempt, end_attempt, keep_times
-from .compaction import CompactionTally
 from .conversation import (
     MessageLog,
     final_answer,
@@ -57,10 +52,11 @@ from .engineoptions import (
     ChildRunner,
     EngineOptions,
 )
-from .handoffs import is_chained, latest_system, part_model, part_system, pinned_model
+from .handoffs import part_system
 from .heldcalls import HeldCalls
 from .hooks import RunHooks
 from .humananswers import ANSWER_MARK, ANSWER_PLACEHOLDER, awaiting_reason, human_answer
+from .modelcalls import ModelCalls
 from .progress import ProgressStore
 from .progress.model import (
     AgentChild,
@@ -68,7 +64,6 @@ from .progress.model import (
     EntryMeta,
     ErrorInfo,
     InFlight,
-    RefusedModel,
     Run,
     StepState,
     Usage,
@@ -76,10 +71,10 @@ from .progress.model import (
 from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unsealed_calls
 from .progress.sidecar import sidecar_extension
 from .providers import OFFLINE_PROVIDERS
-from .providers.base import Provider, Reply, ReplyUsage, Request
+from .providers.base import Provider, Reply
 from .providers.fallback import ModelChoices
 from .providers.givenprices import from_record
-from .runends import RunEnds, timeout_reason
+from .runends import RunEnds
 from .runsignals import Interrupted, force_exit, raise_interrupted
 from .tools import TOOLS, offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
@@ -95,16 +90,6 @@ from .workflow.toolnames import SUBAGENT_TOOL, editor_only_line, is_editor_only
 _UNKNOWN_TOOL = (
     "error: the tool {name!r} is not available in this workflow; tools you may call here: {names}."
 )
-
-
-#: How much of a provider's refusal of a model the attempt records.
-_REFUSAL_CHARS = 500
-
-
-def _short(error: Exception) -> str:
-    """The first line of an error's message, cut to fit a one-line ``reason``."""
-    text = str(error).splitlines()[0] if str(error) else type(error).__name__
-    return text if len(text) <= 200 else text[:199].rstrip() + "…"
 
 
 class Engine:
@@ -131,8 +116,6 @@ class Engine:
         self.reporter = options.reporter
         #: This machine's key: it seals the run and each tool call recorded from a reply.
         self._key = Key.ensure()
-        #: Transient errors retried for the model call under way (its reply's ``retries``).
-        self._retries = 0
         self._points = Checkpoints(run, store, options.redactor, self.reporter)
         self._attempt = begin_attempt(run)
         #: The run's models in the order tried; every attempt starts from the first, so a
@@ -140,13 +123,6 @@ class Engine:
         self._models = ModelChoices(run.config.model_order())
         self._add_subagent_tool()
         self._log = MessageLog()
-        #: The last turn's view generation, message count and reported usage: the base of
-        #: the next request's size estimate (see ``_request_tokens``).
-        self._reported: tuple[int, int, ReplyUsage] | None = None
-        #: This attempt's compactions, summed in one attempt note (``flow log``).
-        self._compactions = CompactionTally()
-        #: A handoff chain: each part's system entry replaces the one before in requests.
-        self._chained = is_chained(workflow)
         self._attempt.hooks = options.hooks.digests()
         self._hooks = RunHooks(
             options.hooks.commands,
@@ -164,6 +140,19 @@ class Engine:
         self._prices = from_record(run.config.prices)
         self._holds = HeldCalls(run, options, self.tools, self._attempt, self._points)
         self._budgets = Budgets(run, options, self._attempt, self._log, self._models, self._prices)
+        self._calls = ModelCalls(
+            workflow,
+            run,
+            provider,
+            options,
+            self._attempt,
+            self._points,
+            self._models,
+            self._log,
+            self._prices,
+            self._budgets,
+            self._tool_specs,
+        )
         #: The run's file snapshots (docs/spec.md 12).
         self._snapshots = FileSnapshots(self._points, self._attempt, options.workspace)
         #: Set when a tool call's tool really ran (its result may have changed files).
@@ -172,10 +161,6 @@ class Engine:
         self._fresh: set[int] = set()
         #: Steps whose incomplete reply this attempt asked about again (``incomplete_reply``).
         self._asked_again: set[str] = set()
-        #: The context window the server said, once a request was refused as too long, and
-        #: whether the server was asked for it.
-        self._learned_window: int | None = None
-        self._asked_window = False
         #: A request in flight is noted in the owner record (for ``flow status``) only for
         #: a provider that answers over the network: an offline one answers at once.
         self._note_requests = provider.name not in OFFLINE_PROVIDERS
@@ -487,7 +472,7 @@ class Engine:
             step.id,
             call_id=call.call_id,
             tool=WORKFLOW_TOOL,
-            meta=EntryMeta(ms=_ms_since(began), kind="workflow"),
+            meta=EntryMeta(ms=ms_since(began), kind="workflow"),
         )
         self._snapshots.due(call)
         self._points.append([entry])
@@ -563,18 +548,18 @@ class Engine:
         if self.options.resume_note:
             self._points.append([self._points.entry("note", self.options.resume_note, step.id)])
             self.options.resume_note = None
-        request = self._fit_context(step, state, self._turn_request(step))
+        request = self._calls.fit_context(step, state, self._calls.turn_request(step))
         self.reporter.model_call(step.id, state.turns + 1, request)
         held = self._budgets.reserve_shared()
         cost = 0.0
         # A compaction made on the way (a summary call) adds its cost to the run's usage.
         before = run.usage.cost_usd
-        began, self._retries = time.monotonic(), 0
+        began, self._calls.retries = time.monotonic(), 0
         if self._note_requests:
             self.store.note_request({"step": step.id, "turn": state.turns + 1, "since": now_iso()})
         try:
-            request, reply = self._call_model_compacting(step, state, request)
-            cost = self._cost(reply)
+            request, reply = self._calls.call_compacting(step, state, request)
+            cost = self._calls.cost(reply)
         finally:
             if self._note_requests:
                 self.store.note_request(None)
@@ -582,7 +567,7 @@ class Engine:
                 spent = cost + max(run.usage.cost_usd - before, 0.0)
                 self.options.shared_budget.settle(held, spent)
         faults.point("engine.model_replied")
-        self._reported = (self._log.view.generation, len(request.messages), reply.usage)
+        self._calls.reported = (self._log.view.generation, len(request.messages), reply.usage)
 
         usage = Usage(
             input_tokens=reply.usage.input_tokens,
@@ -595,16 +580,16 @@ class Engine:
             total.add(usage)
         state.turns += 1
 
-        asked = request.model or self._model or self.run.config.model
+        asked = request.model or self._models.current or self.run.config.model
         ttft, tps = _speed(reply)
         meta = EntryMeta(
-            ms=_ms_since(began),
+            ms=ms_since(began),
             model=asked,
             answered_by=reply.model if reply.model and reply.model != asked else None,
             tokens=(usage.input_tokens, usage.output_tokens, usage.cached_tokens),
             cost=round(cost, 6),
             finish=reply.finish_reason or None,
-            retries=self._retries or None,
+            retries=self._calls.retries or None,
             ttft=ttft,
             tps=tps,
         )
@@ -657,226 +642,6 @@ class Engine:
         )
 
     # --- context compaction (see compaction.py) -------------------------------------------
-
-    def _turn_request(self, step: Step) -> Request:
-        """The request for the step's next model turn, built from the transcript."""
-        messages = self._log.messages(self.run.transcript)
-        return Request(
-            messages=latest_system(messages) if self._chained else messages,
-            tools=self._tool_specs(step),
-            model=part_model(step, self.run, self._model),
-            params=dict(self.run.config.params),
-        )
-
-    def _request_tokens(self, request: Request) -> int:
-        """The request's size: the provider's count for the previous turn plus an estimate
-        of what was added since, or the estimate of the whole, whichever is larger."""
-        from .providers.context import estimate_tokens
-
-        whole = estimate_tokens(request)
-        reported = self._reported
-        if reported is None or reported[0] != self._log.view.generation:
-            return whole
-        _, count, usage = reported
-        added = Request(messages=request.messages[count:], model=request.model)
-        # The previous reply is among the added messages, so its output tokens are estimated.
-        return max(whole, usage.input_tokens + estimate_tokens(added))
-
-    def _fit_context(self, step: Step, state: StepState, request: Request) -> Request:
-        """Compact before a request that would pass the threshold of the context window."""
-        from .compaction import window_for
-
-        settings = self.workflow.compaction
-        window = window_for(settings, part_model(step, self.run, self._model))
-        window = window or self._learned_window
-        if not settings.enabled or window is None:
-            return request
-        # A few rounds at most: each covers what fits the summariser's own request.
-        for _ in range(8):
-            if self._request_tokens(request) <= settings.threshold * window:
-                break
-            if not self._compact(step, state, window):
-                break
-            request = self._turn_request(step)
-        return request
-
-    def _call_model_compacting(
-        self, step: Step, state: StepState, request: Request
-    ) -> tuple[Request, Reply]:
-        """Call the model; a context-length error compacts once and retries once."""
-        try:
-            return request, self._call_model(request, pinned=self._pinned(step))
-        except ProviderError as error:
-            if error.reason != "context_length_exceeded" or not self.workflow.compaction.enabled:
-                raise
-            from .compaction import window_for
-
-            # The request did not fit: the window the server says (in its refusal, or asked
-            # for now), else the one known, else the request's own size.
-            model = part_model(step, self.run, self._model)
-            said = self._window_said(error, model)
-            if said is not None:
-                self._learned_window = said
-            size = self._request_tokens(request)
-            known = said or window_for(self.workflow.compaction, model)
-            window = min(known, size) if known else size
-            self.reporter.notice(
-                f"step {step.id}: the provider refused the request as too long for the "
-                "model's context; compacting and trying once more."
-            )
-            if not self._compact(step, state, window):
-                raise
-            request = self._turn_request(step)
-            return request, self._call_model(request, pinned=self._pinned(step))
-
-    def _window_said(self, error: ProviderError, model: str | None) -> int | None:
-        """The context window a refusal names (llama.cpp's ``n_ctx``, vLLM's words), or the
-        one the server reports when asked (``/props``, ``/v1/models``); None otherwise."""
-        window = error.window if isinstance(error, ContextLengthError) else None
-        if window is None and not self._asked_window:
-            self._asked_window = True  # a server that says nothing is not asked again
-            ask = getattr(self.provider, "context_window", None)
-            window = ask(model) if callable(ask) else None
-        return window if isinstance(window, int) and window > 0 else None
-
-    def _compact(self, step: Step, state: StepState, window: int) -> bool:
-        """Summarise the oldest turns into one durable ``compaction`` entry; False when
-        nothing can be compacted."""
-        from .compaction import CompactionPlan, summarise
-
-        def announce(plan: CompactionPlan) -> None:
-            first, last = plan.covers
-            self.reporter.notice(
-                f"step {step.id}: compacting entries {first}-{last} (about {plan.tokens:,} "
-                "tokens) into a summary to fit the context window."
-            )
-
-        self._log.messages(self.run.transcript)  # brings the view up to date
-        began = time.monotonic()
-        done = summarise(
-            self._log.view,
-            self.workflow.compaction,
-            window,
-            call=self._call_model,
-            cost=self._cost,
-            model=self._model,
-            params=self.run.config.params,
-            step=step.id,
-            redact=lambda text: self._points.redacted(text, "compaction"),
-            announce=announce,
-        )
-        if done is None:
-            return False
-        for total in (self.run.usage, state.usage, self._attempt.usage):
-            total.add(done.usage)
-        self._compactions.add(done, self._attempt.notes)
-        done.entry.meta = EntryMeta(
-            ms=_ms_since(began),
-            model=self._model or self.run.config.model,
-            tokens=(done.usage.input_tokens, done.usage.output_tokens, done.usage.cached_tokens),
-            cost=round(done.usage.cost_usd, 6),
-        )
-        self._points.append([done.entry])
-        first, last = done.plan.covers
-        self.reporter.compacted(step.id, first, last, done.plan.tokens)
-        faults.point("compaction.recorded")
-        return True
-
-    def _pinned(self, step: Step) -> bool:
-        """True when the step's requests keep their one model (a part of a handoff chain with
-        its own model): the run's fallback models are not tried for it."""
-        return pinned_model(step, self.run) is not None
-
-    def _call_model(self, request: Request, *, pinned: bool = False) -> Reply:
-        from .providers.retry import RetryEvent, call_with_retry
-
-        def on_retry(event: RetryEvent) -> None:
-            # Provider messages can quote the key that was refused: redact before recording.
-            note = self._points.redacted(
-                f"retry {event.attempt} after {event.delay:.1f}s: {event.error.message}",
-                "attempt notes",
-            )
-            self._attempt.notes.append(note)
-            self._retries += 1
-            self.reporter.retry(event.attempt, event.delay, event.error.message)
-
-        def send(to_model: Request) -> Reply:
-            return call_with_retry(
-                self.provider,
-                to_model,
-                self.workflow.retry,
-                on_text=self.reporter.text,
-                on_retry=on_retry,
-                sleep=self.options.sleep,
-                deadline=self._budgets.deadline,
-            )
-
-        try:
-            if pinned:
-                return send(request)
-            reply = self._models.call(request, send, on_refused=self._model_refused)
-        except QuotaWindowError as error:
-            self._suspend(error)
-        except ProviderError as error:
-            # DeadlineError: retry.call_with_retry refused a wait that would pass the limit.
-            deadline_hit = (
-                self._budgets.deadline is not None and time.monotonic() >= self._budgets.deadline
-            )
-            if deadline_hit or isinstance(error, DeadlineError):
-                raise RunEnds("timeout", timeout_reason()) from None
-            raise
-        if self._models.has_fallbacks:
-            self._attempt.model = self._models.current
-        return reply
-
-    def _suspend(self, error: QuotaWindowError) -> NoReturn:
-        """Stop the run ``suspended`` until the provider's window opens, or fail it when the
-        run has used its ``max_suspensions`` (docs/spec.md 4.18). The refused request was not
-        answered, so the resume sends it; nothing answered is sent again."""
-        used = sum(1 for a in self.run.attempts if a.until is not None)
-        limit = self.options.max_suspensions
-        until = iso_at(error.until)
-        if used >= limit:
-            raise ProviderError(
-                f"{error.message.rstrip('.')}; the run has already been suspended {used} "
-                f"time{'s' if used != 1 else ''}, the most --max-suspensions allows ({limit}).",
-                status_code=error.status_code,
-                reason="max_suspensions",
-                hint=f"The window opens at {until}: resume then with a larger "
-                "--max-suspensions, or raise the provider's limits.",
-            ) from error
-        self._attempt.until = until
-        note = self._points.redacted(f"suspended until {until}: {error.message}", "attempt notes")
-        self._attempt.notes.append(note)
-        raise RunEnds("suspended", f"until {until}: {_short(error)}", until) from None
-
-    @property
-    def _model(self) -> str | None:
-        """The model requests go to now: the first of the run's models not refused."""
-        return self._models.current
-
-    def _model_refused(self, model: str, error: ModelUnavailableError) -> None:
-        """Record a refused model in the attempt (the provider's words, redacted) and say
-        which model the request goes to next; nothing was spent on the refused request."""
-        message = self._points.redacted(error.message, "attempt refused models")
-        if len(message) > _REFUSAL_CHARS:
-            # An error page in place of an API error must not swell the front matter.
-            message = message[:_REFUSAL_CHARS].rstrip() + " …"
-        self._attempt.refused.append(RefusedModel(model=model, message=message))
-        # The refusal is saved now: a crash before the next reply still shows it.
-        self._points.save()
-        faults.point("engine.model_refused")
-        models = self._models.models
-        following = models.index(model) + 1 if model in models else len(models)
-        said = message.rstrip().rstrip(".")
-        then = f"; trying `{models[following]}`" if following < len(models) else ""
-        self.reporter.model_refused(model, message)
-        self.reporter.notice(f"the provider refused model `{model}`: {said}{then}.")
-
-    def _cost(self, reply: Reply) -> float:
-        from .providers.pricing import cost_usd
-
-        return cost_usd(reply.model or self._model, reply.usage, self._prices) or 0.0
 
     def _tool_specs(self, step: Step) -> tuple[ToolSpec, ...]:
         return tuple(self.tools[name].spec for name in self._offered(step) if name in self.tools)
@@ -960,7 +725,7 @@ class Engine:
                 result = self._tool_effect(step, call, tool, arguments)
         entry = self._result_entry(step, call, result)
         kind, server = tool_kind(tool)
-        entry.meta = EntryMeta(ms=_ms_since(began), kind=kind, server=server)
+        entry.meta = EntryMeta(ms=ms_since(began), kind=kind, server=server)
         settle_call(run, call.call_id)
         self._hooks.tool_done(call, run.next_entry_id())
         self._holds.forget(call)
@@ -1304,8 +1069,3 @@ def _speed(reply: Reply) -> tuple[int | None, float | None]:
     rate = timing.rate(reply.usage.output_tokens)
     tps = None if rate is None else min(round(rate, 1), 999_999_999.9)
     return max(0, round(timing.first_token * 1000)), tps
-
-
-def _ms_since(began: float) -> int:
-    """Milliseconds since ``began`` (``time.monotonic``)."""
-    return max(0, round((time.monotonic() - began) * 1000))
