@@ -23,7 +23,7 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, NoReturn
+from typing import Any
 
 from .base import collector, faults
 from .base.clock import ms_since, now_iso
@@ -36,20 +36,16 @@ from .base.traceids import span_id, traceparent, tracing_on
 from .budgets import Budgets
 from .chat import ToolSpec
 from .checkpoints import Checkpoints, FileSnapshots, begin_attempt, end_attempt, keep_times
+from .childruns import ChildRuns
 from .conversation import (
     MessageLog,
     final_answer,
     incomplete_why,
-    skipped_output,
     step_entries,
     unanswered_calls,
 )
 from .engineoptions import (
     DEFAULT_MAX_SUSPENSIONS,
-    WORKFLOW_TOOL,
-    AgentCall,
-    ChildCall,
-    ChildRunner,
     EngineOptions,
 )
 from .handoffs import part_system
@@ -59,10 +55,8 @@ from .humananswers import ANSWER_MARK, ANSWER_PLACEHOLDER, awaiting_reason, huma
 from .modelcalls import ModelCalls
 from .progress import ProgressStore
 from .progress.model import (
-    AgentChild,
     Entry,
     EntryMeta,
-    ErrorInfo,
     InFlight,
     Run,
     StepState,
@@ -76,12 +70,13 @@ from .providers.fallback import ModelChoices
 from .providers.givenprices import from_record
 from .runends import RunEnds
 from .runsignals import Interrupted, force_exit, raise_interrupted
+from .stepoutputs import step_outputs
 from .tools import TOOLS, offered_tool_names
 from .tools.base import Tool, ToolContext, ToolResult
-from .tools.commands import CommandTool, command_output
+from .tools.commands import CommandTool
 from .tools.consent import Consent
 from .tools.subagent import OfferedAgent, SubagentTool, offer_changes, wants_subagents
-from .workflow import context_prompt, step_command_args, step_prompt, step_workflow_inputs
+from .workflow import context_prompt, step_command_args, step_prompt
 from .workflow.model import IncompleteReply, Step, Workflow
 from .workflow.skills import LOAD_TOOL, skills_block
 from .workflow.toolnames import SUBAGENT_TOOL, editor_only_line, is_editor_only
@@ -155,6 +150,9 @@ class Engine:
         )
         #: The run's file snapshots (docs/spec.md 12).
         self._snapshots = FileSnapshots(self._points, self._attempt, options.workspace)
+        self._children = ChildRuns(
+            workflow, run, store, provider, options, self._points, self._budgets, self._snapshots
+        )
         #: Set when a tool call's tool really ran (its result may have changed files).
         self._tool_ran = False
         #: The replies this attempt received (entry ids): only those are judged whole or not.
@@ -297,7 +295,7 @@ class Engine:
             self._human_step(step, state, mine)
             return
         if step.kind == "workflow":
-            self._workflow_step(step, state, mine)
+            self._complete_step(step, state, self._children.workflow_result(step, state, mine))
             return
         if not mine:
             opening = keep_times(self._opening_entries(step), run.dropped_prompt)
@@ -353,7 +351,7 @@ class Engine:
                 self.workflow,
                 step,
                 inputs=self.run.inputs,
-                step_outputs=self._step_outputs(),
+                step_outputs=step_outputs(self.workflow, self.run),
                 editor=self.options.editor,
             )
             self._points.append(
@@ -371,114 +369,6 @@ class Engine:
             raise RunEnds("awaiting_input", awaiting_reason(step.id))
         self._complete_step(step, state, entry)
 
-    def _workflow_step(self, step: Step, state: StepState, mine: list[Entry]) -> None:
-        """A step that runs another workflow as a child run; its final output is the step's.
-
-        The call entry and the child's location are durable before the child's file exists,
-        so a resumed parent always finds its child (or starts it); the child itself resumes at
-        message granularity like any run. Nothing of the child is re-run: a completed child is
-        only read back.
-        """
-        runner = self.options.children
-        if runner is None:
-            raise NeedsReviewError(
-                f"step {step.id!r} runs the workflow {step.workflow}, which this caller of the "
-                "engine does not support.",
-                hint="Run the workflow with `flow run` / `flow resume`.",
-            )
-        call_id = f"{step.id}-{WORKFLOW_TOOL}"
-        call = next((e for e in mine if e.role == "tool_call" and e.call_id == call_id), None)
-        if call is None:
-            # A budget already used up stops the run before the child exists.
-            self._budgets.check()
-            values = step_workflow_inputs(
-                self.workflow,
-                step,
-                inputs=self.run.inputs,
-                step_outputs=self._step_outputs(),
-                editor=self.options.editor,
-            )
-            # A step that starts (again) begins a new child: an earlier one is set aside first.
-            location = runner.location(self.store.path, step.id)
-            runner.set_aside(self.store.path, location)
-            state.child = location
-            arguments = json.dumps(
-                {"workflow": step.workflow, "inputs": values},
-                sort_keys=True,
-                ensure_ascii=False,
-                default=str,
-            )
-            call = self._points.entry(
-                "tool_call", arguments, step.id, call_id=call_id, tool=WORKFLOW_TOOL
-            )
-            self._points.append([call])
-        result = next(
-            (
-                e
-                for e in step_entries(self.run.transcript, step.id)
-                if e.role == "tool_result" and e.call_id == call_id
-            ),
-            None,
-        )
-        if result is None:
-            result = self._run_child(runner, step, state, call)
-        self._complete_step(step, state, result)
-
-    def _run_child(self, runner: ChildRunner, step: Step, state: StepState, call: Entry) -> Entry:
-        run = self.run
-        if state.child is None:  # removed by hand: the step's child goes where it always goes
-            state.child = runner.location(self.store.path, step.id)
-        try:
-            recorded = json.loads(call.content)
-            inputs = recorded["inputs"] if isinstance(recorded, dict) else None
-        except (ValueError, KeyError):
-            inputs = None
-        if not isinstance(inputs, dict):
-            inputs = step_workflow_inputs(
-                self.workflow,
-                step,
-                inputs=run.inputs,
-                step_outputs=self._step_outputs(),
-                editor=self.options.editor,
-            )
-        self._budgets.check_deadline()
-        began = time.monotonic()
-        faults.point("engine.child_started")
-        left = self._budgets.seconds_left()
-        self.reporter.notice(f"step {step.id}: runs the workflow {step.workflow} ({state.child})")
-        outcome = runner.run(
-            ChildCall(
-                parent_path=self.store.path,
-                parent=run,
-                step=step,
-                child=state.child,
-                inputs=inputs,
-                budget=self._budgets.left_for_child(state.usage),
-                timeout=left,
-                provider=self.provider,
-                options=self.options,
-            )
-        )
-        faults.point("engine.child_returned")
-        self._budgets.roll_up(state, outcome.run.usage)
-        child = outcome.run
-        if child.status != "completed" or outcome.output is None:
-            self._child_stopped(
-                child, step, f"the sub-workflow of step {step.id!r} ({state.child})"
-            )
-        entry = self._points.entry(
-            "tool_result",
-            outcome.output,
-            step.id,
-            call_id=call.call_id,
-            tool=WORKFLOW_TOOL,
-            meta=EntryMeta(ms=ms_since(began), kind="workflow"),
-        )
-        self._snapshots.due(call)
-        self._points.append([entry])
-        self._snapshots.take()
-        return entry
-
     def _opening_entries(self, step: Step) -> list[Entry]:
         """The entries that start a step: its prompt, or for a command step the call itself."""
         run = self.run
@@ -487,7 +377,7 @@ class Engine:
                 self.workflow,
                 step,
                 inputs=run.inputs,
-                step_outputs=self._step_outputs(),
+                step_outputs=step_outputs(self.workflow, self.run),
                 editor=self.options.editor,
             )
             arguments = json.dumps(values, sort_keys=True, ensure_ascii=False)
@@ -500,7 +390,7 @@ class Engine:
                     tool=step.command,
                 )
             ]
-        outputs = self._step_outputs()
+        outputs = step_outputs(self.workflow, self.run)
         text = step_prompt(
             self.workflow,
             step,
@@ -681,7 +571,7 @@ class Engine:
         command_args = self._command_step_arguments(step, call) if step.kind == "command" else None
         allowed = step.kind == "command" or name in self._offered(step)
         tool = self.tools.get(name) if allowed else None
-        self._keep_subagent_child(step, call, tool)
+        self._children.keep_subagent_child(step, call, tool)
         if tool is None:
             self.reporter.notice(
                 f"entry {call.id} calls the tool {name!r}, which step {step.id} does not offer; "
@@ -742,29 +632,6 @@ class Engine:
         self.reporter.tool_finished(name, entry.is_error, first_line[:1000], call.call_id or "")
         self._hooks.settle()
 
-    def _keep_subagent_child(self, step: Step, call: Entry, tool: Tool | None) -> None:
-        """A subagent call that has a child run is answered by that child or not at all: when
-        the agent it names is not offered here now, the run stops for review instead of
-        giving the call an error and leaving the child's work behind."""
-        state = self.run.steps.get(step.id)
-        link = state.agents.get(call.call_id or "") if state is not None else None
-        if link is None or call.tool != SUBAGENT_TOOL:
-            return
-        if isinstance(tool, SubagentTool):
-            try:
-                arguments = json.loads(call.content or "{}")
-            except (ValueError, RecursionError):
-                arguments = None
-            if isinstance(arguments, dict) and isinstance(tool.check(arguments), OfferedAgent):
-                return
-        raise NeedsReviewError(
-            f"tool call {call.call_id} of step {step.id!r} has a subagent run ({link.child}, "
-            f"agent {link.agent}), but the agent its arguments name is not offered here now "
-            "(subagents come from the --agents folders, the workspace's and the user's agent "
-            "folders); nothing was run.",
-            hint="Resume with the --agents DIR the run started with, or restore the agent file.",
-        )
-
     def _tool_effect(
         self, step: Step, call: Entry, tool: Tool, arguments: dict[str, Any]
     ) -> ToolResult:
@@ -793,7 +660,7 @@ class Engine:
                 agent = checked
         faults.point("engine.hooks_allowed")
         if agent is not None:
-            self._link_subagent(step, call, agent)
+            self._children.link_subagent(step, call, agent)
         run.in_flight.append(
             InFlight(
                 call_id=call.call_id or "",
@@ -816,7 +683,7 @@ class Engine:
         if agent is None:
             result = self._invoke(tool, arguments, self._holds.consent_for(call), call)
         else:
-            result = self._run_subagent(step, call, agent, str(arguments["task"]))
+            result = self._children.run_subagent(step, call, agent, str(arguments["task"]))
         faults.point("engine.tool_ran")
         self._tool_ran = True
         run.in_flight = [f for f in run.in_flight if f.call_id != call.call_id]
@@ -826,70 +693,6 @@ class Engine:
         if hooked.notes:
             result = replace(result, content=hooked.result_text(result.content))
         return result
-
-    def _child_stopped(self, child: Run, step: Step, where: str) -> NoReturn:
-        """A child run (a sub-workflow's or a subagent's) stopped before it completed: its
-        error becomes the parent's, and the parent stops with the child's status (a suspended
-        child's window too, so the parent waits for the same one)."""
-        if child.last_error is not None:
-            self.run.last_error = ErrorInfo(
-                type=child.last_error.type,
-                message=child.last_error.message,
-                at=child.last_error.at,
-                step=step.id,
-            )
-        raise RunEnds(child.status, f"in {where}: {child.reason or child.status}", child.until)
-
-    def _link_subagent(self, step: Step, call: Entry, agent: OfferedAgent) -> None:
-        """Record where the call's child run goes (saved with its start record), so a
-        resumed parent finds the child and never starts it again."""
-        runner = self.options.children
-        state = self.run.steps.setdefault(step.id, StepState())
-        call_id = call.call_id or ""
-        if runner is not None and call_id not in state.agents:
-            where = runner.agent_location(self.store.path, step.id, call_id)
-            # A step run again (rewound, changed) can repeat a call id (scripted and replayed
-            # replies do): the earlier call's child is set aside, never resumed for this one.
-            runner.set_aside(self.store.path, where)
-            state.agents[call_id] = AgentChild(agent=agent.name, child=where)
-
-    def _run_subagent(self, step: Step, call: Entry, agent: OfferedAgent, task: str) -> ToolResult:
-        """The call's child run, started or resumed until it stops; its final answer is the
-        result. A child that stopped stops the parent too, with the call still in flight, so
-        the next resume continues inside the child."""
-        runner = self.options.children
-        state = self.run.steps[step.id]
-        link = state.agents[call.call_id or ""]
-        if runner is None:  # the tool is offered only with a runner; a guard for callers
-            return ToolResult("error: subagents cannot run here.", is_error=True)
-        self._budgets.check_deadline()
-        faults.point("engine.subagent_started")
-        left = self._budgets.seconds_left()
-        self.reporter.notice(f"step {step.id}: runs the agent {agent.name} ({link.child})")
-        outcome = runner.run_agent(
-            AgentCall(
-                parent_path=self.store.path,
-                parent=self.run,
-                step=step,
-                call_id=call.call_id or "",
-                agent=agent.name,
-                agent_path=agent.path,
-                child=link.child,
-                task=task,
-                budget=self._budgets.left_for_child(link.usage),
-                timeout=left,
-                provider=self.provider,
-                options=self.options,
-            )
-        )
-        faults.point("engine.subagent_returned")
-        self._budgets.roll_up_subagent(state, link, outcome.run.usage)
-        child = outcome.run
-        if child.status != "completed" or outcome.output is None:
-            self._child_stopped(
-                child, step, f"the subagent {agent.name} called in step {step.id!r} ({link.child})"
-            )
-        return ToolResult(outcome.output)
 
     def _command_step_arguments(self, step: Step, call: Entry) -> dict[str, Any]:
         """What a command step's recorded call runs with: always the workflow's ``run:`` line.
@@ -901,7 +704,7 @@ class Engine:
             self.workflow,
             step,
             inputs=self.run.inputs,
-            step_outputs=self._step_outputs(),
+            step_outputs=step_outputs(self.workflow, self.run),
             editor=self.options.editor,
         )
         expected = json.dumps(values, sort_keys=True, ensure_ascii=False)
@@ -1027,23 +830,6 @@ class Engine:
                 text = f"{text.rstrip()}\n\n{extra}" if text.strip() else extra
         if text.strip():
             self._points.append([self._points.entry("system", text, None)])
-
-    def _step_outputs(self) -> dict[str, str]:
-        """``${step:id}`` values: a step's final answer, or for a command step its stdout."""
-        outputs: dict[str, str] = {}
-        for step_id, state in self.run.steps.items():
-            if state.status == "skipped":
-                # A note rather than "": the prompt that uses it says plainly what is missing.
-                outputs[step_id] = skipped_output(step_id)
-                continue
-            entry = self.run.entry(state.output_entry) if state.output_entry else None
-            if entry is not None:
-                source = self.workflow.step(step_id)
-                is_command = entry.role == "tool_result" and not (
-                    source is not None and source.kind == "workflow"
-                )
-                outputs[step_id] = command_output(entry.content) if is_command else entry.content
-        return outputs
 
 
 def tool_kind(tool: Tool | None) -> tuple[str | None, str | None]:
