@@ -221,6 +221,8 @@ class ModelCalls:
         return pinned_model(step, self.run) is not None
 
     def call(self, request: Request, *, pinned: bool = False) -> Reply:
+        """Send ``request`` with retries, trying the run's fallback models unless ``pinned``;
+        a quota window suspends the run, a time limit passed stops it ``timeout``."""
         from .providers.retry import RetryEvent, call_with_retry
 
         def on_retry(event: RetryEvent) -> None:
@@ -307,6 +309,7 @@ class ModelCalls:
         self.reporter.notice(f"the provider refused model `{model}`: {said}{then}.")
 
     def cost(self, reply: Reply) -> float:
+        """What ``reply`` cost in USD (0.0 for a model without a price)."""
         from .providers.pricing import cost_usd
 
         return cost_usd(reply.model or self._model, reply.usage, self._prices) or 0.0
