@@ -19,11 +19,10 @@ from __future__ import annotations
 __all__ = ["DEFAULT_MAX_SUSPENSIONS", "Engine", "EngineOptions"]
 
 import json
-import time
 from collections.abc import Mapping
 
 from .base import collector, faults
-from .base.clock import ms_since, now_iso
+from .base.clock import now_iso
 from .base.errors import (
     NeedsReviewError,
     ProviderError,
@@ -33,8 +32,6 @@ from .checkpoints import Checkpoints, FileSnapshots, begin_attempt, end_attempt,
 from .childruns import ChildRuns
 from .conversation import (
     MessageLog,
-    final_answer,
-    incomplete_why,
     step_entries,
     unanswered_calls,
 )
@@ -50,14 +47,11 @@ from .modelcalls import ModelCalls
 from .progress import ProgressStore
 from .progress.model import (
     Entry,
-    EntryMeta,
     Run,
     StepState,
-    Usage,
 )
-from .progress.seal import Key, mark_written_here, seal_calls
-from .providers import OFFLINE_PROVIDERS
-from .providers.base import Provider, Reply
+from .progress.seal import Key, mark_written_here
+from .providers.base import Provider
 from .providers.fallback import ModelChoices
 from .providers.givenprices import from_record
 from .runends import RunEnds
@@ -67,8 +61,9 @@ from .toolcalls import ToolCalls
 from .tools import TOOLS, offered_tool_names
 from .tools.base import Tool
 from .tools.subagent import SubagentTool, offer_changes, wants_subagents
+from .turns import Turns
 from .workflow import context_prompt, step_command_args, step_prompt
-from .workflow.model import IncompleteReply, Step, Workflow
+from .workflow.model import Step, Workflow
 from .workflow.skills import LOAD_TOOL, skills_block
 from .workflow.toolnames import SUBAGENT_TOOL, editor_only_line, is_editor_only
 
@@ -153,13 +148,21 @@ class Engine:
             self._budgets,
             self._toolcalls.specs,
         )
-        #: The replies this attempt received (entry ids): only those are judged whole or not.
-        self._fresh: set[int] = set()
-        #: Steps whose incomplete reply this attempt asked about again (``incomplete_reply``).
-        self._asked_again: set[str] = set()
-        #: A request in flight is noted in the owner record (for ``flow status``) only for
-        #: a provider that answers over the network: an offline one answers at once.
-        self._note_requests = provider.name not in OFFLINE_PROVIDERS
+        self._turns = Turns(
+            workflow,
+            run,
+            store,
+            provider,
+            options,
+            self._attempt,
+            self._points,
+            self._budgets,
+            self._calls,
+            self._toolcalls,
+            self._hooks,
+            self._key,
+            self._log,
+        )
 
     def _add_subagent_tool(self) -> None:
         """Offer the subagent tool when the workflow wants it and there is an agent to call:
@@ -314,33 +317,7 @@ class Engine:
             )
             self._complete_step(step, state, result)
             return
-
-        while True:
-            if unanswered_calls(run.transcript):
-                self._toolcalls.settle(step)
-                continue
-            answer = final_answer(run.transcript, step.id)
-            if answer is not None:
-                if answer.id in self._fresh and self._ask_again(step, answer):
-                    continue
-                self._complete_step(step, state, answer)
-                return
-            if step.max_turns is not None and state.turns >= step.max_turns:
-                last = next(
-                    (
-                        e
-                        for e in reversed(step_entries(run.transcript, step.id))
-                        if e.role == "assistant"
-                    ),
-                    None,
-                )
-                self.reporter.notice(
-                    f"step {step.id}: reached its limit of {step.max_turns} turns; "
-                    "its last reply is its output."
-                )
-                self._complete_step(step, state, last)
-                return
-            self._model_turn(step, state)
+        self._complete_step(step, state, self._turns.until_answered(step, state))
 
     def _human_step(self, step: Step, state: StepState, mine: list[Entry]) -> None:
         """A step a person answers in the file: ask once, then stop until the answer is there."""
@@ -428,107 +405,6 @@ class Engine:
         # Told once the step's end is durable: a watcher never sees an end a crash undoes.
         self.reporter.step_finished(step.id, "completed")
 
-    # --- model turns ----------------------------------------------------------------------
-
-    def _model_turn(self, step: Step, state: StepState) -> None:
-        run = self.run
-        self._budgets.check()
-        if self.options.resume_note:
-            self._points.append([self._points.entry("note", self.options.resume_note, step.id)])
-            self.options.resume_note = None
-        request = self._calls.fit_context(step, state, self._calls.turn_request(step))
-        self.reporter.model_call(step.id, state.turns + 1, request)
-        held = self._budgets.reserve_shared()
-        cost = 0.0
-        # A compaction made on the way (a summary call) adds its cost to the run's usage.
-        before = run.usage.cost_usd
-        began, self._calls.retries = time.monotonic(), 0
-        if self._note_requests:
-            self.store.note_request({"step": step.id, "turn": state.turns + 1, "since": now_iso()})
-        try:
-            request, reply = self._calls.call_compacting(step, state, request)
-            cost = self._calls.cost(reply)
-        finally:
-            if self._note_requests:
-                self.store.note_request(None)
-            if held is not None and self.options.shared_budget is not None:
-                spent = cost + max(run.usage.cost_usd - before, 0.0)
-                self.options.shared_budget.settle(held, spent)
-        faults.point("engine.model_replied")
-        self._calls.reported = (self._log.view.generation, len(request.messages), reply.usage)
-
-        usage = Usage(
-            input_tokens=reply.usage.input_tokens,
-            output_tokens=reply.usage.output_tokens,
-            cached_tokens=reply.usage.cached_tokens,
-            cost_usd=cost,
-            turns=1,
-        )
-        for total in (run.usage, state.usage, self._attempt.usage):
-            total.add(usage)
-        state.turns += 1
-
-        asked = request.model or self._models.current or self.run.config.model
-        ttft, tps = _speed(reply)
-        meta = EntryMeta(
-            ms=ms_since(began),
-            model=asked,
-            answered_by=reply.model if reply.model and reply.model != asked else None,
-            tokens=(usage.input_tokens, usage.output_tokens, usage.cached_tokens),
-            cost=round(cost, 6),
-            finish=reply.finish_reason or None,
-            retries=self._calls.retries or None,
-            ttft=ttft,
-            tps=tps,
-        )
-        entries = [self._points.entry("assistant", reply.content, step.id, meta=meta)]
-        for index, call in enumerate(reply.tool_calls):
-            call_id = call.id or f"call-{run.next_entry_id() + index}"
-            entries.append(
-                self._points.entry(
-                    "tool_call", call.arguments, step.id, call_id=call_id, tool=call.name
-                )
-            )
-        # A reply with tool calls is saved together with the first call's start record: one
-        # durable write instead of two, and still before the tool has any effect.
-        self._hooks.replied()
-        self._points.append(entries, durable=not reply.tool_calls)
-        self._fresh.add(entries[0].id)
-        if reply.tool_calls:
-            seal_calls(run, self._key, entries)
-        # A reply with tool calls is durable with its first call's start: told then.
-        self._points.when_saved(lambda: self.reporter.model_reply(step.id, usage, run.usage))
-
-    def _ask_again(self, step: Step, answer: Entry) -> bool:
-        """Judge a final reply this attempt received: one that is empty or cut off at the
-        token limit is said in the output and the attempt's notes, then, as the workflow's
-        ``incomplete_reply:`` says, kept (False), asked about once more (True: a new turn),
-        or the run stops for a person to look."""
-        why = incomplete_why(answer)
-        if why is None:
-            return False
-        said = f"step {step.id}: the model's reply (entry {answer.id}) {why}"
-        policy = self.workflow.incomplete_reply
-        if policy is IncompleteReply.WARN:
-            kept = f"{said}; the step completes with it (`${{step:{step.id}}}` is that reply)."
-            self._attempt.notes.append(kept)
-            self.reporter.notice(kept)
-            return False
-        if policy is IncompleteReply.RETRY and step.id not in self._asked_again:
-            self._asked_again.add(step.id)
-            self._attempt.notes.append(f"{said}; asked once more (incomplete_reply: retry).")
-            self.reporter.notice(f"{said}; asking once more (incomplete_reply: retry).")
-            shorter = " and shorter, so that it fits" if "cut off" in why else ""
-            again = f"Your reply {why}. Answer again, complete{shorter}."
-            self._points.append([self._points.entry("user", again, step.id)])
-            return True
-        raise RunEnds(
-            "failed",
-            f"{said} (incomplete_reply: {policy.value}); edit or remove that reply in the "
-            "progress file (removed, the model is asked again), or raise max_tokens, then "
-            "resume",
-        )
-
     # --- context compaction (see compaction.py) -------------------------------------------
 
     # --- budgets and time -----------------------------------------------------------------
@@ -545,14 +421,3 @@ class Engine:
                 text = f"{text.rstrip()}\n\n{extra}" if text.strip() else extra
         if text.strip():
             self._points.append([self._points.entry("system", text, None)])
-
-
-def _speed(reply: Reply) -> tuple[int | None, float | None]:
-    """A streamed reply's time to first token (ms) and output tokens per second (one
-    decimal), as its entry records them; (None, None) for a reply that did not stream."""
-    timing = reply.timing
-    if timing is None or timing.first_token is None:
-        return None, None
-    rate = timing.rate(reply.usage.output_tokens)
-    tps = None if rate is None else min(round(rate, 1), 999_999_999.9)
-    return max(0, round(timing.first_token * 1000)), tps

@@ -97,7 +97,7 @@ class ModelCalls:
         return Request(
             messages=latest_system(messages) if self._chained else messages,
             tools=self._specs(step),
-            model=part_model(step, self.run, self._model),
+            model=part_model(step, self.run, self.model),
             params=dict(self.run.config.params),
         )
 
@@ -120,7 +120,7 @@ class ModelCalls:
         from .compaction import window_for
 
         settings = self.workflow.compaction
-        window = window_for(settings, part_model(step, self.run, self._model))
+        window = window_for(settings, part_model(step, self.run, self.model))
         window = window or self._learned_window
         if not settings.enabled or window is None:
             return request
@@ -146,7 +146,7 @@ class ModelCalls:
 
             # The request did not fit: the window the server says (in its refusal, or asked
             # for now), else the one known, else the request's own size.
-            model = part_model(step, self.run, self._model)
+            model = part_model(step, self.run, self.model)
             said = self._window_said(error, model)
             if said is not None:
                 self._learned_window = said
@@ -192,7 +192,7 @@ class ModelCalls:
             window,
             call=self.call,
             cost=self.cost,
-            model=self._model,
+            model=self.model,
             params=self.run.config.params,
             step=step.id,
             redact=lambda text: self._points.redacted(text, "compaction"),
@@ -205,7 +205,7 @@ class ModelCalls:
         self._compactions.add(done, self._attempt.notes)
         done.entry.meta = EntryMeta(
             ms=ms_since(began),
-            model=self._model or self.run.config.model,
+            model=self.model or self.run.config.model,
             tokens=(done.usage.input_tokens, done.usage.output_tokens, done.usage.cached_tokens),
             cost=round(done.usage.cost_usd, 6),
         )
@@ -286,7 +286,7 @@ class ModelCalls:
         raise RunEnds("suspended", f"until {until}: {_short(error)}", until) from None
 
     @property
-    def _model(self) -> str | None:
+    def model(self) -> str | None:
         """The model requests go to now: the first of the run's models not refused."""
         return self._models.current
 
@@ -312,4 +312,4 @@ class ModelCalls:
         """What ``reply`` cost in USD (0.0 for a model without a price)."""
         from .providers.pricing import cost_usd
 
-        return cost_usd(reply.model or self._model, reply.usage, self._prices) or 0.0
+        return cost_usd(reply.model or self.model, reply.usage, self._prices) or 0.0
