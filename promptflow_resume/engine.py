@@ -12,13 +12,18 @@ after every event is enough to continue exactly where a process stopped::
 Every event that costs money or has effects is durable before the next one starts: the model
 reply, a tool call's start (before the tool runs), its result, each step boundary, each status
 change.
+
+``Engine`` sequences the steps and assembles the parts, each an object given what it uses:
+``turns`` (the turn loop), ``modelcalls`` (the request, retries, fallbacks, compaction),
+``toolcalls`` (each call of a reply), ``heldcalls`` (approvals), ``childruns`` (sub-workflows
+and subagents), ``budgets`` (time and cost limits), ``checkpoints`` (durable events, file
+snapshots), ``stepopenings`` (a step's first entries) and ``runsignals`` (SIGINT and kin).
 """
 
 from __future__ import annotations
 
 __all__ = ["DEFAULT_MAX_SUSPENSIONS", "Engine", "EngineOptions"]
 
-import json
 from collections.abc import Mapping
 
 from .base import collector, faults
@@ -39,7 +44,6 @@ from .engineoptions import (
     DEFAULT_MAX_SUSPENSIONS,
     EngineOptions,
 )
-from .handoffs import part_system
 from .heldcalls import HeldCalls
 from .hooks import RunHooks
 from .humananswers import ANSWER_MARK, ANSWER_PLACEHOLDER, awaiting_reason, human_answer
@@ -56,15 +60,16 @@ from .providers.fallback import ModelChoices
 from .providers.givenprices import from_record
 from .runends import RunEnds
 from .runsignals import Interrupted, force_exit, raise_interrupted
+from .stepopenings import opening_entries, record_context
 from .stepoutputs import step_outputs
 from .toolcalls import ToolCalls
 from .tools import TOOLS, offered_tool_names
 from .tools.base import Tool
 from .tools.subagent import SubagentTool, offer_changes, wants_subagents
 from .turns import Turns
-from .workflow import context_prompt, step_command_args, step_prompt
+from .workflow import step_prompt
 from .workflow.model import Step, Workflow
-from .workflow.skills import LOAD_TOOL, skills_block
+from .workflow.skills import LOAD_TOOL
 from .workflow.toolnames import SUBAGENT_TOOL, editor_only_line, is_editor_only
 
 
@@ -99,19 +104,7 @@ class Engine:
         self._models = ModelChoices(run.config.model_order())
         self._add_subagent_tool()
         self._log = MessageLog()
-        self._attempt.hooks = options.hooks.digests()
-        self._hooks = RunHooks(
-            options.hooks.commands,
-            run,
-            self._points.save,
-            options.workspace,
-            options.redactor,
-            notice=self.reporter.notice,
-            note=self._attempt.notes.append,
-            ran=self.reporter.hook_ran,
-            attempt=self._attempt.n,
-            key=self._key,
-        )
+        self._hooks = self._run_hooks()
         #: Prices given with ``--price``/``--prices``, as the run recorded them (5.4).
         self._prices = from_record(run.config.prices)
         self._holds = HeldCalls(run, options, self.tools, self._attempt, self._points)
@@ -121,12 +114,33 @@ class Engine:
         self._children = ChildRuns(
             workflow, run, store, provider, options, self._points, self._budgets, self._snapshots
         )
+        self._turns = self._turn_loop()
+
+    def _run_hooks(self) -> RunHooks:
+        """The hooks this attempt runs (``hooks.py``), their files' digests in its record."""
+        options = self.options
+        self._attempt.hooks = options.hooks.digests()
+        return RunHooks(
+            options.hooks.commands,
+            self.run,
+            self._points.save,
+            options.workspace,
+            options.redactor,
+            notice=self.reporter.notice,
+            note=self._attempt.notes.append,
+            ran=self.reporter.hook_ran,
+            attempt=self._attempt.n,
+            key=self._key,
+        )
+
+    def _turn_loop(self) -> Turns:
+        """The turn loop and the parts it drives: the tool calls and the model calls."""
         self._toolcalls = ToolCalls(
-            workflow,
-            run,
-            store,
+            self.workflow,
+            self.run,
+            self.store,
             self.tools,
-            options,
+            self.options,
             self._key,
             self._hooks,
             self._points,
@@ -136,10 +150,10 @@ class Engine:
             self._children,
         )
         self._calls = ModelCalls(
-            workflow,
-            run,
-            provider,
-            options,
+            self.workflow,
+            self.run,
+            self.provider,
+            self.options,
             self._attempt,
             self._points,
             self._models,
@@ -148,12 +162,12 @@ class Engine:
             self._budgets,
             self._toolcalls.specs,
         )
-        self._turns = Turns(
-            workflow,
-            run,
-            store,
-            provider,
-            options,
+        return Turns(
+            self.workflow,
+            self.run,
+            self.store,
+            self.provider,
+            self.options,
             self._attempt,
             self._points,
             self._budgets,
@@ -207,7 +221,7 @@ class Engine:
                 self.reporter.run_opened(run, self.store.path, self.options.redactor)
                 if self.options.snapshots:
                     self._snapshots.begin()
-                self._ensure_context()
+                record_context(self.workflow, run, self.options, self._points)
                 self._hooks.begin(initial_prompt=None)
                 for step in self.workflow.steps:
                     state = run.steps.setdefault(step.id, StepState())
@@ -299,7 +313,10 @@ class Engine:
             self._complete_step(step, state, self._children.workflow_result(step, state, mine))
             return
         if not mine:
-            opening = keep_times(self._opening_entries(step), run.dropped_prompt)
+            opening = keep_times(
+                opening_entries(self.workflow, run, step, self.options, self._points),
+                run.dropped_prompt,
+            )
             run.dropped_prompt = []
             self._hooks.expect_prompt(opening, run.next_entry_id())
             self._points.append(opening)
@@ -344,49 +361,6 @@ class Engine:
             raise RunEnds("awaiting_input", awaiting_reason(step.id))
         self._complete_step(step, state, entry)
 
-    def _opening_entries(self, step: Step) -> list[Entry]:
-        """The entries that start a step: its prompt, or for a command step the call itself."""
-        run = self.run
-        if step.kind == "command":
-            values = step_command_args(
-                self.workflow,
-                step,
-                inputs=run.inputs,
-                step_outputs=step_outputs(self.workflow, self.run),
-                editor=self.options.editor,
-            )
-            arguments = json.dumps(values, sort_keys=True, ensure_ascii=False)
-            return [
-                self._points.entry(
-                    "tool_call",
-                    arguments,
-                    step.id,
-                    call_id=f"{step.id}-command",
-                    tool=step.command,
-                )
-            ]
-        outputs = step_outputs(self.workflow, self.run)
-        text = step_prompt(
-            self.workflow,
-            step,
-            inputs=run.inputs,
-            step_outputs=outputs,
-            editor=self.options.editor,
-        )
-        opening = [self._points.entry("user", text, step.id)]
-        if step.system is not None:
-            # A handoff chain's part: its agent's instructions are the system text from here
-            # on, recorded with its prompt in one write (``handoffs.latest_system``).
-            system = part_system(
-                step,
-                inputs=run.inputs,
-                step_outputs=outputs,
-                editor=self.options.editor,
-                instructions=self.options.instructions,
-            )
-            opening.insert(0, self._points.entry("system", system, step.id))
-        return opening
-
     def _complete_step(self, step: Step, state: StepState, output: Entry | None) -> None:
         state.status = "completed"
         state.finished = now_iso()
@@ -404,20 +378,3 @@ class Engine:
             self._points.save()  # the last step: the run's own end folds right after
         # Told once the step's end is durable: a watcher never sees an end a crash undoes.
         self.reporter.step_finished(step.id, "completed")
-
-    # --- context compaction (see compaction.py) -------------------------------------------
-
-    # --- budgets and time -----------------------------------------------------------------
-
-    # --- bookkeeping ----------------------------------------------------------------------
-
-    def _ensure_context(self) -> None:
-        """Record the shared context as the first (system) entry of a new run."""
-        if self.run.transcript:
-            return
-        text = context_prompt(self.workflow, inputs=self.run.inputs, editor=self.options.editor)
-        for extra in (self.options.instructions, skills_block(self.options.skills)):
-            if extra:
-                text = f"{text.rstrip()}\n\n{extra}" if text.strip() else extra
-        if text.strip():
-            self._points.append([self._points.entry("system", text, None)])
