@@ -22,38 +22,22 @@ snapshots), ``stepopenings`` (a step's first entries) and ``runsignals`` (SIGINT
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_MAX_SUSPENSIONS", "Engine", "EngineOptions"]
-
 from collections.abc import Mapping
 
 from .base import collector, faults
 from .base.clock import now_iso
-from .base.errors import (
-    NeedsReviewError,
-    ProviderError,
-)
+from .base.errors import NeedsReviewError, ProviderError
 from .budgets import Budgets
 from .checkpoints import Checkpoints, FileSnapshots, begin_attempt, end_attempt, keep_times
 from .childruns import ChildRuns
-from .conversation import (
-    MessageLog,
-    step_entries,
-    unanswered_calls,
-)
-from .engineoptions import (
-    DEFAULT_MAX_SUSPENSIONS,
-    EngineOptions,
-)
+from .conversation import MessageLog, step_entries, unanswered_calls
+from .engineoptions import DEFAULT_MAX_SUSPENSIONS, EngineOptions
 from .heldcalls import HeldCalls
 from .hooks import RunHooks
 from .humananswers import ANSWER_MARK, ANSWER_PLACEHOLDER, awaiting_reason, human_answer
 from .modelcalls import ModelCalls
 from .progress import ProgressStore
-from .progress.model import (
-    Entry,
-    Run,
-    StepState,
-)
+from .progress.model import Entry, Run, StepState
 from .progress.seal import Key, mark_written_here
 from .providers.base import Provider
 from .providers.fallback import ModelChoices
@@ -71,6 +55,9 @@ from .workflow import step_prompt
 from .workflow.model import Step, Workflow
 from .workflow.skills import LOAD_TOOL
 from .workflow.toolnames import SUBAGENT_TOOL, editor_only_line, is_editor_only
+
+#: What other modules import from here (``EngineOptions`` lives in ``engineoptions``).
+__all__ = ["DEFAULT_MAX_SUSPENSIONS", "Engine", "EngineOptions"]
 
 
 class Engine:
