@@ -19,7 +19,7 @@ from .base.errors import NeedsReviewError
 from .budgets import Budgets
 from .checkpoints import Checkpoints, FileSnapshots
 from .conversation import step_entries
-from .engineoptions import WORKFLOW_TOOL, AgentCall, ChildCall, ChildRunner, EngineOptions
+from .engineoptions import AgentCall, ChildCall, ChildRunner, EngineOptions
 from .progress import ProgressStore
 from .progress.model import AgentChild, Entry, EntryMeta, ErrorInfo, Run, StepState
 from .providers.base import Provider
@@ -30,6 +30,9 @@ from .tools.subagent import OfferedAgent, SubagentTool
 from .workflow import step_workflow_inputs
 from .workflow.model import Step, Workflow
 from .workflow.toolnames import SUBAGENT_TOOL
+
+#: The tool name of a workflow step's call and result entries (docs/spec.md 4.10).
+WORKFLOW_TOOL = "workflow"
 
 
 class ChildRuns:

@@ -32,10 +32,6 @@ from .workflow.skillfile import Skill
 DEFAULT_MAX_SUSPENSIONS = 3
 
 
-#: The tool name of a workflow step's call and result entries (docs/spec.md 4.10).
-WORKFLOW_TOOL = "workflow"
-
-
 @dataclass
 class ChildCall:
     """What a workflow step asks of the sub-workflow runner: run or resume its child."""
