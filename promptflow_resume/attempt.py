@@ -138,7 +138,7 @@ def approval_lines(run: Run, path: Path) -> list[str]:
 def answer_location(path: Path) -> str:
     """``path:line`` of the answer placeholder of a run waiting for a person (in a child's
     file when the question was asked in a sub-workflow)."""
-    from .engine import ANSWER_PLACEHOLDER
+    from .humananswers import ANSWER_PLACEHOLDER
     from .subworkflows import question_at
 
     found = question_at(path)

@@ -26,7 +26,7 @@ from typing import Any
 
 from .base.clock import now_iso
 from .base.errors import InputError
-from .engine import ANSWER_PLACEHOLDER
+from .humananswers import ANSWER_PLACEHOLDER
 from .progress import ProgressStore
 from .progress.location import progress_file
 from .progress.model import Approval

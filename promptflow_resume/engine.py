@@ -12,309 +12,52 @@ after every event is enough to continue exactly where a process stopped::
 Every event that costs money or has effects is durable before the next one starts: the model
 reply, a tool call's start (before the tool runs), its result, each step boundary, each status
 change.
+
+``Engine`` sequences the steps and assembles the parts, each an object given what it uses:
+``turns`` (the turn loop), ``modelcalls`` (the request, retries, fallbacks, compaction),
+``toolcalls`` (each call of a reply), ``heldcalls`` (approvals), ``childruns`` (sub-workflows
+and subagents), ``budgets`` (time and cost limits), ``checkpoints`` (durable events, file
+snapshots), ``stepopenings`` (a step's first entries) and ``runsignals`` (SIGINT and kin).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import time
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from types import FrameType
-from typing import Any, NoReturn, Protocol
+from collections.abc import Mapping
 
 from .base import collector, faults
-from .base.clock import iso_at, now_iso, now_iso_ms
-from .base.clock import sleep as clock_sleep
-from .base.costledger import Reservation, SharedBudget
-from .base.errors import (
-    ContextLengthError,
-    DeadlineError,
-    FlowError,
-    GitError,
-    ModelUnavailableError,
-    NeedsReviewError,
-    ProviderError,
-    QuotaWindowError,
-    ToolServerError,
-)
-from .base.redact import Redactor
-from .base.stops import routed_to
-from .base.traceids import span_id, traceparent, tracing_on
-from .base.truststore import Verdict
-from .chat import ToolSpec
-from .compaction import CompactionTally
-from .conversation import (
-    MessageLog,
-    final_answer,
-    incomplete_why,
-    skipped_output,
-    step_entries,
-    unanswered_calls,
-)
-from .events import Reporter
-from .handoffs import is_chained, latest_system, part_model, part_system, pinned_model
-from .hooks import RunHooks, RunHookSet
+from .base.clock import now_iso
+from .base.errors import NeedsReviewError, ProviderError
+from .budgets import Budgets
+from .checkpoints import Checkpoints, FileSnapshots, begin_attempt, end_attempt, keep_times
+from .childruns import ChildRuns
+from .conversation import MessageLog, step_entries, unanswered_calls
+from .engineoptions import DEFAULT_MAX_SUSPENSIONS, EngineOptions
+from .heldcalls import HeldCalls
+from .hooks import RunHooks
+from .humananswers import ANSWER_MARK, ANSWER_PLACEHOLDER, awaiting_reason, human_answer
+from .modelcalls import ModelCalls
 from .progress import ProgressStore
-from .progress.diskio import read_text
-from .progress.entry import EntryMeta
-from .progress.model import (
-    AgentChild,
-    Approval,
-    Attempt,
-    Entry,
-    ErrorInfo,
-    InFlight,
-    RefusedModel,
-    Run,
-    StepState,
-    Usage,
-)
-from .progress.render import entries_phrase
-from .progress.seal import Key, mark_written_here, seal_calls, settle_call, unsealed_calls
-from .progress.sidecar import sidecar_extension
-from .providers import OFFLINE_PROVIDERS
-from .providers.base import Provider, Reply, ReplyUsage, Request
+from .progress.model import Entry, Run, StepState
+from .progress.seal import Key, mark_written_here
+from .providers.base import Provider
 from .providers.fallback import ModelChoices
 from .providers.givenprices import from_record
-from .runsnapshots import RunSnapshots
-from .snapshots import SnapshotRepo
+from .runends import RunEnds
+from .runsignals import Interrupted, force_exit, raise_interrupted
+from .stepopenings import opening_entries, record_context
+from .stepoutputs import step_outputs
+from .toolcalls import ToolCalls
 from .tools import TOOLS, offered_tool_names
-from .tools.approval import CONSENT_WHY, ApprovalPolicy, consent_hold, decider, granted
-from .tools.base import Tool, ToolContext, ToolResult
-from .tools.commands import CommandTool, command_output, stop_running_commands
-from .tools.consent import Asker, Consent
-from .tools.subagent import OfferedAgent, SubagentTool, offer_changes, wants_subagents
-from .workflow import context_prompt, step_command_args, step_prompt, step_workflow_inputs
-from .workflow.model import IncompleteReply, Step, Workflow
-from .workflow.skillfile import Skill
-from .workflow.skills import LOAD_TOOL, skills_block
+from .tools.base import Tool
+from .tools.subagent import SubagentTool, offer_changes, wants_subagents
+from .turns import Turns
+from .workflow import step_prompt
+from .workflow.model import Step, Workflow
+from .workflow.skills import LOAD_TOOL
 from .workflow.toolnames import SUBAGENT_TOOL, editor_only_line, is_editor_only
 
-#: How the model is told that a tool is not available (a hand-edited or hostile transcript).
-_UNKNOWN_TOOL = (
-    "error: the tool {name!r} is not available in this workflow; tools you may call here: {names}."
-)
-
-
-#: A human step's entry is its question, this mark, and the answer a person writes in place of
-#: the placeholder.
-ANSWER_MARK = "\n\nAnswer: "
-ANSWER_PLACEHOLDER = "WRITE YOUR ANSWER HERE, then run flow resume"
-
-
-#: How much of a provider's refusal of a model the attempt records.
-_REFUSAL_CHARS = 500
-#: How many quota-window suspensions a run may use unless ``--max-suspensions`` says
-#: (docs/spec.md 4.18): enough for a daily window or two, few enough that a run stuck on an
-#: exhausted quota stops asking.
-DEFAULT_MAX_SUSPENSIONS = 3
-
-
-def _short(error: Exception) -> str:
-    """The first line of an error's message, cut to fit a one-line ``reason``."""
-    text = str(error).splitlines()[0] if str(error) else type(error).__name__
-    return text if len(text) <= 200 else text[:199].rstrip() + "…"
-
-
-def awaiting_reason(step_id: str) -> str:
-    """The status reason of a run waiting for a person's answer."""
-    return f"step {step_id!r} waits for a person's answer, to be written in the progress file"
-
-
-def human_answer(content: str) -> str | None:
-    """The answer written into a human step's entry, or None while there is none."""
-    if ANSWER_PLACEHOLDER in content:
-        return None
-    _, mark, answer = content.rpartition(ANSWER_MARK.strip())
-    text = answer if mark else content
-    return text.strip() or None
-
-
-def answer_line(progress_path: Path) -> int | None:
-    """The 1-based line of the answer placeholder in a progress file's body, where a person
-    writes the answer a human step waits for; None when there is none (or no readable file)."""
-    try:
-        lines = read_text(progress_path).splitlines()
-    except FlowError:
-        return None
-    # Skip the front matter: the answer goes into the transcript entry in the body.
-    closing = next((i for i, line in enumerate(lines[1:], start=1) if line == "---"), 0)
-    for number, line in enumerate(lines[closing + 1 :], start=closing + 2):
-        if ANSWER_PLACEHOLDER in line:
-            return number
-    return None
-
-
-def _by(held: Approval) -> str:
-    """``by NAME on HOST`` of a decision."""
-    return f"by {held.by or 'someone'}" + (f" on {held.host}" if held.host else "")
-
-
-def _preview(arguments: str, limit: int = 200) -> str:
-    """The start of a call's arguments on one line, for the person who decides about it."""
-    flat = " ".join(arguments.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-class Interrupted(BaseException):
-    """Raised in the main thread by SIGINT, SIGTERM or SIGHUP (a BaseException, so that
-    ``except Exception`` in tool code cannot swallow it)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-#: The tool name of a workflow step's call and result entries (docs/spec.md 4.10).
-WORKFLOW_TOOL = "workflow"
-
-
-@dataclass
-class ChildCall:
-    """What a workflow step asks of the sub-workflow runner: run or resume its child."""
-
-    #: The parent's progress file and run, and the step that runs the child.
-    parent_path: Path
-    parent: Run
-    step: Step
-    #: The child's progress file, relative to the parent's folder (``steps.<id>.child``).
-    child: str
-    #: The child's input values, as recorded in the step's call entry.
-    inputs: dict[str, Any]
-    #: What is left of the parent's budget for this step (turns, tokens, cost), as limits.
-    budget: dict[str, Any]
-    #: Seconds left of this attempt's time limit, or None.
-    timeout: float | None
-    provider: Provider
-    options: EngineOptions
-
-
-@dataclass
-class AgentCall:
-    """What a subagent call asks of the runner: run or resume the called agent's child run."""
-
-    parent_path: Path
-    parent: Run
-    step: Step
-    #: The tool call's id: with the step, it fixes where the child's file goes.
-    call_id: str
-    #: The agent's name and its file, as this machine's agent folders offer it (never a path
-    #: from the progress file).
-    agent: str
-    agent_path: Path
-    #: The child's progress file, relative to the parent's folder (``steps.<id>.agents``).
-    child: str
-    task: str
-    #: What is left of the parent's budget for this call (turns, tokens, cost), as limits.
-    budget: dict[str, Any]
-    #: Seconds left of this attempt's time limit, or None.
-    timeout: float | None
-    provider: Provider
-    options: EngineOptions
-
-
-@dataclass
-class ChildResult:
-    """How a child run ended: the run itself and, once completed, its final output."""
-
-    run: Run
-    output: str | None
-
-
-class ChildRunner(Protocol):
-    """Runs sub-workflows for workflow steps (``subworkflows.SubworkflowRunner``)."""
-
-    def location(self, parent_path: Path, step_id: str) -> str:
-        """Where a step's child progress file goes, relative to the parent's folder."""
-        ...
-
-    def set_aside(self, parent_path: Path, child: str) -> None:
-        """Move an earlier child run of a step that starts again out of the way."""
-        ...
-
-    def run(self, call: ChildCall) -> ChildResult:
-        """Start the child, or resume it when its progress file exists; until it stops."""
-        ...
-
-    def agent_location(self, parent_path: Path, step_id: str, call_id: str) -> str:
-        """Where a subagent call's child progress file goes, relative to the parent's folder."""
-        ...
-
-    def agent_tool(self, workflow: Workflow, workspace: Path) -> Tool | None:
-        """The subagent tool for a run of ``workflow`` (None: no agent may be called)."""
-        ...
-
-    def run_agent(self, call: AgentCall) -> ChildResult:
-        """Start a subagent call's child, or resume it when its file exists; until it stops."""
-        ...
-
-
-class _RunEnds(Exception):
-    """Internal: end the run with a status and reason (budget, timeout, review, input), and
-    for ``suspended`` the moment the provider's window opens."""
-
-    def __init__(self, status: str, reason: str, until: str | None = None) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-        self.until = until
-
-
-@dataclass
-class EngineOptions:
-    """How a run executes: where tools work, time limits, the display, redaction."""
-
-    workspace: Path
-    reporter: Reporter = field(default_factory=Reporter)
-    redactor: Redactor = field(default_factory=Redactor.from_environment)
-    #: Wall-clock limit of this attempt in seconds (``--timeout``), on top of the budget's.
-    timeout: float | None = None
-    #: Editor variables (``${workspaceFolder}``, ``${file}``, …) for prompt text.
-    editor: Mapping[str, str] = field(default_factory=dict)
-    #: Notice given to the model before its next call (set when a run is resumed).
-    resume_note: str | None = None
-    #: Sleep used between provider retries (tests pass a recorder).
-    sleep: Callable[[float], None] = clock_sleep
-    #: Who allows model-chosen commands and fetches (None: nobody, they are refused).
-    consent: Consent | None = None
-    #: The workspace's custom instructions, added to the run's first (system) entry.
-    instructions: str = ""
-    #: The skills the model may load (``load_skill``), listed in the run's first entry.
-    skills: tuple[Skill, ...] = ()
-    #: Tools offered besides the workflow's own in steps without a ``tools`` list (MCP).
-    extra_tools: tuple[str, ...] = ()
-    #: A handoff chain's parts: per step id, the MCP tools its agent names (spec 4.13).
-    part_tools: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    #: Called with a step's id when the step completes (a run in a worktree commits there).
-    on_step_completed: Callable[[str], None] | None = None
-    #: Runs the sub-workflows of workflow steps (None: a workflow step cannot run here).
-    children: ChildRunner | None = None
-    #: The hooks files this attempt runs (``hooks.py``).
-    hooks: RunHookSet = field(default_factory=RunHookSet)
-    #: What the workspace brings that its trust left out (relative path, verdict): hooks
-    #: files, MCP configurations, agents; said once as the attempt begins (spec 10.9).
-    untrusted: tuple[tuple[str, Verdict], ...] = ()
-    #: Which tool calls wait for a person's yes (``approve:``, ``--approve``; spec 4.17).
-    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
-    #: Asks a person about one held call on a terminal (None: the run stops
-    #: ``awaiting_approval`` instead).
-    approval_ask: Asker | None = None
-    #: ``--on-consent stop``: without a terminal, a command or fetch that needs consent is
-    #: held for ``flow approve`` instead of refused (spec 4.17).
-    consent_stop: bool = False
-    #: How many quota-window suspensions the run may use in all (``--max-suspensions``).
-    max_suspensions: int = DEFAULT_MAX_SUSPENSIONS
-    #: A cost budget shared with runs in other processes (a batch's ``--max-cost``): every
-    #: model call holds a reservation on it (docs/spec.md 8.3).
-    shared_budget: SharedBudget | None = None
-    #: Snapshot the working tree after each call that can change files, in a git repository
-    #: (``--no-snapshots``: False; a sub-workflow's run: False, its parent's call has one).
-    snapshots: bool = True
+#: What other modules import from here (``EngineOptions`` lives in ``engineoptions``).
+__all__ = ["DEFAULT_MAX_SUSPENSIONS", "Engine", "EngineOptions"]
 
 
 class Engine:
@@ -341,31 +84,33 @@ class Engine:
         self.reporter = options.reporter
         #: This machine's key: it seals the run and each tool call recorded from a reply.
         self._key = Key.ensure()
-        self._deadline = self._compute_deadline()
-        #: Transient errors retried for the model call under way (its reply's ``retries``).
-        self._retries = 0
-        self._attempt = self._begin_attempt()
+        self._points = Checkpoints(run, store, options.redactor, self.reporter)
+        self._attempt = begin_attempt(run)
         #: The run's models in the order tried; every attempt starts from the first, so a
         #: model that has become available is used again (docs/spec.md 5.3).
         self._models = ModelChoices(run.config.model_order())
         self._add_subagent_tool()
-        #: Entries appended but not yet saved (a model reply waits for its first tool start).
-        self._unsaved: list[Entry] = []
-        #: Reporter calls waiting for the save that makes their fact durable.
-        self._untold: list[Callable[[], None]] = []
         self._log = MessageLog()
-        #: The last turn's view generation, message count and reported usage: the base of
-        #: the next request's size estimate (see ``_request_tokens``).
-        self._reported: tuple[int, int, ReplyUsage] | None = None
-        #: This attempt's compactions, summed in one attempt note (``flow log``).
-        self._compactions = CompactionTally()
-        #: A handoff chain: each part's system entry replaces the one before in requests.
-        self._chained = is_chained(workflow)
+        self._hooks = self._run_hooks()
+        #: Prices given with ``--price``/``--prices``, as the run recorded them (5.4).
+        self._prices = from_record(run.config.prices)
+        self._holds = HeldCalls(run, options, self.tools, self._attempt, self._points)
+        self._budgets = Budgets(run, options, self._attempt, self._log, self._models, self._prices)
+        #: The run's file snapshots (docs/spec.md 12).
+        self._snapshots = FileSnapshots(self._points, self._attempt, options.workspace)
+        self._children = ChildRuns(
+            workflow, run, store, provider, options, self._points, self._budgets, self._snapshots
+        )
+        self._turns = self._turn_loop()
+
+    def _run_hooks(self) -> RunHooks:
+        """The hooks this attempt runs (``hooks.py``), their files' digests in its record."""
+        options = self.options
         self._attempt.hooks = options.hooks.digests()
-        self._hooks = RunHooks(
+        return RunHooks(
             options.hooks.commands,
-            run,
-            self._save,
+            self.run,
+            self._points.save,
             options.workspace,
             options.redactor,
             notice=self.reporter.notice,
@@ -374,23 +119,51 @@ class Engine:
             attempt=self._attempt.n,
             key=self._key,
         )
-        #: Prices given with ``--price``/``--prices``, as the run recorded them (5.4).
-        self._prices = from_record(run.config.prices)
-        #: The run's file snapshots (None: off, or not in a git repository; docs/spec.md 12).
-        self._snaps: RunSnapshots | None = None
-        #: Set when a tool call's tool really ran (its result may have changed files).
-        self._tool_ran = False
-        #: The replies this attempt received (entry ids): only those are judged whole or not.
-        self._fresh: set[int] = set()
-        #: Steps whose incomplete reply this attempt asked about again (``incomplete_reply``).
-        self._asked_again: set[str] = set()
-        #: The context window the server said, once a request was refused as too long, and
-        #: whether the server was asked for it.
-        self._learned_window: int | None = None
-        self._asked_window = False
-        #: A request in flight is noted in the owner record (for ``flow status``) only for
-        #: a provider that answers over the network: an offline one answers at once.
-        self._note_requests = provider.name not in OFFLINE_PROVIDERS
+
+    def _turn_loop(self) -> Turns:
+        """The turn loop and the parts it drives: the tool calls and the model calls."""
+        self._toolcalls = ToolCalls(
+            self.workflow,
+            self.run,
+            self.store,
+            self.tools,
+            self.options,
+            self._key,
+            self._hooks,
+            self._points,
+            self._budgets,
+            self._holds,
+            self._snapshots,
+            self._children,
+        )
+        self._calls = ModelCalls(
+            self.workflow,
+            self.run,
+            self.provider,
+            self.options,
+            self._attempt,
+            self._points,
+            self._models,
+            self._log,
+            self._prices,
+            self._budgets,
+            self._toolcalls.specs,
+        )
+        return Turns(
+            self.workflow,
+            self.run,
+            self.store,
+            self.provider,
+            self.options,
+            self._attempt,
+            self._points,
+            self._budgets,
+            self._calls,
+            self._toolcalls,
+            self._hooks,
+            self._key,
+            self._log,
+        )
 
     def _add_subagent_tool(self) -> None:
         """Offer the subagent tool when the workflow wants it and there is an agent to call:
@@ -426,15 +199,16 @@ class Engine:
         self.reporter.run_started(run.usage)
         escaping: BaseException | None = None
         try:
-            with _signals_raise_interrupted(), collector.during_run():
+            with raise_interrupted(), collector.during_run():
                 self._notice_editor_only()
                 mark_written_here(run, self._key)
                 self._forget_settled_seals()
-                self._forget_settled_approvals()
-                self._set_status("running", None)
+                self._holds.forget_settled()
+                self._points.set_status("running", None)
                 self.reporter.run_opened(run, self.store.path, self.options.redactor)
-                self._begin_snapshots()
-                self._ensure_context()
+                if self.options.snapshots:
+                    self._snapshots.begin()
+                record_context(self.workflow, run, self.options, self._points)
                 self._hooks.begin(initial_prompt=None)
                 for step in self.workflow.steps:
                     state = run.steps.setdefault(step.id, StepState())
@@ -443,36 +217,38 @@ class Engine:
                     self._run_step(step, state)
                 run.cursor.step = None
                 run.cursor.index = run.cursor.total
-                self._set_status("completed", None)
-        except _RunEnds as ends:
-            self._set_status(ends.status, ends.reason, until=ends.until)
+                self._points.set_status("completed", None)
+        except RunEnds as ends:
+            self._points.set_status(ends.status, ends.reason, until=ends.until)
             if ends.until is not None:
                 self.reporter.suspended(ends.until, ends.reason)
         except Interrupted as intr:
-            self._set_status("interrupted", f"stopped by {intr}")
+            self._points.set_status("interrupted", f"stopped by {intr}")
         except ProviderError as error:
-            self._record_error(error, type(error).__name__)
-            self._set_status("failed", error.reason)
+            self._points.record_error(error, type(error).__name__)
+            self._points.set_status("failed", error.reason)
             self._hooks.error(error, "model_call")
         except NeedsReviewError as error:
-            self._record_error(error, type(error).__name__)
-            self._set_status("needs_review", error.message)
+            self._points.record_error(error, type(error).__name__)
+            self._points.set_status("needs_review", error.message)
         except Exception as error:
             # A user error met mid-run (a bad input value for a command step, ...) or a bug:
             # the run is checkpointed as failed, resumable once fixed, and the error goes on
             # to the caller, which reports it.
-            self._record_error(error, type(error).__name__)
-            self._set_status("failed", str(error).splitlines()[0][:200] if str(error) else None)
+            self._points.record_error(error, type(error).__name__)
+            self._points.set_status(
+                "failed", str(error).splitlines()[0][:200] if str(error) else None
+            )
             self._hooks.error(error, "system")
             escaping = error
             raise
         finally:
-            self._end_attempt()
+            end_attempt(self.run, self._attempt)
             # The fold must happen even when a second signal arrives: one exits at once
             # (the journal holds every event), also while the sessionEnd hooks run.
-            with _signals_force_exit():
+            with force_exit():
                 self._hooks.end(self.run.status)
-                self._fold()
+                self._points.fold()
             self.reporter.run_stopped(run, escaping)
             self.reporter.close()
         return run
@@ -484,18 +260,6 @@ class Engine:
         if seal is not None and seal.calls:
             waiting = {c.call_id for c in unanswered_calls(self.run.transcript)}
             seal.calls = {k: v for k, v in seal.calls.items() if k in waiting}
-
-    def _forget_settled_approvals(self) -> None:
-        """Drop the approval records of calls no longer waiting (answered by hand, settled by
-        reconcile, archived by a rewind): nothing is left to decide about them."""
-        waiting = {(c.call_id, c.id) for c in unanswered_calls(self.run.transcript)}
-        for held in list(self.run.approvals):
-            if (held.call_id, held.entry) not in waiting:
-                self.run.approvals.remove(held)
-                self._attempt.notes.append(
-                    f"call {held.call_id} ({held.tool}): no longer waits; its approval "
-                    f"record ({held.decision}) was dropped"
-                )
 
     def _notice_editor_only(self) -> None:
         """The Copilot tools that exist only in the editor, once per resumed attempt (a new
@@ -523,7 +287,7 @@ class Engine:
             state.status = "running"
             state.attempts += 1
             state.started = state.started or now_iso()
-            self._save()
+            self._points.save()
         self.reporter.step_started(
             step.id, step.title, step.index, len(self.workflow.steps), agent=step.agent
         )
@@ -533,17 +297,20 @@ class Engine:
             self._human_step(step, state, mine)
             return
         if step.kind == "workflow":
-            self._workflow_step(step, state, mine)
+            self._complete_step(step, state, self._children.workflow_result(step, state, mine))
             return
         if not mine:
-            opening = keep_times(self._opening_entries(step), run.dropped_prompt)
+            opening = keep_times(
+                opening_entries(self.workflow, run, step, self.options, self._points),
+                run.dropped_prompt,
+            )
             run.dropped_prompt = []
             self._hooks.expect_prompt(opening, run.next_entry_id())
-            self._append(opening)
+            self._points.append(opening)
             self._hooks.settle()
 
         if step.kind == "command":
-            self._settle_tool_calls(step)
+            self._toolcalls.settle(step)
             result = next(
                 (
                     e
@@ -554,33 +321,7 @@ class Engine:
             )
             self._complete_step(step, state, result)
             return
-
-        while True:
-            if unanswered_calls(run.transcript):
-                self._settle_tool_calls(step)
-                continue
-            answer = final_answer(run.transcript, step.id)
-            if answer is not None:
-                if answer.id in self._fresh and self._ask_again(step, answer):
-                    continue
-                self._complete_step(step, state, answer)
-                return
-            if step.max_turns is not None and state.turns >= step.max_turns:
-                last = next(
-                    (
-                        e
-                        for e in reversed(step_entries(run.transcript, step.id))
-                        if e.role == "assistant"
-                    ),
-                    None,
-                )
-                self.reporter.notice(
-                    f"step {step.id}: reached its limit of {step.max_turns} turns; "
-                    "its last reply is its output."
-                )
-                self._complete_step(step, state, last)
-                return
-            self._model_turn(step, state)
+        self._complete_step(step, state, self._turns.until_answered(step, state))
 
     def _human_step(self, step: Step, state: StepState, mine: list[Entry]) -> None:
         """A step a person answers in the file: ask once, then stop until the answer is there."""
@@ -589,202 +330,23 @@ class Engine:
                 self.workflow,
                 step,
                 inputs=self.run.inputs,
-                step_outputs=self._step_outputs(),
+                step_outputs=step_outputs(self.workflow, self.run),
                 editor=self.options.editor,
             )
-            self._append(
+            self._points.append(
                 [
-                    self._entry(
+                    self._points.entry(
                         "user", f"{question.rstrip()}{ANSWER_MARK}{ANSWER_PLACEHOLDER}", step.id
                     )
                 ]
             )
             self.reporter.question_asked(step.id, question.rstrip())
-            raise _RunEnds("awaiting_input", awaiting_reason(step.id))
+            raise RunEnds("awaiting_input", awaiting_reason(step.id))
         entry = mine[0]
         answer = human_answer(entry.content)
         if answer is None:
-            raise _RunEnds("awaiting_input", awaiting_reason(step.id))
+            raise RunEnds("awaiting_input", awaiting_reason(step.id))
         self._complete_step(step, state, entry)
-
-    def _workflow_step(self, step: Step, state: StepState, mine: list[Entry]) -> None:
-        """A step that runs another workflow as a child run; its final output is the step's.
-
-        The call entry and the child's location are durable before the child's file exists,
-        so a resumed parent always finds its child (or starts it); the child itself resumes at
-        message granularity like any run. Nothing of the child is re-run: a completed child is
-        only read back.
-        """
-        runner = self.options.children
-        if runner is None:
-            raise NeedsReviewError(
-                f"step {step.id!r} runs the workflow {step.workflow}, which this caller of the "
-                "engine does not support.",
-                hint="Run the workflow with `flow run` / `flow resume`.",
-            )
-        call_id = f"{step.id}-{WORKFLOW_TOOL}"
-        call = next((e for e in mine if e.role == "tool_call" and e.call_id == call_id), None)
-        if call is None:
-            # A budget already used up stops the run before the child exists.
-            self._check_budget(step)
-            values = step_workflow_inputs(
-                self.workflow,
-                step,
-                inputs=self.run.inputs,
-                step_outputs=self._step_outputs(),
-                editor=self.options.editor,
-            )
-            # A step that starts (again) begins a new child: an earlier one is set aside first.
-            location = runner.location(self.store.path, step.id)
-            runner.set_aside(self.store.path, location)
-            state.child = location
-            arguments = json.dumps(
-                {"workflow": step.workflow, "inputs": values},
-                sort_keys=True,
-                ensure_ascii=False,
-                default=str,
-            )
-            call = self._entry("tool_call", arguments, step.id, call_id=call_id, tool=WORKFLOW_TOOL)
-            self._append([call])
-        result = next(
-            (
-                e
-                for e in step_entries(self.run.transcript, step.id)
-                if e.role == "tool_result" and e.call_id == call_id
-            ),
-            None,
-        )
-        if result is None:
-            result = self._run_child(runner, step, state, call)
-        self._complete_step(step, state, result)
-
-    def _run_child(self, runner: ChildRunner, step: Step, state: StepState, call: Entry) -> Entry:
-        run = self.run
-        if state.child is None:  # removed by hand: the step's child goes where it always goes
-            state.child = runner.location(self.store.path, step.id)
-        try:
-            recorded = json.loads(call.content)
-            inputs = recorded["inputs"] if isinstance(recorded, dict) else None
-        except (ValueError, KeyError):
-            inputs = None
-        if not isinstance(inputs, dict):
-            inputs = step_workflow_inputs(
-                self.workflow,
-                step,
-                inputs=run.inputs,
-                step_outputs=self._step_outputs(),
-                editor=self.options.editor,
-            )
-        self._check_deadline()
-        began = time.monotonic()
-        faults.point("engine.child_started")
-        left = self._deadline - time.monotonic() if self._deadline is not None else None
-        self.reporter.notice(f"step {step.id}: runs the workflow {step.workflow} ({state.child})")
-        outcome = runner.run(
-            ChildCall(
-                parent_path=self.store.path,
-                parent=run,
-                step=step,
-                child=state.child,
-                inputs=inputs,
-                budget=self._budget_left(state.usage),
-                timeout=left,
-                provider=self.provider,
-                options=self.options,
-            )
-        )
-        faults.point("engine.child_returned")
-        self._roll_up(state, outcome.run.usage)
-        child = outcome.run
-        if child.status != "completed" or outcome.output is None:
-            self._child_stopped(
-                child, step, f"the sub-workflow of step {step.id!r} ({state.child})"
-            )
-        entry = self._entry(
-            "tool_result",
-            outcome.output,
-            step.id,
-            call_id=call.call_id,
-            tool=WORKFLOW_TOOL,
-            meta=EntryMeta(ms=_ms_since(began), kind="workflow"),
-        )
-        self._snapshot_due(call)
-        self._append([entry])
-        self._snapshot()
-        return entry
-
-    def _roll_up(self, state: StepState, child: Usage) -> None:
-        """The step's usage becomes the child's; the run's grows by what is new since."""
-        delta = Usage(
-            input_tokens=child.input_tokens - state.usage.input_tokens,
-            output_tokens=child.output_tokens - state.usage.output_tokens,
-            cached_tokens=child.cached_tokens - state.usage.cached_tokens,
-            cost_usd=round(child.cost_usd - state.usage.cost_usd, 6),
-            turns=child.turns - state.usage.turns,
-        )
-        for total in (self.run.usage, self._attempt.usage):
-            total.add(delta)
-        state.usage = Usage(**vars(child))
-        state.turns = child.turns
-
-    def _budget_left(self, own: Usage) -> dict[str, Any]:
-        """The parent's limits less what the rest of the run used (all but ``own``, what the
-        child has used and the run counts already): the child's ceiling."""
-        budget = self.run.config.budget
-        usage = self.run.usage
-        left: dict[str, Any] = {}
-        if budget.get("max_turns") is not None:
-            left["max_turns"] = int(budget["max_turns"]) - (usage.turns - own.turns)
-        if budget.get("max_tokens") is not None:
-            used = usage.total_tokens - own.total_tokens
-            left["max_tokens"] = int(budget["max_tokens"]) - used
-        if budget.get("max_cost_usd") is not None:
-            used_cost = usage.cost_usd - own.cost_usd
-            left["max_cost_usd"] = round(float(budget["max_cost_usd"]) - used_cost, 6)
-        return {k: max(v, 0) for k, v in left.items()}
-
-    def _opening_entries(self, step: Step) -> list[Entry]:
-        """The entries that start a step: its prompt, or for a command step the call itself."""
-        run = self.run
-        if step.kind == "command":
-            values = step_command_args(
-                self.workflow,
-                step,
-                inputs=run.inputs,
-                step_outputs=self._step_outputs(),
-                editor=self.options.editor,
-            )
-            arguments = json.dumps(values, sort_keys=True, ensure_ascii=False)
-            return [
-                self._entry(
-                    "tool_call",
-                    arguments,
-                    step.id,
-                    call_id=f"{step.id}-command",
-                    tool=step.command,
-                )
-            ]
-        outputs = self._step_outputs()
-        text = step_prompt(
-            self.workflow,
-            step,
-            inputs=run.inputs,
-            step_outputs=outputs,
-            editor=self.options.editor,
-        )
-        opening = [self._entry("user", text, step.id)]
-        if step.system is not None:
-            # A handoff chain's part: its agent's instructions are the system text from here
-            # on, recorded with its prompt in one write (``handoffs.latest_system``).
-            system = part_system(
-                step,
-                inputs=run.inputs,
-                step_outputs=outputs,
-                editor=self.options.editor,
-                instructions=self.options.instructions,
-            )
-            opening.insert(0, self._entry("system", system, step.id))
-        return opening
 
     def _complete_step(self, step: Step, state: StepState, output: Entry | None) -> None:
         state.status = "completed"
@@ -798,1138 +360,8 @@ class Engine:
             self.options.on_step_completed(step.id)
         faults.point("engine.step_completed")
         if following is not None:
-            self._fold()
+            self._points.fold()
         else:
-            self._save()  # the last step: the run's own end folds right after
+            self._points.save()  # the last step: the run's own end folds right after
         # Told once the step's end is durable: a watcher never sees an end a crash undoes.
         self.reporter.step_finished(step.id, "completed")
-
-    # --- model turns ----------------------------------------------------------------------
-
-    def _model_turn(self, step: Step, state: StepState) -> None:
-        run = self.run
-        self._check_budget(step)
-        if self.options.resume_note:
-            self._append([self._entry("note", self.options.resume_note, step.id)])
-            self.options.resume_note = None
-        request = self._fit_context(step, state, self._turn_request(step))
-        self.reporter.model_call(step.id, state.turns + 1, request)
-        held = self._reserve_shared()
-        cost = 0.0
-        # A compaction made on the way (a summary call) adds its cost to the run's usage.
-        before = run.usage.cost_usd
-        began, self._retries = time.monotonic(), 0
-        if self._note_requests:
-            self.store.note_request({"step": step.id, "turn": state.turns + 1, "since": now_iso()})
-        try:
-            request, reply = self._call_model_compacting(step, state, request)
-            cost = self._cost(reply)
-        finally:
-            if self._note_requests:
-                self.store.note_request(None)
-            if held is not None and self.options.shared_budget is not None:
-                spent = cost + max(run.usage.cost_usd - before, 0.0)
-                self.options.shared_budget.settle(held, spent)
-        faults.point("engine.model_replied")
-        self._reported = (self._log.view.generation, len(request.messages), reply.usage)
-
-        usage = Usage(
-            input_tokens=reply.usage.input_tokens,
-            output_tokens=reply.usage.output_tokens,
-            cached_tokens=reply.usage.cached_tokens,
-            cost_usd=cost,
-            turns=1,
-        )
-        for total in (run.usage, state.usage, self._attempt.usage):
-            total.add(usage)
-        state.turns += 1
-
-        asked = request.model or self._model or self.run.config.model
-        ttft, tps = _speed(reply)
-        meta = EntryMeta(
-            ms=_ms_since(began),
-            model=asked,
-            answered_by=reply.model if reply.model and reply.model != asked else None,
-            tokens=(usage.input_tokens, usage.output_tokens, usage.cached_tokens),
-            cost=round(cost, 6),
-            finish=reply.finish_reason or None,
-            retries=self._retries or None,
-            ttft=ttft,
-            tps=tps,
-        )
-        entries = [self._entry("assistant", reply.content, step.id, meta=meta)]
-        for index, call in enumerate(reply.tool_calls):
-            call_id = call.id or f"call-{run.next_entry_id() + index}"
-            entries.append(
-                self._entry("tool_call", call.arguments, step.id, call_id=call_id, tool=call.name)
-            )
-        # A reply with tool calls is saved together with the first call's start record: one
-        # durable write instead of two, and still before the tool has any effect.
-        self._hooks.replied()
-        self._append(entries, durable=not reply.tool_calls)
-        self._fresh.add(entries[0].id)
-        if reply.tool_calls:
-            seal_calls(run, self._key, entries)
-        # A reply with tool calls is durable with its first call's start: told then.
-        self._when_saved(lambda: self.reporter.model_reply(step.id, usage, run.usage))
-
-    def _ask_again(self, step: Step, answer: Entry) -> bool:
-        """Judge a final reply this attempt received: one that is empty or cut off at the
-        token limit is said in the output and the attempt's notes, then, as the workflow's
-        ``incomplete_reply:`` says, kept (False), asked about once more (True: a new turn),
-        or the run stops for a person to look."""
-        why = incomplete_why(answer)
-        if why is None:
-            return False
-        said = f"step {step.id}: the model's reply (entry {answer.id}) {why}"
-        policy = self.workflow.incomplete_reply
-        if policy is IncompleteReply.WARN:
-            kept = f"{said}; the step completes with it (`${{step:{step.id}}}` is that reply)."
-            self._attempt.notes.append(kept)
-            self.reporter.notice(kept)
-            return False
-        if policy is IncompleteReply.RETRY and step.id not in self._asked_again:
-            self._asked_again.add(step.id)
-            self._attempt.notes.append(f"{said}; asked once more (incomplete_reply: retry).")
-            self.reporter.notice(f"{said}; asking once more (incomplete_reply: retry).")
-            shorter = " and shorter, so that it fits" if "cut off" in why else ""
-            again = f"Your reply {why}. Answer again, complete{shorter}."
-            self._append([self._entry("user", again, step.id)])
-            return True
-        raise _RunEnds(
-            "failed",
-            f"{said} (incomplete_reply: {policy.value}); edit or remove that reply in the "
-            "progress file (removed, the model is asked again), or raise max_tokens, then "
-            "resume",
-        )
-
-    # --- context compaction (see compaction.py) -------------------------------------------
-
-    def _turn_request(self, step: Step) -> Request:
-        """The request for the step's next model turn, built from the transcript."""
-        messages = self._log.messages(self.run.transcript)
-        return Request(
-            messages=latest_system(messages) if self._chained else messages,
-            tools=self._tool_specs(step),
-            model=part_model(step, self.run, self._model),
-            params=dict(self.run.config.params),
-        )
-
-    def _request_tokens(self, request: Request) -> int:
-        """The request's size: the provider's count for the previous turn plus an estimate
-        of what was added since, or the estimate of the whole, whichever is larger."""
-        from .providers.context import estimate_tokens
-
-        whole = estimate_tokens(request)
-        reported = self._reported
-        if reported is None or reported[0] != self._log.view.generation:
-            return whole
-        _, count, usage = reported
-        added = Request(messages=request.messages[count:], model=request.model)
-        # The previous reply is among the added messages, so its output tokens are estimated.
-        return max(whole, usage.input_tokens + estimate_tokens(added))
-
-    def _fit_context(self, step: Step, state: StepState, request: Request) -> Request:
-        """Compact before a request that would pass the threshold of the context window."""
-        from .compaction import window_for
-
-        settings = self.workflow.compaction
-        window = window_for(settings, part_model(step, self.run, self._model))
-        window = window or self._learned_window
-        if not settings.enabled or window is None:
-            return request
-        # A few rounds at most: each covers what fits the summariser's own request.
-        for _ in range(8):
-            if self._request_tokens(request) <= settings.threshold * window:
-                break
-            if not self._compact(step, state, window):
-                break
-            request = self._turn_request(step)
-        return request
-
-    def _call_model_compacting(
-        self, step: Step, state: StepState, request: Request
-    ) -> tuple[Request, Reply]:
-        """Call the model; a context-length error compacts once and retries once."""
-        try:
-            return request, self._call_model(request, pinned=self._pinned(step))
-        except ProviderError as error:
-            if error.reason != "context_length_exceeded" or not self.workflow.compaction.enabled:
-                raise
-            from .compaction import window_for
-
-            # The request did not fit: the window the server says (in its refusal, or asked
-            # for now), else the one known, else the request's own size.
-            model = part_model(step, self.run, self._model)
-            said = self._window_said(error, model)
-            if said is not None:
-                self._learned_window = said
-            size = self._request_tokens(request)
-            known = said or window_for(self.workflow.compaction, model)
-            window = min(known, size) if known else size
-            self.reporter.notice(
-                f"step {step.id}: the provider refused the request as too long for the "
-                "model's context; compacting and trying once more."
-            )
-            if not self._compact(step, state, window):
-                raise
-            request = self._turn_request(step)
-            return request, self._call_model(request, pinned=self._pinned(step))
-
-    def _window_said(self, error: ProviderError, model: str | None) -> int | None:
-        """The context window a refusal names (llama.cpp's ``n_ctx``, vLLM's words), or the
-        one the server reports when asked (``/props``, ``/v1/models``); None otherwise."""
-        window = error.window if isinstance(error, ContextLengthError) else None
-        if window is None and not self._asked_window:
-            self._asked_window = True  # a server that says nothing is not asked again
-            ask = getattr(self.provider, "context_window", None)
-            window = ask(model) if callable(ask) else None
-        return window if isinstance(window, int) and window > 0 else None
-
-    def _compact(self, step: Step, state: StepState, window: int) -> bool:
-        """Summarise the oldest turns into one durable ``compaction`` entry; False when
-        nothing can be compacted."""
-        from .compaction import CompactionPlan, summarise
-
-        def announce(plan: CompactionPlan) -> None:
-            first, last = plan.covers
-            self.reporter.notice(
-                f"step {step.id}: compacting entries {first}-{last} (about {plan.tokens:,} "
-                "tokens) into a summary to fit the context window."
-            )
-
-        self._log.messages(self.run.transcript)  # brings the view up to date
-        began = time.monotonic()
-        done = summarise(
-            self._log.view,
-            self.workflow.compaction,
-            window,
-            call=self._call_model,
-            cost=self._cost,
-            model=self._model,
-            params=self.run.config.params,
-            step=step.id,
-            redact=lambda text: self._redacted(text, "compaction"),
-            announce=announce,
-        )
-        if done is None:
-            return False
-        for total in (self.run.usage, state.usage, self._attempt.usage):
-            total.add(done.usage)
-        self._compactions.add(done, self._attempt.notes)
-        done.entry.meta = EntryMeta(
-            ms=_ms_since(began),
-            model=self._model or self.run.config.model,
-            tokens=(done.usage.input_tokens, done.usage.output_tokens, done.usage.cached_tokens),
-            cost=round(done.usage.cost_usd, 6),
-        )
-        self._append([done.entry])
-        first, last = done.plan.covers
-        self.reporter.compacted(step.id, first, last, done.plan.tokens)
-        faults.point("compaction.recorded")
-        return True
-
-    def _pinned(self, step: Step) -> bool:
-        """True when the step's requests keep their one model (a part of a handoff chain with
-        its own model): the run's fallback models are not tried for it."""
-        return pinned_model(step, self.run) is not None
-
-    def _call_model(self, request: Request, *, pinned: bool = False) -> Reply:
-        from .providers.retry import RetryEvent, call_with_retry
-
-        def on_retry(event: RetryEvent) -> None:
-            # Provider messages can quote the key that was refused: redact before recording.
-            note = self._redacted(
-                f"retry {event.attempt} after {event.delay:.1f}s: {event.error.message}",
-                "attempt notes",
-            )
-            self._attempt.notes.append(note)
-            self._retries += 1
-            self.reporter.retry(event.attempt, event.delay, event.error.message)
-
-        def send(to_model: Request) -> Reply:
-            return call_with_retry(
-                self.provider,
-                to_model,
-                self.workflow.retry,
-                on_text=self.reporter.text,
-                on_retry=on_retry,
-                sleep=self.options.sleep,
-                deadline=self._deadline,
-            )
-
-        try:
-            if pinned:
-                return send(request)
-            reply = self._models.call(request, send, on_refused=self._model_refused)
-        except QuotaWindowError as error:
-            self._suspend(error)
-        except ProviderError as error:
-            # DeadlineError: retry.call_with_retry refused a wait that would pass the limit.
-            deadline_hit = self._deadline is not None and time.monotonic() >= self._deadline
-            if deadline_hit or isinstance(error, DeadlineError):
-                raise _RunEnds("timeout", self._timeout_reason()) from None
-            raise
-        if self._models.has_fallbacks:
-            self._attempt.model = self._models.current
-        return reply
-
-    def _suspend(self, error: QuotaWindowError) -> NoReturn:
-        """Stop the run ``suspended`` until the provider's window opens, or fail it when the
-        run has used its ``max_suspensions`` (docs/spec.md 4.18). The refused request was not
-        answered, so the resume sends it; nothing answered is sent again."""
-        used = sum(1 for a in self.run.attempts if a.until is not None)
-        limit = self.options.max_suspensions
-        until = iso_at(error.until)
-        if used >= limit:
-            raise ProviderError(
-                f"{error.message.rstrip('.')}; the run has already been suspended {used} "
-                f"time{'s' if used != 1 else ''}, the most --max-suspensions allows ({limit}).",
-                status_code=error.status_code,
-                reason="max_suspensions",
-                hint=f"The window opens at {until}: resume then with a larger "
-                "--max-suspensions, or raise the provider's limits.",
-            ) from error
-        self._attempt.until = until
-        note = self._redacted(f"suspended until {until}: {error.message}", "attempt notes")
-        self._attempt.notes.append(note)
-        raise _RunEnds("suspended", f"until {until}: {_short(error)}", until) from None
-
-    @property
-    def _model(self) -> str | None:
-        """The model requests go to now: the first of the run's models not refused."""
-        return self._models.current
-
-    def _model_refused(self, model: str, error: ModelUnavailableError) -> None:
-        """Record a refused model in the attempt (the provider's words, redacted) and say
-        which model the request goes to next; nothing was spent on the refused request."""
-        message = self._redacted(error.message, "attempt refused models")
-        if len(message) > _REFUSAL_CHARS:
-            # An error page in place of an API error must not swell the front matter.
-            message = message[:_REFUSAL_CHARS].rstrip() + " …"
-        self._attempt.refused.append(RefusedModel(model=model, message=message))
-        # The refusal is saved now: a crash before the next reply still shows it.
-        self._save()
-        faults.point("engine.model_refused")
-        models = self._models.models
-        following = models.index(model) + 1 if model in models else len(models)
-        said = message.rstrip().rstrip(".")
-        then = f"; trying `{models[following]}`" if following < len(models) else ""
-        self.reporter.model_refused(model, message)
-        self.reporter.notice(f"the provider refused model `{model}`: {said}{then}.")
-
-    def _cost(self, reply: Reply) -> float:
-        from .providers.pricing import cost_usd
-
-        return cost_usd(reply.model or self._model, reply.usage, self._prices) or 0.0
-
-    def _tool_specs(self, step: Step) -> tuple[ToolSpec, ...]:
-        return tuple(self.tools[name].spec for name in self._offered(step) if name in self.tools)
-
-    def _offered(self, step: Step) -> tuple[str, ...]:
-        """Tools the model may call in ``step``: its own list, else the workflow's ``tools``
-        and the MCP tools they name."""
-        names = offered_tool_names(self.workflow, step)
-        if step.tools is None and self.options.extra_tools:
-            names += tuple(n for n in self.options.extra_tools if n not in names)
-        names += tuple(n for n in self.options.part_tools.get(step.id, ()) if n not in names)
-        if LOAD_TOOL not in names and any(s.model_invocable for s in self.options.skills):
-            # Every step may load a skill, whatever its own tool list says (spec 1.11).
-            names += (LOAD_TOOL,)
-        agent = self.workflow.agent
-        if SUBAGENT_TOOL in self.tools and SUBAGENT_TOOL not in names and agent and agent.agents:
-            names += (SUBAGENT_TOOL,)  # an agent's `agents:` list asks for the tool by itself
-        return names
-
-    # --- tool calls -----------------------------------------------------------------------
-
-    def _settle_tool_calls(self, step: Step) -> None:
-        """Run every unanswered tool call of the last reply, recording start and result.
-
-        When the approval policy holds any of them, none of the reply's calls runs until
-        every held one is decided: the results stay in the order the model asked for them."""
-        calls = unanswered_calls(self.run.transcript)
-        if step.kind != "command":
-            self._hold_for_approval(step, calls)
-        for call in calls:
-            self._run_tool(step, call)
-
-    def _hold_for_approval(self, step: Step, calls: list[Entry]) -> None:
-        """Record a pending approval for each call the policy holds; ask on a terminal, else
-        stop ``awaiting_approval`` while any is undecided (docs/spec.md 4.17)."""
-        policy = self.options.approval
-        consent = self.options.consent
-        stop = self.options.consent_stop and (consent is None or consent.ask is None)
-        if not policy and not stop:
-            return
-        for call in calls:
-            tool = self.tools.get(call.tool or "")
-            server = (getattr(tool, "server_ref", None) or {}).get("name")
-            why = policy.why(call.tool or "", server=server)
-            if why is None and stop:
-                why = consent_hold(call.tool or "", call.content, consent)
-            if why is None or self._approval(call) is not None:
-                continue
-            self.run.approvals.append(
-                Approval(
-                    call_id=call.call_id or "",
-                    tool=call.tool or "",
-                    step=step.id,
-                    entry=call.id,
-                    preview=_preview(call.content),
-                    why=why,
-                )
-            )
-        pending = [a for a in self.run.approvals if a.decision == "pending"]
-        ask = self.options.approval_ask
-        if pending and ask is not None:
-            who, host = decider()
-            for held in pending:
-                answer = ask(
-                    f"Run {held.tool} ({held.why}) with {held.preview}? "
-                    "[y]es / [n]o (the model is told it was denied) "
-                )
-                held.decision = "denied" if answer == "no" else "approved"
-                held.by, held.at, held.host = who, now_iso(), host
-                if held.decision == "denied":
-                    held.reason = "denied on the terminal"
-            pending = []
-        if pending:
-            self._save()
-            self.reporter.approval_needed(pending)
-            ids = ", ".join(a.call_id for a in pending)
-            raise _RunEnds(
-                "awaiting_approval",
-                f"{len(pending)} tool call(s) of step {step.id!r} wait for a person's "
-                f"approval: {ids}",
-            )
-
-    def _approval(self, call: Entry) -> Approval | None:
-        """The approval record of a recorded call, if it has one."""
-        return next(
-            (a for a in self.run.approvals if a.call_id == call.call_id and a.entry == call.id),
-            None,
-        )
-
-    def _decided(self, call: Entry) -> ToolResult | None:
-        """A denied call's result (the person's reason); None when it may run."""
-        held = self._approval(call)
-        if held is None or held.decision != "denied":
-            return None
-        reason = f": {held.reason}" if held.reason else "."
-        return ToolResult(f"error: a person denied this call ({_by(held)}){reason}", is_error=True)
-
-    def _consent_for(self, call: Entry) -> Consent | None:
-        """The consent a call runs under: for an approved call held for consent, that call's
-        command or host is granted too."""
-        held = self._approval(call)
-        consent = self.options.consent
-        if held is None or held.decision != "approved" or not held.why.startswith(CONSENT_WHY):
-            return consent
-        return granted(consent, call.tool or "", call.content)
-
-    def _forget_approval(self, call: Entry) -> None:
-        """A decided call's result is recorded: its record leaves ``approvals:`` (kept until
-        now, so a call re-run after a crash is not asked about again) and the decision stays
-        in the attempt's history."""
-        held = self._approval(call)
-        if held is None:
-            return
-        self.run.approvals.remove(held)
-        at = f" at {held.at}" if held.at else ""
-        reason = f": {held.reason}" if held.reason else ""
-        self._attempt.notes.append(
-            f"call {held.call_id} ({held.tool}) {held.decision} {_by(held)}{at}{reason}"
-        )
-
-    def _run_tool(self, step: Step, call: Entry) -> None:
-        run = self.run
-        name = call.tool or ""
-        # A command step runs its workflow's command only (raises when the file says otherwise).
-        command_args = self._command_step_arguments(step, call) if step.kind == "command" else None
-        allowed = step.kind == "command" or name in self._offered(step)
-        tool = self.tools.get(name) if allowed else None
-        self._keep_subagent_child(step, call, tool)
-        if tool is None:
-            self.reporter.notice(
-                f"entry {call.id} calls the tool {name!r}, which step {step.id} does not offer; "
-                "it was not run, and the model is told so."
-            )
-        if any(f.call_id == call.call_id for f in run.in_flight):
-            # Reconcile decides about calls that were in flight when the run stopped; reaching
-            # one here means it was neither cleared nor answered.
-            raise NeedsReviewError(
-                f"tool call {call.call_id} ({name}) was started before the run stopped and its "
-                "result was not recorded.",
-                hint="Resume with --rerun-unsafe to run it again, "
-                "or write its result into the file.",
-            )
-        if tool is not None and step.kind != "command" and unsealed_calls(run, self._key, [call]):
-            # Reconcile holds such calls before a resume starts; this is the last guard.
-            raise NeedsReviewError(
-                f"tool call {call.call_id} ({name}) in entry {call.id} was not recorded by flow "
-                "on this machine as it reads now, so it was not run.",
-                hint="Check it, then resume with --trust-calls or --deny-calls.",
-            )
-        denied = self._decided(call) if step.kind != "command" else None
-        began = time.monotonic()
-        if tool is None:
-            names = ", ".join(sorted(self._offered(step))) or "none"
-            result = ToolResult(_UNKNOWN_TOOL.format(name=name, names=names), is_error=True)
-        elif denied is not None:
-            result = denied
-        else:
-            self._check_deadline()
-            try:
-                if command_args is not None:
-                    arguments = command_args
-                else:
-                    arguments = json.loads(call.content or "{}")
-                if not isinstance(arguments, dict):
-                    raise ValueError("arguments must be a JSON object")
-            except (ValueError, RecursionError) as error:
-                result = ToolResult(f"error: invalid tool arguments: {error}", is_error=True)
-            else:
-                result = self._tool_effect(step, call, tool, arguments)
-        entry = self._result_entry(step, call, result)
-        kind, server = tool_kind(tool)
-        entry.meta = EntryMeta(ms=_ms_since(began), kind=kind, server=server)
-        settle_call(run, call.call_id)
-        self._hooks.tool_done(call, run.next_entry_id())
-        self._forget_approval(call)
-        snapshot = self._tool_ran and not getattr(tool, "read_only", False)
-        self._tool_ran = False
-        if snapshot:
-            self._snapshot_due(call)
-        self._append([entry])
-        faults.point("engine.tool_result_recorded")
-        if snapshot:
-            self._snapshot()
-        first_line = entry.content.strip().splitlines()[0] if entry.content.strip() else ""
-        # Whole (within reason): the display fits it to its width at a word boundary.
-        self.reporter.tool_finished(name, entry.is_error, first_line[:1000], call.call_id or "")
-        self._hooks.settle()
-
-    def _keep_subagent_child(self, step: Step, call: Entry, tool: Tool | None) -> None:
-        """A subagent call that has a child run is answered by that child or not at all: when
-        the agent it names is not offered here now, the run stops for review instead of
-        giving the call an error and leaving the child's work behind."""
-        state = self.run.steps.get(step.id)
-        link = state.agents.get(call.call_id or "") if state is not None else None
-        if link is None or call.tool != SUBAGENT_TOOL:
-            return
-        if isinstance(tool, SubagentTool):
-            try:
-                arguments = json.loads(call.content or "{}")
-            except (ValueError, RecursionError):
-                arguments = None
-            if isinstance(arguments, dict) and isinstance(tool.check(arguments), OfferedAgent):
-                return
-        raise NeedsReviewError(
-            f"tool call {call.call_id} of step {step.id!r} has a subagent run ({link.child}, "
-            f"agent {link.agent}), but the agent its arguments name is not offered here now "
-            "(subagents come from the --agents folders, the workspace's and the user's agent "
-            "folders); nothing was run.",
-            hint="Resume with the --agents DIR the run started with, or restore the agent file.",
-        )
-
-    def _tool_effect(
-        self, step: Step, call: Entry, tool: Tool, arguments: dict[str, Any]
-    ) -> ToolResult:
-        """Run one tool call: its ``preToolUse`` hooks (a denial is the call's result and
-        nothing runs), its start durable, the tool, then its in-flight record cleared; a
-        subagent call runs its agent as a child run (``_run_subagent``)."""
-        run = self.run
-        name = call.tool or ""
-        agent: OfferedAgent | None = None
-        if isinstance(tool, SubagentTool):
-            checked = tool.check(arguments)
-            if isinstance(checked, ToolResult):
-                return checked  # an agent not offered here is never run
-            agent = checked
-        hooked = self._hooks.pre_tool(call)
-        if hooked.denied is not None:
-            return ToolResult(hooked.denied, is_error=True)
-        if hooked.arguments is not None:
-            # A hook's `updatedInput`/`modifiedArgs`: the call runs with them, and its result
-            # says so (the model's call stays as it sent it).
-            arguments = hooked.arguments
-            if isinstance(tool, SubagentTool):
-                checked = tool.check(arguments)
-                if isinstance(checked, ToolResult):
-                    return checked
-                agent = checked
-        faults.point("engine.hooks_allowed")
-        if agent is not None:
-            self._link_subagent(step, call, agent)
-        run.in_flight.append(
-            InFlight(
-                call_id=call.call_id or "",
-                tool=name,
-                step=step.id,
-                entry=call.id,
-                started=now_iso(),
-                idempotent=tool.idempotent,
-                expect=self._expectation(tool, arguments),
-                server=getattr(tool, "server_ref", None),
-            )
-        )
-        if step.kind != "command":
-            # The start record is sealed with the call: resume decides by it.
-            seal_calls(run, self._key, [call])
-        faults.point("engine.before_tool_start_record")
-        self._save()  # the intent is durable before the tool runs
-        faults.point("engine.tool_start_recorded")
-        self.reporter.tool_started(name, call.content, call.call_id or "")
-        if agent is None:
-            result = self._invoke(tool, arguments, self._consent_for(call), call)
-        else:
-            result = self._run_subagent(step, call, agent, str(arguments["task"]))
-        faults.point("engine.tool_ran")
-        self._tool_ran = True
-        run.in_flight = [f for f in run.in_flight if f.call_id != call.call_id]
-        if step.kind != "command":
-            # Without its start record until the result is saved, as before it started.
-            seal_calls(run, self._key, [call])
-        if hooked.notes:
-            result = replace(result, content=hooked.result_text(result.content))
-        return result
-
-    def _begin_snapshots(self) -> None:
-        """In a git repository: the run's base snapshot, and those a crash left due (taken
-        now, marked late); outside one, say once that files are not snapshotted."""
-        if not self.options.snapshots:
-            return
-        repo = SnapshotRepo.find(self.options.workspace, self.run.run_id, self.store.path)
-        if repo is None:
-            if self.run.snapshots is None and len(self.run.attempts) <= 1:
-                self.reporter.notice(
-                    "the workspace is not in a git repository: the files the run changes are "
-                    "not snapshotted (rewind and fork move the conversation only)."
-                )
-            return
-        try:
-            snaps = RunSnapshots(repo, self.run, self.store.path)
-            late = snaps.begin()
-        except GitError as error:
-            self.reporter.notice(f"file snapshots are off for this attempt: {error.message}")
-            return
-        self._snaps = snaps
-        if snaps.elsewhere:
-            note = (
-                "the run's earlier file snapshots are not in this repository (another clone, "
-                "or flow clean): snapshots start again here; rewind and fork to an earlier "
-                "point move the conversation only (--no-files)"
-            )
-            self.reporter.notice(note)
-            self._attempt.notes.append(note)
-        if late:
-            self._attempt.notes.append(
-                f"snapshot of {entries_phrase(late)} taken late (the run stopped between the "
-                "call and its snapshot)"
-            )
-        self._save()
-
-    def _snapshot_due(self, call: Entry) -> None:
-        """Mark the snapshot of the result about to be appended as due (same event)."""
-        if self._snaps is not None:
-            self._snaps.due(self.run.next_entry_id(), call.call_id)
-
-    def _snapshot(self) -> None:
-        """Take the due snapshot and record it (one more durable event)."""
-        if self._snaps is None:
-            return
-        faults.point("engine.before_snapshot")
-        try:
-            self._snaps.settle()
-        except GitError as error:
-            self.reporter.notice(f"file snapshots are off for this attempt: {error.message}")
-            self._snaps = None
-            return
-        self._save()
-
-    def _child_stopped(self, child: Run, step: Step, where: str) -> NoReturn:
-        """A child run (a sub-workflow's or a subagent's) stopped before it completed: its
-        error becomes the parent's, and the parent stops with the child's status (a suspended
-        child's window too, so the parent waits for the same one)."""
-        if child.last_error is not None:
-            self.run.last_error = ErrorInfo(
-                type=child.last_error.type,
-                message=child.last_error.message,
-                at=child.last_error.at,
-                step=step.id,
-            )
-        raise _RunEnds(child.status, f"in {where}: {child.reason or child.status}", child.until)
-
-    def _link_subagent(self, step: Step, call: Entry, agent: OfferedAgent) -> None:
-        """Record where the call's child run goes (saved with its start record), so a
-        resumed parent finds the child and never starts it again."""
-        runner = self.options.children
-        state = self.run.steps.setdefault(step.id, StepState())
-        call_id = call.call_id or ""
-        if runner is not None and call_id not in state.agents:
-            where = runner.agent_location(self.store.path, step.id, call_id)
-            # A step run again (rewound, changed) can repeat a call id (scripted and replayed
-            # replies do): the earlier call's child is set aside, never resumed for this one.
-            runner.set_aside(self.store.path, where)
-            state.agents[call_id] = AgentChild(agent=agent.name, child=where)
-
-    def _run_subagent(self, step: Step, call: Entry, agent: OfferedAgent, task: str) -> ToolResult:
-        """The call's child run, started or resumed until it stops; its final answer is the
-        result. A child that stopped stops the parent too, with the call still in flight, so
-        the next resume continues inside the child."""
-        runner = self.options.children
-        state = self.run.steps[step.id]
-        link = state.agents[call.call_id or ""]
-        if runner is None:  # the tool is offered only with a runner; a guard for callers
-            return ToolResult("error: subagents cannot run here.", is_error=True)
-        self._check_deadline()
-        faults.point("engine.subagent_started")
-        left = self._deadline - time.monotonic() if self._deadline is not None else None
-        self.reporter.notice(f"step {step.id}: runs the agent {agent.name} ({link.child})")
-        outcome = runner.run_agent(
-            AgentCall(
-                parent_path=self.store.path,
-                parent=self.run,
-                step=step,
-                call_id=call.call_id or "",
-                agent=agent.name,
-                agent_path=agent.path,
-                child=link.child,
-                task=task,
-                budget=self._budget_left(link.usage),
-                timeout=left,
-                provider=self.provider,
-                options=self.options,
-            )
-        )
-        faults.point("engine.subagent_returned")
-        self._roll_up_subagent(state, link, outcome.run.usage)
-        child = outcome.run
-        if child.status != "completed" or outcome.output is None:
-            self._child_stopped(
-                child, step, f"the subagent {agent.name} called in step {step.id!r} ({link.child})"
-            )
-        return ToolResult(outcome.output)
-
-    def _roll_up_subagent(self, state: StepState, link: AgentChild, child: Usage) -> None:
-        """Add what the child used since the last roll-up to the step, the run and the
-        attempt; the link remembers it, so a child resumed later is counted once."""
-        delta = Usage(
-            input_tokens=child.input_tokens - link.usage.input_tokens,
-            output_tokens=child.output_tokens - link.usage.output_tokens,
-            cached_tokens=child.cached_tokens - link.usage.cached_tokens,
-            cost_usd=round(child.cost_usd - link.usage.cost_usd, 6),
-            turns=child.turns - link.usage.turns,
-        )
-        for total in (self.run.usage, state.usage, self._attempt.usage):
-            total.add(delta)
-        link.usage = Usage(**vars(child))
-
-    def _command_step_arguments(self, step: Step, call: Entry) -> dict[str, Any]:
-        """What a command step's recorded call runs with: always the workflow's ``run:`` line.
-
-        The call was recorded from that line; one that names another command or other
-        arguments was changed in the file, and a progress file must not decide what runs.
-        """
-        values = step_command_args(
-            self.workflow,
-            step,
-            inputs=self.run.inputs,
-            step_outputs=self._step_outputs(),
-            editor=self.options.editor,
-        )
-        expected = json.dumps(values, sort_keys=True, ensure_ascii=False)
-        recorded = call.content
-        if call.tool != step.command or recorded not in (
-            expected,
-            self.options.redactor.redact(expected)[0],
-        ):
-            raise NeedsReviewError(
-                f"command step {step.id!r} runs `{step.command}` with the arguments of its "
-                f"`run:` line ({expected}), but its recorded call (entry {call.id}) is "
-                f"`{call.tool}` with {recorded[:200]}: the progress file does not match the "
-                "workflow, so nothing was run.",
-                hint=(
-                    "Restore that entry from version control, or set the step back to pending "
-                    f"(steps.{step.id}.status: pending) to run the workflow's command afresh."
-                ),
-            )
-        return values
-
-    def _context(self, consent: Consent | None = None, call: Entry | None = None) -> ToolContext:
-        step = self.workflow.step(call.step) if call is not None and call.step else None
-        return ToolContext(
-            workspace=self.options.workspace,
-            env=dict(os.environ),
-            consent=consent or self.options.consent,
-            skills=self.options.skills,
-            traceparent=self._traceparent(call) if call is not None else None,
-            offered=self._offered(step) if step is not None else None,
-        )
-
-    def _traceparent(self, call: Entry) -> str | None:
-        """With tracing on, the context of ``call``'s ``execute_tool`` span (its id derived
-        as ``otel.spans`` derives it, so the span the run sends is the one named)."""
-        if not tracing_on():
-            return None
-        run = self.run
-        trace = run.trace_id()
-        return traceparent(trace, span_id(trace, f"call/{call.call_id or call.id}"))
-
-    def _expectation(self, tool: Tool, arguments: dict[str, Any]) -> dict[str, str] | None:
-        """An edit's file hashes before and after, recorded with its start (see tools.edit)."""
-        expectation = getattr(tool, "expectation", None)
-        if expectation is None:
-            return None
-        try:
-            found: dict[str, str] | None = expectation(arguments, self._context())
-        except Exception:  # the tool reports its own problem when it runs
-            return None
-        return found
-
-    def _invoke(
-        self,
-        tool: Tool,
-        arguments: dict[str, Any],
-        consent: Consent | None = None,
-        call: Entry | None = None,
-    ) -> ToolResult:
-        ctx = self._context(consent, call)
-        try:
-            return tool.run(arguments, ctx)
-        except ToolServerError:
-            # An MCP server failed mid-call: the call's effect is unknown, so it stays in
-            # flight and the run stops; resume decides (re-run if idempotent, else review).
-            raise
-        except Exception as error:  # a tool's bug is the model's error result, not a crash
-            return ToolResult(
-                f"error: the tool failed: {type(error).__name__}: {error}", is_error=True
-            )
-
-    def _result_entry(self, step: Step, call: Entry, result: ToolResult) -> Entry:
-        sidecar: tuple[str, str, int] | None = None
-        content = result.content
-        if result.data is not None:
-            raw, count = self.options.redactor.redact_bytes(result.data)
-            if count:
-                self._count_redactions(count, f"sidecar in step {step.id}")
-            hint = f"{call.call_id}-{call.tool}{sidecar_extension(result.media_type)}"
-            rel, digest = self.store.write_sidecar(hint, raw)
-            sidecar = (rel, digest, len(raw))
-            if result.cut:
-                content = content.rstrip("\n") + "\n" + self._whole_result_note(rel, len(raw))
-        entry = self._entry(
-            "tool_result",
-            content,
-            step.id,
-            call_id=call.call_id,
-            tool=call.tool,
-            is_error=result.is_error,
-        )
-        if sidecar is not None:
-            entry.sidecar, entry.sidecar_sha256, entry.sidecar_bytes = sidecar
-        return entry
-
-    def _whole_result_note(self, rel: str, size: int) -> str:
-        """The line that tells the model where a cut result is kept whole, and how to read it."""
-        where = (self.store.path.parent / rel).resolve()
-        try:
-            shown = where.relative_to(self.options.workspace.resolve()).as_posix()
-        except ValueError:
-            return (
-                f"[the whole result ({size:,} bytes) is kept in {where}, outside the workspace; "
-                "to see more, call the tool again for a smaller part (a range, a page, a "
-                "filter) if it takes one]"
-            )
-        return (
-            f"[the whole result ({size:,} bytes) is kept in {shown}: read_file reads it from "
-            "any line (offset, limit); or call the tool again for a smaller part if it takes "
-            "a range]"
-        )
-
-    # --- budgets and time -----------------------------------------------------------------
-
-    def _compute_deadline(self) -> float | None:
-        limits = [s for s in (self.options.timeout, self.run.config.budget.get("max_seconds")) if s]
-        return time.monotonic() + float(min(limits)) if limits else None
-
-    def _timeout_reason(self) -> str:
-        return "the time limit was reached; resume to continue (with a larger --timeout if needed)"
-
-    def _check_deadline(self) -> None:
-        if self._deadline is not None and time.monotonic() >= self._deadline:
-            raise _RunEnds("timeout", self._timeout_reason())
-
-    def _check_budget(self, step: Step) -> None:
-        """Stop before a model call that the budget does not allow."""
-        self._check_deadline()
-        budget = self.run.config.budget
-        usage = self.run.usage
-        for key, used, unit, option in (
-            ("max_turns", usage.turns, "turns", "--max-turns"),
-            ("max_tokens", usage.total_tokens, "tokens", "--max-tokens"),
-        ):
-            limit = budget.get(key)
-            if limit is not None and not used < int(limit):
-                raise _RunEnds(
-                    "budget_exhausted",
-                    f"{unit[:-1]} budget used: {used} of {limit} {unit}; "
-                    f"resume with a larger {option} to continue",
-                )
-        max_cost = budget.get("max_cost_usd")
-        if max_cost is not None:
-            estimate = self._next_call_estimate("the cost budget (--max-cost)")
-            # Written so that NaN stops the run: every comparison with NaN is false, and a
-            # budget a NaN could switch off would be no budget (docs/spec.md 10.5).
-            if not usage.cost_usd + estimate <= float(max_cost):
-                raise _RunEnds(
-                    "budget_exhausted",
-                    f"cost budget: ${usage.cost_usd:.4f} spent of ${float(max_cost):.2f}, and the "
-                    f"next call may cost ${estimate:.4f}; "
-                    "resume with a larger --max-cost to continue",
-                )
-
-    def _next_call_estimate(self, budget: str) -> float:
-        """A conservative USD estimate of the next model call (section 5.4); a model without
-        a price stops the run, as a cost budget cannot be kept on it (``budget`` names it)."""
-        from .providers.pricing import estimate_request_cost
-
-        request = Request(
-            messages=self._log.messages(self.run.transcript),
-            model=self._model,
-            params=dict(self.run.config.params),
-        )
-        estimate = estimate_request_cost(self._model, request, self._prices)
-        if estimate is None:
-            model = self._model or "(the provider's default)"
-            raise _RunEnds(
-                "budget_exhausted",
-                f"{budget} cannot be kept: model `{model}` has no price (flow's table lacks "
-                f"it and none was given); give it with --price {model}=IN/OUT (USD per million "
-                f"tokens; --price {model}=0/0 for a local model) or --prices FILE, and resume",
-            )
-        return estimate
-
-    def _reserve_shared(self) -> Reservation | None:
-        """Hold the next call's estimate on the shared budget, or stop the run when the
-        budget cannot take it (docs/spec.md 8.3)."""
-        ledger = self.options.shared_budget
-        if ledger is None:
-            return None
-        estimate = self._next_call_estimate("the batch's cost budget (--max-cost)")
-        held = ledger.reserve(estimate)
-        if held is None:
-            state = ledger.read()
-            raise _RunEnds(
-                "budget_exhausted",
-                f"the batch's cost budget: ${state.spent_usd:.4f} spent of "
-                f"${state.limit_usd:.2f} by all rows, ${state.held:.4f} held by calls in "
-                f"flight, and the next call may cost ${estimate:.4f}; resume the batch with "
-                "a larger --max-cost to continue",
-            )
-        return held
-
-    # --- bookkeeping ----------------------------------------------------------------------
-
-    def _ensure_context(self) -> None:
-        """Record the shared context as the first (system) entry of a new run."""
-        if self.run.transcript:
-            return
-        text = context_prompt(self.workflow, inputs=self.run.inputs, editor=self.options.editor)
-        for extra in (self.options.instructions, skills_block(self.options.skills)):
-            if extra:
-                text = f"{text.rstrip()}\n\n{extra}" if text.strip() else extra
-        if text.strip():
-            self._append([self._entry("system", text, None)])
-
-    def _entry(self, role: str, content: str, step: str | None, **extra: Any) -> Entry:
-        text, count = self.options.redactor.redact(content)
-        entry = Entry(id=0, role=role, content=text, step=step, **extra)  # type: ignore[arg-type]
-        if count:
-            self._count_redactions(count, f"{role} in step {step}" if step else role)
-        return entry
-
-    def _count_redactions(self, count: int, where: str) -> None:
-        self.run.redactions.count += count
-        if where not in self.run.redactions.where:
-            self.run.redactions.where.append(where)
-
-    def _append(self, entries: list[Entry], *, durable: bool = True) -> None:
-        """Give entries their ids and add them to the transcript; save unless ``durable`` is
-        False, in which case the next save (due before any effect) carries them."""
-        at = now_iso_ms()
-        for entry in entries:
-            entry.id = self.run.next_entry_id()
-            # When it was recorded (docs/spec.md 2.3): what its span's times come from.
-            if entry.meta is None or entry.meta.at is None:
-                entry.meta = replace(entry.meta or EntryMeta(), at=at)
-            self.run.transcript.append(entry)
-        self._unsaved.extend(entries)
-        if durable:
-            self._save()
-
-    def _save(self) -> None:
-        """One durable event: the entries not yet saved and the checkpoint state as it is now."""
-        self.run.updated = now_iso()
-        entries, self._unsaved = self._unsaved, []
-        self.store.save(self.run, entries)
-        self._tell_saved()
-
-    def _when_saved(self, tell: Callable[[], None]) -> None:
-        """Tell the reporter now if nothing waits to be saved, else right after the save
-        that makes it durable (``--events`` reports durable facts only, spec 4.16)."""
-        if self._unsaved:
-            self._untold.append(tell)
-        else:
-            tell()
-
-    def _tell_saved(self) -> None:
-        told, self._untold = self._untold, []
-        for tell in told:
-            tell()
-
-    def _fold(self) -> None:
-        """Fold the journal into progress.md (step boundaries and exit)."""
-        self.run.updated = now_iso()
-        self.store.checkpoint(self.run)
-        self._unsaved.clear()
-        self._tell_saved()
-
-    def _step_outputs(self) -> dict[str, str]:
-        """``${step:id}`` values: a step's final answer, or for a command step its stdout."""
-        outputs: dict[str, str] = {}
-        for step_id, state in self.run.steps.items():
-            if state.status == "skipped":
-                # A note rather than "": the prompt that uses it says plainly what is missing.
-                outputs[step_id] = skipped_output(step_id)
-                continue
-            entry = self.run.entry(state.output_entry) if state.output_entry else None
-            if entry is not None:
-                source = self.workflow.step(step_id)
-                is_command = entry.role == "tool_result" and not (
-                    source is not None and source.kind == "workflow"
-                )
-                outputs[step_id] = command_output(entry.content) if is_command else entry.content
-        return outputs
-
-    def _set_status(self, status: str, reason: str | None, *, until: str | None = None) -> None:
-        self.run.status = status  # type: ignore[assignment]
-        self.run.reason = reason
-        self.run.until = until
-        if status == "completed":
-            self.run.last_error = None
-        self._save()
-
-    def _record_error(self, error: Exception, kind: str) -> None:
-        message = self._redacted(str(error), "last error")
-        self.run.last_error = ErrorInfo(
-            type=kind, message=message, at=now_iso(), step=self.run.cursor.step
-        )
-
-    def _redacted(self, text: str, where: str) -> str:
-        """``text`` with secrets replaced, counted in the run's redactions under ``where``."""
-        clean, count = self.options.redactor.redact(text)
-        if count:
-            self._count_redactions(count, where)
-        return clean
-
-    def _begin_attempt(self) -> Attempt:
-        _close_abandoned(self.run)
-        return self.run.add_attempt(now_iso(), first_entry=self.run.next_entry_id())
-
-    def _end_attempt(self) -> None:
-        self._attempt.ended = now_iso()
-        self._attempt.status = self.run.status
-        self._attempt.reason = self.run.reason
-
-
-def _close_abandoned(run: Run) -> None:
-    """End the attempts a killed process left open (no end, no status): this process holds
-    the run's lock, so none of them is still going. Each ends ``interrupted`` at the last
-    moment it recorded (its last entry's time, else its start)."""
-    for index, attempt in enumerate(run.attempts):
-        if attempt.ended is not None:
-            continue
-        first = attempt.first_entry
-        following = run.attempts[index + 1 :]
-        last = following[0].first_entry if following and following[0].first_entry else None
-        times = [
-            e.meta.at
-            for e in run.transcript
-            if e.meta is not None
-            and e.meta.at
-            and (first is None or e.id >= first)
-            and (last is None or e.id < last)
-        ]
-        attempt.ended = max(times)[:19] + "Z" if times else attempt.started
-        attempt.status = "interrupted"
-        attempt.reason = "its process ended without a checkpoint (killed, or the machine stopped)"
-
-
-def keep_times(opening: list[Entry], dropped: list[Entry]) -> list[Entry]:
-    """``opening`` with the recorded times of the ``dropped`` prompt entries they repeat
-    exactly (a resume writes a step's prompt anew; the file's lines stay as they were)."""
-    for new, old in zip(opening, dropped, strict=False):
-        if (new.role, new.step, new.content) != (old.role, old.step, old.content):
-            break
-        new.meta = old.meta
-    return opening
-
-
-def tool_kind(tool: Tool | None) -> tuple[str | None, str | None]:
-    """What kind of tool answered a call, and its MCP server (a result's ``kind``/``server``)."""
-    if tool is None:
-        return None, None
-    if isinstance(tool, SubagentTool):
-        return "agent", None
-    ref = getattr(tool, "server_ref", None)
-    if isinstance(ref, dict):
-        return "mcp", str(ref.get("name") or "") or None
-    if isinstance(tool, CommandTool):
-        return "command", None
-    return "builtin", None
-
-
-def _speed(reply: Reply) -> tuple[int | None, float | None]:
-    """A streamed reply's time to first token (ms) and output tokens per second (one
-    decimal), as its entry records them; (None, None) for a reply that did not stream."""
-    timing = reply.timing
-    if timing is None or timing.first_token is None:
-        return None, None
-    rate = timing.rate(reply.usage.output_tokens)
-    tps = None if rate is None else min(round(rate, 1), 999_999_999.9)
-    return max(0, round(timing.first_token * 1000)), tps
-
-
-def _ms_since(began: float) -> int:
-    """Milliseconds since ``began`` (``time.monotonic``)."""
-    return max(0, round((time.monotonic() - began) * 1000))
-
-
-def _exit_now(signum: int, frame: FrameType | None) -> None:
-    """Stop running commands and exit 130 at once (every write is atomic or journaled)."""
-    stop_running_commands()
-    os._exit(130)
-
-
-def _signals_raise_interrupted() -> AbstractContextManager[None]:
-    """Turn the first SIGINT/SIGTERM/SIGHUP into ``Interrupted``; a second one exits at once.
-
-    The second signal can exit hard because every write is atomic or journaled: the file on
-    disk is always the previous or the next checkpoint.
-    """
-    received: list[int] = []
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if received:
-            _exit_now(signum, frame)
-        received.append(signum)
-        raise Interrupted(signum)
-
-    return routed_to(handler)
-
-
-def _signals_force_exit() -> AbstractContextManager[None]:
-    """While the final checkpoint is written, any signal exits at once (the write is atomic)."""
-    return routed_to(_exit_now)

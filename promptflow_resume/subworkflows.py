@@ -45,7 +45,9 @@ from .base.paths import rebase, relative_path
 from .base.safeopen import linked_file
 from .base.truststore import Trust
 from .childreporter import ChildReporter
-from .engine import AgentCall, ChildCall, ChildResult, Engine, EngineOptions, answer_line
+from .engine import Engine
+from .engineoptions import AgentCall, ChildCall, ChildResult, EngineOptions
+from .humananswers import answer_line
 from .planapply import apply_plan, check_servers, resume_note
 from .progress import ProgressStore
 from .progress.children import (

@@ -76,6 +76,12 @@ def monotonic() -> float:
     return _current.monotonic()
 
 
+def ms_since(began: float) -> int:
+    """Milliseconds since ``began``, read from ``time.monotonic`` (the process's own steady
+    clock, which the times recorded in entries' ``ms`` always come from)."""
+    return max(0, round((time.monotonic() - began) * 1000))
+
+
 def sleep(seconds: float) -> None:
     """Wait ``seconds`` on the clock in use."""
     _current.sleep(seconds)

@@ -67,7 +67,7 @@ def _next_lines(run: Run, state: RunState, shown: str) -> list[str]:
     if status == "awaiting_approval":
         return _approval_lines(run, shown)
     if status == "awaiting_input":
-        from ..engine import answer_line
+        from ..humananswers import answer_line
 
         line = answer_line(Path(shown))
         where = f"`{shown}:{line}`" if line else f"`{shown}`"

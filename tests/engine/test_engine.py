@@ -340,7 +340,7 @@ def test_a_human_step_waits_for_an_answer_written_in_the_file(workdir: Path) -> 
 
     path = outcome.path
     text = path.read_text(encoding="utf-8")
-    from promptflow_resume.engine import ANSWER_PLACEHOLDER, answer_line
+    from promptflow_resume.humananswers import ANSWER_PLACEHOLDER, answer_line
 
     # The line named to the person is the placeholder's, in the body (not the front matter).
     line = answer_line(path)

@@ -12,7 +12,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
-from promptflow_resume.engine import ANSWER_PLACEHOLDER
+from promptflow_resume.humananswers import ANSWER_PLACEHOLDER
 from promptflow_resume.progress import load_progress, render
 from promptflow_resume.serve.security import Guard
 from tests.support import xss
