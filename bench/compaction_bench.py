@@ -25,14 +25,14 @@ from checkout import use_checkout
 
 ROOT = use_checkout()
 
-from promptflow_resume.attempt import new_run  # noqa: E402
 from promptflow_resume.base.redact import Redactor  # noqa: E402
 from promptflow_resume.chat import ToolCall, ToolSpec  # noqa: E402
-from promptflow_resume.engine import Engine, EngineOptions  # noqa: E402
-from promptflow_resume.events import Reporter  # noqa: E402
 from promptflow_resume.progress import ProgressStore, load_progress  # noqa: E402
-from promptflow_resume.providers.base import Purpose, Reply, ReplyUsage, Request  # noqa: E402
-from promptflow_resume.tools.base import ToolContext, ToolResult  # noqa: E402
+from promptflow_resume.providers.provider import Purpose, Reply, ReplyUsage, Request  # noqa: E402
+from promptflow_resume.run.attempt import new_run  # noqa: E402
+from promptflow_resume.run.engine import Engine, EngineOptions  # noqa: E402
+from promptflow_resume.run.events import Reporter  # noqa: E402
+from promptflow_resume.tools.tool import ToolContext, ToolResult  # noqa: E402
 from promptflow_resume.workflow import load_workflow  # noqa: E402
 
 REPLY = "Looking once more at the output of the probe."  # ~45 characters

@@ -31,7 +31,7 @@ from promptflow_resume.base import yamlio  # noqa: E402
 from promptflow_resume.base.retrypolicy import RetryPolicy  # noqa: E402
 from promptflow_resume.detect import detect, keywords_for, list_runs  # noqa: E402
 from promptflow_resume.detect.sources import INDEX_NAME  # noqa: E402
-from promptflow_resume.workflow.model import Budget, Step, Workflow  # noqa: E402
+from promptflow_resume.workflow.records import Budget, Step, Workflow  # noqa: E402
 
 COLD_GOAL_MS = 2000.0  # at 10,000 files
 WARM_GOAL_MS = 100.0  # at 10,000 files

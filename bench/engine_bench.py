@@ -34,10 +34,10 @@ from checkout import use_checkout
 ROOT = use_checkout()
 
 from promptflow_resume.chat import ToolCall, ToolSpec  # noqa: E402
-from promptflow_resume.engine import Engine, EngineOptions  # noqa: E402
 from promptflow_resume.progress import ProgressStore  # noqa: E402
-from promptflow_resume.providers.base import Reply, ReplyUsage, Request  # noqa: E402
-from promptflow_resume.tools.base import ToolContext, ToolResult  # noqa: E402
+from promptflow_resume.providers.provider import Reply, ReplyUsage, Request  # noqa: E402
+from promptflow_resume.run.engine import Engine, EngineOptions  # noqa: E402
+from promptflow_resume.tools.tool import ToolContext, ToolResult  # noqa: E402
 from promptflow_resume.workflow import load_workflow  # noqa: E402
 
 REPLY = "The next step is to look at the build output once more, " * 5  # ~300 bytes
@@ -108,9 +108,9 @@ def fsync_floor(folder: Path, count: int = 300) -> float:
 def flow_turns(turns: int, folder: Path) -> tuple[float, float, Path]:
     """Wall and CPU seconds for ``turns`` turns through the real engine and store; and the
     progress path."""
-    from promptflow_resume.attempt import new_run
     from promptflow_resume.base.redact import Redactor
-    from promptflow_resume.events import Reporter
+    from promptflow_resume.run.attempt import new_run
+    from promptflow_resume.run.events import Reporter
 
     workflow_path = folder / "bench.prompt.md"
     workflow_path.write_text(WORKFLOW, encoding="utf-8")

@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from promptflow_resume.base.redact import Redactor  # noqa: E402
-from promptflow_resume.tools.hookrun import run_hook  # noqa: E402
-from promptflow_resume.workflow.hooks import EVENTS, HookCommand  # noqa: E402
+from promptflow_resume.run.hookprocess import run_hook  # noqa: E402
+from promptflow_resume.workflow.hookfiles import EVENTS, HookCommand  # noqa: E402
 
 ENGINE = REPO / "tests" / "fixtures" / "engine"
 AUDIT = REPO / "tests" / "fixtures" / "hooks" / "own" / "audit.py"

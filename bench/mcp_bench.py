@@ -65,10 +65,10 @@ def _per_call(fn: object, n: int) -> list[float]:
 
 
 def tool_rows(folder: Path) -> tuple[dict[str, float], float]:
-    from promptflow_resume.tools.base import ToolContext
     from promptflow_resume.tools.builtin import ReadFile
     from promptflow_resume.tools.mcp import McpServers
     from promptflow_resume.tools.mcp_config import load_config
+    from promptflow_resume.tools.tool import ToolContext
 
     (folder / "notes.txt").write_text(NOTES, encoding="utf-8")
     ctx = ToolContext(folder)
@@ -111,7 +111,7 @@ async def _sdk_direct(folder: Path) -> float:
 
 def run_rows(folder: Path) -> dict[str, float]:
     from promptflow_resume.api import RunOptions, StartRequest, start_run
-    from promptflow_resume.events import Reporter
+    from promptflow_resume.run.events import Reporter
 
     class Clock(Reporter):
         """Times the engine's work only: from the step's start to the run's end."""

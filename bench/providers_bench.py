@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from promptflow_resume.chat import Message, MessageRole
 from promptflow_resume.providers.anthropic import AnthropicProvider
-from promptflow_resume.providers.base import ProviderSettings, ReplyUsage, Request
 from promptflow_resume.providers.openai import OpenAIProvider, to_openai_messages
 from promptflow_resume.providers.pricing import cost_usd, estimate_request_cost
+from promptflow_resume.providers.provider import ProviderSettings, ReplyUsage, Request
 from tests.support.providers_server import (
     Canned,
     ModelServer,

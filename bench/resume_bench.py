@@ -70,14 +70,14 @@ sys.path.insert(0, str(ROOT))
 from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
-from promptflow_resume.attempt import new_run  # noqa: E402
 from promptflow_resume.base.redact import Redactor  # noqa: E402
 from promptflow_resume.chat import ToolCall, ToolSpec  # noqa: E402
-from promptflow_resume.engine import Engine, EngineOptions  # noqa: E402
-from promptflow_resume.events import Reporter  # noqa: E402
 from promptflow_resume.progress import ProgressStore, journal_path  # noqa: E402
-from promptflow_resume.providers.base import Reply, ReplyUsage  # noqa: E402
-from promptflow_resume.tools.base import ToolContext, ToolResult  # noqa: E402
+from promptflow_resume.providers.provider import Reply, ReplyUsage  # noqa: E402
+from promptflow_resume.run.attempt import new_run  # noqa: E402
+from promptflow_resume.run.engine import Engine, EngineOptions  # noqa: E402
+from promptflow_resume.run.events import Reporter  # noqa: E402
+from promptflow_resume.tools.tool import ToolContext, ToolResult  # noqa: E402
 from promptflow_resume.workflow import load_workflow  # noqa: E402
 from tests.support.providers_server import Canned, ModelServer, Received, openai_completion  # noqa: E402
 
@@ -349,10 +349,10 @@ PHASES = """
 import sys, time
 t0 = time.perf_counter()
 from promptflow_resume.cli.app import app  # what `flow` imports before any command runs
-import promptflow_resume.api, promptflow_resume.engine, promptflow_resume.providers.echo
+import promptflow_resume.api, promptflow_resume.run.engine, promptflow_resume.providers.echo
 t1 = time.perf_counter()
 from pathlib import Path
-from promptflow_resume.conversation import MessageLog
+from promptflow_resume.run.conversation import MessageLog
 from promptflow_resume.progress import Entry, ProgressStore
 c1 = time.process_time()
 store, run, _ = ProgressStore.open(Path(sys.argv[1]))

@@ -25,11 +25,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.builtin import ListFiles
 from promptflow_resume.tools.codebase import CodebaseSearch
-from promptflow_resume.tools.scan import clear_cache
+from promptflow_resume.tools.filescan import clear_cache
 from promptflow_resume.tools.searchfiles import SearchFiles
+from promptflow_resume.tools.tool import ToolContext
 
 GOAL_MS = 200.0
 REPEATS = 5

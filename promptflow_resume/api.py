@@ -28,27 +28,27 @@ from typing import TYPE_CHECKING
 
 # Re-exported from their homes: what callers of the API name (the outcome of a run, the
 # options record and the requests, the choices of a resume, status and compaction).
-from .attempt import Outcome as Outcome
-from .attempt import answer_location as answer_location
-from .attempt import approval_lines as approval_lines
-from .attempt import run_summary as run_summary
-from .compaction import CompactOutcome as CompactOutcome
-from .compaction import compact_run as compact_run
-from .resumeplan import Choices as Choices
-from .resumeplan import ResumePlan as ResumePlan
-from .runoptions import Limits as Limits
-from .runoptions import Permissions as Permissions
-from .runoptions import RunOptions as RunOptions
-from .runrequests import GivenInputs as GivenInputs
-from .runrequests import ResolvedInputs as ResolvedInputs
-from .runrequests import ResumeRequest as ResumeRequest
-from .runrequests import StartRequest as StartRequest
-from .runrequests import prepare_inputs as prepare_inputs
-from .status import StatusReport as StatusReport
-from .status import run_status as run_status
+from .run.attempt import Outcome as Outcome
+from .run.attempt import answer_location as answer_location
+from .run.attempt import approval_lines as approval_lines
+from .run.attempt import run_summary as run_summary
+from .run.compaction import CompactOutcome as CompactOutcome
+from .run.compaction import compact_run as compact_run
+from .run.requests import GivenInputs as GivenInputs
+from .run.requests import ResolvedInputs as ResolvedInputs
+from .run.requests import ResumeRequest as ResumeRequest
+from .run.requests import StartRequest as StartRequest
+from .run.requests import prepare_inputs as prepare_inputs
+from .run.resumeplan import Choices as Choices
+from .run.resumeplan import ResumePlan as ResumePlan
+from .run.runoptions import Limits as Limits
+from .run.runoptions import Permissions as Permissions
+from .run.runoptions import RunOptions as RunOptions
+from .run.status import StatusReport as StatusReport
+from .run.status import run_status as run_status
 
 if TYPE_CHECKING:
-    from .decisions import Decided
+    from .run.approvals import Decided
 
 
 def start_run(request: StartRequest | str | Path, options: RunOptions = RunOptions()) -> Outcome:
@@ -57,7 +57,7 @@ def start_run(request: StartRequest | str | Path, options: RunOptions = RunOptio
     ``request`` is a ``StartRequest`` or just the workflow's path (no inputs, the default
     progress file).
     """
-    from .starting import start
+    from .run.start import start
 
     if not isinstance(request, StartRequest):
         request = StartRequest(request)
@@ -73,7 +73,7 @@ def resume_run(
 
     ``request.decide`` (or ``recovery: model`` in the workflow) lets the run's model choose how
     an ambiguous state is resolved (see ``recovery``); a choice in ``request.choices`` wins."""
-    from .resuming import resume
+    from .run.resume import resume
 
     return resume(progress_path, options, request)
 
@@ -91,7 +91,7 @@ def decide_calls(
     """Approve or deny tool calls a run holds for a person's decision (docs/spec.md 4.17);
     ``by`` and ``where`` name who decided and where when it is not this machine's user (a
     pull request comment: the GitHub login and the comment's URL)."""
-    from .decisions import decide
+    from .run.approvals import decide
 
     return decide(
         progress_path, call_ids, approve=approve, every=every, reason=reason, by=by, where=where
@@ -101,6 +101,6 @@ def decide_calls(
 def answer_question(progress_path: str | Path, text: str) -> Path:
     """Write the answer a run waiting for input expects (``text``, or ``@FILE``'s content);
     returns the progress file written (a child's when the question is in a sub-workflow)."""
-    from .decisions import answer, read_answer
+    from .run.approvals import answer, read_answer
 
     return answer(progress_path, read_answer(text))

@@ -75,8 +75,8 @@ def check_file(
     from .tools.mcp_check import add_mcp_plan, agent_server_problems, error_diagnostic
     from .tools.mcp_setup import mcp_names
     from .workflow import check_workflow
-    from .workflow.model import Diagnostic
     from .workflow.plan import plan_dict
+    from .workflow.records import Diagnostic
 
     if path.name == "SKILL.md":
         return check_skill(path)
@@ -111,9 +111,9 @@ def _add_diagnostic(plan: dict[str, Any], problem: Any) -> None:
 
 def _check_hooks_file(path: Path) -> tuple[dict[str, Any], int]:
     """A hooks file's plan record (``kind: hooks``) and its exit code."""
-    from .workflow.hooks import check_hooks, hooks_plan
-    from .workflow.model import Diagnostic
+    from .workflow.hookfiles import check_hooks, hooks_plan
     from .workflow.plan import plan_dict
+    from .workflow.records import Diagnostic
 
     try:
         loaded = check_hooks(path, Path.cwd())
@@ -135,8 +135,8 @@ def check_workflows(
     """Check workflow files and folders of them; a missing file outranks an invalid one in
     the exit code (nothing could be checked there at all)."""
     from .workflow import workflow_files
-    from .workflow.model import Diagnostic
     from .workflow.plan import plan_dict
+    from .workflow.records import Diagnostic
 
     report = CheckReport()
     codes: set[int] = set()
@@ -165,7 +165,7 @@ def check_workflows(
 def skills_in(folder: Path) -> list[Path]:
     """The ``SKILL.md`` files a folder given to ``flow check`` stands for: its own, its skill
     folders', and those of its ``.github/skills``, ``.claude/skills``, ``.agents/skills``."""
-    from .workflow.skills import WORKSPACE_FOLDERS, skill_files
+    from .workflow.skillset import WORKSPACE_FOLDERS, skill_files
 
     found = skill_files(folder)
     for rel in WORKSPACE_FOLDERS:
@@ -177,7 +177,7 @@ def check_skill(path: Path) -> tuple[dict[str, Any], int]:
     """A ``SKILL.md`` file's check record (docs/spec.md 1.11) and its exit code."""
     from .workflow.plan import plan_dict
     from .workflow.skillfile import load_skill
-    from .workflow.skills import skill_record
+    from .workflow.skillset import skill_record
 
     skill, diagnostics = load_skill(path)
     plan = plan_dict(str(path), None, list(diagnostics))

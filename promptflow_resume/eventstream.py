@@ -28,13 +28,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from .attempt import exit_code_for
 from .base.clock import now_iso
 from .base.errors import EXIT_BUG, FlowError, StorageError
 from .base.redact import Redactor
-from .events import Reporter
 from .progress.model import Approval, Run, Usage
-from .providers.base import Request
+from .providers.provider import Request
+from .run.attempt import exit_code_for
+from .run.events import Reporter
 
 #: The version of the event format (``v`` of every event; spec 4.16).
 EVENTS_VERSION = 1

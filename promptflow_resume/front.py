@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING
 from .api import Outcome, ResolvedInputs, ResumeRequest, StartRequest, resume_run, start_run
 from .base.errors import InputError
 from .base.paths import display_path
-from .events import Reporter
-from .handoffs import DEFAULT_MAX_HANDOFFS, Follow, chained
-from .runoptions import RunOptions
-from .runrequests import AskInput, GivenInputs
+from .run.events import Reporter
+from .run.handoffs import DEFAULT_MAX_HANDOFFS, Follow, chained
+from .run.requests import AskInput, GivenInputs
+from .run.runoptions import RunOptions
 from .workflow import load_workflow
-from .workflow.model import Workflow
+from .workflow.records import Workflow
 
 if TYPE_CHECKING:
     from .otel.exporting import ExportSummary
@@ -289,7 +289,7 @@ def window_wait(path: Path) -> tuple[float, str | None]:
     Reads the file, never writes it."""
     from .progress import load_progress
     from .progress.location import progress_file
-    from .resuming import seconds_to_window
+    from .run.resume import seconds_to_window
 
     run, _ = load_progress(progress_file(path))
     left = seconds_to_window(run)

@@ -44,7 +44,7 @@ from .base.truststore import (
 )
 from .workflow.agentdirs import WORKSPACE_FOLDERS as AGENT_FOLDERS
 from .workflow.agentdirs import in_workspace_folder
-from .workflow.hooks import CLAUDE_SETTINGS
+from .workflow.hookfiles import CLAUDE_SETTINGS
 from .workflow.mcpfiles import ROOT_CONFIG, WORKSPACE_CONFIG
 
 #: The folder of a repository's hooks files and their scripts.
@@ -231,7 +231,7 @@ def what_runs(brought: Brought) -> dict[str, list[str]]:
     it: a hooks file's commands, an MCP configuration's servers (their programs or URLs, as
     written, unexpanded)."""
     from .tools.mcp_config import raw_servers
-    from .workflow.hooks import check_hooks
+    from .workflow.hookfiles import check_hooks
 
     found: dict[str, list[str]] = {}
     for rel in brought.files:

@@ -27,7 +27,7 @@ from ..base import yamlio
 from ..base.errors import FileNotFoundFlowError, InputError
 from ..base.jsonvalues import BadJson, field_path, loads_json
 from ..workflow import resolve_inputs
-from ..workflow.model import Workflow
+from ..workflow.records import Workflow
 
 #: How many bad rows one error lists before it says "and N more".
 _LISTED = 10

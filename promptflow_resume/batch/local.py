@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
-from .events import Done, EngineEvent, Lost, Started, UsageSeen
+from .rowevents import Done, EngineEvent, Lost, Started, UsageSeen
 from .worker import RowResult, RowTask
 
 

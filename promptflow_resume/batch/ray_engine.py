@@ -38,8 +38,8 @@ from typing import Any
 
 from ..base.errors import FlowError, InputError
 from ..progress.mirror import MirrorError
-from .events import Done, EngineEvent, Started, UsageSeen
 from .relay import Channel, Desk, Reply, Request
+from .rowevents import Done, EngineEvent, Started, UsageSeen
 from .shipping import Bundle, Shipping, run_shipped
 from .worker import RowResult, RowTask, run_row
 

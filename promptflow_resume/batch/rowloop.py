@@ -25,8 +25,8 @@ from ..base.clock import now_iso
 from ..base.costledger import CostLedger
 from ..base.paths import display_path
 from .checkpoint import BUDGET_FILE, DONE, Batch, RowState, save_batch
-from .events import Done, EngineEvent, Lost, Started, UsageSeen
 from .reporting import BatchReporter, batch_exit_code
+from .rowevents import Done, EngineEvent, Lost, Started, UsageSeen
 from .worker import RowResult, RowTask, ledger_owner
 
 #: Seconds between rewrites of the batch file while rows run. Every row's own progress file is

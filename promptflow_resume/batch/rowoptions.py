@@ -17,8 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..base.errors import InputError
-from ..runoptions import RunOptions
-from ..workflow.model import Workflow
+from ..run.runoptions import RunOptions
+from ..workflow.records import Workflow
 from .checkpoint import Batch
 from .shipping import carried_trust
 from .worker import RowTask

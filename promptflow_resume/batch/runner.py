@@ -35,9 +35,9 @@ from ..base.errors import (
 from ..base.paths import relative_path
 from ..base.runids import new_run_id
 from ..flowfolder import make_folder
-from ..runoptions import RunOptions
+from ..run.runoptions import RunOptions
 from ..workflow import load_workflow
-from ..workflow.model import Workflow
+from ..workflow.records import Workflow
 from .checkpoint import BATCH_FILE, DONE, Batch, RowState, load_batch, save_batch
 from .data import check_rows, data_digest, load_rows
 from .reporting import BatchReporter

@@ -47,13 +47,13 @@ from ..base.errors import InputError, SpecialFileError
 from ..base.safeopen import read_regular
 from ..progress.mirror import MirrorError, MirrorOp, attached
 from ..progress.replica import EXTRA_SUFFIXES
-from ..workflow.model import Workflow
+from ..workflow.records import Workflow
 from ..workflow.toolnames import ASK_EXCLUDED
 from .relay import Channel
 from .worker import RowResult, RowTask, UsageReporter, run_row
 
 if TYPE_CHECKING:
-    from ..runoptions import RunOptions
+    from ..run.runoptions import RunOptions
 
 #: The most bytes of files a bundle carries: it is held in Ray's object store, and every row's
 #: attempt writes it out on its node.
@@ -252,7 +252,7 @@ def carried_trust(workspace: Path, options: RunOptions | None = None) -> dict[st
     ``--trust-workspace`` / ``FLOW_TRUST_WORKSPACE`` turned into the digests of the files as
     they are now), as a row's task carries it (``RowTask.trust``): a shipped row's node judges
     its copy by it."""
-    from ..runoptions import RunOptions as Options
+    from ..run.runoptions import RunOptions as Options
     from ..trust import portable
 
     return portable((options or Options()).trust_in(workspace)).to_record()

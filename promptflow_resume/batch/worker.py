@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..base.errors import FlowError
-from ..events import Reporter
 from ..flowfolder import make_folder
 from ..progress.model import Usage
+from ..run.events import Reporter
 
 if TYPE_CHECKING:
     from ..base.costledger import SharedBudget
-    from ..runoptions import RunOptions
+    from ..run.runoptions import RunOptions
 
 #: Seconds between checks that the batch process is still alive.
 _ORPHAN_CHECK = 0.5
@@ -78,7 +78,7 @@ class RowTask:
         holds the batch's budget for a row that cannot reach its file (a shipped row)."""
         from ..base.costledger import CostLedger
         from ..base.truststore import Trust
-        from ..runoptions import RunOptions
+        from ..run.runoptions import RunOptions
 
         if ledger is None and self.budget:
             ledger = CostLedger(self.budget, owner=ledger_owner(self.row))
@@ -147,7 +147,7 @@ def run_row(
     os.environ[TRACEPARENT_VARIABLE] = task.traceparent
     tracer = OtelReporter()
     try:
-        from ..events import Tee
+        from ..run.events import Tee
 
         return _run_row_watched(task, tracer if reporter is None else Tee(reporter, tracer), ledger)
     finally:
@@ -162,8 +162,8 @@ def _run_row_watched(
 ) -> RowResult:
     if not task.events:
         return _run_row(task, reporter, ledger)
-    from ..events import Tee
     from ..eventstream import EventStream
+    from ..run.events import Tee
 
     progress = Path(task.progress)
     make_folder(progress.parent)

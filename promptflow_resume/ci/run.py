@@ -47,9 +47,9 @@ from ..base.errors import FlowError, InputError, StorageError
 from ..base.redact import Redactor
 from ..front import RunCommand, parse_assignments, run_workflow
 from ..gitworktree import git
+from .actioninputs import CiInputs
 from .basetrust import base_revision, base_trust, require_base_version
 from .event import JobEvent, PullRequest, fetch_pull, read_event
-from .inputs import CiInputs
 from .publish import commit_run_files, push, run_files, run_paths, token_env
 
 __all__ = ["CiInputs", "CiResult", "run_ci", "run_files"]
@@ -390,8 +390,8 @@ def _finish(
 def _describe(inputs: CiInputs, env: Mapping[str, str], result: CiResult) -> None:
     """The run's outputs, its report and its summary, from its file."""
     from ..progress import load_progress
+    from ..show.prsummary import pr_summary
     from ..show.report import write_html
-    from ..show.summary import pr_summary
 
     path = result.progress
     run, _ = load_progress(path)

@@ -37,8 +37,8 @@ def hooks_command(
     Runs nothing."""
     from ..base.errors import EXIT_INVALID_FILE, FileNotFoundFlowError
     from ..base.truststore import TRUST_FLAG, Trust
-    from ..hooks import hooks_listing
-    from ..runoptions import RunOptions
+    from ..run.hooks import hooks_listing
+    from ..run.runoptions import RunOptions
     from ..workflow import load_workflow
     from ..workflow.byname import target
 

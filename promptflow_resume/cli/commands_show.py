@@ -59,7 +59,7 @@ def show(
     if summary:
         if json_output or html is not None:
             raise InputError("--summary prints Markdown; it goes without --json and --html.")
-        from ..show.summary import pr_summary
+        from ..show.prsummary import pr_summary
 
         sys.stdout.write(pr_summary(path, report_link=report_link))
         return

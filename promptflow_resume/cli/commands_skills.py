@@ -29,7 +29,7 @@ def skills_command(
     ~/.agents/skills. `flow check SKILL.md` shows every problem of one skill."""
     from ..base.errors import EXIT_NOT_FOUND
     from ..base.wording import count
-    from ..workflow.skills import find_skills, found_record
+    from ..workflow.skillset import find_skills, found_record
 
     if not folder.is_dir():
         err(f"error: there is no folder {folder}; give the workspace whose skills to list.")

@@ -20,9 +20,9 @@ from typing import Any
 from ..base import clock
 from ..base.paths import display_path
 from ..base.wording import count
-from ..events import Reporter
 from ..progress.model import Run, Usage
-from ..providers.base import Request
+from ..providers.provider import Request
+from ..run.events import Reporter
 from .app import err, out, print_json
 
 

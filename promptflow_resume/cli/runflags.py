@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..base.durations import option_seconds
-from ..events import Reporter
-from ..providers.base import DEFAULT_IDLE_TIMEOUT
+from ..providers.provider import DEFAULT_IDLE_TIMEOUT
+from ..run.events import Reporter
 from .options import (
     AcceptPermissionsOpt,
     AllowCommandsOpt,
@@ -378,8 +378,8 @@ def _ask_mcp_input(input_id: str, description: str, password: bool) -> str:
 def _watchers(console: Reporter, stream: Reporter | None, otel: bool = False) -> Reporter:
     """The terminal display, and beside it the event stream and the span sender (``--otel``
     or an OTLP endpoint variable) when there are."""
-    from ..events import Tee
     from ..front import tracer
+    from ..run.events import Tee
 
     others = [r for r in (stream, tracer(otel, console)) if r is not None]
     return Tee(console, *others) if others else console

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..base.errors import FileNotFoundFlowError, InputError
 from ..progress.model import RESUMABLE_STATUSES, RUN_STATUSES
-from ..workflow.model import Workflow
+from ..workflow.records import Workflow
 from .index import Gathered, gather, light_row
 from .keywords import keywords_for
 from .origin import written_here

@@ -30,7 +30,7 @@ from .sources import Budget, Cancelled, Source, Stamp
 from .summary import Reader, RunSummary, owner_alive, read_summary
 
 if TYPE_CHECKING:
-    from ..workflow.model import Workflow
+    from ..workflow.records import Workflow
 
 #: Bump when the table changes; an index of another version is dropped and rebuilt.
 SCHEMA_VERSION = 4

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..base import yamlio
 from ..base.packagedata import read_text
-from ..workflow.model import Workflow
+from ..workflow.records import Workflow
 
 #: Keywords stored per run, at most. The most telling words are kept (see ``keywords_for``).
 MAX_KEYWORDS = 64

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.paths import display_path
-from ..workflow.model import Workflow
+from ..workflow.records import Workflow
 from .core import Candidate, Detection, detect
 from .score import parse_time
 

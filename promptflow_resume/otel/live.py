@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..base.errors import TelemetryError
-from ..events import Reporter
 from ..progress.model import Run, Usage
+from ..run.events import Reporter
 from .spans import capture_content, run_spans
 
 if TYPE_CHECKING:

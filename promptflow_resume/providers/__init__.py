@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..base.errors import ProviderSetupError
 from ..base.registry import Registry
-from .base import Provider, ProviderFactory, ProviderSettings
+from .provider import Provider, ProviderFactory, ProviderSettings
 
 #: Provider name → the class that implements it; in the order ``flow run --help`` lists them.
 REGISTRY: Registry[ProviderFactory] = Registry("provider")

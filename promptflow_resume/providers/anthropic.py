@@ -26,10 +26,10 @@ from typing import Any
 from ..base import collector
 from ..base.errors import ProviderError, ProviderSetupError
 from ..chat import Message, ToolCall, ToolSpec
-from .base import ProviderSettings, Reply, ReplyUsage, Request, require_model
 from .endpoints import ANTHROPIC_URL, check_base_url
 from .generation import Generation, is_timeout
 from .pricing import DEFAULT_MAX_OUTPUT_TOKENS
+from .provider import ProviderSettings, Reply, ReplyUsage, Request, require_model
 from .retry import connection_failure, guard_callback, http_failure
 from .sdkcall import call_sdk, map_sdk_error, read_stream
 

@@ -19,8 +19,8 @@ from functools import lru_cache
 from typing import Any
 
 from ..base.packagedata import read_text
-from .base import Request
 from .pricing import MESSAGE_OVERHEAD_TOKENS, estimate_input_tokens, lookup_names
+from .provider import Request
 
 
 @lru_cache(maxsize=1)

@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable
 
 from ..chat import Message
-from .base import ProviderSettings, Reply, ReplyUsage, Request
+from .provider import ProviderSettings, Reply, ReplyUsage, Request
 
 #: How much of a message's first line the reply quotes.
 _QUOTE_CHARS = 60

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ..base.errors import ModelsRefusedError, ModelUnavailableError
-from .base import Reply, Request
+from .provider import Reply, Request
 
 
 class ModelChoices:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 
 from ..base.errors import ProviderTimeoutError
-from .base import ProviderSettings, Timing
+from .provider import ProviderSettings, Timing
 
 
 class Generation:

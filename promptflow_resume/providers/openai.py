@@ -30,9 +30,9 @@ from urllib.request import getproxies
 from ..base import collector
 from ..base.errors import ProviderError, ProviderSetupError
 from ..chat import Message, ToolCall, ToolSpec
-from .base import ProviderSettings, Reply, ReplyUsage, Request, require_model
 from .generation import Generation, is_timeout
 from .openaiendpoint import Endpoint, resolve_endpoint
+from .provider import ProviderSettings, Reply, ReplyUsage, Request, require_model
 from .retry import connection_failure, guard_callback, http_failure
 from .sdkcall import call_sdk, map_sdk_error, read_stream
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from ..base.errors import ProviderSetupError
-from .base import ProviderSettings
 from .endpoints import (
     GITHUB_MODELS_URL,
     OLLAMA_URL,
@@ -23,6 +22,7 @@ from .endpoints import (
     check_base_url,
     preset_for_host,
 )
+from .provider import ProviderSettings
 
 #: The Azure OpenAI API version used when neither the workflow nor OPENAI_API_VERSION names one.
 AZURE_API_VERSION = "2024-10-21"

@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..base.packagedata import read_text
-from .base import ReplyUsage, Request
+from .provider import ReplyUsage, Request
 
 #: Output tokens assumed for a call whose parameters set no limit (and the ``max_tokens``
 #: the Anthropic provider sends when the workflow gives none).

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..base.durable import append_synced
 from ..base.errors import ProviderSetupError
 from ..base.safeopen import open_regular, read_regular
-from .base import Provider, Reply, Request
+from .provider import Provider, Reply, Request
 from .recording import (
     MAX_RECORDING_BYTES,
     RECORDING_VERSION,

@@ -63,7 +63,7 @@ from ..base.errors import ProviderSetupError
 from ..base.jsonvalues import BadJson, field_path, loads_json
 from ..base.safeopen import read_regular
 from ..chat import Message, MessageRole, ToolCall
-from .base import Reply, ReplyUsage, Request
+from .provider import Reply, ReplyUsage, Request
 
 RECORDING_VERSION = 1
 #: The file name suffix ``flow run --record`` uses by convention.

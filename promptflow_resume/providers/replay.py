@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..base.errors import ProviderSetupError, ReplayMismatchError
-from .base import ProviderSettings, Reply, Request
+from .provider import ProviderSettings, Reply, Request
 from .recording import (
     Recording,
     Redact,

@@ -57,7 +57,7 @@ from ..base.errors import (
     QuotaWindowError,
 )
 from ..base.retrypolicy import RetryPolicy
-from .base import Provider, Reply, Request
+from .provider import Provider, Reply, Request
 
 #: HTTP statuses retried: request timeout, rate limit, server errors, Anthropic's "overloaded".
 TRANSIENT_STATUS: frozenset[int] = frozenset({408, 429, 500, 502, 503, 504, 529})

@@ -68,7 +68,7 @@ from ..base.errors import ProviderError, ProviderSetupError
 from ..base.jsonvalues import BadJson, field_path, loads_json
 from ..base.safeopen import read_regular
 from ..chat import Message, ToolCall
-from .base import ProviderSettings, Purpose, Reply, ReplyUsage, Request
+from .provider import ProviderSettings, Purpose, Reply, ReplyUsage, Request
 
 #: Scripts larger than this are refused unread.
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
 from ..base.errors import ProviderError
-from .base import Reply
+from .provider import Reply
 from .retry import CallbackFailed, connection_failure, is_transport_error
 
 T = TypeVar("T")

@@ -134,7 +134,7 @@ def _decided_text(decision: str, calls: list[str], pending: list[str]) -> str:
 
 def answer(path: Path, form: Form, processes: Processes) -> str:
     """Write the answer into the file where the question waits (a child's file, maybe)."""
-    from ..decisions import answer as write_answer
+    from ..run.approvals import answer as write_answer
 
     where = write_answer(path, _one(form, "text"))
     return f"answered in {where.name}. Resume the run."

@@ -70,7 +70,7 @@ def serve(
     _require_extra()
     import uvicorn
 
-    from .app import make_app
+    from .webapp import make_app
 
     served = Served.of(list(folders))
     sock = bind(host, port)

@@ -34,7 +34,6 @@ from ..base.runids import new_run_id
 from ..base.safeopen import linked_file
 from ..base.traceids import trace_id_for
 from ..flowfolder import make_folder
-from ..handoffs import rebase_chain
 from ..progress import ProgressStore, load_progress
 from ..progress.children import folder_name
 from ..progress.links import child_file
@@ -42,6 +41,7 @@ from ..progress.location import progress_file
 from ..progress.model import Cursor, Run, StepState, TraceRef
 from ..progress.render import entries_phrase
 from ..progress.sidecar import stem_of, write_sidecar
+from ..run.handoffs import rebase_chain
 from ..snapshots import SnapshotRepo, made_repo, relative_root, snapshot_ref
 from .common import (
     first_entry_of,

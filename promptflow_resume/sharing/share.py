@@ -43,13 +43,13 @@ from ..base.paths import rebase, relative_path
 from ..base.redact import Redactor
 from ..base.safeopen import linked_file
 from ..flowfolder import ignored_by_flow
-from ..handoffs import rebase_chain
 from ..progress import load_progress
 from ..progress.children import folder_name as call_folder
 from ..progress.links import child_cycle_error, child_file
 from ..progress.location import progress_file
 from ..progress.model import LoadReport, Run, Unknown
 from ..progress.sidecar import folder_name, is_binary, stem_of, write_sidecar
+from ..run.handoffs import rebase_chain
 from .common import git_root, inside, is_live, output_file
 from .files import (
     archive_files,

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 from ..base.lazyexports import lazy_exports
 
 if TYPE_CHECKING:
+    from .console import terminal_view
     from .html import html_page
+    from .prsummary import pr_summary
     from .report import run_json, terminal_report, write_html
-    from .summary import pr_summary
-    from .terminal import terminal_view
     from .timeline import StepRow, timeline
 
 __all__ = [
@@ -41,8 +41,8 @@ _EXPORTS = {
     "run_json": "report",
     "terminal_report": "report",
     "write_html": "report",
-    "terminal_view": "terminal",
-    "pr_summary": "summary",
+    "terminal_view": "console",
+    "pr_summary": "prsummary",
     "StepRow": "timeline",
     "timeline": "timeline",
 }

@@ -26,11 +26,11 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from ..handoffs import chain_line, chain_view
 from ..progress.model import Entry, Run
 from ..progress.render import ROLE_LABELS, one_line
 from ..progress.sidecar import read_checked
 from ..progress.state import RunState
+from ..run.handoffs import chain_line, chain_view
 from .excerpt import Excerpt, excerpt, left_out_note
 from .timeline import StepRow, duration_text, timeline
 

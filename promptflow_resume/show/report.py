@@ -33,7 +33,7 @@ def _load(path: Path) -> tuple[Run, RunState]:
 def run_json(path: Path) -> dict[str, Any]:
     """``flow show --json``: the run's facts (``runview``: state, usage, steps, approvals,
     permissions) and its file snapshots, as JSON-ready data."""
-    from ..runview import run_facts
+    from ..run.runview import run_facts
 
     run, state = _load(path)
     return {
@@ -72,7 +72,7 @@ def write_html(path: Path, out: Path) -> None:
 
 def terminal_report(path: Path, *, result_lines: int = 5) -> RenderableType:
     """``flow show``: the run for a terminal, each tool output cut to ``result_lines``."""
-    from .terminal import terminal_view
+    from .console import terminal_view
 
     run, state = _load(path)
     return terminal_view(run, result_lines=result_lines, state=state, source=str(path))

@@ -11,7 +11,7 @@ step still running ends at the run's ``updated`` stamp::
 from __future__ import annotations
 
 from ..progress.model import Run
-from ..runview import StepRow, parse_stamp, step_rows
+from ..run.runview import StepRow, parse_stamp, step_rows
 
 __all__ = ["StepRow", "duration_text", "parse_stamp", "timeline"]
 

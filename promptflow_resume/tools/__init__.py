@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from ..base.registry import Registry
-from ..workflow.model import CommandDecl, Step, Workflow
-from ..workflow.skills import LOAD_TOOL
+from ..workflow.records import CommandDecl, Step, Workflow
+from ..workflow.skillset import LOAD_TOOL
 from ..workflow.toolnames import BUILTIN_TOOLS, SUBAGENT_TOOL, map_tool_name
-from .base import Tool, ToolContext, ToolFactory, ToolResult
 from .builtin import error_result
-from .commands import CommandTool, command_tool
+from .declared import CommandTool, command_tool
+from .tool import Tool, ToolContext, ToolFactory, ToolResult
 
 __all__ = [
     "BUILTIN_TOOLS",

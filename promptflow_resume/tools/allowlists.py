@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.permissions import AllowLists
-from ..workflow.model import Workflow
+from ..workflow.records import Workflow
 from .consent import patterns
 
 

@@ -33,8 +33,8 @@ from ..base.confine import PathEscapeError, confine, is_within, relative_name
 from ..base.durable import replace_file
 from ..base.globs import glob_regex
 from ..chat import ToolSpec
-from .base import Standalone, ToolContext, ToolResult
-from .scan import SNIFF_BYTES, walk
+from .filescan import SNIFF_BYTES, walk
+from .tool import Standalone, ToolContext, ToolResult
 
 T = TypeVar("T")
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ..chat import ToolSpec
-from .base import Standalone, ToolContext, ToolResult
 from .builtin import _object_schema, error_result
-from .commands import run_process
+from .declared import run_process
+from .tool import Standalone, ToolContext, ToolResult
 
 MAX_CHANGES_CHARS = 60_000
 GIT_TIMEOUT = 30.0

@@ -20,9 +20,9 @@ from typing import Any
 
 from ..base.confine import confine
 from ..chat import ToolSpec
-from .base import Standalone, ToolContext, ToolResult
 from .builtin import _object_schema, error_result, signature, validate_arguments
-from .scan import TOO_LARGE, read_text, walk
+from .filescan import TOO_LARGE, read_text, walk
+from .tool import Standalone, ToolContext, ToolResult
 
 MAX_FILES = 10
 LINES_PER_FILE = 3

@@ -38,9 +38,9 @@ from ..base import faults
 from ..base.confine import PathEscapeError, confine, relative_name
 from ..base.durable import replace_file
 from ..chat import ToolSpec
-from .base import Standalone, ToolContext, ToolResult
 from .builtin import MAX_WRITE_BYTES, PROTECTED_DIRS, _object_schema, error_result, guarded_call
-from .scan import SNIFF_BYTES
+from .filescan import SNIFF_BYTES
+from .tool import Standalone, ToolContext, ToolResult
 
 #: The hash recorded for "no file here".
 ABSENT = "absent"

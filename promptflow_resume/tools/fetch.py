@@ -16,8 +16,8 @@ import urllib.parse
 from typing import Any
 
 from ..chat import ToolSpec
-from .base import Standalone, ToolContext, ToolResult
 from .builtin import _object_schema, error_result, signature, validate_arguments
+from .tool import Standalone, ToolContext, ToolResult
 
 MAX_FETCH_BYTES = 2 * 1024 * 1024
 #: Characters of text returned to the model.

@@ -56,7 +56,6 @@ from ..chat import ToolSpec
 from ..workflow.toolnames import (
     BUILTIN_TOOLS,
 )
-from .base import ToolContext, ToolResult
 from .mcp_listing import McpToolInfo, list_tools, mcp_sdk, task_only_line
 from .mcp_process import (
     ServerStderr,
@@ -65,6 +64,7 @@ from .mcp_process import (
 )
 from .mcp_records import McpConfig, McpServerConfig
 from .mcp_results import format_result
+from .tool import ToolContext, ToolResult
 
 #: How often, and after how long, an idempotent call is retried on a restarted server.
 RETRY_DELAYS = (0.5, 1.0)

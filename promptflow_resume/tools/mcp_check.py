@@ -13,7 +13,7 @@ from typing import Any
 
 from ..base.errors import FlowError
 from ..base.truststore import Trust
-from ..workflow.model import Diagnostic, Workflow
+from ..workflow.records import Diagnostic, Workflow
 from .mcp import McpServers
 from .mcp_config import (
     agent_config,
@@ -76,7 +76,7 @@ def error_diagnostic(error: FlowError, workflow: Workflow | None = None) -> Diag
 def _position(workflow: Workflow, field: str) -> tuple[int | None, int | None]:
     """Where ``field`` ($.mcp-servers.NAME.headers.KEY) is in the agent file's front matter."""
     from ..workflow.diagnostics import Collector
-    from ..workflow.frontmatter import read_front_matter
+    from ..workflow.header import read_front_matter
     from ..workflow.source import split_source
 
     try:

@@ -11,10 +11,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .base import ToolResult
-from .commands import head_and_tail
+from .declared import head_and_tail
 from .mcp_listing import McpToolInfo
 from .mcp_records import DEFAULT_MAX_OUTPUT
+from .tool import ToolResult
 
 
 def format_result(

@@ -21,7 +21,7 @@ from typing import Any
 from ..base.errors import WorkflowError
 from ..base.truststore import Trust, Verdict
 from ..workflow.agentdirs import in_workspace_folder
-from ..workflow.model import Workflow
+from ..workflow.records import Workflow
 from ..workflow.toolnames import (
     extension_tools_line,
     is_extension_tool,

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..base.redact import Redactor
 from ..base.truststore import Trust
-from ..workflow.model import Workflow
+from ..workflow.records import Workflow
 
 if TYPE_CHECKING:
-    from .base import Tool
     from .mcp import McpServers
     from .mcp_records import McpConfig
+    from .tool import Tool
 
 
 def find_mcp_config(

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..chat import ToolSpec
-from .base import Standalone, ToolContext, ToolResult
 from .builtin import _object_schema, error_result, signature, validate_arguments
+from .tool import Standalone, ToolContext, ToolResult
 
 _MARKS = {"not-started": "[ ]", "in-progress": "[ ]", "completed": "[x]"}
 

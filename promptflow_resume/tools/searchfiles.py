@@ -13,9 +13,9 @@ from typing import Any
 
 from ..base.confine import confine, relative_name
 from ..chat import ToolSpec
-from .base import ToolResult
 from .builtin import BuiltinTool, _object_schema, error_result, glob_matcher
-from .scan import TOO_LARGE, read_text, required_literal, walk
+from .filescan import TOO_LARGE, read_text, required_literal, walk
+from .tool import ToolResult
 
 MAX_SEARCH_MATCHES = 200
 #: Longest line shown in a search result; longer ones are cut with "…".

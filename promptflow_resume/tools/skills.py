@@ -17,9 +17,9 @@ from typing import Any
 
 from ..chat import ToolSpec
 from ..workflow.skillfile import load_skill
-from ..workflow.skills import LOAD_TOOL, loaded_line, shown_path
-from .base import Standalone, ToolContext, ToolResult
+from ..workflow.skillset import LOAD_TOOL, loaded_line, shown_path
 from .builtin import error_result, validate_arguments
+from .tool import Standalone, ToolContext, ToolResult
 
 
 class LoadSkill(Standalone):

@@ -22,10 +22,10 @@ from typing import Any
 from ..chat import ToolSpec
 from ..workflow.agentdirs import beside, file_stem
 from ..workflow.agentfind import find_agents
-from ..workflow.model import Workflow
+from ..workflow.records import Workflow
 from ..workflow.toolnames import SUBAGENT_TOOL
-from .base import ToolContext, ToolResult
 from .builtin import _object_schema, error_result, signature, validate_arguments
+from .tool import ToolContext, ToolResult
 
 
 @dataclass(frozen=True)

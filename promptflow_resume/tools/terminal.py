@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ..chat import ToolSpec
-from ..workflow.model import CommandDecl, Workflow
-from .base import Standalone, ToolContext, ToolResult
+from ..workflow.records import CommandDecl, Workflow
 from .builtin import _object_schema, error_result, signature, validate_arguments
-from .commands import CommandTool, format_result, run_process
+from .declared import CommandTool, format_result, run_process
+from .tool import Standalone, ToolContext, ToolResult
 
 #: Default limits of a model-chosen command.
 TERMINAL_TIMEOUT = 120.0

@@ -32,13 +32,13 @@ _EXPORTS: dict[str, str] = {
     "load_workflow": "loader",
     "parse_workflow": "loader",
     "workflow_files": "loader",
-    "Budget": "model",
-    "CommandDecl": "model",
-    "Diagnostic": "model",
-    "InputDecl": "model",
-    "Step": "model",
-    "VariableUse": "model",
-    "Workflow": "model",
+    "Budget": "records",
+    "CommandDecl": "records",
+    "Diagnostic": "records",
+    "InputDecl": "records",
+    "Step": "records",
+    "VariableUse": "records",
+    "Workflow": "records",
     "context_prompt": "prompts",
     "step_argv": "prompts",
     "step_command_args": "prompts",
@@ -58,15 +58,6 @@ if TYPE_CHECKING:
     from .hashing import HASH_PREFIX, short_hash
     from .inputs import load_inputs_file, resolve_inputs, typed_value
     from .loader import check_workflow, load_workflow, parse_workflow, workflow_files
-    from .model import (
-        Budget,
-        CommandDecl,
-        Diagnostic,
-        InputDecl,
-        Step,
-        VariableUse,
-        Workflow,
-    )
     from .prompts import (
         context_prompt,
         step_argv,
@@ -75,6 +66,15 @@ if TYPE_CHECKING:
         step_tools,
         step_workflow_inputs,
         validate_editor,
+    )
+    from .records import (
+        Budget,
+        CommandDecl,
+        Diagnostic,
+        InputDecl,
+        Step,
+        VariableUse,
+        Workflow,
     )
     from .stephash import step_template
     from .steps import IMPLICIT_STEP_ID

@@ -26,8 +26,8 @@ from ..base.safeopen import read_regular
 from ..base.textnorm import normalize_newlines
 from .agentfile import AGENT_SUFFIX, agent_name
 from .diagnostics import Collector
-from .frontmatter import read_front_matter
-from .model import Workflow
+from .header import read_front_matter
+from .records import Workflow
 from .source import MAX_WORKFLOW_BYTES, FrontMatterUnclosed, split_source
 
 #: Where a workspace keeps its agents, relative to its root.

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from .diagnostics import Collector
-from .frontmatter import KNOWN_KEYS
-from .hooks import agent_hooks
-from .model import AgentSpec, Handoff
+from .header import KNOWN_KEYS
+from .hookfiles import agent_hooks
+from .records import AgentSpec, Handoff
 from .source import YamlPositions, field_path
 
 #: The input that carries an agent's task.

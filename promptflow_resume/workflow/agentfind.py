@@ -30,7 +30,7 @@ from .agentdirs import (
     searched_files,
     searched_text,
 )
-from .model import Diagnostic, Workflow
+from .records import Diagnostic, Workflow
 
 __all__ = [
     "USER_FOLDERS",

@@ -24,9 +24,9 @@ from .agentfile import (
 )
 from .config import WorkflowSettings, build_config
 from .diagnostics import Collector
-from .frontmatter import validate_front_matter
 from .hashing import digest
-from .model import AgentSpec, InputDecl, Step, Workflow
+from .header import validate_front_matter
+from .records import AgentSpec, InputDecl, Step, Workflow
 from .source import YamlPositions
 from .toolnames import BUILTIN_TOOLS, SUBAGENT_TOOL
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..base.errors import FileNotFoundFlowError
 from .agentdirs import locate_agent, searched_text
-from .skills import find_skills, skill_roots
+from .skillset import find_skills, skill_roots
 
 
 def looks_like_a_path(given: str) -> bool:

@@ -29,7 +29,7 @@ from ..base.durations import parse_duration
 from ..base.errors import InputError, WorkflowError
 from ..chat import ToolSpec
 from .diagnostics import Collector
-from .model import CommandDecl
+from .records import CommandDecl
 from .source import YamlPositions, field_path
 from .toolnames import BUILTIN_TOOLS
 from .values import coerce_value, parse_size, value_text

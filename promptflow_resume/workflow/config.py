@@ -11,8 +11,8 @@ from ..base.retrypolicy import RetryPolicy
 from ..providers.models import ModelRef, fix_line, resolve_model
 from .commands import build_commands
 from .diagnostics import Collector, did_you_mean
-from .frontmatter import PARAM_KEYS
-from .model import Budget, CommandDecl, Compaction, InputDecl, InputType
+from .header import PARAM_KEYS
+from .records import Budget, CommandDecl, Compaction, InputDecl, InputType
 from .source import YamlPositions, field_path
 from .toolnames import (
     ASK_EXCLUDED,

@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .model import Diagnostic, Severity
+from .records import Diagnostic, Severity
 
 
 @dataclass

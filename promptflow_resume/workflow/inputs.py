@@ -19,7 +19,7 @@ from typing import Any
 from ..base import yamlio
 from ..base.errors import FileNotFoundFlowError, InputError
 from .diagnostics import did_you_mean
-from .model import InputDecl, Workflow
+from .records import InputDecl, Workflow
 from .values import coerce_value, type_name, value_text
 
 #: How many times a terminal is asked again after an answer of the wrong type.

@@ -23,8 +23,8 @@ from .agentload import LoadedAgent, read_agent, task_input, task_step, use_agent
 from .body import ParsedBody, RawStep, parse_body
 from .config import WorkflowSettings, build_config, custom_agent
 from .diagnostics import Collector, did_you_mean
-from .frontmatter import read_front_matter, validate_front_matter
-from .model import (
+from .header import read_front_matter, validate_front_matter
+from .records import (
     Diagnostic,
     IncompleteReply,
     InputDecl,

@@ -6,8 +6,8 @@ from typing import Any
 
 from ..base.wording import count
 from .hashing import short_hash
-from .model import Diagnostic, InputDecl, Workflow
 from .prompts import step_tools
+from .records import Diagnostic, InputDecl, Workflow
 from .toolnames import is_editor_only
 from .values import value_text
 from .variables import ALWAYS_RESOLVED, EDITOR_VARIABLES, FILE_VARIABLES
@@ -69,7 +69,7 @@ def plan_dict(path: str, wf: Workflow | None, diagnostics: list[Diagnostic]) -> 
 
 
 def _known_keys() -> tuple[str, ...]:
-    from .frontmatter import KNOWN_KEYS
+    from .header import KNOWN_KEYS
 
     return KNOWN_KEYS
 

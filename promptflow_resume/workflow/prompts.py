@@ -14,7 +14,7 @@ from typing import Any
 
 from ..base.errors import InputError
 from .commands import check_arguments, fill_argv
-from .model import Step, Workflow
+from .records import Step, Workflow
 from .stephash import step_template
 from .variables import EDITOR_VARIABLES, render_text
 

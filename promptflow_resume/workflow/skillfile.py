@@ -33,8 +33,8 @@ from ..base.packagedata import read_text
 from ..base.safeopen import read_regular
 from ..base.textnorm import normalize_newlines
 from .diagnostics import Collector
-from .frontmatter import read_front_matter
-from .model import Diagnostic
+from .header import read_front_matter
+from .records import Diagnostic
 from .source import FrontMatterUnclosed, field_path, split_source
 
 #: What a skill's name may be (the schema's ``pattern``; a test keeps the two equal).

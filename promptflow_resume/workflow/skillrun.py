@@ -18,7 +18,7 @@ from ..base.errors import WorkflowError
 from ..base.retrypolicy import RetryPolicy
 from .agentfile import TASK_INPUT
 from .hashing import digest
-from .model import Budget, InputDecl, Step, Workflow
+from .records import Budget, InputDecl, Step, Workflow
 from .skillfile import Skill, load_skill
 from .toolnames import BUILTIN_TOOLS
 

@@ -15,7 +15,7 @@ from typing import Any
 from .commands import command_definition
 from .config import WorkflowSettings, model_choice
 from .hashing import digest
-from .model import InputDecl, Step
+from .records import InputDecl, Step
 
 
 def step_template(step: Step) -> str:

@@ -17,7 +17,7 @@ from .body import ID_PATTERN, RawStep, slugify
 from .commands import check_argument
 from .config import WorkflowSettings, mode_tools, resolve_tool
 from .diagnostics import Collector, did_you_mean
-from .model import Step, StepKind, Workflow
+from .records import Step, StepKind, Workflow
 from .toolnames import BUILTIN_TOOLS
 
 #: The id of the one step of a file without step headings.

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from .body import ParsedBody
 from .diagnostics import Collector, did_you_mean
-from .model import InputDecl, Step, VariableUse
+from .records import InputDecl, Step, VariableUse
 from .source import LineIndex
 from .variables import SELECTION_VARIABLES, scan
 

@@ -241,7 +241,7 @@ def test_tool_output_and_code_keep_their_indentation() -> None:
 
     from rich.console import Console
 
-    from promptflow_resume.show.terminal import terminal_view
+    from promptflow_resume.show.console import terminal_view
 
     run = example_run()
     entry = run.transcript[4]

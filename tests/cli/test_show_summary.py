@@ -13,7 +13,7 @@ from promptflow_resume.progress import render
 from promptflow_resume.progress.examples import example_run
 from promptflow_resume.progress.model import Approval, StepState, Usage
 from promptflow_resume.progress.state import RunState
-from promptflow_resume.show.summary import SUMMARY_LIMIT, pr_summary, summary_text
+from promptflow_resume.show.prsummary import SUMMARY_LIMIT, pr_summary, summary_text
 from tests import support
 from tests.support.flowproc import flow
 

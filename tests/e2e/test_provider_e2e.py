@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from promptflow_resume.api import RunOptions, StartRequest, resume_run, start_run
-from promptflow_resume.providers.base import ReplyUsage
 from promptflow_resume.providers.pricing import cost_usd
+from promptflow_resume.providers.provider import ReplyUsage
 from tests.support.providers_server import (
     Canned,
     ModelServer,

@@ -20,12 +20,16 @@ from tests.support.contracts import PACKAGE, contracts, copy_package, lint_impor
 #: contract id -> (module file to change, the line added to it, what the report must name).
 PLANTED: dict[str, tuple[str, str, str]] = {
     # Git worktrees sit below the engine.
-    "parts": ("worktree.py", "from .engine import Engine", ".worktree -> promptflow_resume.engine"),
+    "parts": (
+        "worktree.py",
+        "from .run.engine import Engine",
+        ".worktree -> promptflow_resume.run.engine",
+    ),
     # The format knows nothing of workflows, tools or providers.
     "format": (
         "progress/render.py",
-        "from ..workflow.model import Workflow",
-        ".progress.render -> promptflow_resume.workflow.model",
+        "from ..workflow.records import Workflow",
+        ".progress.render -> promptflow_resume.workflow.records",
     ),
     # A tool writing the progress file behind the engine's back.
     "store": (
@@ -36,8 +40,8 @@ PLANTED: dict[str, tuple[str, str, str]] = {
     # A batch row started by the engine itself, not through the API.
     "batch": (
         "batch/data.py",
-        "from ..engine import Engine",
-        ".batch.data -> promptflow_resume.engine",
+        "from ..run.engine import Engine",
+        ".batch.data -> promptflow_resume.run.engine",
     ),
     # Two detector modules importing each other.
     "acyclic": (
@@ -56,14 +60,20 @@ PLANTED: dict[str, tuple[str, str, str]] = {
         ".tools.escapes -> promptflow_resume.tools.mcp",
     ),
     "workflow-modules": (
-        "workflow/model.py",
+        "workflow/records.py",
         "from .loader import load_workflow",
-        ".workflow.model -> promptflow_resume.workflow.loader",
+        ".workflow.records -> promptflow_resume.workflow.loader",
     ),
     "providers-modules": (
-        "providers/base.py",
+        "providers/provider.py",
         "from .openai import OpenAIProvider",
-        ".providers.base -> promptflow_resume.providers.openai",
+        ".providers.provider -> promptflow_resume.providers.openai",
+    ),
+    # The engine reaching up to the attempt that drives it.
+    "run-modules": (
+        "run/engine.py",
+        "from .attempt import Outcome",
+        ".run.engine -> promptflow_resume.run.attempt",
     ),
     "cli-modules": (
         "cli/options.py",

@@ -23,7 +23,7 @@ from tests.support.flowproc import flow_env
 #: A provider, a command and what registers them, as another package would write them.
 PLUGIN = '''
 from promptflow_resume.cli.app import app, out
-from promptflow_resume.providers.base import Reply, ReplyUsage
+from promptflow_resume.providers.provider import Reply, ReplyUsage
 
 
 class Shouty:

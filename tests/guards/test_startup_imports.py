@@ -15,7 +15,7 @@ import pytest
 
 from promptflow_resume.api import RunOptions, StartRequest, start_run
 from promptflow_resume.base.collector import RUN_GEN2_THRESHOLD
-from promptflow_resume.events import Reporter
+from promptflow_resume.run.events import Reporter
 from tests.support.flowproc import flow_env
 from tests.support.providers import PROXY_ENV_VARS
 from tests.support.providers_server import Canned, ModelServer, openai_completion
@@ -54,9 +54,9 @@ WATCHED = [
     "pydantic",
     "promptflow_resume.tools",
     "promptflow_resume.tools.mcp",
-    "promptflow_resume.engine",
-    "promptflow_resume.subworkflows",
-    "promptflow_resume.recovery",
+    "promptflow_resume.run.engine",
+    "promptflow_resume.run.subworkflows",
+    "promptflow_resume.run.recovery",
     "importlib.resources",
     "starlette",
     "uvicorn",
@@ -136,7 +136,7 @@ def test_a_run_of_a_workflow_without_mcp_tools_does_not_load_the_mcp_client(
     code, loaded = _imported_by(tmp_path, "run", str(wf), "--provider", "echo", "--yes")
     assert code == 0
     assert "promptflow_resume.tools.mcp" not in loaded
-    assert "promptflow_resume.engine" in loaded  # the run did run
+    assert "promptflow_resume.run.engine" in loaded  # the run did run
 
 
 def test_a_run_without_tracing_loads_nothing_of_opentelemetry(tmp_path: Path) -> None:
@@ -195,7 +195,7 @@ def test_a_run_collects_the_oldest_generation_less_often_then_restores_the_thres
 #: thresholds are as before.
 SDK_PROBE = """
 import gc, importlib, json, sys
-from promptflow_resume.providers.base import ProviderSettings
+from promptflow_resume.providers.provider import ProviderSettings
 name, cls, model = sys.argv[1:4]
 provider = getattr(importlib.import_module(f"promptflow_resume.providers.{name}"), cls)
 assert name not in sys.modules
@@ -286,7 +286,7 @@ def test_the_collector_makes_no_pass_before_the_run_starts_and_is_on_again_after
 CERT_PROBE = """
 import ssl, sys
 from promptflow_resume.chat import Message
-from promptflow_resume.providers.base import ProviderSettings, Request
+from promptflow_resume.providers.provider import ProviderSettings, Request
 from promptflow_resume.providers.openai import OpenAIProvider
 loads = []
 load = ssl.SSLContext.load_verify_locations

@@ -18,9 +18,9 @@ def test_a_modules_tests_are_found_from_its_path_its_parts_folder_first() -> Non
     assert all(not p.startswith("tests/progress/") for p in found[first_elsewhere:])
 
 
-def test_a_root_module_of_the_run_machinery_lists_tests_engine_first(
+def test_a_module_of_the_run_machinery_lists_its_folders_tests_first(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main([str(REPO / "promptflow_resume" / "reconcile.py")]) == 0
+    assert main([str(REPO / "promptflow_resume" / "run" / "reconcile.py")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines and lines[0].startswith("tests/engine/")
+    assert lines and lines[0].startswith("tests/run/")

@@ -49,7 +49,7 @@ def test_api_is_short_and_its_calls_take_an_options_record_and_a_request() -> No
 
 
 def test_the_run_steps_are_named_functions_of_at_most_60_lines() -> None:
-    for module in ("starting.py", "resuming.py", "attempt.py", "front.py"):
+    for module in ("run/start.py", "run/resume.py", "run/attempt.py", "front.py"):
         for name, node in _functions(PACKAGE / module).items():
             assert node.end_lineno is not None
             length = node.end_lineno - node.lineno + 1
@@ -70,7 +70,13 @@ def _imported(path: Path) -> set[str]:
 
 def test_the_run_commands_import_no_engine_resume_machinery_or_progress_internals() -> None:
     imported = _imported(PACKAGE / "cli" / "commands_run.py")
-    machinery = {"engine", "subworkflows", "reconcile", "recovery", "batch.checkpoint"}
+    machinery = {
+        "run.engine",
+        "run.subworkflows",
+        "run.reconcile",
+        "run.recovery",
+        "batch.checkpoint",
+    }
     assert imported & machinery == set()
     # The progress file's records may be named; how it is parsed, rendered or stored not.
     internals = {m for m in imported if m.startswith("progress") and m != "progress.model"}

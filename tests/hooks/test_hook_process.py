@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 from promptflow_resume.base.redact import Redactor
-from promptflow_resume.tools.hookrun import hook_environment, run_hook
-from promptflow_resume.workflow.hooks import HookCommand
+from promptflow_resume.run.hookprocess import hook_environment, run_hook
+from promptflow_resume.workflow.hookfiles import HookCommand
 from tests.support.faults import wait_for
 from tests.support.hooks import OWN
 

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from promptflow_resume.base.errors import FileNotFoundFlowError, WorkflowError
-from promptflow_resume.workflow.hooks import check_hooks, find_hook_files, load_hooks
+from promptflow_resume.workflow.hookfiles import check_hooks, find_hook_files, load_hooks
 from tests import support
 from tests.support.flowproc import flow
 from tests.support.hooks import HOOKS

@@ -12,9 +12,9 @@ from pathlib import Path
 from promptflow_resume.progress import load_progress, parse, render
 from promptflow_resume.progress.examples import example_run
 from promptflow_resume.progress.hookledger import HookEvent, HookRun
-from promptflow_resume.tools.hookrun import hook_output
+from promptflow_resume.run.hookprocess import hook_output
 from promptflow_resume.workflow import check_workflow, parse_workflow
-from promptflow_resume.workflow.hooks import check_hooks
+from promptflow_resume.workflow.hookfiles import check_hooks
 from tests.support.flowproc import flow
 from tests.support.trust import trusted
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from promptflow_resume.progress import ProgressStore, load_progress, render
 from promptflow_resume.progress.model import Entry
-from promptflow_resume.reconcile import DENIED_RESULT
+from promptflow_resume.run.reconcile import DENIED_RESULT
 from tests import support
 from tests.support.faults import assert_clean_error
 from tests.support.flowproc import flow, flow_env

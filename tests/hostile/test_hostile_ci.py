@@ -28,7 +28,7 @@ from promptflow_resume.base.errors import EXIT_STORAGE, EXIT_UNTRUSTED, FlowErro
 from promptflow_resume.ci import CiResult, run_ci
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.state import run_state
-from promptflow_resume.show.summary import summary_text
+from promptflow_resume.show.prsummary import summary_text
 from tests.support import REPO
 from tests.support.git import git
 from tests.support.github import (

@@ -196,7 +196,7 @@ def test_clean_keeps_a_run_whose_own_worktree_would_go_unless_told(
     """The other side: a worktree run made here goes with its worktree and branch only with
     ``worktrees`` (--worktrees, or a yes); otherwise the whole run is kept, and said so."""
     from promptflow_resume.api import RunOptions, StartRequest, start_run
-    from tests.engine.test_worktree import BRANCH, PROGRESS, RUN_ID, TREE, _repo
+    from tests.run.test_worktree import BRANCH, PROGRESS, RUN_ID, TREE, _repo
 
     repo = _repo(tmp_path / "repo")
     monkeypatch.chdir(repo)

@@ -25,7 +25,7 @@ import pytest
 
 from promptflow_resume.base.durable import append_synced, replace_file, temp_name
 from promptflow_resume.base.errors import EXIT_INVALID_FILE, SpecialFileError
-from tests.engine.test_subworkflows import CHILD, PARENT, SCRIPT
+from tests.run.test_subworkflows import CHILD, PARENT, SCRIPT
 from tests.support.faults import HOSTILE, copy_fixtures, snapshot
 from tests.support.flowproc import FLOW, flow, flow_env
 from tests.support.slow import sweep

@@ -19,7 +19,7 @@ from promptflow_resume.base.release import VERSION
 from promptflow_resume.progress import ProgressStore, load_progress, parse, render
 from promptflow_resume.progress.model import FORMAT_MINOR, FORMAT_VERSION, MIN_FLOW
 from promptflow_resume.progress.parse import check_strict
-from promptflow_resume.show.summary import pr_summary
+from promptflow_resume.show.prsummary import pr_summary
 from tests import support
 from tests.support.snapshots import MarkdownSnapshot
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from promptflow_resume.attempt import skipped_skills_line
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.model import Entry
 from promptflow_resume.progress.render import entry_block
+from promptflow_resume.run.attempt import skipped_skills_line
 from promptflow_resume.workflow import parse_workflow
-from promptflow_resume.workflow.model import Diagnostic
+from promptflow_resume.workflow.records import Diagnostic
 from tests.support.flowproc import flow
 
 #: The shape of the public Beast Mode agent's body (github/awesome-copilot, MIT).

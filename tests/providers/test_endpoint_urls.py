@@ -10,9 +10,9 @@ import pytest
 
 from promptflow_resume.base.errors import EXIT_PROVIDER, ProviderSetupError
 from promptflow_resume.providers.anthropic import resolve_credentials
-from promptflow_resume.providers.base import ProviderSettings
 from promptflow_resume.providers.endpoints import url_problem
 from promptflow_resume.providers.openaiendpoint import resolve_endpoint
+from promptflow_resume.providers.provider import ProviderSettings
 from tests.support.flowproc import flow, flow_env
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.attempt import model_choice
 from promptflow_resume.base.errors import InvalidFileError
 from promptflow_resume.base.packagedata import read_text
 from promptflow_resume.base.userconfig import config_path
 from promptflow_resume.providers.models import choose_models, resolve_model
 from promptflow_resume.providers.pricing import price_for
+from promptflow_resume.run.attempt import model_choice
 from promptflow_resume.workflow import check_workflow, parse_workflow
 from tests.support.flowproc import flow, flow_env
 

@@ -9,8 +9,8 @@ from promptflow_resume.base.errors import (
     ModelUnavailableError,
     ProviderError,
 )
-from promptflow_resume.providers.base import Reply, Request
 from promptflow_resume.providers.fallback import ModelChoices
+from promptflow_resume.providers.provider import Reply, Request
 from promptflow_resume.providers.retry import http_failure
 
 REFUSALS = {

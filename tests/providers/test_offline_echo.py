@@ -6,8 +6,8 @@ import pytest
 
 from promptflow_resume.chat import Message, ToolCall, ToolSpec
 from promptflow_resume.providers import REGISTRY, create_provider
-from promptflow_resume.providers.base import ProviderSettings, Request
 from promptflow_resume.providers.echo import format_request
+from promptflow_resume.providers.provider import ProviderSettings, Request
 
 TOOLS = (
     ToolSpec("read_file", "Read a file in the workspace.\nPaths are relative.", {}),

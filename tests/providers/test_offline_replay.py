@@ -20,7 +20,7 @@ from promptflow_resume.base.errors import (
 )
 from promptflow_resume.chat import Message, ToolSpec
 from promptflow_resume.providers import create_provider
-from promptflow_resume.providers.base import Provider, ProviderSettings, Reply, Request
+from promptflow_resume.providers.provider import Provider, ProviderSettings, Reply, Request
 from promptflow_resume.providers.recorder import RecordingProvider
 from promptflow_resume.providers.recording import read_recording
 from promptflow_resume.providers.replay import ReplayProvider

@@ -9,7 +9,7 @@ import pytest
 from promptflow_resume.base.errors import EXIT_PROVIDER, ProviderError, ProviderSetupError
 from promptflow_resume.chat import Message, ToolCall
 from promptflow_resume.providers import create_provider
-from promptflow_resume.providers.base import ProviderSettings, Reply, Request
+from promptflow_resume.providers.provider import ProviderSettings, Reply, Request
 from promptflow_resume.providers.scripted import ScriptedProvider, load_script
 
 SCRIPT_YAML = """\

@@ -43,7 +43,7 @@ ASK = """
 import sys
 from promptflow_resume.base.errors import ProviderError
 from promptflow_resume.chat import Message
-from promptflow_resume.providers.base import ProviderSettings, Request
+from promptflow_resume.providers.provider import ProviderSettings, Request
 from promptflow_resume.providers.openai import OpenAIProvider
 provider = OpenAIProvider(
     ProviderSettings("openai", model="gpt-4.1", base_url=sys.argv[1], stream=False)

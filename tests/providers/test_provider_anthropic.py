@@ -17,8 +17,8 @@ from promptflow_resume.providers.anthropic import (
     resolve_credentials,
     to_anthropic,
 )
-from promptflow_resume.providers.base import ProviderSettings, Request
 from promptflow_resume.providers.pricing import DEFAULT_MAX_OUTPUT_TOKENS, cost_usd
+from promptflow_resume.providers.provider import ProviderSettings, Request
 from promptflow_resume.providers.retry import RetryEvent, call_with_retry
 from tests.support.providers import FAST, PROXY_ENV_VARS, Sleeps, ask
 from tests.support.providers_server import (

@@ -21,9 +21,9 @@ import pytest
 from promptflow_resume.base.errors import ModelUnavailableError, ProviderError
 from promptflow_resume.chat import Message, ToolCall, ToolSpec
 from promptflow_resume.providers.anthropic import AnthropicProvider
-from promptflow_resume.providers.base import Provider, ProviderSettings, Request
 from promptflow_resume.providers.fallback import ModelChoices
 from promptflow_resume.providers.openai import OpenAIProvider
+from promptflow_resume.providers.provider import Provider, ProviderSettings, Request
 from promptflow_resume.providers.retry import RetryEvent, call_with_retry
 from tests.support.providers import FAST, PROXY_ENV_VARS, Sleeps, ask
 from tests.support.providers_server import (

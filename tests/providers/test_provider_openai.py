@@ -13,10 +13,10 @@ import pytest
 from promptflow_resume.base.errors import ProviderError, ProviderSetupError
 from promptflow_resume.chat import Message, ToolCall, ToolSpec
 from promptflow_resume.providers import create_provider
-from promptflow_resume.providers.base import ProviderSettings, Request
 from promptflow_resume.providers.endpoints import GITHUB_MODELS_URL, OLLAMA_URL, OPENAI_URL
 from promptflow_resume.providers.openai import OpenAIProvider
 from promptflow_resume.providers.openaiendpoint import NO_KEY, resolve_endpoint
+from promptflow_resume.providers.provider import ProviderSettings, Request
 from promptflow_resume.providers.retry import RetryEvent, call_with_retry
 from tests.support.flowproc import flow_env
 from tests.support.providers import FAST, PROXY_ENV_VARS, Sleeps, ask

@@ -9,7 +9,6 @@ from importlib import resources
 import pytest
 
 from promptflow_resume.chat import Message, ToolCall, ToolSpec
-from promptflow_resume.providers.base import ReplyUsage, Request
 from promptflow_resume.providers.pricing import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     cost_usd,
@@ -18,6 +17,7 @@ from promptflow_resume.providers.pricing import (
     known_models,
     price_for,
 )
+from promptflow_resume.providers.provider import ReplyUsage, Request
 
 
 def load_table() -> dict[str, object]:

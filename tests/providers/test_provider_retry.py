@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from promptflow_resume.base.errors import ProviderError, QuotaWindowError
 from promptflow_resume.base.retrypolicy import RetryPolicy
 from promptflow_resume.chat import Message
-from promptflow_resume.providers.base import Reply, Request
+from promptflow_resume.providers.provider import Reply, Request
 from promptflow_resume.providers.retry import (
     REASON_DEADLINE,
     REASON_UNAVAILABLE,

@@ -15,8 +15,8 @@ import pytest
 
 from promptflow_resume.base.errors import ContextLengthError, ProviderError, ProviderTimeoutError
 from promptflow_resume.providers.anthropic import AnthropicProvider
-from promptflow_resume.providers.base import Provider, ProviderSettings
 from promptflow_resume.providers.openai import OpenAIProvider
+from promptflow_resume.providers.provider import Provider, ProviderSettings
 from promptflow_resume.providers.retry import call_with_retry
 from tests.support.providers import FAST, Sleeps, ask
 from tests.support.providers_server import (

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 from promptflow_resume.progress import load_progress, render
 from promptflow_resume.progress.examples import synthetic_run
 from promptflow_resume.serve.security import Guard
-from tests.engine.test_worktree import BRANCH, PROGRESS, RUN, _repo, git
+from tests.run.test_worktree import BRANCH, PROGRESS, RUN, _repo, git
 from tests.support import FIXTURES, xss
 from tests.support.flowproc import flow, flow_env
 from tests.support.serve import Server

@@ -12,8 +12,8 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
-from promptflow_resume.humananswers import ANSWER_PLACEHOLDER
 from promptflow_resume.progress import load_progress, render
+from promptflow_resume.run.humananswers import ANSWER_PLACEHOLDER
 from promptflow_resume.serve.security import Guard
 from tests.support import xss
 from tests.support.flowproc import flow
@@ -257,7 +257,7 @@ def test_the_printed_url_names_an_address_to_open() -> None:
 
 
 def test_an_event_keeps_every_line_of_its_data_as_data() -> None:
-    from promptflow_resume.serve.live import event
+    from promptflow_resume.serve.sse import event
 
     data = event("entries", "one\ntwo\r\nevent: reload\rthree \ud800")
     assert data == (

@@ -15,8 +15,8 @@ import pytest
 from promptflow_resume.api import Limits, RunOptions, resume_run, run_status
 from promptflow_resume.progress import load_progress
 from promptflow_resume.sharing import fork
-from tests.engine.test_subworkflows import CHILD, PARENT, SCRIPT, _child_path, _start
-from tests.engine.test_worktree import (
+from tests.run.test_subworkflows import CHILD, PARENT, SCRIPT, _child_path, _start
+from tests.run.test_worktree import (
     BRANCH,
     DONE,
     PROGRESS,
@@ -27,7 +27,7 @@ from tests.engine.test_worktree import (
     _ran,
     git,
 )
-from tests.engine.test_worktree import repo as repo  # the fixture
+from tests.run.test_worktree import repo as repo  # the fixture
 from tests.support.flowproc import flow
 from tests.support.share import snapshot
 

@@ -258,7 +258,7 @@ def test_a_question_is_answered_in_the_shared_copy_and_the_clone_resumes_with_it
     workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from promptflow_resume.api import RunOptions, StartRequest, resume_run, start_run
-    from promptflow_resume.humananswers import ANSWER_PLACEHOLDER
+    from promptflow_resume.run.humananswers import ANSWER_PLACEHOLDER
 
     project = workdir / "repo"
     project.mkdir()

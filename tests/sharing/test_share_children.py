@@ -1,6 +1,6 @@
 """``flow share`` of a run with sub-workflows: the copy carries its child runs (spec 4.10).
 
-The parent and child workflows are those of tests/engine/test_subworkflows.py, run with the offline
+The parent and child workflows are those of tests/run/test_subworkflows.py, run with the offline
 ``scripted`` provider; a budget of two turns stops the run inside its child, so the shared
 copy must resume the child (not start it again) and then finish the parent.
 """
@@ -17,7 +17,7 @@ from promptflow_resume.base.errors import InputError
 from promptflow_resume.base.redact import Redactor
 from promptflow_resume.progress import load_progress
 from promptflow_resume.sharing import share
-from tests.engine.test_subworkflows import CHILD, PARENT, SCRIPT, _child_path, _start
+from tests.run.test_subworkflows import CHILD, PARENT, SCRIPT, _child_path, _start
 from tests.support.flowproc import flow
 
 SECRET = "tok-5a4b3c2d1e0f99887766"

@@ -1,7 +1,7 @@
 """``flow share`` and ``flow fork`` of a run with subagent calls carry the calls' child runs.
 
 Real ``flow`` processes against the local OpenAI-protocol server, with the agents of
-tests/engine/test_subagents.py: the lead calls the helper, flow is killed while the helper's
+tests/run/test_subagents.py: the lead calls the helper, flow is killed while the helper's
 second model call is on the wire, the run is shared, and the copy, moved to another folder,
 resumes inside the copied helper run (its first turn is not sent again). A fork keeps the
 completed subagent run of the step before the fork point as a copy linked to the fork.
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.test_subagents import (
+from tests.run.test_subagents import (
     CHILD_FILE,
     _kill_when,
     _project,

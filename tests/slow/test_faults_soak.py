@@ -11,7 +11,7 @@ and ``log.txt`` holds every number exactly once, in order.
 
 Both soaks run with the slow switch only (``--slow``, or CI): a short one (about 130 events)
 and a long one (2,000+ events, printing the counts with ``-n0 -s``). The default run keeps the
-crash points of ``tests/engine/test_crash.py`` for the same promise.
+crash points of ``tests/run/test_crash.py`` for the same promise.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from promptflow_resume.progress import load_progress
-from promptflow_resume.reconcile import PLACEHOLDER_RESULT
+from promptflow_resume.run.reconcile import PLACEHOLDER_RESULT
 from tests.support.faults import HOSTILE, REPO, Transcript, flow, flow_env, spawn, transcript
 
 PACKAGE = REPO / "promptflow_resume"

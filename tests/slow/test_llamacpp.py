@@ -34,8 +34,8 @@ from promptflow_resume.base.errors import ContextLengthError
 from promptflow_resume.chat import Message
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.owner import read_owner
-from promptflow_resume.providers.base import ProviderSettings, Request
 from promptflow_resume.providers.openai import OpenAIProvider
+from promptflow_resume.providers.provider import ProviderSettings, Request
 from tests.support import llamacpp
 from tests.support.flowproc import FLOW, flow, provider_env, spawn
 

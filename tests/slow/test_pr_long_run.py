@@ -15,7 +15,7 @@ import pytest
 from promptflow_resume.progress import render
 from promptflow_resume.progress.parse import parse
 from promptflow_resume.sharing.diff import diff_files
-from promptflow_resume.show.summary import SUMMARY_LIMIT, pr_summary
+from promptflow_resume.show.prsummary import SUMMARY_LIMIT, pr_summary
 from tests.support.long_run import run_loop
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ from typing import Any
 from promptflow_resume.base import yamlio
 from promptflow_resume.base.retrypolicy import RetryPolicy
 from promptflow_resume.progress.seal import Key
-from promptflow_resume.workflow.model import Budget, Step, Workflow
+from promptflow_resume.workflow.records import Budget, Step, Workflow
 
 NOW = datetime(2026, 11, 21, 12, 0, 0, tzinfo=timezone.utc)
 HASH = "sha256:v1:" + "ab" * 32

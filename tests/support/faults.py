@@ -1,6 +1,6 @@
 """Shared helpers of the fault tests (``test_faults_*.py``). That the faults they simulate are
 real (a size limit that does stop writes, a folder that does refuse them) is checked by
-``tests/engine/test_faults_simulated.py``.
+``tests/run/test_faults_simulated.py``.
 
 The fault tests run the ``flow`` command as a subprocess of the checkout they live in
 (``PYTHONPATH`` points at it), so what they break is the code under test and nothing else.
@@ -22,7 +22,7 @@ import pytest
 
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.model import Run
-from promptflow_resume.reconcile import PLACEHOLDER_RESULT
+from promptflow_resume.run.reconcile import PLACEHOLDER_RESULT
 from tests.support import flowproc
 from tests.support.flowproc import REPO as REPO
 from tests.support.flowproc import Transcript as Transcript

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from promptflow_resume.workflow.hooks import EVENTS
+from promptflow_resume.workflow.hookfiles import EVENTS
 from tests import support
 from tests.support.trust import trusted
 

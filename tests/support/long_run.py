@@ -21,14 +21,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from promptflow_resume.attempt import new_run
 from promptflow_resume.base.redact import Redactor
 from promptflow_resume.chat import ToolCall, ToolSpec
-from promptflow_resume.engine import Engine, EngineOptions
-from promptflow_resume.events import Reporter
 from promptflow_resume.progress import ProgressStore
-from promptflow_resume.providers.base import Reply, ReplyUsage, Request
-from promptflow_resume.tools.base import ToolContext, ToolResult
+from promptflow_resume.providers.provider import Reply, ReplyUsage, Request
+from promptflow_resume.run.attempt import new_run
+from promptflow_resume.run.engine import Engine, EngineOptions
+from promptflow_resume.run.events import Reporter
+from promptflow_resume.tools.tool import ToolContext, ToolResult
 from promptflow_resume.workflow import load_workflow
 
 HEADER = """---

@@ -6,7 +6,7 @@ from typing import Any
 
 from promptflow_resume.base.retrypolicy import RetryPolicy
 from promptflow_resume.chat import Message
-from promptflow_resume.providers.base import Request
+from promptflow_resume.providers.provider import Request
 
 #: Proxy variables the SDKs' HTTP client would obey; cleared so requests reach the local server.
 PROXY_ENV_VARS = (

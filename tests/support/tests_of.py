@@ -5,8 +5,9 @@
 prints each ``tests/**/test_*.py`` that imports the module (``import``, ``from … import``,
 wherever written, or a name a package re-exports from it), one a line, those in the folder
 named for the module's part first (``tests/progress/`` for ``promptflow_resume/progress/``,
-``tests/engine/`` for the run machinery at the package's root). Tests that run ``flow`` as a
-command import none of it: find them by the command's name (``grep -rl '"resume"' tests``).
+``tests/run/`` for ``promptflow_resume/run/`` and the modules at the package's root). Tests
+that run ``flow`` as a command import none of it: find them by the command's name
+(``grep -rl '"resume"' tests``).
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def tests_of(path: Path) -> list[Path]:
     """The test files importing the module at ``path``, relative to the checkout, sorted."""
     wanted = module_name(path)
     parts = wanted.split(".")
-    home = REPO / "tests" / (parts[1] if len(parts) > 2 else "engine")
+    home = REPO / "tests" / (parts[1] if len(parts) > 2 else "run")
     found = [
         test for test in sorted((REPO / "tests").rglob("test_*.py")) if wanted in _imports_of(test)
     ]

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from promptflow_resume.api import Permissions, RunOptions, StartRequest, start_run
-from promptflow_resume.events import Reporter
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.model import Run
-from promptflow_resume.tools.base import ToolContext
+from promptflow_resume.run.events import Reporter
 from promptflow_resume.tools.changes import GetChangedFiles
 from promptflow_resume.tools.consent import Consent
 from promptflow_resume.tools.fetch import FetchWebpage, html_to_markdown
+from promptflow_resume.tools.tool import ToolContext
 from tests import support
 from tests.support.flowproc import flow, flow_env
 

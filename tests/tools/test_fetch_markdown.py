@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.consent import Consent
 from promptflow_resume.tools.fetch import MAX_FETCH_CHARS, FetchWebpage
+from promptflow_resume.tools.tool import ToolContext
 
 PAGE = """<!DOCTYPE html>
 <html lang="en">

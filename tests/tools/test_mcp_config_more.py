@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from promptflow_resume.base.errors import EXIT_INVALID_FILE
-from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.mcp import McpServers
 from promptflow_resume.tools.mcp_config import find_configs, load_configs
 from promptflow_resume.tools.mcp_records import McpConfigError
+from promptflow_resume.tools.tool import ToolContext
 from tests import support
 from tests.support.flowproc import flow, flow_env
 from tests.support.trust import trusted

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from promptflow_resume.progress import load_progress
-from promptflow_resume.reconcile import PLACEHOLDER_RESULT
+from promptflow_resume.run.reconcile import PLACEHOLDER_RESULT
 from tests import support
 from tests.support.flowproc import flow, flow_env, spawn, transcript
 from tests.support.trust import trusted

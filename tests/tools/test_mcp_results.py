@@ -21,9 +21,9 @@ import pytest
 from promptflow_resume.api import RunOptions, StartRequest, start_run
 from promptflow_resume.progress import load_progress
 from promptflow_resume.progress.sidecar import sidecar_extension
-from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.builtin import ReadFile
 from promptflow_resume.tools.mcp_records import DEFAULT_MAX_OUTPUT
+from promptflow_resume.tools.tool import ToolContext
 from tests import support
 from tests.cli.test_show import _chromium, _console, needs_chromium
 from tests.support.flowproc import flow

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from promptflow_resume.base.errors import EXIT_TOOL_SERVER, ToolServerError
-from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.mcp import McpServers
 from promptflow_resume.tools.mcp_config import load_config
 from promptflow_resume.tools.mcp_setup import changed_servers, tool_list_note
+from promptflow_resume.tools.tool import ToolContext
 from tests import support
 
 SERVER = support.SUPPORT / "mcp_servers.py"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from promptflow_resume.tools import TOOLS, ToolContext, call_tool
-from promptflow_resume.tools.base import Tool
-from promptflow_resume.workflow.skills import find_skills
+from promptflow_resume.tools.tool import Tool
+from promptflow_resume.workflow.skillset import find_skills
 
 SKILLS = Path(__file__).resolve().parents[1] / "fixtures" / "skills"
 

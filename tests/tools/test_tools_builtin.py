@@ -10,8 +10,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from promptflow_resume.tools import TOOLS, builtin, searchfiles
-from promptflow_resume.tools.base import ToolContext, ToolResult
 from promptflow_resume.tools.builtin import glob_matcher
+from promptflow_resume.tools.tool import ToolContext, ToolResult
 
 #: The file tools of ``builtin.py`` and ``searchfiles.py``, as the tool registry names them.
 BUILTINS = {

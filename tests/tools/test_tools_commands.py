@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from promptflow_resume.base.errors import WorkflowError
-from promptflow_resume.tools import commands
-from promptflow_resume.tools.base import ToolContext
-from promptflow_resume.tools.commands import CommandTool, command_tool
-from promptflow_resume.workflow.model import CommandDecl
+from promptflow_resume.tools import declared
+from promptflow_resume.tools.declared import CommandTool, command_tool
+from promptflow_resume.tools.tool import ToolContext
+from promptflow_resume.workflow.records import CommandDecl
 
 PY = sys.executable
 # Prints its arguments as one JSON list, so a test sees exactly what argv the program got.
@@ -218,7 +218,7 @@ def test_timeout_stops_the_whole_process_group(tmp_path: Path) -> None:
 def test_leftover_processes_holding_the_output_are_stopped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(commands, "DRAIN_GRACE", 0.3)
+    monkeypatch.setattr(declared, "DRAIN_GRACE", 0.3)
     pid_file = tmp_path / "bg.pid"
     tool = make(tmp_path, ["sh", "-c", f"sleep 60 & echo $! > {pid_file}; echo done"])
     result = run(tool, tmp_path)

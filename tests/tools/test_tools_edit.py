@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.edit import (
     ABSENT,
     CreateFile,
@@ -20,6 +19,7 @@ from promptflow_resume.tools.edit import (
     file_state,
     unified_diff,
 )
+from promptflow_resume.tools.tool import ToolContext
 
 
 @pytest.fixture

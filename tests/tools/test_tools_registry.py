@@ -16,12 +16,12 @@ from promptflow_resume.tools import (
     offered_tool_names,
     resolve_tool_names,
 )
-from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.builtin import ReadFile, WriteFile
-from promptflow_resume.tools.commands import CommandTool
+from promptflow_resume.tools.declared import CommandTool
 from promptflow_resume.tools.edit import ReplaceString
+from promptflow_resume.tools.tool import ToolContext
 from promptflow_resume.workflow import load_workflow
-from promptflow_resume.workflow.model import Budget, CommandDecl, Step, Workflow
+from promptflow_resume.workflow.records import Budget, CommandDecl, Step, Workflow
 from promptflow_resume.workflow.toolnames import BUILTIN_TOOLS
 
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from promptflow_resume.tools.base import ToolContext
 from promptflow_resume.tools.builtin import ListFiles
 from promptflow_resume.tools.codebase import CodebaseSearch
 from promptflow_resume.tools.edit import ReplaceString
+from promptflow_resume.tools.filescan import read_text, required_literal, walk
 from promptflow_resume.tools.ignore import IgnoreRules
-from promptflow_resume.tools.scan import read_text, required_literal, walk
 from promptflow_resume.tools.searchfiles import SearchFiles
+from promptflow_resume.tools.tool import ToolContext
 
 
 @pytest.fixture

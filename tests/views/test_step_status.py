@@ -11,8 +11,8 @@ import pytest
 from promptflow_resume import Limits, RunOptions, start_run
 from promptflow_resume.api import StartRequest
 from promptflow_resume.progress import load_progress
+from promptflow_resume.show.prsummary import pr_summary
 from promptflow_resume.show.report import run_json, terminal_report
-from promptflow_resume.show.summary import pr_summary
 
 WORKFLOW = """\
 ---

@@ -26,10 +26,10 @@ from promptflow_resume.api import StartRequest, decide_calls
 from promptflow_resume.eventstream import EventStream
 from promptflow_resume.otel.spans import run_spans
 from promptflow_resume.progress import load_progress
+from promptflow_resume.run.status import run_status
 from promptflow_resume.sharing.rewind import rewind
+from promptflow_resume.show.prsummary import pr_summary
 from promptflow_resume.show.report import run_json
-from promptflow_resume.show.summary import pr_summary
-from promptflow_resume.status import run_status
 from tests.support.serve import Server
 
 #: One step's replies: a plain answer, or a call of a read-only tool, or a held edit, first.

@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 
 from promptflow_resume.base import yamlio
 from promptflow_resume.workflow.skillfile import load_skill, skill_schema
-from promptflow_resume.workflow.skills import (
+from promptflow_resume.workflow.skillset import (
     FoundSkills,
     changed_skills,
     find_skills,

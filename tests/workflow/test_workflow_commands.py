@@ -18,7 +18,7 @@ from promptflow_resume.workflow import (
     load_workflow,
     parse_workflow,
 )
-from promptflow_resume.workflow.frontmatter import KNOWN_KEYS, workflow_schema
+from promptflow_resume.workflow.header import KNOWN_KEYS, workflow_schema
 from promptflow_resume.workflow.values import parse_size
 from tests import support
 
