@@ -80,7 +80,10 @@ def _fastjsonschema(schema: dict[str, Any]) -> Callable[[Any], object]:
     import fastjsonschema
 
     # A copy: fastjsonschema writes into the schema it compiles.
-    return fastjsonschema.compile(copy.deepcopy(schema), use_default=False, use_formats=False)
+    check: Callable[[Any], object] = fastjsonschema.compile(
+        copy.deepcopy(schema), use_default=False, use_formats=False
+    )
+    return check
 
 
 def main() -> None:
