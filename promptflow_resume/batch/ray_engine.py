@@ -168,6 +168,11 @@ class RayEngine:
         # while Ray runs, what goes to standard output goes to standard error.
         self._stdout = sys.stdout
         sys.stdout = sys.stderr
+        if ray.is_initialized():
+            # A connection this process still holds (a batch before this one that stopped
+            # between connecting and closing) would be reused as it is, with another address
+            # and without this batch's --ray-env: this batch joins the Ray it was given.
+            ray.shutdown()
         try:
             ray.init(address=target, **options)
         except (ConnectionError, RuntimeError, ValueError) as error:
