@@ -22,33 +22,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from values_bench import STEPS, front_matter_text
+
 from promptflow_resume.base import yamlio
 from promptflow_resume.base.schemacheck import compile_schema
-from promptflow_resume.progress.digest import transcript_digest
-from promptflow_resume.progress.examples import example_run
-from promptflow_resume.progress.frontmatter import front_matter
-from promptflow_resume.progress.model import StepState, Usage
 from promptflow_resume.progress.schema import load_schema, validator_class
-
-STEPS = 800
 
 
 def _front_matter() -> Any:
-    """The front matter of a run of ``STEPS`` completed steps, each with its usage (the input
-    of ``bench/values_bench.py`` too), as read back from its YAML."""
-    run = example_run()
-    run.steps = {
-        f"step-{i}": StepState(
-            status="completed",
-            attempts=1,
-            output_entry=i + 1,
-            usage=Usage(input_tokens=1200 + i, output_tokens=300, cost_usd=0.0012 + i / 1e6),
-            turns=3,
-        )
-        for i in range(STEPS)
-    }
-    data = front_matter(run, entries=len(run.transcript), digest=transcript_digest(run.transcript))
-    return yamlio.load(yamlio.dump(data))
+    """The front matter ``bench/values_bench.py`` reads, as read back from its YAML."""
+    return yamlio.load(front_matter_text())
 
 
 def _cpu_ms(fn: Callable[[], object], repeats: int) -> float:

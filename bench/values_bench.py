@@ -47,7 +47,9 @@ def _times_ms(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
     return statistics.median(times) * 1000, min(times) * 1000
 
 
-def _front_matter_text() -> str:
+def front_matter_text() -> str:
+    """The front matter of a run of ``STEPS`` completed steps, each with its usage, as YAML
+    (``bench/schema_bench.py`` checks it too)."""
     run = example_run()
     run.steps = {
         f"step-{i}": StepState(
@@ -81,7 +83,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args()
-    text = _front_matter_text()
+    text = front_matter_text()
     data = yamlio.load(text)
     journal = _journal_bytes(example_run().run_id)
     path = Path("progress.md.journal")
